@@ -1,0 +1,11 @@
+//! The domain: sales, attempts and their state machine, events. No I/O lives here.
+
+pub mod attempt;
+pub mod events;
+pub mod ids;
+pub mod sale;
+
+pub use attempt::{decide, AttemptEvent, AttemptState, Decision, Effect, ExpiryReason, Rejected};
+pub use events::DomainEvent;
+pub use ids::{AttemptId, IdError, SaleId, UserId};
+pub use sale::{Admission, NewSale, Sale, SaleError, SaleStatus, Stock, StockKind, Ttls};

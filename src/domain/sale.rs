@@ -1,0 +1,285 @@
+//! A sale: what is sold, when, and how fast people are let in.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::ids::SaleId;
+
+/// What is sold: a count of identical units, or named seats (each sold at most once).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stock {
+    Quantity(u32),
+    Seats(Vec<String>),
+}
+
+impl Stock {
+    pub fn total(&self) -> u32 {
+        match self {
+            Stock::Quantity(n) => *n,
+            Stock::Seats(seats) => seats.len() as u32,
+        }
+    }
+    pub fn kind(&self) -> StockKind {
+        match self {
+            Stock::Quantity(_) => StockKind::Quantity,
+            Stock::Seats(_) => StockKind::Seats,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StockKind {
+    Quantity,
+    Seats,
+}
+
+impl StockKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StockKind::Quantity => "quantity",
+            StockKind::Seats => "seats",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "quantity" => Some(StockKind::Quantity),
+            "seats" => Some(StockKind::Seats),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a sale takes joins and admits. `Open` before `opens_at` means "scheduled".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaleStatus {
+    Open,
+    Paused,
+    Closed,
+}
+
+impl SaleStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SaleStatus::Open => "open",
+            SaleStatus::Paused => "paused",
+            SaleStatus::Closed => "closed",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "open" => Some(SaleStatus::Open),
+            "paused" => Some(SaleStatus::Paused),
+            "closed" => Some(SaleStatus::Closed),
+            _ => None,
+        }
+    }
+}
+
+/// How fast the valve lets people in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Admission {
+    /// Users admitted per minute while the queue is not empty.
+    pub rate_per_minute: u32,
+    /// Cap on admitted + holding + paying users at once.
+    pub max_active: u32,
+}
+
+impl Admission {
+    pub fn parse(rate_per_minute: u32, max_active: u32) -> Result<Self, SaleError> {
+        if !(1..=1_000_000).contains(&rate_per_minute) {
+            return Err(SaleError::new("rate_per_minute", "must be between 1 and 1000000"));
+        }
+        if !(1..=1_000_000).contains(&max_active) {
+            return Err(SaleError::new("max_active", "must be between 1 and 1000000"));
+        }
+        Ok(Admission {
+            rate_per_minute,
+            max_active,
+        })
+    }
+}
+
+/// Time limits of each step, in seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ttls {
+    pub admission_secs: u32,
+    pub hold_secs: u32,
+    pub payment_secs: u32,
+}
+
+/// A sale as stored in the ledger.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sale {
+    pub id: SaleId,
+    pub name: String,
+    pub opens_at: DateTime<Utc>,
+    pub closes_at: Option<DateTime<Utc>>,
+    pub stock: Stock,
+    pub per_user_limit: u32,
+    pub ttls: Ttls,
+    pub admission: Admission,
+    pub status: SaleStatus,
+    pub created_at: DateTime<Utc>,
+}
+
+/// What an admin asks for; [`NewSale::parse`] turns the raw request into a [`Sale`].
+pub struct NewSale {
+    pub name: String,
+    pub opens_at: Option<DateTime<Utc>>,
+    pub closes_at: Option<DateTime<Utc>>,
+    pub quantity: Option<u32>,
+    pub seats: Option<Vec<String>>,
+    pub per_user_limit: u32,
+    pub ttls: Ttls,
+    pub rate_per_minute: u32,
+    pub max_active: u32,
+}
+
+impl NewSale {
+    pub fn parse(self, now: DateTime<Utc>) -> Result<Sale, SaleError> {
+        let name = self.name.trim().to_owned();
+        if name.is_empty() || name.chars().count() > 200 {
+            return Err(SaleError::new("name", "must be 1 to 200 characters"));
+        }
+        let stock = match (self.quantity, self.seats) {
+            (Some(_), Some(_)) | (None, None) => {
+                return Err(SaleError::new(
+                    "stock",
+                    "give exactly one of `quantity` or `seats`",
+                ))
+            }
+            (Some(n), None) if (1..=10_000_000).contains(&n) => Stock::Quantity(n),
+            (Some(_), None) => {
+                return Err(SaleError::new("quantity", "must be between 1 and 10000000"))
+            }
+            (None, Some(seats)) => Stock::Seats(parse_seats(seats)?),
+        };
+        if !(1..=1000).contains(&self.per_user_limit) {
+            return Err(SaleError::new("per_user_limit", "must be between 1 and 1000"));
+        }
+        for (field, secs) in [
+            ("admission_ttl_secs", self.ttls.admission_secs),
+            ("hold_ttl_secs", self.ttls.hold_secs),
+            ("payment_ttl_secs", self.ttls.payment_secs),
+        ] {
+            if !(1..=86_400).contains(&secs) {
+                return Err(SaleError::new(field, "must be between 1 and 86400 seconds"));
+            }
+        }
+        let admission = Admission::parse(self.rate_per_minute, self.max_active)?;
+        let opens_at = self.opens_at.unwrap_or(now);
+        if let Some(closes_at) = self.closes_at {
+            if closes_at <= opens_at {
+                return Err(SaleError::new("closes_at", "must be after opens_at"));
+            }
+        }
+        Ok(Sale {
+            id: SaleId::new(),
+            name,
+            opens_at,
+            closes_at: self.closes_at,
+            stock,
+            per_user_limit: self.per_user_limit,
+            ttls: self.ttls,
+            admission,
+            status: SaleStatus::Open,
+            created_at: now,
+        })
+    }
+}
+
+fn parse_seats(seats: Vec<String>) -> Result<Vec<String>, SaleError> {
+    if seats.is_empty() || seats.len() > 100_000 {
+        return Err(SaleError::new("seats", "must list 1 to 100000 seats"));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(seats.len());
+    for seat in &seats {
+        parse_seat_id(seat).map_err(|_| SaleError::new("seats", "seat ids are 1 to 64 letters, digits, '-', '_' or ':'"))?;
+        if !seen.insert(seat.as_str()) {
+            return Err(SaleError::new("seats", "seat ids must be unique"));
+        }
+    }
+    Ok(seats)
+}
+
+/// A seat id: 1..=64 of `[A-Za-z0-9_:-]` (no characters that need escaping in Redis or URLs).
+pub fn parse_seat_id(seat: &str) -> Result<&str, SaleError> {
+    let ok = !seat.is_empty()
+        && seat.len() <= 64
+        && seat
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b':');
+    if ok {
+        Ok(seat)
+    } else {
+        Err(SaleError::new("seat_ids", "seat ids are 1 to 64 letters, digits, '-', '_' or ':'"))
+    }
+}
+
+/// A request field that does not parse; `field` names it for the problem+json answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct SaleError {
+    pub field: &'static str,
+    pub message: &'static str,
+}
+
+impl SaleError {
+    pub fn new(field: &'static str, message: &'static str) -> Self {
+        SaleError { field, message }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_sale() -> NewSale {
+        NewSale {
+            name: "Concert".into(),
+            opens_at: None,
+            closes_at: None,
+            quantity: Some(100),
+            seats: None,
+            per_user_limit: 4,
+            ttls: Ttls {
+                admission_secs: 60,
+                hold_secs: 300,
+                payment_secs: 600,
+            },
+            rate_per_minute: 600,
+            max_active: 100,
+        }
+    }
+
+    #[test]
+    fn a_valid_sale_parses() {
+        let sale = new_sale().parse(Utc::now()).unwrap();
+        assert_eq!(sale.stock, Stock::Quantity(100));
+        assert_eq!(sale.status, SaleStatus::Open);
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        let cases: Vec<(Box<dyn Fn(&mut NewSale)>, &str)> = vec![
+            (Box::new(|s| s.name = "  ".into()), "name"),
+            (Box::new(|s| s.seats = Some(vec!["A1".into()])), "stock"),
+            (Box::new(|s| s.quantity = Some(0)), "quantity"),
+            (Box::new(|s| { s.quantity = None; s.seats = Some(vec!["A1".into(), "A1".into()]) }), "seats"),
+            (Box::new(|s| { s.quantity = None; s.seats = Some(vec!["A 1".into()]) }), "seats"),
+            (Box::new(|s| s.per_user_limit = 0), "per_user_limit"),
+            (Box::new(|s| s.ttls.hold_secs = 0), "hold_ttl_secs"),
+            (Box::new(|s| s.rate_per_minute = 0), "rate_per_minute"),
+            (Box::new(|s| s.max_active = 0), "max_active"),
+            (Box::new(|s| { s.opens_at = Some(Utc::now()); s.closes_at = Some(Utc::now() - chrono::Duration::hours(1)) }), "closes_at"),
+        ];
+        for (mutate, field) in cases {
+            let mut spec = new_sale();
+            mutate(&mut spec);
+            assert_eq!(spec.parse(Utc::now()).unwrap_err().field, field);
+        }
+    }
+}

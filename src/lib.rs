@@ -1,0 +1,2 @@
+//! sluice: a waiting room and first-come-first-served reservations for flash sales.
+pub mod domain;
