@@ -1,2 +1,4 @@
 //! sluice: a waiting room and first-come-first-served reservations for flash sales.
+pub mod config;
 pub mod domain;
+pub mod queue;

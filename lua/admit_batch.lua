@@ -1,0 +1,28 @@
+-- admit_batch: move the head of the queue to the active set, never beyond max_active.
+-- KEYS: 1 meta, 2 queue, 3 active (zset attempt -> deadline ms), 4 owners, 5 lease
+-- ARGV: 1 lease value "<fence>:<holder>" (fencing: a stale admitter admits nobody),
+--       2 how many are wanted, 3 admission ttl (ms), 4 grace (ms) before a forgotten active
+--       entry is dropped, 5 measured admissions per minute (for the status ETA)
+-- Returns {'lease_lost'} or {'ok', attempt1, seq1, user1, deadline, attempt2, ...}
+if redis.call('GET', KEYS[5]) ~= ARGV[1] then return {'lease_lost'} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- Entries whose deadline passed long ago lost their ledger row's reaper: free the slot.
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[4]))
+redis.call('HSET', KEYS[1], 'measured_rate', ARGV[5])
+local max_active = tonumber(redis.call('HGET', KEYS[1], 'max_active') or '0')
+local free = max_active - redis.call('ZCARD', KEYS[3])
+local n = math.min(tonumber(ARGV[2]), free)
+local out = {'ok'}
+if n <= 0 then return out end
+local deadline = now + tonumber(ARGV[3])
+local popped = redis.call('ZPOPMIN', KEYS[2], n)
+for i = 1, #popped, 2 do
+  local attempt = popped[i]
+  redis.call('ZADD', KEYS[3], deadline, attempt)
+  table.insert(out, attempt)
+  table.insert(out, popped[i + 1])
+  table.insert(out, redis.call('HGET', KEYS[4], attempt) or '')
+  table.insert(out, tostring(deadline))
+end
+return out

@@ -1,0 +1,29 @@
+-- join: put a user in a sale's queue, idempotently per user.
+-- KEYS: 1 meta (hash), 2 queue (zset attempt -> seq), 3 seq (counter),
+--       4 users (hash user -> attempt), 5 owners (hash attempt -> user), 6 active (zset)
+-- ARGV: 1 user id, 2 attempt id to use if the user has no live attempt, 3 now (ms)
+-- Returns {status, attempt, position, waiting}; status is
+--   queued | active (already admitted: position 0) | unknown (no such sale) | closed
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return {'unknown', '', 0, 0} end
+local closes_at = tonumber(redis.call('HGET', KEYS[1], 'closes_at_ms') or '0')
+if status == 'closed' or (closes_at > 0 and tonumber(ARGV[3]) >= closes_at) then
+  return {'closed', '', 0, 0}
+end
+local existing = redis.call('HGET', KEYS[4], ARGV[1])
+if existing then
+  local rank = redis.call('ZRANK', KEYS[2], existing)
+  if rank then
+    return {'queued', existing, rank + 1, redis.call('ZCARD', KEYS[2])}
+  end
+  if redis.call('ZSCORE', KEYS[6], existing) then
+    return {'active', existing, 0, redis.call('ZCARD', KEYS[2])}
+  end
+end
+-- The score is a service-issued sequence, never a clock: FIFO even across replicas.
+local seq = redis.call('INCR', KEYS[3])
+redis.call('ZADD', KEYS[2], seq, ARGV[2])
+redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[5], ARGV[2], ARGV[1])
+local rank = redis.call('ZRANK', KEYS[2], ARGV[2])
+return {'queued', ARGV[2], rank + 1, redis.call('ZCARD', KEYS[2])}

@@ -1,0 +1,280 @@
+//! Configuration in three layers: built-in defaults, then an optional TOML file, then
+//! `SLUICE__SECTION__KEY` environment variables (`SLUICE__REDIS__URL=redis://…`).
+//! [`Config::load`] validates the result and names the offending key in its error.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub http: HttpConfig,
+    pub redis: RedisConfig,
+    pub postgres: PostgresConfig,
+    pub auth: AuthConfig,
+    pub payments: PaymentsConfig,
+    pub workers: WorkersConfig,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Address to serve on; port 0 picks a free port (the tests do).
+    pub listen: SocketAddr,
+    /// Largest request body accepted, in bytes; larger bodies get 413.
+    pub body_limit_bytes: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisConfig {
+    pub url: String,
+    /// Prefix of every key, so several deployments (or tests) can share one Redis.
+    pub key_prefix: String,
+    /// Longest wait for one Redis call before answering 503.
+    pub timeout_ms: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresConfig {
+    pub url: String,
+    pub max_connections: u32,
+    /// Longest wait for a pooled connection before answering 503.
+    pub acquire_timeout_ms: u64,
+    /// Run pending migrations when `serve` starts.
+    pub migrate_on_start: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The `X-Admin-Key` of the admin routes (at least 16 characters).
+    pub admin_key: String,
+    /// HS256 secret that signs the customer's user tokens; or use `user_jwt_public_key_pem`.
+    pub user_jwt_hs256_secret: Option<String>,
+    /// Ed25519 or RSA public key (PEM) of the customer's identity provider.
+    pub user_jwt_public_key_pem: Option<String>,
+    /// Expected `iss` of user tokens, if any.
+    pub user_jwt_issuer: Option<String>,
+    /// 32-byte Ed25519 seed (hex) that signs admission tokens. Every replica needs the same one;
+    /// when unset a key is generated at start (fine for one process, not for replicas).
+    pub admission_key_seed_hex: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaymentsConfig {
+    /// Shared HMAC-SHA256 secret of the payment provider's webhooks (at least 16 characters).
+    pub webhook_secret: String,
+    /// Webhooks whose timestamp is further than this from now are refused (replays).
+    pub tolerance_secs: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkersConfig {
+    /// Run the admission loop and the reapers in this process.
+    pub enabled: bool,
+    /// How often each sale's admitter takes the head of the queue.
+    pub admission_tick_ms: u64,
+    /// How long an admission lease lasts without renewal.
+    pub lease_ttl_ms: u64,
+    /// Six-field cron (seconds first, UTC) of the expiry reapers.
+    pub reaper_cron: String,
+    /// How long saved idempotent responses are kept.
+    pub idempotency_ttl_secs: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            http: HttpConfig {
+                listen: "127.0.0.1:8080".parse().expect("static address"),
+                body_limit_bytes: 64 * 1024,
+            },
+            redis: RedisConfig {
+                url: "redis://127.0.0.1:6379".into(),
+                key_prefix: "sluice".into(),
+                timeout_ms: 150,
+            },
+            postgres: PostgresConfig {
+                url: "postgres://sluice@127.0.0.1:5432/sluice".into(),
+                max_connections: 20,
+                acquire_timeout_ms: 1000,
+                migrate_on_start: true,
+            },
+            auth: AuthConfig {
+                admin_key: String::new(),
+                user_jwt_hs256_secret: None,
+                user_jwt_public_key_pem: None,
+                user_jwt_issuer: None,
+                admission_key_seed_hex: None,
+            },
+            payments: PaymentsConfig {
+                webhook_secret: String::new(),
+                tolerance_secs: 300,
+            },
+            workers: WorkersConfig {
+                enabled: true,
+                admission_tick_ms: 1000,
+                lease_ttl_ms: 5000,
+                reaper_cron: "*/1 * * * * *".into(),
+                idempotency_ttl_secs: 24 * 3600,
+            },
+        }
+    }
+}
+
+/// A configuration that cannot be used; the message names the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration: {0}")]
+    Parse(Box<figment::Error>),
+    #[error("configuration key `{key}`: {message}")]
+    Invalid { key: &'static str, message: String },
+}
+
+impl Config {
+    /// Defaults, then `file` (if given), then the environment.
+    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+        Self::from_figment(Self::figment(file))
+    }
+
+    pub fn figment(file: Option<&Path>) -> Figment {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(file) = file {
+            figment = figment.merge(Toml::file_exact(file));
+        }
+        figment.merge(Env::prefixed("SLUICE__").split("__"))
+    }
+
+    pub fn from_figment(figment: Figment) -> Result<Config, ConfigError> {
+        let config: Config = figment
+            .extract()
+            .map_err(|e| ConfigError::Parse(Box::new(e)))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn bad(key: &'static str, message: impl Into<String>) -> Result<(), ConfigError> {
+            Err(ConfigError::Invalid {
+                key,
+                message: message.into(),
+            })
+        }
+        if self.auth.admin_key.len() < 16 {
+            return bad("auth.admin_key", "must be set, at least 16 characters");
+        }
+        if self.payments.webhook_secret.len() < 16 {
+            return bad("payments.webhook_secret", "must be set, at least 16 characters");
+        }
+        match (&self.auth.user_jwt_hs256_secret, &self.auth.user_jwt_public_key_pem) {
+            (None, None) => {
+                return bad(
+                    "auth.user_jwt_hs256_secret",
+                    "set it or auth.user_jwt_public_key_pem to verify user tokens",
+                )
+            }
+            (Some(s), _) if s.len() < 16 => {
+                return bad("auth.user_jwt_hs256_secret", "at least 16 characters")
+            }
+            _ => {}
+        }
+        if let Some(seed) = &self.auth.admission_key_seed_hex {
+            if hex::decode(seed).map(|b| b.len()) != Ok(32) {
+                return bad("auth.admission_key_seed_hex", "must be 64 hex digits");
+            }
+        }
+        if !self.redis.url.starts_with("redis://") && !self.redis.url.starts_with("rediss://") {
+            return bad("redis.url", "must start with redis:// or rediss://");
+        }
+        if !self.postgres.url.starts_with("postgres://")
+            && !self.postgres.url.starts_with("postgresql://")
+        {
+            return bad("postgres.url", "must start with postgres://");
+        }
+        if self.redis.key_prefix.is_empty() || self.redis.key_prefix.contains(['{', '}', ' ']) {
+            return bad("redis.key_prefix", "non-empty, without braces or spaces");
+        }
+        if self.redis.timeout_ms == 0 {
+            return bad("redis.timeout_ms", "must be positive");
+        }
+        if self.http.body_limit_bytes < 1024 {
+            return bad("http.body_limit_bytes", "must be at least 1024");
+        }
+        if self.postgres.max_connections == 0 {
+            return bad("postgres.max_connections", "must be positive");
+        }
+        if self.workers.admission_tick_ms < 10 {
+            return bad("workers.admission_tick_ms", "must be at least 10");
+        }
+        if self.workers.lease_ttl_ms < 2 * self.workers.admission_tick_ms {
+            return bad("workers.lease_ttl_ms", "must be at least twice admission_tick_ms");
+        }
+        if self.workers.reaper_cron.split_whitespace().count() != 6 {
+            return bad("workers.reaper_cron", "needs six fields, seconds first");
+        }
+        Ok(())
+    }
+
+    pub fn redis_timeout(&self) -> Duration {
+        Duration::from_millis(self.redis.timeout_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use figment::Jail;
+
+    fn valid_env(jail: &mut Jail) {
+        jail.set_env("SLUICE__AUTH__ADMIN_KEY", "admin-key-0123456789");
+        jail.set_env("SLUICE__AUTH__USER_JWT_HS256_SECRET", "user-secret-0123456789");
+        jail.set_env("SLUICE__PAYMENTS__WEBHOOK_SECRET", "whsec-0123456789abcdef");
+    }
+
+    #[test]
+    fn layers_apply_in_order_defaults_file_env() {
+        Jail::expect_with(|jail| {
+            valid_env(jail);
+            jail.create_file("sluice.toml", "[redis]\nkey_prefix = \"fromfile\"\ntimeout_ms = 99\n")?;
+            jail.set_env("SLUICE__REDIS__TIMEOUT_MS", "77");
+            let c = Config::load(Some(Path::new("sluice.toml"))).expect("valid");
+            assert_eq!(c.redis.key_prefix, "fromfile");
+            assert_eq!(c.redis.timeout_ms, 77);
+            assert_eq!(c.http.body_limit_bytes, 64 * 1024);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn errors_name_the_bad_key() {
+        Jail::expect_with(|jail| {
+            valid_env(jail);
+            jail.set_env("SLUICE__HTTP__BODY_LIMIT_BYTES", "lots");
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(err.contains("body_limit_bytes"), "{err}");
+            Ok(())
+        });
+        Jail::expect_with(|jail| {
+            valid_env(jail);
+            jail.set_env("SLUICE__WORKERS__REAPER_CRON", "* * * * *");
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(err.contains("workers.reaper_cron"), "{err}");
+            Ok(())
+        });
+        Jail::expect_with(|jail| {
+            jail.set_env("SLUICE__PAYMENTS__WEBHOOK_SECRET", "whsec-0123456789abcdef");
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(err.contains("auth.admin_key"), "{err}");
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,176 @@
+//! The queue store: the hot path. Queue order, positions, the active set, stock counters and
+//! seat holds of every sale live here; every multi-step change is one atomic operation.
+//!
+//! Data per sale (all in one Redis Cluster slot via the `{sale:<id>}` hash tag):
+//! - `meta`: the sale's settings the scripts need (status, limits, rate, measured rate);
+//! - `queue`: sorted set, attempt → join sequence number (FIFO; never a clock);
+//! - `seq`: the sequence counter; `users`: user → their latest attempt (join is idempotent);
+//! - `owners`: attempt → user (status and leave check ownership without the ledger);
+//! - `active`: sorted set, admitted/holding/paying attempt → deadline (ms), capped by
+//!   `max_active`; `holds`: attempt → what it holds; `stock` / `seats`: what is still free;
+//! - `bought`: user → units held or confirmed (the per-user limit);
+//! - `lease`, `fence`: who admits for the sale (one admitter across replicas).
+//!
+//! Attempts are stored by their local UUID (32 hex digits): the sale is in the key already.
+
+pub mod redis;
+
+use async_trait::async_trait;
+
+use crate::domain::{Admission, AttemptId, Sale, SaleId, SaleStatus, UserId};
+
+pub use self::redis::RedisQueue;
+
+/// Why a queue-store call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    /// The store did not answer in time or the connection is down: answer 503 + Retry-After.
+    #[error("queue store unavailable: {0}")]
+    Unavailable(String),
+    /// The store answered something the code does not understand (a bug or a foreign key).
+    #[error("queue store protocol: {0}")]
+    Protocol(String),
+}
+
+pub type QueueResult<T> = Result<T, QueueError>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JoinOutcome {
+    /// Waiting at `position` (1 = next) of `waiting`.
+    Queued {
+        attempt: AttemptId,
+        position: u64,
+        waiting: u64,
+    },
+    /// The user's live attempt is already admitted (or further).
+    Active { attempt: AttemptId },
+    UnknownSale,
+    Closed,
+}
+
+/// What the queue store knows about one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueView {
+    /// The user who joined with this attempt; `None` if the store has never seen it.
+    pub owner: Option<UserId>,
+    /// 1-based place in the queue while waiting.
+    pub position: Option<u64>,
+    /// How many are waiting in the sale.
+    pub waiting: u64,
+    /// Admitted, holding or paying.
+    pub active: bool,
+    /// Admissions per minute as measured by the admitter (0 before the first admissions).
+    pub measured_rate: f64,
+    /// Admissions per minute as configured.
+    pub configured_rate: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaveOutcome {
+    Left,
+    NotQueued,
+    NotFound,
+}
+
+/// One attempt moved from the queue to the active set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted {
+    pub attempt: AttemptId,
+    /// Its join sequence number: order of admission equals order of joining.
+    pub seq: u64,
+    pub user: UserId,
+    pub deadline_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdmitOutcome {
+    Admitted(Vec<Admitted>),
+    /// Another admitter holds the lease now: admit nothing.
+    LeaseLost,
+}
+
+/// What a hold takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Take {
+    Quantity(u32),
+    Seats(Vec<String>),
+}
+
+impl Take {
+    pub fn units(&self) -> u32 {
+        match self {
+            Take::Quantity(n) => *n,
+            Take::Seats(s) => s.len() as u32,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HoldOutcome {
+    /// Taken now, or taken earlier by the same attempt (then `take` is what was taken then).
+    Held { take: Take },
+    NotAdmitted,
+    LimitReached { already: u32 },
+    SoldOut { remaining: u32 },
+    SeatTaken { seat: String },
+    WrongKind,
+}
+
+/// A sale's counters as the queue store sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueStats {
+    pub waiting: u64,
+    pub active: u64,
+    pub remaining: u64,
+}
+
+/// The lease that makes one process the admitter of a sale.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The stored lease value, `<fence>:<holder>`; admit_batch checks it (fencing).
+    pub value: String,
+    pub fence: u64,
+}
+
+#[async_trait]
+pub trait QueueStore: Send + Sync + 'static {
+    /// Writes the sale's settings; writes its stock only if the store has none yet.
+    async fn init_sale(&self, sale: &Sale) -> QueueResult<()>;
+    async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()>;
+    async fn set_admission(&self, sale: SaleId, admission: Admission) -> QueueResult<()>;
+
+    async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome>;
+    async fn view(&self, attempt: AttemptId) -> QueueResult<QueueView>;
+    async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome>;
+
+    /// Takes or renews the sale's admission lease for `holder`.
+    async fn lease(&self, sale: SaleId, holder: &str, ttl_ms: u64) -> QueueResult<Option<Lease>>;
+    /// Admits up to `wanted` from the head of the queue, within max_active.
+    async fn admit_batch(
+        &self,
+        sale: SaleId,
+        lease: &Lease,
+        wanted: u32,
+        admission_ttl_ms: u64,
+        measured_rate: f64,
+    ) -> QueueResult<AdmitOutcome>;
+    /// Puts admitted attempts back where they were (the ledger could not record them).
+    async fn unadmit(&self, sale: SaleId, admitted: &[Admitted]) -> QueueResult<()>;
+
+    async fn hold(
+        &self,
+        attempt: AttemptId,
+        user: &UserId,
+        take: &Take,
+        hold_ttl_ms: u64,
+    ) -> QueueResult<HoldOutcome>;
+    /// Moves the attempt's active deadline (checkout gives it the payment TTL).
+    async fn extend(&self, attempt: AttemptId, ttl_ms: u64) -> QueueResult<()>;
+    /// Gives the attempt's held stock back (at most once) and frees its slot.
+    async fn restore(&self, attempt: AttemptId) -> QueueResult<bool>;
+    /// Frees the attempt's slot, keeping what it bought.
+    async fn finish(&self, attempt: AttemptId) -> QueueResult<()>;
+
+    async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats>;
+    async fn ping(&self) -> QueueResult<()>;
+}

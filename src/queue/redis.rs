@@ -1,0 +1,461 @@
+//! The Redis queue store: every operation is one Lua script from `lua/` (EVALSHA, with the
+//! NOSCRIPT fallback of `::redis::Script`), so each change is atomic and a retried call is safe.
+//! One multiplexed [`ConnectionManager`] serves all calls and reconnects by itself; each call is
+//! bounded by `timeout`, so a dead Redis turns into [`QueueError::Unavailable`] quickly.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use ::redis::{FromRedisValue, Script, ScriptInvocation, Value};
+use uuid::Uuid;
+
+use super::*;
+use crate::domain::{Stock, StockKind};
+
+macro_rules! lua {
+    ($name:ident, $file:literal) => {
+        static $name: LazyLock<Script> =
+            LazyLock::new(|| Script::new(include_str!(concat!("../../lua/", $file))));
+    };
+}
+lua!(JOIN, "join.lua");
+lua!(POSITION, "position.lua");
+lua!(LEAVE, "leave.lua");
+lua!(LEASE, "lease.lua");
+lua!(ADMIT_BATCH, "admit_batch.lua");
+lua!(UNADMIT, "unadmit.lua");
+lua!(HOLD, "hold.lua");
+lua!(RESTORE, "restore.lua");
+lua!(FINISH, "finish.lua");
+lua!(INIT_SALE, "init_sale.lua");
+
+/// How long past its deadline an active entry may linger before admit_batch drops it; the
+/// reapers normally free it long before (they own the ledger side of the expiry).
+const FORGOTTEN_ACTIVE_GRACE_MS: u64 = 60_000;
+
+#[derive(Clone)]
+pub struct RedisQueue {
+    conn: ConnectionManager,
+    /// Prefix of every key (per deployment; the tests use one per test).
+    prefix: String,
+    /// Bound of each call.
+    timeout: Duration,
+}
+
+/// The keys of one sale, all in the `{sale:<id>}` hash slot.
+struct SaleKeys {
+    base: String,
+}
+
+impl SaleKeys {
+    fn key(&self, name: &str) -> String {
+        format!("{}:{}", self.base, name)
+    }
+}
+
+fn local(attempt: AttemptId) -> String {
+    attempt.local.simple().to_string()
+}
+
+impl RedisQueue {
+    /// Creates the store without connecting: the first call connects, so sluice starts (and
+    /// reports not-ready) while Redis is down.
+    pub fn new(url: &str, prefix: &str, timeout: Duration) -> anyhow::Result<Self> {
+        let client = ::redis::Client::open(url)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(200));
+        let conn = ConnectionManager::new_lazy_with_config(client, config)?;
+        Ok(RedisQueue {
+            conn,
+            prefix: prefix.to_owned(),
+            timeout,
+        })
+    }
+
+    fn keys(&self, sale: SaleId) -> SaleKeys {
+        SaleKeys {
+            base: format!("{}:{{sale:{}}}", self.prefix, sale),
+        }
+    }
+
+    async fn run<T: FromRedisValue>(&self, invocation: &ScriptInvocation<'_>) -> QueueResult<T> {
+        let mut conn = self.conn.clone();
+        match tokio::time::timeout(self.timeout, invocation.invoke_async(&mut conn)).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(classify(e)),
+            Err(_) => Err(QueueError::Unavailable("timed out".into())),
+        }
+    }
+
+    async fn cmd<T: FromRedisValue>(&self, cmd: &::redis::Cmd) -> QueueResult<T> {
+        let mut conn = self.conn.clone();
+        match tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(classify(e)),
+            Err(_) => Err(QueueError::Unavailable("timed out".into())),
+        }
+    }
+
+    async fn pipe<T: FromRedisValue>(&self, pipe: &::redis::Pipeline) -> QueueResult<T> {
+        let mut conn = self.conn.clone();
+        match tokio::time::timeout(self.timeout, pipe.query_async(&mut conn)).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(classify(e)),
+            Err(_) => Err(QueueError::Unavailable("timed out".into())),
+        }
+    }
+}
+
+fn classify(e: ::redis::RedisError) -> QueueError {
+    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal()
+    {
+        QueueError::Unavailable(e.to_string())
+    } else if matches!(e.kind(), ::redis::ErrorKind::Server(_)) && e.is_unrecoverable_error() {
+        QueueError::Unavailable(e.to_string())
+    } else {
+        QueueError::Protocol(e.to_string())
+    }
+}
+
+fn protocol(what: &str, v: &impl std::fmt::Debug) -> QueueError {
+    QueueError::Protocol(format!("unexpected reply to {what}: {v:?}"))
+}
+
+fn text(v: &Value) -> String {
+    String::from_redis_value(v.clone()).unwrap_or_default()
+}
+
+fn number(v: &Value) -> i64 {
+    i64::from_redis_value(v.clone()).unwrap_or_default()
+}
+
+fn attempt_of(sale: SaleId, local: &str) -> QueueResult<AttemptId> {
+    Uuid::parse_str(local)
+        .map(|local| AttemptId { sale, local })
+        .map_err(|_| protocol("attempt id", &local))
+}
+
+fn parse_take(record: &str) -> QueueResult<Take> {
+    let mut parts = record.splitn(3, '|');
+    match (parts.next(), parts.next()) {
+        (Some("q"), Some(n)) => n
+            .parse()
+            .map(Take::Quantity)
+            .map_err(|_| protocol("hold record", &record)),
+        (Some("s"), Some(seats)) => Ok(Take::Seats(seats.split(',').map(str::to_owned).collect())),
+        _ => Err(protocol("hold record", &record)),
+    }
+}
+
+#[async_trait]
+impl QueueStore for RedisQueue {
+    async fn init_sale(&self, sale: &Sale) -> QueueResult<()> {
+        let k = self.keys(sale.id);
+        let mut inv = INIT_SALE.prepare_invoke();
+        inv.key(k.key("meta"))
+            .key(k.key("stock"))
+            .key(k.key("seats"))
+            .arg(sale.status.as_str())
+            .arg(sale.opens_at.timestamp_millis())
+            .arg(sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0))
+            .arg(sale.admission.max_active)
+            .arg(sale.per_user_limit)
+            .arg(sale.admission.rate_per_minute)
+            .arg(sale.stock.kind().as_str());
+        match &sale.stock {
+            Stock::Quantity(n) => {
+                inv.arg(*n);
+            }
+            Stock::Seats(seats) => {
+                inv.arg(0);
+                for seat in seats {
+                    inv.arg(seat);
+                }
+            }
+        }
+        let _: i64 = self.run(&inv).await?;
+        Ok(())
+    }
+
+    async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()> {
+        let k = self.keys(sale);
+        let _: i64 = self
+            .cmd(::redis::cmd("HSET").arg(k.key("meta")).arg("status").arg(status.as_str()))
+            .await?;
+        Ok(())
+    }
+
+    async fn set_admission(&self, sale: SaleId, admission: Admission) -> QueueResult<()> {
+        let k = self.keys(sale);
+        let _: i64 = self
+            .cmd(
+                ::redis::cmd("HSET")
+                    .arg(k.key("meta"))
+                    .arg("rate_per_minute")
+                    .arg(admission.rate_per_minute)
+                    .arg("max_active")
+                    .arg(admission.max_active),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
+        let k = self.keys(sale);
+        let fresh = AttemptId::new(sale);
+        let mut inv = JOIN.prepare_invoke();
+        inv.key(k.key("meta"))
+            .key(k.key("queue"))
+            .key(k.key("seq"))
+            .key(k.key("users"))
+            .key(k.key("owners"))
+            .key(k.key("active"))
+            .arg(user.as_str())
+            .arg(local(fresh))
+            .arg(now_ms);
+        let reply: Vec<Value> = self.run(&inv).await?;
+        let [status, attempt, position, waiting] = reply.as_slice() else {
+            return Err(protocol("join", &reply));
+        };
+        Ok(match text(status).as_str() {
+            "queued" => JoinOutcome::Queued {
+                attempt: attempt_of(sale, &text(attempt))?,
+                position: number(position) as u64,
+                waiting: number(waiting) as u64,
+            },
+            "active" => JoinOutcome::Active {
+                attempt: attempt_of(sale, &text(attempt))?,
+            },
+            "unknown" => JoinOutcome::UnknownSale,
+            "closed" => JoinOutcome::Closed,
+            _ => return Err(protocol("join", &reply)),
+        })
+    }
+
+    async fn view(&self, attempt: AttemptId) -> QueueResult<QueueView> {
+        let k = self.keys(attempt.sale);
+        let mut inv = POSITION.prepare_invoke();
+        inv.key(k.key("meta"))
+            .key(k.key("queue"))
+            .key(k.key("owners"))
+            .key(k.key("active"))
+            .arg(local(attempt));
+        let reply: Vec<Value> = self.run(&inv).await?;
+        let [owner, position, waiting, active, measured, configured] = reply.as_slice() else {
+            return Err(protocol("position", &reply));
+        };
+        let owner = text(owner);
+        let position = number(position) as u64;
+        Ok(QueueView {
+            owner: UserId::parse(&owner).ok(),
+            position: (position > 0).then_some(position),
+            waiting: number(waiting) as u64,
+            active: number(active) == 1,
+            measured_rate: text(measured).parse().unwrap_or(0.0),
+            configured_rate: text(configured).parse().unwrap_or(0.0),
+        })
+    }
+
+    async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome> {
+        let k = self.keys(attempt.sale);
+        let mut inv = LEAVE.prepare_invoke();
+        inv.key(k.key("queue"))
+            .key(k.key("users"))
+            .key(k.key("owners"))
+            .arg(local(attempt))
+            .arg(user.as_str());
+        let reply: String = self.run(&inv).await?;
+        match reply.as_str() {
+            "left" => Ok(LeaveOutcome::Left),
+            "not_queued" => Ok(LeaveOutcome::NotQueued),
+            "not_found" => Ok(LeaveOutcome::NotFound),
+            _ => Err(protocol("leave", &reply)),
+        }
+    }
+
+    async fn lease(&self, sale: SaleId, holder: &str, ttl_ms: u64) -> QueueResult<Option<Lease>> {
+        let k = self.keys(sale);
+        let mut inv = LEASE.prepare_invoke();
+        inv.key(k.key("lease"))
+            .key(k.key("fence"))
+            .arg(holder)
+            .arg(ttl_ms);
+        let fence: u64 = self.run(&inv).await?;
+        Ok((fence > 0).then(|| Lease {
+            value: format!("{fence}:{holder}"),
+            fence,
+        }))
+    }
+
+    async fn admit_batch(
+        &self,
+        sale: SaleId,
+        lease: &Lease,
+        wanted: u32,
+        admission_ttl_ms: u64,
+        measured_rate: f64,
+    ) -> QueueResult<AdmitOutcome> {
+        let k = self.keys(sale);
+        let mut inv = ADMIT_BATCH.prepare_invoke();
+        inv.key(k.key("meta"))
+            .key(k.key("queue"))
+            .key(k.key("active"))
+            .key(k.key("owners"))
+            .key(k.key("lease"))
+            .arg(&lease.value)
+            .arg(wanted)
+            .arg(admission_ttl_ms)
+            .arg(FORGOTTEN_ACTIVE_GRACE_MS)
+            .arg(format!("{measured_rate:.3}"));
+        let reply: Vec<Value> = self.run(&inv).await?;
+        let Some((status, rest)) = reply.split_first() else {
+            return Err(protocol("admit_batch", &reply));
+        };
+        match text(status).as_str() {
+            "lease_lost" => return Ok(AdmitOutcome::LeaseLost),
+            "ok" => {}
+            _ => return Err(protocol("admit_batch", &reply)),
+        }
+        let mut admitted = Vec::with_capacity(rest.len() / 4);
+        for chunk in rest.chunks_exact(4) {
+            admitted.push(Admitted {
+                attempt: attempt_of(sale, &text(&chunk[0]))?,
+                seq: text(&chunk[1]).parse().map_err(|_| protocol("seq", &chunk[1]))?,
+                user: UserId::parse(&text(&chunk[2])).map_err(|_| protocol("owner", &chunk[2]))?,
+                deadline_ms: text(&chunk[3]).parse().unwrap_or_default(),
+            });
+        }
+        Ok(AdmitOutcome::Admitted(admitted))
+    }
+
+    async fn unadmit(&self, sale: SaleId, admitted: &[Admitted]) -> QueueResult<()> {
+        if admitted.is_empty() {
+            return Ok(());
+        }
+        let k = self.keys(sale);
+        let mut inv = UNADMIT.prepare_invoke();
+        inv.key(k.key("queue")).key(k.key("active"));
+        for a in admitted {
+            inv.arg(local(a.attempt)).arg(a.seq);
+        }
+        let _: i64 = self.run(&inv).await?;
+        Ok(())
+    }
+
+    async fn hold(
+        &self,
+        attempt: AttemptId,
+        user: &UserId,
+        take: &Take,
+        hold_ttl_ms: u64,
+    ) -> QueueResult<HoldOutcome> {
+        let k = self.keys(attempt.sale);
+        let mut inv = HOLD.prepare_invoke();
+        inv.key(k.key("meta"))
+            .key(k.key("active"))
+            .key(k.key("holds"))
+            .key(k.key("stock"))
+            .key(k.key("seats"))
+            .key(k.key("bought"))
+            .arg(local(attempt))
+            .arg(user.as_str());
+        match take {
+            Take::Quantity(n) => inv.arg("q").arg(*n).arg(""),
+            Take::Seats(seats) => inv.arg("s").arg(seats.len()).arg(seats.join(",")),
+        };
+        inv.arg(hold_ttl_ms);
+        let reply: Vec<Value> = self.run(&inv).await?;
+        let status = reply.first().map(text).unwrap_or_default();
+        let detail = reply.get(1);
+        Ok(match status.as_str() {
+            "held" => HoldOutcome::Held {
+                take: parse_take(&detail.map(text).unwrap_or_default())?,
+            },
+            "not_admitted" => HoldOutcome::NotAdmitted,
+            "limit" => HoldOutcome::LimitReached {
+                already: detail.map(number).unwrap_or_default() as u32,
+            },
+            "sold_out" => HoldOutcome::SoldOut {
+                remaining: detail.map(number).unwrap_or_default().max(0) as u32,
+            },
+            "seat_taken" => HoldOutcome::SeatTaken {
+                seat: detail.map(text).unwrap_or_default(),
+            },
+            "wrong_kind" => HoldOutcome::WrongKind,
+            _ => return Err(protocol("hold", &reply)),
+        })
+    }
+
+    async fn extend(&self, attempt: AttemptId, ttl_ms: u64) -> QueueResult<()> {
+        let k = self.keys(attempt.sale);
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let _: i64 = self
+            .cmd(
+                ::redis::cmd("ZADD")
+                    .arg(k.key("active"))
+                    .arg("XX")
+                    .arg(now_ms + ttl_ms as i64)
+                    .arg(local(attempt)),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn restore(&self, attempt: AttemptId) -> QueueResult<bool> {
+        let k = self.keys(attempt.sale);
+        let mut inv = RESTORE.prepare_invoke();
+        inv.key(k.key("holds"))
+            .key(k.key("stock"))
+            .key(k.key("seats"))
+            .key(k.key("bought"))
+            .key(k.key("active"))
+            .arg(local(attempt));
+        let restored: i64 = self.run(&inv).await?;
+        Ok(restored == 1)
+    }
+
+    async fn finish(&self, attempt: AttemptId) -> QueueResult<()> {
+        let k = self.keys(attempt.sale);
+        let mut inv = FINISH.prepare_invoke();
+        inv.key(k.key("holds"))
+            .key(k.key("active"))
+            .arg(local(attempt));
+        let _: i64 = self.run(&inv).await?;
+        Ok(())
+    }
+
+    async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats> {
+        let k = self.keys(sale);
+        let mut pipe = ::redis::pipe();
+        pipe.zcard(k.key("queue"))
+            .zcard(k.key("active"))
+            .hget(k.key("meta"), "kind")
+            .get(k.key("stock"))
+            .scard(k.key("seats"));
+        let (waiting, active, kind, stock, seats): (u64, u64, Option<String>, Option<i64>, u64) =
+            self.pipe(&pipe).await?;
+        let remaining = match kind.as_deref().and_then(StockKind::parse) {
+            Some(StockKind::Seats) => seats,
+            Some(StockKind::Quantity) | None => stock.unwrap_or(0).max(0) as u64,
+        };
+        Ok(QueueStats {
+            waiting,
+            active,
+            remaining,
+        })
+    }
+
+    async fn ping(&self) -> QueueResult<()> {
+        let pong: String = self.cmd(&::redis::cmd("PING")).await?;
+        if pong == "PONG" {
+            Ok(())
+        } else {
+            Err(protocol("PING", &pong))
+        }
+    }
+}
