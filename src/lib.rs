@@ -1,4 +1,5 @@
 //! sluice: a waiting room and first-come-first-served reservations for flash sales.
 pub mod config;
 pub mod domain;
+pub mod ledger;
 pub mod queue;

@@ -292,7 +292,18 @@ impl Attempt {
     }
 }
 
+/// Public names of the states (statig's generated constructors are private to this module).
 impl AttemptState {
+    pub const QUEUED: AttemptState = AttemptState::Queued {};
+    pub const ADMITTED: AttemptState = AttemptState::Admitted {};
+    pub const HOLD: AttemptState = AttemptState::Hold {};
+    pub const PAYMENT_PENDING: AttemptState = AttemptState::PaymentPending {};
+    pub const CONFIRMED: AttemptState = AttemptState::Confirmed {};
+
+    pub fn expired_because(reason: ExpiryReason) -> AttemptState {
+        AttemptState::expired(reason)
+    }
+
     pub fn is_terminal(&self) -> bool {
         match self {
             AttemptState::Confirmed { .. } | AttemptState::Expired { .. } => true,

@@ -1,0 +1,161 @@
+//! The ledger: the durable truth. Sales, attempts from ADMITTED on, holds, payments, the audit
+//! trail, idempotency keys and the outbox. Every transition is one database transaction that
+//! also writes its audit row and its outbox event. Stock is taken conditionally here too, so a
+//! wiped or stale queue store can never oversell. Deadlines are judged by the database's clock.
+
+pub mod postgres;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::domain::{
+    Admission, AttemptEvent, AttemptId, AttemptState, Decision, ExpiryReason, Rejected, Sale,
+    SaleId, SaleStatus, UserId,
+};
+use crate::queue::{Admitted, Take};
+
+pub use self::postgres::PgLedger;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// The database is down or too slow: answer 503 + Retry-After.
+    #[error("ledger unavailable: {0}")]
+    Unavailable(String),
+    #[error("not found")]
+    NotFound,
+    /// The event does not apply to the attempt's state.
+    #[error(transparent)]
+    Rejected(#[from] Rejected),
+    /// A closed sale cannot be reopened.
+    #[error("the sale is closed")]
+    SaleClosed,
+    #[error("sold out")]
+    SoldOut,
+    #[error("seat {0} is taken")]
+    SeatTaken(String),
+    #[error("seat {0} does not exist")]
+    UnknownSeat(String),
+    #[error("ledger: {0}")]
+    Other(String),
+}
+
+pub type LedgerResult<T> = Result<T, LedgerError>;
+
+/// A sale with its live stock count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SaleRecord {
+    pub sale: Sale,
+    pub remaining: u32,
+}
+
+/// What the admission loop needs of an open sale.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdmissionPlan {
+    pub sale: SaleId,
+    pub admission: Admission,
+    pub admission_ttl_secs: u32,
+}
+
+/// What an attempt holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldStock {
+    pub quantity: u32,
+    pub seats: Vec<String>,
+}
+
+/// An attempt as the ledger knows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptRecord {
+    pub id: AttemptId,
+    pub user: UserId,
+    pub seq: i64,
+    pub state: AttemptState,
+    pub admission_expires_at: DateTime<Utc>,
+    pub hold_expires_at: Option<DateTime<Utc>>,
+    pub payment_expires_at: Option<DateTime<Utc>>,
+    pub hold: Option<HeldStock>,
+    pub payment_reference: Option<Uuid>,
+}
+
+/// The result of one applied event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    pub decision: Decision,
+    pub record: AttemptRecord,
+}
+
+/// What a payment webhook did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PaymentApplied {
+    /// First delivery of this provider event: the attempt after it.
+    Applied(Applied),
+    /// The provider event id was seen before: nothing changed.
+    Duplicate { record: AttemptRecord },
+    /// No payment with this reference.
+    UnknownReference,
+}
+
+/// A saved response of an idempotent request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SavedResponse {
+    pub request_hash: String,
+    pub status: u16,
+    pub body: serde_json::Value,
+}
+
+/// Counts of a sale's attempts in the ledger.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LedgerStats {
+    pub admitted: u64,
+    pub holding: u64,
+    pub paying: u64,
+    pub confirmed: u64,
+    pub expired: Vec<(ExpiryReason, u64)>,
+    pub remaining: u32,
+    pub total: u32,
+}
+
+#[async_trait]
+pub trait Ledger: Send + Sync + 'static {
+    async fn migrate(&self) -> LedgerResult<()>;
+    async fn ping(&self) -> LedgerResult<()>;
+
+    async fn create_sale(&self, sale: &Sale) -> LedgerResult<()>;
+    async fn sale(&self, id: SaleId) -> LedgerResult<Option<SaleRecord>>;
+    async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord>;
+    async fn set_admission(&self, id: SaleId, admission: Admission) -> LedgerResult<SaleRecord>;
+    /// Sales that are open now (status open, opened, not past closes_at).
+    async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>>;
+    async fn stats(&self, id: SaleId) -> LedgerResult<LedgerStats>;
+
+    /// Records attempts the queue store just admitted (QUEUED → ADMITTED).
+    async fn record_admissions(&self, plan: &AdmissionPlan, admitted: &[Admitted])
+        -> LedgerResult<()>;
+    async fn attempt(&self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>>;
+    /// Applies one event to one attempt in one transaction. `user`, when given, must own the
+    /// attempt (else NotFound); `take` is what a Hold takes. An attempt past its deadline is
+    /// expired first, so the event then meets an EXPIRED attempt.
+    async fn apply(
+        &self,
+        id: AttemptId,
+        user: Option<&UserId>,
+        event: AttemptEvent,
+        take: Option<&Take>,
+    ) -> LedgerResult<Applied>;
+    /// A payment webhook, idempotent by `provider_event_id`.
+    async fn payment_event(
+        &self,
+        provider_event_id: &str,
+        reference: Uuid,
+        succeeded: bool,
+    ) -> LedgerResult<PaymentApplied>;
+    /// Expires up to `limit` attempts whose deadline for `event` passed (reapers; several may
+    /// run at once: rows are claimed with SKIP LOCKED).
+    async fn expire_due(&self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<Applied>>;
+
+    async fn saved_response(&self, user: &UserId, key: &str) -> LedgerResult<Option<SavedResponse>>;
+    async fn save_response(&self, user: &UserId, key: &str, saved: &SavedResponse)
+        -> LedgerResult<()>;
+    async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64>;
+}

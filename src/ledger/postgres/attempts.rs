@@ -1,0 +1,311 @@
+//! Attempts: loading, and the one way they change — [`transition`], which asks the state
+//! machine, carries out its effects, and writes the audit row and the outbox event, all in the
+//! caller's transaction.
+
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, PgPool, Row};
+use uuid::Uuid;
+
+use super::{db_error, outbox, sqlstate};
+use crate::domain::{decide, AttemptEvent, AttemptId, AttemptState, DomainEvent, Effect, SaleId, UserId};
+use crate::ledger::{Applied, AttemptRecord, HeldStock, LedgerError, LedgerResult};
+use crate::queue::Take;
+
+/// Everything [`record_from_row`] reads; `FOR UPDATE OF a` locks only the attempt.
+const SELECT: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
+        a.admission_expires_at, a.hold_expires_at, a.payment_expires_at,
+        h.quantity AS hold_quantity, h.seat_ids AS hold_seats, h.status AS hold_status,
+        p.reference AS payment_reference
+    FROM attempts a
+    LEFT JOIN holds h ON h.attempt_id = a.id
+    LEFT JOIN payments p ON p.attempt_id = a.id
+    WHERE a.id = $1";
+
+fn record_from_row(row: &PgRow) -> LedgerResult<AttemptRecord> {
+    let state = AttemptState::from_parts(row.get("state"), row.get("reason"))
+        .ok_or_else(|| LedgerError::Other("bad state in attempts row".into()))?;
+    let hold = row
+        .get::<Option<i32>, _>("hold_quantity")
+        .map(|quantity| HeldStock {
+            quantity: quantity as u32,
+            seats: row.get::<Option<Vec<String>>, _>("hold_seats").unwrap_or_default(),
+        });
+    Ok(AttemptRecord {
+        id: AttemptId {
+            sale: SaleId(row.get("sale_id")),
+            local: row.get("id"),
+        },
+        user: UserId::parse(row.get("user_id"))
+            .map_err(|_| LedgerError::Other("bad user in attempts row".into()))?,
+        seq: row.get("seq"),
+        state,
+        admission_expires_at: row.get("admission_expires_at"),
+        hold_expires_at: row.get("hold_expires_at"),
+        payment_expires_at: row.get("payment_expires_at"),
+        hold,
+        payment_reference: row.get("payment_reference"),
+    })
+}
+
+pub(super) async fn load(pool: &PgPool, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
+    let row = sqlx::query(SELECT)
+        .bind(id.local)
+        .fetch_optional(pool)
+        .await
+        .map_err(db_error)?;
+    match row {
+        Some(row) if row.get::<Uuid, _>("sale_id") == id.sale.0 => record_from_row(&row).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Loads and locks the attempt for the rest of the transaction.
+pub(super) async fn lock(conn: &mut PgConnection, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
+    let row = sqlx::query(&format!("{SELECT} FOR UPDATE OF a"))
+        .bind(id.local)
+        .fetch_optional(conn)
+        .await
+        .map_err(db_error)?;
+    match row {
+        Some(row) if row.get::<Uuid, _>("sale_id") == id.sale.0 => record_from_row(&row).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// The timeout event that applies to a locked attempt now, by the database's clock.
+pub(super) async fn due_timeout(
+    conn: &mut PgConnection,
+    record: &AttemptRecord,
+) -> LedgerResult<Option<AttemptEvent>> {
+    let (event, deadline) = match record.state {
+        AttemptState::Admitted { .. } => (AttemptEvent::AdmissionTimeout, Some(record.admission_expires_at)),
+        AttemptState::Hold { .. } => (AttemptEvent::HoldTimeout, record.hold_expires_at),
+        // A payment success that arrives after the payment deadline but before the reaper
+        // still confirms: the units are still held for this attempt, and the customer paid.
+        AttemptState::PaymentPending { .. }
+        | AttemptState::Queued { .. }
+        | AttemptState::Confirmed { .. }
+        | AttemptState::Expired { .. } => return Ok(None),
+    };
+    let Some(deadline) = deadline else { return Ok(None) };
+    let due: bool = sqlx::query_scalar("SELECT $1 <= now()")
+        .bind(deadline)
+        .fetch_one(conn)
+        .await
+        .map_err(db_error)?;
+    Ok(due.then_some(event))
+}
+
+pub(super) async fn apply(
+    pool: &PgPool,
+    id: AttemptId,
+    user: Option<&UserId>,
+    event: AttemptEvent,
+    take: Option<&Take>,
+) -> LedgerResult<Applied> {
+    let mut tx = pool.begin().await.map_err(db_error)?;
+    let mut record = lock(&mut tx, id).await?.ok_or(LedgerError::NotFound)?;
+    if user.is_some_and(|u| *u != record.user) {
+        return Err(LedgerError::NotFound);
+    }
+    // An attempt past its deadline expires before the event is looked at; the expiry is kept
+    // even when the event is then refused.
+    if let Some(timeout) = due_timeout(&mut tx, &record).await? {
+        if timeout != event {
+            record = transition(&mut tx, record, timeout, None).await?.record;
+        }
+    }
+    match transition(&mut tx, record, event, take).await {
+        Ok(applied) => {
+            tx.commit().await.map_err(db_error)?;
+            Ok(applied)
+        }
+        Err(LedgerError::Rejected(rejected)) => {
+            tx.commit().await.map_err(db_error)?;
+            Err(LedgerError::Rejected(rejected))
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// Applies `event` to a locked attempt inside the caller's transaction.
+pub(super) async fn transition(
+    conn: &mut PgConnection,
+    record: AttemptRecord,
+    event: AttemptEvent,
+    take: Option<&Take>,
+) -> LedgerResult<Applied> {
+    let decision = decide(record.state, event)?;
+    let id = record.id;
+    for effect in &decision.effects {
+        match effect {
+            Effect::TakeStock => {
+                let take = take.ok_or_else(|| LedgerError::Other("hold without a take".into()))?;
+                take_stock(conn, id, take).await?;
+            }
+            Effect::ReturnStock => return_stock(conn, id).await?,
+            Effect::RefundRequired => {
+                let event = DomainEvent::new(
+                    "sluice.payment.refund_required",
+                    id.sale,
+                    Some(id),
+                    serde_json::json!({
+                        "user_id": record.user.as_str(),
+                        "payment_reference": record.payment_reference,
+                        "state": record.state.to_string(),
+                    }),
+                );
+                outbox::insert(conn, &event).await?;
+            }
+        }
+    }
+    if decision.changed {
+        on_enter(conn, &record, decision.to).await?;
+        sqlx::query("UPDATE attempts SET state = $2, reason = $3, updated_at = now() WHERE id = $1")
+            .bind(id.local)
+            .bind(decision.to.name())
+            .bind(decision.to.reason().map(|r| r.as_str()))
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        audit(conn, id, decision.from, decision.to, event.as_str()).await?;
+        let event = DomainEvent::for_transition(id, record.user.as_str(), decision.from, decision.to, event.as_str());
+        outbox::insert(conn, &event).await?;
+    }
+    let record = lock(conn, id).await?.ok_or(LedgerError::NotFound)?;
+    Ok(Applied { decision, record })
+}
+
+/// Appends one row to the audit trail.
+pub(super) async fn audit(
+    conn: &mut PgConnection,
+    id: AttemptId,
+    from: AttemptState,
+    to: AttemptState,
+    cause: &str,
+) -> LedgerResult<()> {
+    sqlx::query(
+        "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause)
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(id.local)
+    .bind(from.name())
+    .bind(to.name())
+    .bind(to.reason().map(|r| r.as_str()))
+    .bind(cause)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// What entering a state writes besides the state itself.
+async fn on_enter(conn: &mut PgConnection, record: &AttemptRecord, to: AttemptState) -> LedgerResult<()> {
+    let id = record.id.local;
+    let sql = match to {
+        AttemptState::Hold { .. } => Some(
+            "UPDATE attempts a SET hold_expires_at = now() + make_interval(secs => s.hold_ttl_secs)
+             FROM sales s WHERE a.id = $1 AND s.id = a.sale_id",
+        ),
+        AttemptState::PaymentPending { .. } => {
+            sqlx::query(
+                "INSERT INTO payments (reference, attempt_id, status) VALUES ($1, $2, 'pending')
+                 ON CONFLICT (attempt_id) DO NOTHING",
+            )
+            .bind(Uuid::new_v4())
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            Some(
+                "UPDATE attempts a SET payment_expires_at = now() + make_interval(secs => s.payment_ttl_secs)
+                 FROM sales s WHERE a.id = $1 AND s.id = a.sale_id",
+            )
+        }
+        AttemptState::Confirmed { .. } => {
+            sqlx::query("UPDATE payments SET status = 'succeeded', updated_at = now() WHERE attempt_id = $1")
+                .bind(id)
+                .execute(&mut *conn)
+                .await
+                .map_err(db_error)?;
+            Some("UPDATE holds SET status = 'confirmed', ended_at = now() WHERE attempt_id = $1 AND status = 'held'")
+        }
+        AttemptState::Expired { .. } => Some(
+            "UPDATE payments SET status = 'failed', updated_at = now() WHERE attempt_id = $1 AND status = 'pending'",
+        ),
+        AttemptState::Queued { .. } | AttemptState::Admitted { .. } => None,
+    };
+    if let Some(sql) = sql {
+        sqlx::query(sql).bind(id).execute(conn).await.map_err(db_error)?;
+    }
+    Ok(())
+}
+
+/// Takes the hold's units, conditionally: never below zero, never a seat twice.
+async fn take_stock(conn: &mut PgConnection, id: AttemptId, take: &Take) -> LedgerResult<()> {
+    let (quantity, seats): (i32, Vec<String>) = match take {
+        Take::Quantity(n) => (*n as i32, Vec::new()),
+        Take::Seats(seats) => (seats.len() as i32, seats.clone()),
+    };
+    let taken = sqlx::query("UPDATE sales SET remaining = remaining - $2 WHERE id = $1 AND remaining >= $2")
+        .bind(id.sale.0)
+        .bind(quantity)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    if taken.rows_affected() == 0 {
+        return Err(LedgerError::SoldOut);
+    }
+    for seat in &seats {
+        let inserted = sqlx::query("INSERT INTO seat_holds (sale_id, seat_id, attempt_id) VALUES ($1, $2, $3)")
+            .bind(id.sale.0)
+            .bind(seat)
+            .bind(id.local)
+            .execute(&mut *conn)
+            .await;
+        if let Err(e) = inserted {
+            return Err(match sqlstate(&e).as_deref() {
+                Some("23505") => LedgerError::SeatTaken(seat.clone()),
+                Some("23503") => LedgerError::UnknownSeat(seat.clone()),
+                _ => db_error(e),
+            });
+        }
+    }
+    sqlx::query(
+        "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status) VALUES ($1, $2, $3, $4, 'held')",
+    )
+    .bind(id.local)
+    .bind(id.sale.0)
+    .bind(quantity)
+    .bind(&seats)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// Gives the hold's units back, exactly once (the hold's status guards it).
+async fn return_stock(conn: &mut PgConnection, id: AttemptId) -> LedgerResult<()> {
+    let returned: Option<i32> = sqlx::query_scalar(
+        "UPDATE holds SET status = 'returned', ended_at = now()
+         WHERE attempt_id = $1 AND status = 'held' RETURNING quantity",
+    )
+    .bind(id.local)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    if let Some(quantity) = returned {
+        sqlx::query("UPDATE sales SET remaining = remaining + $2 WHERE id = $1")
+            .bind(id.sale.0)
+            .bind(quantity)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        sqlx::query("DELETE FROM seat_holds WHERE attempt_id = $1")
+            .bind(id.local)
+            .execute(conn)
+            .await
+            .map_err(db_error)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,51 @@
+//! Saved responses of requests sent with an `Idempotency-Key`, per user.
+
+use sqlx::{PgPool, Row};
+
+use super::db_error;
+use crate::domain::UserId;
+use crate::ledger::{LedgerResult, SavedResponse};
+
+pub(super) async fn load(pool: &PgPool, user: &UserId, key: &str) -> LedgerResult<Option<SavedResponse>> {
+    let row = sqlx::query(
+        "SELECT request_hash, status, body FROM idempotency_keys WHERE user_id = $1 AND key = $2",
+    )
+    .bind(user.as_str())
+    .bind(key)
+    .fetch_optional(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(row.map(|r| SavedResponse {
+        request_hash: r.get("request_hash"),
+        status: r.get::<i16, _>("status") as u16,
+        body: r.get("body"),
+    }))
+}
+
+/// Saves a response; the first save of a key wins (a racing duplicate keeps the first answer).
+pub(super) async fn save(pool: &PgPool, user: &UserId, key: &str, saved: &SavedResponse) -> LedgerResult<()> {
+    sqlx::query(
+        "INSERT INTO idempotency_keys (user_id, key, request_hash, status, body)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, key) DO NOTHING",
+    )
+    .bind(user.as_str())
+    .bind(key)
+    .bind(&saved.request_hash)
+    .bind(saved.status as i16)
+    .bind(&saved.body)
+    .execute(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+pub(super) async fn purge(pool: &PgPool, older_than_secs: u64) -> LedgerResult<u64> {
+    let done = sqlx::query(
+        "DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1)",
+    )
+    .bind(older_than_secs as f64)
+    .execute(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected())
+}

@@ -1,0 +1,164 @@
+//! The PostgreSQL ledger (sqlx, migrations in `migrations/postgres`).
+//!
+//! Layout: `sales.rs` (sales and their stats), `attempts.rs` (loading and transitions),
+//! `admissions.rs`, `payments.rs`, `reapers.rs`, `idempotency.rs`, `outbox.rs` (the event row
+//! every transition writes). The trait impl below only delegates.
+
+mod admissions;
+mod attempts;
+mod idempotency;
+mod outbox;
+mod payments;
+mod reapers;
+mod sales;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use uuid::Uuid;
+
+use super::*;
+
+#[derive(Clone)]
+pub struct PgLedger {
+    pool: PgPool,
+}
+
+impl PgLedger {
+    /// Builds the pool without connecting, so sluice starts (not ready) while PostgreSQL is down.
+    pub fn new(url: &str, max_connections: u32, acquire_timeout: Duration) -> anyhow::Result<Self> {
+        let options: PgConnectOptions = url.parse()?;
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(acquire_timeout)
+            .connect_lazy_with(options);
+        Ok(PgLedger { pool })
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+/// Maps a database error: connection trouble is `Unavailable` (503), the rest `Other`.
+pub(crate) fn db_error(e: sqlx::Error) -> LedgerError {
+    match &e {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => LedgerError::Unavailable(e.to_string()),
+        sqlx::Error::Database(d)
+            if d.code().is_some_and(|c| c.starts_with("08") || c.starts_with("57P")) =>
+        {
+            LedgerError::Unavailable(e.to_string())
+        }
+        _ => LedgerError::Other(e.to_string()),
+    }
+}
+
+/// The SQLSTATE of a database error, if it is one.
+pub(crate) fn sqlstate(e: &sqlx::Error) -> Option<String> {
+    match e {
+        sqlx::Error::Database(d) => d.code().map(|c| c.into_owned()),
+        _ => None,
+    }
+}
+
+#[async_trait]
+impl Ledger for PgLedger {
+    async fn migrate(&self) -> LedgerResult<()> {
+        sqlx::migrate!("./migrations/postgres")
+            .run(&self.pool)
+            .await
+            .map_err(|e| match e {
+                sqlx::migrate::MigrateError::Execute(e) => db_error(e),
+                other => LedgerError::Other(other.to_string()),
+            })
+    }
+
+    async fn ping(&self) -> LedgerResult<()> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(db_error)
+    }
+
+    async fn create_sale(&self, sale: &Sale) -> LedgerResult<()> {
+        sales::create(&self.pool, sale).await
+    }
+
+    async fn sale(&self, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
+        sales::load(&self.pool, id).await
+    }
+
+    async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord> {
+        sales::set_status(&self.pool, id, status).await
+    }
+
+    async fn set_admission(&self, id: SaleId, admission: Admission) -> LedgerResult<SaleRecord> {
+        sales::set_admission(&self.pool, id, admission).await
+    }
+
+    async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>> {
+        sales::admitting(&self.pool).await
+    }
+
+    async fn stats(&self, id: SaleId) -> LedgerResult<LedgerStats> {
+        sales::stats(&self.pool, id).await
+    }
+
+    async fn record_admissions(
+        &self,
+        plan: &AdmissionPlan,
+        admitted: &[Admitted],
+    ) -> LedgerResult<()> {
+        admissions::record(&self.pool, plan, admitted).await
+    }
+
+    async fn attempt(&self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
+        attempts::load(&self.pool, id).await
+    }
+
+    async fn apply(
+        &self,
+        id: AttemptId,
+        user: Option<&UserId>,
+        event: AttemptEvent,
+        take: Option<&Take>,
+    ) -> LedgerResult<Applied> {
+        attempts::apply(&self.pool, id, user, event, take).await
+    }
+
+    async fn payment_event(
+        &self,
+        provider_event_id: &str,
+        reference: Uuid,
+        succeeded: bool,
+    ) -> LedgerResult<PaymentApplied> {
+        payments::apply(&self.pool, provider_event_id, reference, succeeded).await
+    }
+
+    async fn expire_due(&self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<Applied>> {
+        reapers::expire_due(&self.pool, event, limit).await
+    }
+
+    async fn saved_response(&self, user: &UserId, key: &str) -> LedgerResult<Option<SavedResponse>> {
+        idempotency::load(&self.pool, user, key).await
+    }
+
+    async fn save_response(
+        &self,
+        user: &UserId,
+        key: &str,
+        saved: &SavedResponse,
+    ) -> LedgerResult<()> {
+        idempotency::save(&self.pool, user, key, saved).await
+    }
+
+    async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64> {
+        idempotency::purge(&self.pool, older_than_secs).await
+    }
+}

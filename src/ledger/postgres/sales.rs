@@ -1,0 +1,225 @@
+//! Sales: creation (with their seats), settings, and counts.
+
+use sqlx::postgres::PgRow;
+use sqlx::{PgPool, Row};
+
+use super::{db_error, outbox};
+use crate::domain::{
+    Admission, DomainEvent, ExpiryReason, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+};
+use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
+
+const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, remaining,
+    per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
+    max_active, status, created_at";
+
+pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
+    let mut tx = pool.begin().await.map_err(db_error)?;
+    let total = sale.stock.total() as i32;
+    sqlx::query(
+        "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total, remaining,
+            per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
+            max_active, status, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+    )
+    .bind(sale.id.0)
+    .bind(&sale.name)
+    .bind(sale.opens_at)
+    .bind(sale.closes_at)
+    .bind(sale.stock.kind().as_str())
+    .bind(total)
+    .bind(sale.per_user_limit as i32)
+    .bind(sale.ttls.admission_secs as i32)
+    .bind(sale.ttls.hold_secs as i32)
+    .bind(sale.ttls.payment_secs as i32)
+    .bind(sale.admission.rate_per_minute as i32)
+    .bind(sale.admission.max_active as i32)
+    .bind(sale.status.as_str())
+    .bind(sale.created_at)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    if let Stock::Seats(seats) = &sale.stock {
+        sqlx::query("INSERT INTO seats (sale_id, seat_id) SELECT $1, unnest($2::text[])")
+            .bind(sale.id.0)
+            .bind(seats)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+    }
+    let event = DomainEvent::new(
+        "sluice.sale.opened",
+        sale.id,
+        None,
+        serde_json::json!({ "name": sale.name, "opens_at": sale.opens_at, "total": total }),
+    );
+    outbox::insert(&mut tx, &event).await?;
+    tx.commit().await.map_err(db_error)
+}
+
+fn sale_from_row(row: &PgRow, seats: Option<Vec<String>>) -> LedgerResult<SaleRecord> {
+    let bad = |what: &str| LedgerError::Other(format!("bad {what} in sales row"));
+    let kind = StockKind::parse(row.get("stock_kind")).ok_or_else(|| bad("stock_kind"))?;
+    let total: i32 = row.get("total");
+    let stock = match kind {
+        StockKind::Quantity => Stock::Quantity(total as u32),
+        StockKind::Seats => Stock::Seats(seats.unwrap_or_default()),
+    };
+    let sale = Sale {
+        id: SaleId(row.get("id")),
+        name: row.get("name"),
+        opens_at: row.get("opens_at"),
+        closes_at: row.get("closes_at"),
+        stock,
+        per_user_limit: row.get::<i32, _>("per_user_limit") as u32,
+        ttls: Ttls {
+            admission_secs: row.get::<i32, _>("admission_ttl_secs") as u32,
+            hold_secs: row.get::<i32, _>("hold_ttl_secs") as u32,
+            payment_secs: row.get::<i32, _>("payment_ttl_secs") as u32,
+        },
+        admission: Admission {
+            rate_per_minute: row.get::<i32, _>("rate_per_minute") as u32,
+            max_active: row.get::<i32, _>("max_active") as u32,
+        },
+        status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
+        created_at: row.get("created_at"),
+    };
+    Ok(SaleRecord {
+        sale,
+        remaining: row.get::<i32, _>("remaining") as u32,
+    })
+}
+
+pub(super) async fn load(pool: &PgPool, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM sales WHERE id = $1"))
+        .bind(id.0)
+        .fetch_optional(pool)
+        .await
+        .map_err(db_error)?;
+    let Some(row) = row else { return Ok(None) };
+    let seats = if row.get::<&str, _>("stock_kind") == "seats" {
+        let seats: Vec<String> =
+            sqlx::query_scalar("SELECT seat_id FROM seats WHERE sale_id = $1 ORDER BY seat_id")
+                .bind(id.0)
+                .fetch_all(pool)
+                .await
+                .map_err(db_error)?;
+        Some(seats)
+    } else {
+        None
+    };
+    sale_from_row(&row, seats).map(Some)
+}
+
+pub(super) async fn set_status(
+    pool: &PgPool,
+    id: SaleId,
+    status: SaleStatus,
+) -> LedgerResult<SaleRecord> {
+    let mut tx = pool.begin().await.map_err(db_error)?;
+    let previous: Option<String> =
+        sqlx::query_scalar("SELECT status FROM sales WHERE id = $1 FOR UPDATE")
+            .bind(id.0)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
+    let previous = previous.ok_or(LedgerError::NotFound)?;
+    // A closed sale stays closed: closing is final for every attempt's expectations.
+    if previous == "closed" && status != SaleStatus::Closed {
+        return Err(LedgerError::SaleClosed);
+    }
+    if previous != status.as_str() {
+        sqlx::query("UPDATE sales SET status = $2 WHERE id = $1")
+            .bind(id.0)
+            .bind(status.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let kind = match status {
+            SaleStatus::Open => "sluice.sale.opened",
+            SaleStatus::Paused => "sluice.sale.paused",
+            SaleStatus::Closed => "sluice.sale.closed",
+        };
+        let event = DomainEvent::new(kind, id, None, serde_json::json!({ "from": previous }));
+        outbox::insert(&mut tx, &event).await?;
+    }
+    tx.commit().await.map_err(db_error)?;
+    load(pool, id).await?.ok_or(LedgerError::NotFound)
+}
+
+pub(super) async fn set_admission(
+    pool: &PgPool,
+    id: SaleId,
+    admission: Admission,
+) -> LedgerResult<SaleRecord> {
+    let done = sqlx::query("UPDATE sales SET rate_per_minute = $2, max_active = $3 WHERE id = $1")
+        .bind(id.0)
+        .bind(admission.rate_per_minute as i32)
+        .bind(admission.max_active as i32)
+        .execute(pool)
+        .await
+        .map_err(db_error)?;
+    if done.rows_affected() == 0 {
+        return Err(LedgerError::NotFound);
+    }
+    load(pool, id).await?.ok_or(LedgerError::NotFound)
+}
+
+pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>> {
+    let rows = sqlx::query(
+        "SELECT id, rate_per_minute, max_active, admission_ttl_secs FROM sales
+         WHERE status = 'open' AND opens_at <= now() AND (closes_at IS NULL OR closes_at > now())",
+    )
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(rows
+        .iter()
+        .map(|r| AdmissionPlan {
+            sale: SaleId(r.get("id")),
+            admission: Admission {
+                rate_per_minute: r.get::<i32, _>("rate_per_minute") as u32,
+                max_active: r.get::<i32, _>("max_active") as u32,
+            },
+            admission_ttl_secs: r.get::<i32, _>("admission_ttl_secs") as u32,
+        })
+        .collect())
+}
+
+pub(super) async fn stats(pool: &PgPool, id: SaleId) -> LedgerResult<LedgerStats> {
+    let sale = sqlx::query("SELECT remaining, total FROM sales WHERE id = $1")
+        .bind(id.0)
+        .fetch_optional(pool)
+        .await
+        .map_err(db_error)?
+        .ok_or(LedgerError::NotFound)?;
+    let rows = sqlx::query(
+        "SELECT state, reason, count(*) AS n FROM attempts WHERE sale_id = $1 GROUP BY state, reason",
+    )
+    .bind(id.0)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    let mut stats = LedgerStats {
+        remaining: sale.get::<i32, _>("remaining") as u32,
+        total: sale.get::<i32, _>("total") as u32,
+        expired: ExpiryReason::ALL.iter().map(|r| (*r, 0)).collect(),
+        ..LedgerStats::default()
+    };
+    for row in rows {
+        let n = row.get::<i64, _>("n") as u64;
+        match row.get::<&str, _>("state") {
+            "ADMITTED" => stats.admitted += n,
+            "HOLD" => stats.holding += n,
+            "PAYMENT_PENDING" => stats.paying += n,
+            "CONFIRMED" => stats.confirmed += n,
+            _ => {
+                let reason = row.get::<Option<&str>, _>("reason").and_then(ExpiryReason::parse);
+                if let Some(slot) = stats.expired.iter_mut().find(|(r, _)| Some(*r) == reason) {
+                    slot.1 += n;
+                }
+            }
+        }
+    }
+    Ok(stats)
+}
