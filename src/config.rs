@@ -260,7 +260,7 @@ mod tests {
             valid_env(jail);
             jail.set_env("SLUICE__HTTP__BODY_LIMIT_BYTES", "lots");
             let err = Config::load(None).unwrap_err().to_string();
-            assert!(err.contains("body_limit_bytes"), "{err}");
+            assert!(err.to_lowercase().contains("http.body_limit_bytes"), "{err}");
             Ok(())
         });
         Jail::expect_with(|jail| {

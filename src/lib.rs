@@ -1,5 +1,7 @@
 //! sluice: a waiting room and first-come-first-served reservations for flash sales.
+pub mod auth;
 pub mod config;
 pub mod domain;
 pub mod ledger;
+pub mod payments;
 pub mod queue;
