@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::domain::{
     Admission, AttemptEvent, AttemptId, AttemptState, Decision, ExpiryReason, Rejected, Sale,
-    SaleId, SaleStatus, UserId,
+    SaleId, SaleStatus, Stock, UserId,
 };
 use crate::queue::{Admitted, Take};
 
@@ -58,7 +58,7 @@ pub struct AdmissionPlan {
 }
 
 /// What an attempt holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HeldStock {
     pub quantity: u32,
     pub seats: Vec<String>,
@@ -128,6 +128,8 @@ pub trait Ledger: Send + Sync + 'static {
     /// Sales that are open now (status open, opened, not past closes_at).
     async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>>;
     async fn stats(&self, id: SaleId) -> LedgerResult<LedgerStats>;
+    /// What is free to hold now: the remaining quantity, or the seats nobody holds or bought.
+    async fn free_stock(&self, id: SaleId) -> LedgerResult<Stock>;
 
     /// Records attempts the queue store just admitted (QUEUED → ADMITTED).
     async fn record_admissions(&self, plan: &AdmissionPlan, admitted: &[Admitted])

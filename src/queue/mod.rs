@@ -17,7 +17,7 @@ pub mod redis;
 
 use async_trait::async_trait;
 
-use crate::domain::{Admission, AttemptId, Sale, SaleId, SaleStatus, UserId};
+use crate::domain::{Admission, AttemptId, Sale, SaleId, SaleStatus, Stock, UserId};
 
 pub use self::redis::RedisQueue;
 
@@ -134,8 +134,9 @@ pub struct Lease {
 
 #[async_trait]
 pub trait QueueStore: Send + Sync + 'static {
-    /// Writes the sale's settings; writes its stock only if the store has none yet.
-    async fn init_sale(&self, sale: &Sale) -> QueueResult<()>;
+    /// Writes the sale's settings, and `free` as its stock if the store has no stock for it yet
+    /// (a new sale, or one whose keys were lost).
+    async fn init_sale(&self, sale: &Sale, free: &Stock) -> QueueResult<()>;
     async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()>;
     async fn set_admission(&self, sale: SaleId, admission: Admission) -> QueueResult<()>;
 
@@ -162,10 +163,9 @@ pub trait QueueStore: Send + Sync + 'static {
         attempt: AttemptId,
         user: &UserId,
         take: &Take,
-        hold_ttl_ms: u64,
     ) -> QueueResult<HoldOutcome>;
-    /// Moves the attempt's active deadline (checkout gives it the payment TTL).
-    async fn extend(&self, attempt: AttemptId, ttl_ms: u64) -> QueueResult<()>;
+    /// Moves the attempt's active deadline to now + the sale's payment TTL (checkout).
+    async fn extend(&self, attempt: AttemptId) -> QueueResult<()>;
     /// Gives the attempt's held stock back (at most once) and frees its slot.
     async fn restore(&self, attempt: AttemptId) -> QueueResult<bool>;
     /// Frees the attempt's slot, keeping what it bought.

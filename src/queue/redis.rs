@@ -12,7 +12,7 @@ use ::redis::{FromRedisValue, Script, ScriptInvocation, Value};
 use uuid::Uuid;
 
 use super::*;
-use crate::domain::{Stock, StockKind};
+use crate::domain::StockKind;
 
 macro_rules! lua {
     ($name:ident, $file:literal) => {
@@ -30,6 +30,7 @@ lua!(HOLD, "hold.lua");
 lua!(RESTORE, "restore.lua");
 lua!(FINISH, "finish.lua");
 lua!(INIT_SALE, "init_sale.lua");
+lua!(EXTEND, "extend.lua");
 
 /// How long past its deadline an active entry may linger before admit_batch drops it; the
 /// reapers normally free it long before (they own the ledger side of the expiry).
@@ -154,7 +155,7 @@ fn parse_take(record: &str) -> QueueResult<Take> {
 
 #[async_trait]
 impl QueueStore for RedisQueue {
-    async fn init_sale(&self, sale: &Sale) -> QueueResult<()> {
+    async fn init_sale(&self, sale: &Sale, free: &Stock) -> QueueResult<()> {
         let k = self.keys(sale.id);
         let mut inv = INIT_SALE.prepare_invoke();
         inv.key(k.key("meta"))
@@ -166,8 +167,10 @@ impl QueueStore for RedisQueue {
             .arg(sale.admission.max_active)
             .arg(sale.per_user_limit)
             .arg(sale.admission.rate_per_minute)
-            .arg(sale.stock.kind().as_str());
-        match &sale.stock {
+            .arg(sale.stock.kind().as_str())
+            .arg(sale.ttls.hold_secs as u64 * 1000)
+            .arg(sale.ttls.payment_secs as u64 * 1000);
+        match free {
             Stock::Quantity(n) => {
                 inv.arg(*n);
             }
@@ -352,7 +355,6 @@ impl QueueStore for RedisQueue {
         attempt: AttemptId,
         user: &UserId,
         take: &Take,
-        hold_ttl_ms: u64,
     ) -> QueueResult<HoldOutcome> {
         let k = self.keys(attempt.sale);
         let mut inv = HOLD.prepare_invoke();
@@ -368,7 +370,6 @@ impl QueueStore for RedisQueue {
             Take::Quantity(n) => inv.arg("q").arg(*n).arg(""),
             Take::Seats(seats) => inv.arg("s").arg(seats.len()).arg(seats.join(",")),
         };
-        inv.arg(hold_ttl_ms);
         let reply: Vec<Value> = self.run(&inv).await?;
         let status = reply.first().map(text).unwrap_or_default();
         let detail = reply.get(1);
@@ -391,18 +392,11 @@ impl QueueStore for RedisQueue {
         })
     }
 
-    async fn extend(&self, attempt: AttemptId, ttl_ms: u64) -> QueueResult<()> {
+    async fn extend(&self, attempt: AttemptId) -> QueueResult<()> {
         let k = self.keys(attempt.sale);
-        let now_ms = chrono::Utc::now().timestamp_millis();
-        let _: i64 = self
-            .cmd(
-                ::redis::cmd("ZADD")
-                    .arg(k.key("active"))
-                    .arg("XX")
-                    .arg(now_ms + ttl_ms as i64)
-                    .arg(local(attempt)),
-            )
-            .await?;
+        let mut inv = EXTEND.prepare_invoke();
+        inv.key(k.key("meta")).key(k.key("active")).arg(local(attempt));
+        let _: i64 = self.run(&inv).await?;
         Ok(())
     }
 

@@ -110,6 +110,10 @@ impl Ledger for PgLedger {
         sales::stats(&self.pool, id).await
     }
 
+    async fn free_stock(&self, id: SaleId) -> LedgerResult<Stock> {
+        sales::free_stock(&self.pool, id).await
+    }
+
     async fn record_admissions(
         &self,
         plan: &AdmissionPlan,

@@ -223,3 +223,26 @@ pub(super) async fn stats(pool: &PgPool, id: SaleId) -> LedgerResult<LedgerStats
     }
     Ok(stats)
 }
+
+pub(super) async fn free_stock(pool: &PgPool, id: SaleId) -> LedgerResult<Stock> {
+    let row = sqlx::query("SELECT stock_kind, remaining FROM sales WHERE id = $1")
+        .bind(id.0)
+        .fetch_optional(pool)
+        .await
+        .map_err(db_error)?
+        .ok_or(LedgerError::NotFound)?;
+    if row.get::<&str, _>("stock_kind") == "quantity" {
+        return Ok(Stock::Quantity(row.get::<i32, _>("remaining") as u32));
+    }
+    let seats: Vec<String> = sqlx::query_scalar(
+        "SELECT s.seat_id FROM seats s
+         WHERE s.sale_id = $1
+           AND NOT EXISTS (SELECT 1 FROM seat_holds h WHERE h.sale_id = s.sale_id AND h.seat_id = s.seat_id)
+         ORDER BY s.seat_id",
+    )
+    .bind(id.0)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(Stock::Seats(seats))
+}

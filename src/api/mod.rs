@@ -1,0 +1,151 @@
+//! The HTTP API (poem + poem-openapi): one file per group of operations, thin handlers that
+//! parse and delegate to [`crate::service`]. Every error has one shape, problem+json.
+
+mod attempts;
+mod ops;
+pub mod problem;
+mod sales;
+mod security;
+pub mod types;
+mod webhooks;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use poem::endpoint::BoxEndpoint;
+use poem::http::StatusCode;
+use poem::middleware::Tracing;
+use poem::{get, Endpoint, EndpointExt, IntoResponse, Request, Response, Route};
+use poem_openapi::{OpenApiService, OperationId, Tags};
+
+use crate::domain::{AttemptId, SaleId};
+use crate::service::{App, ServiceError};
+use problem::{problem_response, ApiError};
+
+#[derive(Tags)]
+pub enum ApiTags {
+    /// Admin: create and steer sales.
+    Sales,
+    /// Users: queue, status, hold, checkout.
+    Attempts,
+    /// The payment provider's callbacks.
+    Payments,
+    /// Health and keys.
+    Operations,
+}
+
+pub(crate) fn parse_sale_id(s: &str) -> Result<SaleId, ApiError> {
+    SaleId::parse(s).map_err(|e| ServiceError::NotFound(sale_or(e.to_string())).into())
+}
+
+pub(crate) fn parse_attempt_id(s: &str) -> Result<AttemptId, ApiError> {
+    AttemptId::parse(s).map_err(|_| ServiceError::NotFound("attempt").into())
+}
+
+fn sale_or(_why: String) -> &'static str {
+    "sale"
+}
+
+type Apis = (sales::SalesApi, attempts::AttemptsApi, webhooks::WebhooksApi, ops::OpsApi);
+
+pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
+    OpenApiService::new(
+        (
+            sales::SalesApi { app: app.clone() },
+            attempts::AttemptsApi { app: app.clone() },
+            webhooks::WebhooksApi { app: app.clone() },
+            ops::OpsApi { app: app.clone() },
+        ),
+        "sluice",
+        env!("CARGO_PKG_VERSION"),
+    )
+    .description(
+        "Waiting room and first-come-first-served reservations for flash sales and ticket \
+         openings. Errors are application/problem+json (RFC 9457) with a stable `type`.",
+    )
+}
+
+/// The whole HTTP surface: the API, its spec and docs, metrics.
+pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
+    let api = openapi(&app);
+    let spec = api.spec_endpoint();
+    let docs = api.swagger_ui();
+    let metrics = app.metrics.clone();
+    let body_limit = app.config.http.body_limit_bytes;
+    Route::new()
+        .nest("/", api)
+        .at("/openapi.json", spec)
+        .nest("/docs", docs)
+        .at(
+            "/metrics",
+            get(poem::endpoint::make_sync(move |_| {
+                Response::builder()
+                    .content_type("text/plain; version=0.0.4")
+                    .body(metrics.render())
+            })),
+        )
+        .data(app)
+        .around(move |ep, req| limit_body(ep, req, body_limit))
+        .around(measure)
+        .catch_all_error(|err: poem::Error| async move { as_problem(err) })
+        .with(Tracing)
+        .boxed()
+}
+
+/// Any error as problem+json: errors already in that shape pass through.
+fn as_problem(err: poem::Error) -> Response {
+    let status = err.status();
+    let detail = err.to_string();
+    let resp = err.into_response();
+    let is_problem = resp
+        .content_type()
+        .is_some_and(|ct| ct.starts_with("application/problem+json"));
+    if is_problem {
+        resp
+    } else {
+        problem_response(status, detail)
+    }
+}
+
+/// Refuses bodies over the limit with 413, whether or not they declare their length.
+async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request, limit: usize) -> poem::Result<Response> {
+    let declared = req
+        .headers()
+        .get(poem::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let too_large = || {
+        poem::Error::from_response(problem_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is larger than {limit} bytes"),
+        ))
+    };
+    match declared {
+        Some(n) if n > limit => return Err(too_large()),
+        Some(_) => {}
+        None => {
+            let body = req.take_body();
+            let bytes = body.into_bytes_limit(limit).await.map_err(|_| too_large())?;
+            req.set_body(bytes);
+        }
+    }
+    ep.call(req).await.map(IntoResponse::into_response)
+}
+
+/// Request count and latency by operation id (bounded label values, unlike raw paths).
+async fn measure<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+    let method = req.method().to_string();
+    let started = Instant::now();
+    let result = ep.call(req).await.map(IntoResponse::into_response);
+    let (status, operation) = match &result {
+        Ok(resp) => (resp.status(), resp.data::<OperationId>().map(|o| o.0)),
+        Err(err) => (err.status(), err.data::<OperationId>().map(|o| o.0)),
+    };
+    let operation = operation.unwrap_or("other");
+    metrics::counter!("sluice_http_requests_total",
+        "operation" => operation, "method" => method, "status" => status.as_u16().to_string())
+    .increment(1);
+    metrics::histogram!("sluice_http_request_duration_seconds", "operation" => operation)
+        .record(started.elapsed().as_secs_f64());
+    result
+}

@@ -1,0 +1,147 @@
+//! Admin operations on sales (`X-Admin-Key`).
+
+use poem_openapi::param::{Header, Path};
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, OpenApi};
+
+use super::problem::ApiError;
+use super::security::AdminAuth;
+use super::types::{AdmissionSettings, CreateSale, SaleOut, SaleStatsOut};
+use super::{parse_sale_id, ApiTags};
+use crate::domain::{NewSale, SaleStatus, Ttls, UserId};
+use crate::service::{self, idempotent, App, IdempotencyKey};
+
+pub struct SalesApi {
+    pub app: App,
+}
+
+#[derive(ApiResponse)]
+pub enum SaleCreated {
+    /// The sale was created (or, with a repeated Idempotency-Key, had been).
+    #[oai(status = 201)]
+    Created(Json<SaleOut>, #[oai(header = "Location")] String),
+}
+
+#[derive(ApiResponse)]
+pub enum SaleResponse {
+    #[oai(status = 200)]
+    Ok(Json<SaleOut>),
+}
+
+#[derive(ApiResponse)]
+pub enum StatsResponse {
+    #[oai(status = 200)]
+    Ok(Json<SaleStatsOut>),
+}
+
+#[OpenApi(prefix_path = "/v1/sales", tag = "ApiTags::Sales")]
+impl SalesApi {
+    /// Create a sale
+    ///
+    /// Creates a sale with its stock (a quantity or named seats), time limits and admission
+    /// settings. It is open at once, or scheduled if `opens_at` is ahead (joins wait until then).
+    /// Send an `Idempotency-Key` to make retries safe.
+    #[oai(path = "/", method = "post", operation_id = "createSale")]
+    async fn create(
+        &self,
+        _auth: AdminAuth,
+        body: Json<CreateSale>,
+        #[oai(name = "Idempotency-Key")] key: Header<Option<String>>,
+    ) -> Result<SaleCreated, ApiError> {
+        let key = key.0.as_deref().map(IdempotencyKey::parse).transpose()?;
+        let admin = UserId::parse("admin").expect("static id");
+        let request = body.0.clone();
+        let b = body.0;
+        let new = NewSale {
+            name: b.name,
+            opens_at: b.opens_at,
+            closes_at: b.closes_at,
+            quantity: b.quantity,
+            seats: b.seats,
+            per_user_limit: b.per_user_limit,
+            ttls: Ttls {
+                admission_secs: b.admission_ttl_secs,
+                hold_secs: b.hold_ttl_secs,
+                payment_secs: b.payment_ttl_secs,
+            },
+            rate_per_minute: b.rate_per_minute,
+            max_active: b.max_active,
+        };
+        let app = &self.app;
+        let sale_id = idempotent(app, &admin, key.as_ref(), &("createSale", &request), async {
+            Ok(service::sales::create(app, new).await?.sale.id)
+        })
+        .await?;
+        let record = service::sales::get(app, sale_id).await?;
+        let location = format!("/v1/sales/{sale_id}");
+        Ok(SaleCreated::Created(Json(record.into()), location))
+    }
+
+    /// Get a sale
+    ///
+    /// The sale's settings, status and remaining stock.
+    #[oai(path = "/:sale_id", method = "get", operation_id = "getSale")]
+    async fn get(&self, _auth: AdminAuth, sale_id: Path<String>) -> Result<SaleResponse, ApiError> {
+        let id = parse_sale_id(&sale_id)?;
+        Ok(SaleResponse::Ok(Json(service::sales::get(&self.app, id).await?.into())))
+    }
+
+    /// Pause admission
+    ///
+    /// Stops admitting; joins are still taken and waiting users keep their place.
+    #[oai(path = "/:sale_id/pause", method = "post", operation_id = "pauseSale")]
+    async fn pause(&self, _auth: AdminAuth, sale_id: Path<String>) -> Result<SaleResponse, ApiError> {
+        self.set_status(&sale_id, SaleStatus::Paused).await
+    }
+
+    /// Resume admission
+    ///
+    /// Admits again after a pause. A closed sale cannot be resumed (409).
+    #[oai(path = "/:sale_id/resume", method = "post", operation_id = "resumeSale")]
+    async fn resume(&self, _auth: AdminAuth, sale_id: Path<String>) -> Result<SaleResponse, ApiError> {
+        self.set_status(&sale_id, SaleStatus::Open).await
+    }
+
+    /// Close a sale
+    ///
+    /// Refuses new joins and stops admission for good. Attempts already holding or paying
+    /// finish normally.
+    #[oai(path = "/:sale_id/close", method = "post", operation_id = "closeSale")]
+    async fn close(&self, _auth: AdminAuth, sale_id: Path<String>) -> Result<SaleResponse, ApiError> {
+        self.set_status(&sale_id, SaleStatus::Closed).await
+    }
+
+    /// Set admission settings
+    ///
+    /// Changes the admission rate (users per minute) and the cap on active users; the admitter
+    /// uses them from its next tick.
+    #[oai(path = "/:sale_id/admission", method = "put", operation_id = "setAdmission")]
+    async fn admission(
+        &self,
+        _auth: AdminAuth,
+        sale_id: Path<String>,
+        body: Json<AdmissionSettings>,
+    ) -> Result<SaleResponse, ApiError> {
+        let id = parse_sale_id(&sale_id)?;
+        let record =
+            service::sales::set_admission(&self.app, id, body.rate_per_minute, body.max_active).await?;
+        Ok(SaleResponse::Ok(Json(record.into())))
+    }
+
+    /// Get a sale's counters
+    ///
+    /// Waiting, admitted, holding, paying, confirmed, expired by reason, and remaining stock.
+    #[oai(path = "/:sale_id/stats", method = "get", operation_id = "getSaleStats")]
+    async fn stats(&self, _auth: AdminAuth, sale_id: Path<String>) -> Result<StatsResponse, ApiError> {
+        let id = parse_sale_id(&sale_id)?;
+        Ok(StatsResponse::Ok(Json(service::sales::stats(&self.app, id).await?.into())))
+    }
+}
+
+impl SalesApi {
+    async fn set_status(&self, sale_id: &str, status: SaleStatus) -> Result<SaleResponse, ApiError> {
+        let id = parse_sale_id(sale_id)?;
+        let record = service::sales::set_status(&self.app, id, status).await?;
+        Ok(SaleResponse::Ok(Json(record.into())))
+    }
+}

@@ -1,0 +1,384 @@
+//! The JSON shapes of the API (request and response bodies), and their conversions from the
+//! service types. Field docs become the OpenAPI schema descriptions.
+
+use chrono::{DateTime, Utc};
+use poem_openapi::{Enum, Object};
+
+use crate::domain::{AttemptState, ExpiryReason, SaleStatus, Stock};
+use crate::ledger::SaleRecord;
+use crate::service::sales::SaleStats;
+use crate::service::AttemptView;
+
+fn default_per_user_limit() -> u32 {
+    4
+}
+fn default_admission_ttl() -> u32 {
+    120
+}
+fn default_hold_ttl() -> u32 {
+    300
+}
+fn default_payment_ttl() -> u32 {
+    600
+}
+fn default_rate() -> u32 {
+    600
+}
+fn default_max_active() -> u32 {
+    1000
+}
+
+/// A new sale. Give exactly one of `quantity` or `seats`.
+#[derive(Debug, Clone, Object, serde::Serialize)]
+#[oai(example)]
+pub struct CreateSale {
+    /// Shown to users.
+    pub name: String,
+    /// When admission starts; joins before it wait in the queue. Default: now.
+    pub opens_at: Option<DateTime<Utc>>,
+    /// After it, joins are refused and admission stops.
+    pub closes_at: Option<DateTime<Utc>>,
+    /// Units of identical stock.
+    pub quantity: Option<u32>,
+    /// Named seats, each sold at most once (1 to 64 of `A-Z a-z 0-9 - _ :`).
+    pub seats: Option<Vec<String>>,
+    /// Most units one user may hold or buy.
+    #[oai(default = "default_per_user_limit")]
+    pub per_user_limit: u32,
+    /// How long an admitted user has to hold, in seconds.
+    #[oai(default = "default_admission_ttl")]
+    pub admission_ttl_secs: u32,
+    /// How long a hold lasts before checkout, in seconds.
+    #[oai(default = "default_hold_ttl")]
+    pub hold_ttl_secs: u32,
+    /// How long a payment may take, in seconds.
+    #[oai(default = "default_payment_ttl")]
+    pub payment_ttl_secs: u32,
+    /// Users admitted per minute.
+    #[oai(default = "default_rate")]
+    pub rate_per_minute: u32,
+    /// Cap on admitted + holding + paying users.
+    #[oai(default = "default_max_active")]
+    pub max_active: u32,
+}
+
+impl poem_openapi::types::Example for CreateSale {
+    fn example() -> Self {
+        CreateSale {
+            name: "Summer tour — Berlin".into(),
+            opens_at: None,
+            closes_at: None,
+            quantity: Some(3000),
+            seats: None,
+            per_user_limit: 4,
+            admission_ttl_secs: 120,
+            hold_ttl_secs: 300,
+            payment_ttl_secs: 600,
+            rate_per_minute: 600,
+            max_active: 1000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
+#[oai(rename_all = "snake_case")]
+pub enum SaleStatusName {
+    /// Open, but `opens_at` is still ahead: joins wait, nobody is admitted yet.
+    Scheduled,
+    Open,
+    /// Joins are taken, admission is stopped.
+    Paused,
+    /// Joins are refused and admission is stopped, for good.
+    Closed,
+}
+
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
+#[oai(rename_all = "snake_case")]
+pub enum StockKindName {
+    Quantity,
+    Seats,
+}
+
+/// A sale.
+#[derive(Debug, Clone, Object)]
+pub struct SaleOut {
+    pub id: String,
+    pub name: String,
+    pub status: SaleStatusName,
+    pub opens_at: DateTime<Utc>,
+    pub closes_at: Option<DateTime<Utc>>,
+    pub stock_kind: StockKindName,
+    pub total: u32,
+    /// Units free to hold now.
+    pub remaining: u32,
+    /// Every seat of a seated sale.
+    #[oai(skip_serializing_if_is_none)]
+    pub seats: Option<Vec<String>>,
+    pub per_user_limit: u32,
+    pub admission_ttl_secs: u32,
+    pub hold_ttl_secs: u32,
+    pub payment_ttl_secs: u32,
+    pub rate_per_minute: u32,
+    pub max_active: u32,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<SaleRecord> for SaleOut {
+    fn from(r: SaleRecord) -> Self {
+        let s = r.sale;
+        let status = match s.status {
+            SaleStatus::Open if s.opens_at > Utc::now() => SaleStatusName::Scheduled,
+            SaleStatus::Open => SaleStatusName::Open,
+            SaleStatus::Paused => SaleStatusName::Paused,
+            SaleStatus::Closed => SaleStatusName::Closed,
+        };
+        let (stock_kind, seats) = match &s.stock {
+            Stock::Quantity(_) => (StockKindName::Quantity, None),
+            Stock::Seats(seats) => (StockKindName::Seats, Some(seats.clone())),
+        };
+        SaleOut {
+            id: s.id.to_string(),
+            name: s.name.clone(),
+            status,
+            opens_at: s.opens_at,
+            closes_at: s.closes_at,
+            stock_kind,
+            total: s.stock.total(),
+            remaining: r.remaining,
+            seats,
+            per_user_limit: s.per_user_limit,
+            admission_ttl_secs: s.ttls.admission_secs,
+            hold_ttl_secs: s.ttls.hold_secs,
+            payment_ttl_secs: s.ttls.payment_secs,
+            rate_per_minute: s.admission.rate_per_minute,
+            max_active: s.admission.max_active,
+            created_at: s.created_at,
+        }
+    }
+}
+
+/// New admission settings.
+#[derive(Debug, Clone, Object)]
+pub struct AdmissionSettings {
+    /// Users admitted per minute (1 to 1,000,000).
+    pub rate_per_minute: u32,
+    /// Cap on admitted + holding + paying users (1 to 1,000,000).
+    pub max_active: u32,
+}
+
+/// Attempts that ended EXPIRED, by reason.
+#[derive(Debug, Clone, Object)]
+pub struct ExpiredCounts {
+    pub left: u64,
+    pub abandoned: u64,
+    pub admission_timeout: u64,
+    pub hold_timeout: u64,
+    pub released: u64,
+    pub payment_failed: u64,
+    pub payment_timeout: u64,
+}
+
+/// A sale's counters.
+#[derive(Debug, Clone, Object)]
+pub struct SaleStatsOut {
+    pub waiting: u64,
+    pub admitted: u64,
+    pub holding: u64,
+    pub paying: u64,
+    pub confirmed: u64,
+    pub expired: ExpiredCounts,
+    pub remaining: u32,
+    pub total: u32,
+}
+
+impl From<SaleStats> for SaleStatsOut {
+    fn from(s: SaleStats) -> Self {
+        let count = |reason: ExpiryReason| {
+            s.expired.iter().find(|(r, _)| *r == reason).map(|(_, n)| *n).unwrap_or(0)
+        };
+        SaleStatsOut {
+            waiting: s.waiting,
+            admitted: s.admitted,
+            holding: s.holding,
+            paying: s.paying,
+            confirmed: s.confirmed,
+            expired: ExpiredCounts {
+                left: count(ExpiryReason::Left),
+                abandoned: count(ExpiryReason::Abandoned),
+                admission_timeout: count(ExpiryReason::AdmissionTimeout),
+                hold_timeout: count(ExpiryReason::HoldTimeout),
+                released: count(ExpiryReason::Released),
+                payment_failed: count(ExpiryReason::PaymentFailed),
+                payment_timeout: count(ExpiryReason::PaymentTimeout),
+            },
+            remaining: s.remaining,
+            total: s.total,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
+#[oai(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum AttemptStateName {
+    Queued,
+    Admitted,
+    Hold,
+    PaymentPending,
+    Confirmed,
+    Expired,
+}
+
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
+#[oai(rename_all = "snake_case")]
+pub enum ExpiryReasonName {
+    Left,
+    Abandoned,
+    AdmissionTimeout,
+    HoldTimeout,
+    Released,
+    PaymentFailed,
+    PaymentTimeout,
+}
+
+impl From<AttemptState> for AttemptStateName {
+    fn from(state: AttemptState) -> Self {
+        match state {
+            AttemptState::Queued { .. } => AttemptStateName::Queued,
+            AttemptState::Admitted { .. } => AttemptStateName::Admitted,
+            AttemptState::Hold { .. } => AttemptStateName::Hold,
+            AttemptState::PaymentPending { .. } => AttemptStateName::PaymentPending,
+            AttemptState::Confirmed { .. } => AttemptStateName::Confirmed,
+            AttemptState::Expired { .. } => AttemptStateName::Expired,
+        }
+    }
+}
+
+impl From<ExpiryReason> for ExpiryReasonName {
+    fn from(reason: ExpiryReason) -> Self {
+        match reason {
+            ExpiryReason::Left => ExpiryReasonName::Left,
+            ExpiryReason::Abandoned => ExpiryReasonName::Abandoned,
+            ExpiryReason::AdmissionTimeout => ExpiryReasonName::AdmissionTimeout,
+            ExpiryReason::HoldTimeout => ExpiryReasonName::HoldTimeout,
+            ExpiryReason::Released => ExpiryReasonName::Released,
+            ExpiryReason::PaymentFailed => ExpiryReasonName::PaymentFailed,
+            ExpiryReason::PaymentTimeout => ExpiryReasonName::PaymentTimeout,
+        }
+    }
+}
+
+/// What an attempt holds.
+#[derive(Debug, Clone, Object)]
+pub struct HoldOut {
+    pub quantity: u32,
+    #[oai(skip_serializing_if_is_empty)]
+    pub seat_ids: Vec<String>,
+    /// Check out before this, or the units go back.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// The payment the provider is expected to report on.
+#[derive(Debug, Clone, Object)]
+pub struct PaymentOut {
+    /// Pass it to the payment provider; its webhook names it.
+    pub reference: String,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// The status of an attempt.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct AttemptOut {
+    pub attempt_id: String,
+    pub sale_id: String,
+    pub state: AttemptStateName,
+    /// Why the attempt expired.
+    #[oai(skip_serializing_if_is_none)]
+    pub reason: Option<ExpiryReasonName>,
+    /// 1-based place in the queue (QUEUED only).
+    #[oai(skip_serializing_if_is_none)]
+    pub position: Option<u64>,
+    /// How many wait in the sale (QUEUED only).
+    #[oai(skip_serializing_if_is_none)]
+    pub waiting: Option<u64>,
+    /// Estimated seconds until admission, from the measured admission rate.
+    #[oai(skip_serializing_if_is_none)]
+    pub estimated_wait_secs: Option<u64>,
+    /// Ask again after this many milliseconds (jittered; long when far, short when near).
+    pub poll_after_ms: u64,
+    /// While ADMITTED: an Ed25519 JWT proving admission; send it with the hold. Verifiable
+    /// with `/.well-known/jwks.json`.
+    #[oai(skip_serializing_if_is_none)]
+    pub admission_token: Option<String>,
+    /// While ADMITTED: hold before this.
+    #[oai(skip_serializing_if_is_none)]
+    pub admission_expires_at: Option<DateTime<Utc>>,
+    #[oai(skip_serializing_if_is_none)]
+    pub hold: Option<HoldOut>,
+    #[oai(skip_serializing_if_is_none)]
+    pub payment: Option<PaymentOut>,
+}
+
+impl poem_openapi::types::Example for AttemptOut {
+    fn example() -> Self {
+        AttemptOut {
+            attempt_id: "0193a0c4e1b27c3d9f0a1b2c3d4e5f600193a0c4e1b27c3d9f0a1b2c3d4e5f61".into(),
+            sale_id: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60".into(),
+            state: AttemptStateName::Queued,
+            reason: None,
+            position: Some(1204),
+            waiting: Some(48210),
+            estimated_wait_secs: Some(121),
+            poll_after_ms: 12000,
+            admission_token: None,
+            admission_expires_at: None,
+            hold: None,
+            payment: None,
+        }
+    }
+}
+
+impl From<AttemptView> for AttemptOut {
+    fn from(v: AttemptView) -> Self {
+        let state = v.state.into();
+        let reason = v.state.reason().map(Into::into);
+        AttemptOut {
+            attempt_id: v.attempt.to_string(),
+            sale_id: v.attempt.sale.to_string(),
+            state,
+            reason,
+            position: v.position,
+            waiting: v.waiting,
+            estimated_wait_secs: v.estimated_wait_secs,
+            poll_after_ms: v.poll_after_ms,
+            admission_token: v.admission_token,
+            admission_expires_at: v.admission_expires_at,
+            hold: v.hold.map(|h| HoldOut {
+                quantity: h.quantity,
+                seat_ids: h.seats,
+                expires_at: v.hold_expires_at,
+            }),
+            payment: v.payment_reference.map(|r| PaymentOut {
+                reference: r.to_string(),
+                expires_at: v.payment_expires_at,
+            }),
+        }
+    }
+}
+
+/// What to hold: exactly one of `quantity` or `seat_ids`.
+#[derive(Debug, Clone, Object, serde::Serialize)]
+pub struct HoldRequest {
+    /// The `admission_token` of the attempt's status.
+    pub admission_token: String,
+    pub quantity: Option<u32>,
+    pub seat_ids: Option<Vec<String>>,
+}
+
+/// The webhook's answer.
+#[derive(Debug, Clone, Object)]
+pub struct WebhookAckOut {
+    /// `applied` the first time a provider event id is seen, `duplicate` after.
+    pub result: String,
+    pub attempt_state: AttemptStateName,
+}

@@ -1,0 +1,45 @@
+//! The payment provider's webhook.
+
+use poem_openapi::param::Header;
+use poem_openapi::payload::{Binary, Json};
+use poem_openapi::{ApiResponse, OpenApi};
+
+use super::problem::ApiError;
+use super::types::WebhookAckOut;
+use super::ApiTags;
+use crate::service::{self, App};
+
+pub struct WebhooksApi {
+    pub app: App,
+}
+
+#[derive(ApiResponse)]
+pub enum WebhookResponse {
+    /// Processed now, or seen before (`result` says which); do not re-send.
+    #[oai(status = 200)]
+    Ok(Json<WebhookAckOut>),
+}
+
+#[OpenApi(tag = "ApiTags::Payments")]
+impl WebhooksApi {
+    /// Receive a payment event
+    ///
+    /// The provider posts `{"id": "<event id>", "type": "payment.succeeded" | "payment.failed",
+    /// "payment_reference": "<uuid>"}`, signed in `Sluice-Signature: t=<unix>,v1=<hex>` with
+    /// HMAC-SHA256 over `<t>.<raw body>`. Timestamps more than 5 minutes off are refused.
+    /// Each event id is applied once: re-deliveries answer `duplicate`. Success → CONFIRMED;
+    /// failure → EXPIRED with the stock given back; success after expiry → a
+    /// `sluice.payment.refund_required` event (the attempt stays EXPIRED).
+    #[oai(path = "/v1/webhooks/payments", method = "post", operation_id = "receivePaymentWebhook")]
+    async fn receive(
+        &self,
+        #[oai(name = "Sluice-Signature")] signature: Header<String>,
+        body: Binary<Vec<u8>>,
+    ) -> Result<WebhookResponse, ApiError> {
+        let ack = service::payment::receive(&self.app, &signature, &body).await?;
+        Ok(WebhookResponse::Ok(Json(WebhookAckOut {
+            result: if ack.first_delivery { "applied" } else { "duplicate" }.into(),
+            attempt_state: ack.state.into(),
+        })))
+    }
+}

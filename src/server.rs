@@ -1,0 +1,77 @@
+//! Starting sluice: migrate, bind, serve, run the workers.
+
+use std::net::SocketAddr;
+
+use poem::listener::{Acceptor, Listener, TcpListener};
+use poem::Server;
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::service::App;
+use crate::workers::Workers;
+
+/// A running sluice.
+pub struct Running {
+    /// Where it listens (the real port when the config asked for port 0).
+    pub addr: SocketAddr,
+    pub app: App,
+    server: JoinHandle<std::io::Result<()>>,
+    workers: Option<Workers>,
+}
+
+pub async fn start(config: Config) -> anyhow::Result<Running> {
+    let app = App::build(config)?;
+    if app.config.postgres.migrate_on_start {
+        app.ledger
+            .migrate()
+            .await
+            .map_err(|e| anyhow::anyhow!("migrating the ledger at {}: {e}", redact(&app.config.postgres.url)))?;
+    }
+    let acceptor = TcpListener::bind(app.config.http.listen).into_acceptor().await?;
+    let addr = acceptor
+        .local_addr()
+        .first()
+        .and_then(|a| a.as_socket_addr().copied())
+        .ok_or_else(|| anyhow::anyhow!("no local address"))?;
+    let routes = crate::api::routes(app.clone());
+    let server = tokio::spawn(Server::new_with_acceptor(acceptor).run(routes));
+    let workers = if app.config.workers.enabled {
+        Some(Workers::start(&app).await?)
+    } else {
+        None
+    };
+    tracing::info!(%addr, "sluice is serving");
+    Ok(Running { addr, app, server, workers })
+}
+
+impl Running {
+    pub async fn stop(self) {
+        if let Some(workers) = self.workers {
+            workers.stop().await;
+        }
+        self.server.abort();
+    }
+
+    /// Serves until the server ends or the process is asked to stop.
+    pub async fn wait(self) -> anyhow::Result<()> {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {
+                tracing::info!("stopping");
+                self.stop().await;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A database URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{}@{}", &url[..scheme + 3], user, &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}

@@ -1,0 +1,88 @@
+//! What can go wrong in a use case, independent of HTTP. The API maps each variant to a status
+//! and a stable problem `type`.
+
+use crate::domain::{AttemptState, Rejected};
+use crate::ledger::LedgerError;
+use crate::queue::QueueError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("{field}: {message}")]
+    Validation { field: &'static str, message: String },
+    #[error("the admission token is not valid for this attempt")]
+    AdmissionTokenInvalid,
+    #[error("the attempt's admission has expired")]
+    AdmissionExpired,
+    #[error("{0}")]
+    InvalidTransition(Rejected),
+    #[error("the attempt has expired ({0})")]
+    AttemptExpired(AttemptState),
+    #[error("the sale is closed")]
+    SaleClosed,
+    #[error("sold out: {remaining} left")]
+    SoldOut { remaining: u32 },
+    #[error("seat {0} is not available")]
+    SeatTaken(String),
+    #[error("the per-user limit of this sale is reached ({already} already held or bought)")]
+    LimitReached { already: u32 },
+    #[error("the attempt is not admitted")]
+    NotAdmitted,
+    #[error("this Idempotency-Key was used with a different request")]
+    IdempotencyKeyReused,
+    #[error("the webhook signature is not valid: {0}")]
+    BadSignature(String),
+    #[error("{0} is unavailable")]
+    Unavailable(&'static str),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ServiceError {
+    pub fn validation(field: &'static str, message: impl Into<String>) -> Self {
+        ServiceError::Validation {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<QueueError> for ServiceError {
+    fn from(e: QueueError) -> Self {
+        match e {
+            QueueError::Unavailable(detail) => {
+                tracing::warn!(%detail, "queue store unavailable");
+                ServiceError::Unavailable("the queue store")
+            }
+            QueueError::Protocol(detail) => ServiceError::Internal(detail),
+        }
+    }
+}
+
+impl From<LedgerError> for ServiceError {
+    fn from(e: LedgerError) -> Self {
+        match e {
+            LedgerError::Unavailable(detail) => {
+                tracing::warn!(%detail, "ledger unavailable");
+                ServiceError::Unavailable("the ledger")
+            }
+            LedgerError::NotFound => ServiceError::NotFound("attempt"),
+            LedgerError::Rejected(r) => match r.state {
+                AttemptState::Expired { .. } => ServiceError::AttemptExpired(r.state),
+                AttemptState::Queued { .. }
+                | AttemptState::Admitted { .. }
+                | AttemptState::Hold { .. }
+                | AttemptState::PaymentPending { .. }
+                | AttemptState::Confirmed { .. } => ServiceError::InvalidTransition(r),
+            },
+            LedgerError::SaleClosed => ServiceError::SaleClosed,
+            LedgerError::SoldOut => ServiceError::SoldOut { remaining: 0 },
+            LedgerError::SeatTaken(seat) => ServiceError::SeatTaken(seat),
+            LedgerError::UnknownSeat(seat) => {
+                ServiceError::validation("seat_ids", format!("seat {seat} does not exist"))
+            }
+            LedgerError::Other(detail) => ServiceError::Internal(detail),
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! Hold and release. A hold is taken in the queue store first (atomic, all or nothing, fast for
+//! the thousands who lose), then in the ledger (conditional: the last guard against
+//! overselling). If the ledger refuses or fails, the queue store gives the units back.
+
+use super::{sync_queue, App, AttemptView, ServiceError, ServiceResult};
+use crate::auth::admission_token::AdmissionTokenError;
+use crate::domain::sale::parse_seat_id;
+use crate::domain::{AttemptEvent, AttemptId, UserId};
+use crate::ledger::LedgerError;
+use crate::queue::{HoldOutcome, Take};
+
+/// What a client asks to hold: exactly one of a quantity or seat ids.
+pub fn parse_take(quantity: Option<u32>, seat_ids: Option<Vec<String>>) -> ServiceResult<Take> {
+    match (quantity, seat_ids) {
+        (Some(n), None) if (1..=1000).contains(&n) => Ok(Take::Quantity(n)),
+        (Some(_), None) => Err(ServiceError::validation("quantity", "must be between 1 and 1000")),
+        (None, Some(seats)) => {
+            if seats.is_empty() || seats.len() > 100 {
+                return Err(ServiceError::validation("seat_ids", "list 1 to 100 seats"));
+            }
+            for seat in &seats {
+                parse_seat_id(seat).map_err(|e| ServiceError::validation(e.field, e.message))?;
+            }
+            let mut unique = seats.clone();
+            unique.sort();
+            unique.dedup();
+            if unique.len() != seats.len() {
+                return Err(ServiceError::validation("seat_ids", "seat ids must be unique"));
+            }
+            Ok(Take::Seats(seats))
+        }
+        _ => Err(ServiceError::validation("quantity", "give exactly one of `quantity` or `seat_ids`")),
+    }
+}
+
+pub async fn hold(app: &App, attempt: AttemptId, user: &UserId, admission_token: &str, take: Take) -> ServiceResult<AttemptView> {
+    match app.admission.verify(admission_token, attempt, user) {
+        Ok(_) => {}
+        Err(AdmissionTokenError::Expired) => return Err(ServiceError::AdmissionExpired),
+        Err(AdmissionTokenError::Invalid | AdmissionTokenError::WrongAttempt) => {
+            return Err(ServiceError::AdmissionTokenInvalid)
+        }
+    }
+    let outcome = app.queue.hold(attempt, user, &take).await?;
+    let label = match &outcome {
+        HoldOutcome::Held { .. } => "held",
+        HoldOutcome::NotAdmitted => "not_admitted",
+        HoldOutcome::LimitReached { .. } => "limit",
+        HoldOutcome::SoldOut { .. } => "sold_out",
+        HoldOutcome::SeatTaken { .. } => "seat_taken",
+        HoldOutcome::WrongKind => "wrong_kind",
+    };
+    metrics::counter!("sluice_holds_total", "outcome" => label).increment(1);
+    let held = match outcome {
+        HoldOutcome::Held { take } => take,
+        // The queue store no longer counts the attempt as active: the ledger says why.
+        HoldOutcome::NotAdmitted => return explain_not_admitted(app, attempt, user).await,
+        HoldOutcome::LimitReached { already } => return Err(ServiceError::LimitReached { already }),
+        HoldOutcome::SoldOut { remaining } => return Err(ServiceError::SoldOut { remaining }),
+        HoldOutcome::SeatTaken { seat } => return Err(ServiceError::SeatTaken(seat)),
+        HoldOutcome::WrongKind => {
+            return Err(ServiceError::validation("quantity", "this sale sells named seats: give `seat_ids` (or `quantity` for a quantity sale)"))
+        }
+    };
+    match app.ledger.apply(attempt, Some(user), AttemptEvent::Hold, Some(&held)).await {
+        Ok(applied) => {
+            crate::telemetry::record_transition(&applied.decision, AttemptEvent::Hold.as_str());
+            Ok(AttemptView::from_record(&applied.record, None))
+        }
+        Err(e) => {
+            // Whatever the ledger said, it holds nothing for this attempt now (a refused or
+            // failed transaction rolled back; an expired attempt had its hold returned).
+            if let Err(restore) = app.queue.restore(attempt).await {
+                tracing::error!(%attempt, error = %restore, "could not give queue-store stock back after a refused hold");
+            }
+            Err(match e {
+                LedgerError::SoldOut => ServiceError::SoldOut { remaining: 0 },
+                other => other.into(),
+            })
+        }
+    }
+}
+
+async fn explain_not_admitted(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
+    let record = app.ledger.attempt(attempt).await?;
+    match record {
+        Some(record) if record.user == *user => {
+            // Ask the machine: a repeat (already HOLD) is answered with the state, anything
+            // else is refused with the state's own reason.
+            match crate::domain::decide(record.state, AttemptEvent::Hold) {
+                Ok(d) if !d.changed => Ok(AttemptView::from_record(&record, None)),
+                Ok(_) => Err(ServiceError::NotAdmitted),
+                Err(rejected) => Err(LedgerError::Rejected(rejected).into()),
+            }
+        }
+        _ => Err(ServiceError::NotFound("attempt")),
+    }
+}
+
+pub async fn release(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
+    let applied = app.ledger.apply(attempt, Some(user), AttemptEvent::Release, None).await?;
+    crate::telemetry::record_transition(&applied.decision, AttemptEvent::Release.as_str());
+    sync_queue(app.queue.as_ref(), &applied).await;
+    Ok(AttemptView::from_record(&applied.record, None))
+}

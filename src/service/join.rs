@@ -1,0 +1,41 @@
+//! Join a sale's queue. Touches only the queue store (unless the store lost the sale).
+
+use chrono::Utc;
+
+use super::{sales, App, AttemptView, ServiceError, ServiceResult};
+use crate::domain::{SaleId, UserId};
+use crate::queue::JoinOutcome;
+
+pub async fn join(app: &App, sale: SaleId, user: &UserId) -> ServiceResult<AttemptView> {
+    let now_ms = Utc::now().timestamp_millis();
+    let mut outcome = app.queue.join(sale, user, now_ms).await?;
+    if outcome == JoinOutcome::UnknownSale && sales::restore_in_queue(app, sale).await? {
+        outcome = app.queue.join(sale, user, now_ms).await?;
+    }
+    let label = match &outcome {
+        JoinOutcome::Queued { .. } => "queued",
+        JoinOutcome::Active { .. } => "active",
+        JoinOutcome::UnknownSale => "unknown_sale",
+        JoinOutcome::Closed => "closed",
+    };
+    metrics::counter!("sluice_joins_total", "outcome" => label).increment(1);
+    match outcome {
+        JoinOutcome::Queued { attempt, position, waiting } => {
+            let view = app.queue.view(attempt).await?;
+            let rate = best_rate(view.measured_rate, view.configured_rate);
+            Ok(AttemptView::queued(attempt, position, waiting, rate))
+        }
+        JoinOutcome::Active { attempt } => super::status::status(app, attempt, user).await,
+        JoinOutcome::UnknownSale => Err(ServiceError::NotFound("sale")),
+        JoinOutcome::Closed => Err(ServiceError::SaleClosed),
+    }
+}
+
+/// The measured admission rate once there is one, else the configured one.
+pub fn best_rate(measured: f64, configured: f64) -> f64 {
+    if measured > 0.0 {
+        measured
+    } else {
+        configured
+    }
+}

@@ -1,0 +1,26 @@
+//! Leave: a waiting user steps out of the queue; an admitted user gives the slot back; a user
+//! who holds stock releases it.
+
+use super::{status::status, sync_queue, App, AttemptView, ServiceError, ServiceResult};
+use crate::domain::{AttemptEvent, AttemptId, AttemptState, ExpiryReason, UserId};
+use crate::queue::LeaveOutcome;
+
+pub async fn leave(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
+    match app.queue.leave(attempt, user).await? {
+        LeaveOutcome::Left => {
+            Ok(AttemptView::bare(attempt, AttemptState::expired_because(ExpiryReason::Left)))
+        }
+        LeaveOutcome::NotQueued | LeaveOutcome::NotFound => {
+            match app.ledger.apply(attempt, Some(user), AttemptEvent::Leave, None).await {
+                Ok(applied) => {
+                    crate::telemetry::record_transition(&applied.decision, AttemptEvent::Leave.as_str());
+                    sync_queue(app.queue.as_ref(), &applied).await;
+                    Ok(AttemptView::from_record(&applied.record, None))
+                }
+                // Left the queue earlier: leaving again answers the same.
+                Err(crate::ledger::LedgerError::NotFound) => status(app, attempt, user).await,
+                Err(e) => Err(ServiceError::from(e)),
+            }
+        }
+    }
+}

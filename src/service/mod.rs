@@ -1,0 +1,88 @@
+//! The use cases. HTTP handlers parse and delegate here; each file is one use case, and none
+//! knows about HTTP.
+//!
+//! [`App`] holds the backends: the queue store (hot path) and the ledger (truth), each behind
+//! its trait, plus the keys that sign and verify tokens and webhooks.
+
+mod error;
+mod idempotency;
+mod sync;
+mod view;
+
+pub mod checkout;
+pub mod hold;
+pub mod join;
+pub mod leave;
+pub mod payment;
+pub mod sales;
+pub mod status;
+
+use std::sync::Arc;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+
+pub use error::ServiceError;
+pub use idempotency::{idempotent, IdempotencyKey};
+pub use sync::sync_queue;
+pub use view::{poll_after_ms, AttemptView};
+
+use crate::auth::{AdminKey, AdmissionTokens, UserTokens};
+use crate::config::Config;
+use crate::ledger::{Ledger, PgLedger};
+use crate::payments::WebhookSigner;
+use crate::queue::{QueueStore, RedisQueue};
+
+pub type ServiceResult<T> = Result<T, ServiceError>;
+
+/// Everything a request or a worker needs; cheap to clone.
+#[derive(Clone)]
+pub struct App {
+    pub config: Arc<Config>,
+    /// Queue order, positions, active set, stock counters: every join and status call.
+    pub queue: Arc<dyn QueueStore>,
+    /// The truth from ADMITTED on; never touched by join or by the status of waiting users.
+    pub ledger: Arc<dyn Ledger>,
+    /// Verifies the customer's user tokens.
+    pub users: UserTokens,
+    /// Signs and verifies admission tokens.
+    pub admission: AdmissionTokens,
+    pub admin_key: AdminKey,
+    pub webhooks: WebhookSigner,
+    pub metrics: PrometheusHandle,
+    /// This process's name in admission leases.
+    pub instance_id: String,
+}
+
+impl App {
+    /// Builds the backends named by the configuration (no connection is made yet).
+    pub fn build(config: Config) -> anyhow::Result<App> {
+        let queue = RedisQueue::new(&config.redis.url, &config.redis.key_prefix, config.redis_timeout())?;
+        let ledger = PgLedger::new(
+            &config.postgres.url,
+            config.postgres.max_connections,
+            std::time::Duration::from_millis(config.postgres.acquire_timeout_ms),
+        )?;
+        let seed = config
+            .auth
+            .admission_key_seed_hex
+            .as_deref()
+            .map(|hex_seed| {
+                let bytes = hex::decode(hex_seed).expect("validated at load");
+                <[u8; 32]>::try_from(bytes.as_slice()).expect("validated at load")
+            });
+        if seed.is_none() {
+            tracing::warn!("auth.admission_key_seed_hex is unset: admission tokens are signed with a key generated at start, which other replicas cannot verify");
+        }
+        Ok(App {
+            users: UserTokens::from_config(&config.auth)?,
+            admission: AdmissionTokens::new(seed),
+            admin_key: AdminKey::new(&config.auth.admin_key),
+            webhooks: WebhookSigner::new(&config.payments.webhook_secret, config.payments.tolerance_secs),
+            metrics: crate::telemetry::metrics_handle(),
+            instance_id: uuid::Uuid::now_v7().simple().to_string(),
+            queue: Arc::new(queue),
+            ledger: Arc::new(ledger),
+            config: Arc::new(config),
+        })
+    }
+}

@@ -1,0 +1,46 @@
+//! The payment provider's webhook: verify the signature over the raw body, then apply the event
+//! once per provider event id. Succeeded → CONFIRMED; failed → EXPIRED with stock back; success
+//! after expiry → `refund_required` (the attempt stays EXPIRED).
+
+use super::{sync_queue, App, ServiceError, ServiceResult};
+use crate::domain::{AttemptEvent, AttemptState};
+use crate::ledger::PaymentApplied;
+use crate::payments::{PaymentWebhook, WebhookKind};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookAck {
+    /// False when this provider event id was processed before.
+    pub first_delivery: bool,
+    pub state: AttemptState,
+}
+
+pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<WebhookAck> {
+    let now = chrono::Utc::now().timestamp();
+    if let Err(e) = app.webhooks.verify(signature, body, now) {
+        metrics::counter!("sluice_webhooks_total", "outcome" => "bad_signature").increment(1);
+        return Err(ServiceError::BadSignature(e.to_string()));
+    }
+    let hook = PaymentWebhook::parse(body).map_err(|m| ServiceError::validation("body", m))?;
+    let succeeded = hook.kind == WebhookKind::Succeeded;
+    let outcome = app
+        .ledger
+        .payment_event(&hook.id, hook.payment_reference, succeeded)
+        .await?;
+    match outcome {
+        PaymentApplied::Applied(applied) => {
+            let cause = if succeeded { AttemptEvent::PaymentSucceeded } else { AttemptEvent::PaymentFailed };
+            crate::telemetry::record_transition(&applied.decision, cause.as_str());
+            sync_queue(app.queue.as_ref(), &applied).await;
+            metrics::counter!("sluice_webhooks_total", "outcome" => "applied").increment(1);
+            Ok(WebhookAck { first_delivery: true, state: applied.record.state })
+        }
+        PaymentApplied::Duplicate { record } => {
+            metrics::counter!("sluice_webhooks_total", "outcome" => "duplicate").increment(1);
+            Ok(WebhookAck { first_delivery: false, state: record.state })
+        }
+        PaymentApplied::UnknownReference => {
+            metrics::counter!("sluice_webhooks_total", "outcome" => "unknown_reference").increment(1);
+            Err(ServiceError::NotFound("payment"))
+        }
+    }
+}

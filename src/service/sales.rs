@@ -1,0 +1,83 @@
+//! Admin use cases: create a sale, read it, pause / resume / close it, tune its admission, and
+//! read its counters.
+
+use chrono::Utc;
+
+use super::{App, ServiceError, ServiceResult};
+use crate::domain::{Admission, ExpiryReason, NewSale, SaleId, SaleStatus};
+use crate::ledger::{LedgerError, SaleRecord};
+
+pub async fn create(app: &App, new: NewSale) -> ServiceResult<SaleRecord> {
+    let sale = new
+        .parse(Utc::now())
+        .map_err(|e| ServiceError::validation(e.field, e.message))?;
+    app.ledger.create_sale(&sale).await?;
+    app.queue.init_sale(&sale, &sale.stock).await?;
+    let remaining = sale.stock.total();
+    Ok(SaleRecord { sale, remaining })
+}
+
+pub async fn get(app: &App, id: SaleId) -> ServiceResult<SaleRecord> {
+    app.ledger.sale(id).await?.ok_or(ServiceError::NotFound("sale"))
+}
+
+pub async fn set_status(app: &App, id: SaleId, status: SaleStatus) -> ServiceResult<SaleRecord> {
+    let record = app.ledger.set_status(id, status).await.map_err(not_found_sale)?;
+    app.queue.set_status(id, status).await?;
+    Ok(record)
+}
+
+pub async fn set_admission(app: &App, id: SaleId, rate_per_minute: u32, max_active: u32) -> ServiceResult<SaleRecord> {
+    let admission = Admission::parse(rate_per_minute, max_active)
+        .map_err(|e| ServiceError::validation(e.field, e.message))?;
+    let record = app.ledger.set_admission(id, admission).await.map_err(not_found_sale)?;
+    app.queue.set_admission(id, admission).await?;
+    Ok(record)
+}
+
+/// A sale's counters: waiting from the queue store, the rest from the ledger.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SaleStats {
+    pub waiting: u64,
+    pub admitted: u64,
+    pub holding: u64,
+    pub paying: u64,
+    pub confirmed: u64,
+    pub expired: Vec<(ExpiryReason, u64)>,
+    pub remaining: u32,
+    pub total: u32,
+}
+
+pub async fn stats(app: &App, id: SaleId) -> ServiceResult<SaleStats> {
+    let ledger = app.ledger.stats(id).await.map_err(not_found_sale)?;
+    let queue = app.queue.stats(id).await?;
+    Ok(SaleStats {
+        waiting: queue.waiting,
+        admitted: ledger.admitted,
+        holding: ledger.holding,
+        paying: ledger.paying,
+        confirmed: ledger.confirmed,
+        expired: ledger.expired,
+        remaining: ledger.remaining,
+        total: ledger.total,
+    })
+}
+
+fn not_found_sale(e: LedgerError) -> ServiceError {
+    match e {
+        LedgerError::NotFound => ServiceError::NotFound("sale"),
+        other => other.into(),
+    }
+}
+
+/// Writes a sale the queue store lost (flushed, failed over) back from the ledger: settings,
+/// and as stock what the ledger says is free. Returns false if the ledger has no such sale.
+pub async fn restore_in_queue(app: &App, id: SaleId) -> ServiceResult<bool> {
+    let Some(record) = app.ledger.sale(id).await? else {
+        return Ok(false);
+    };
+    let free = app.ledger.free_stock(id).await?;
+    app.queue.init_sale(&record.sale, &free).await?;
+    tracing::warn!(sale = %id, "sale restored in the queue store from the ledger");
+    Ok(true)
+}

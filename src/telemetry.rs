@@ -1,0 +1,71 @@
+//! Logs (tracing) and metrics (the `metrics` facade, exported in Prometheus text format).
+//!
+//! The recorder is process-global, so it is installed once and its handle shared: several
+//! apps in one process (the tests) render the same registry.
+
+use std::sync::OnceLock;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::domain::Decision;
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Seconds; HTTP and ledger latencies of a healthy sluice fall in the low buckets.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
+pub fn metrics_handle() -> PrometheusHandle {
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
+                .expect("static buckets are valid")
+                .build_recorder();
+            let handle = recorder.handle();
+            // Another recorder may already be installed (a test harness); then ours stays unused.
+            let _ = metrics::set_global_recorder(recorder);
+            describe();
+            handle
+        })
+        .clone()
+}
+
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_counter!("sluice_http_requests_total", "HTTP requests by operation and status");
+    describe_histogram!("sluice_http_request_duration_seconds", Unit::Seconds, "HTTP request latency by operation");
+    describe_counter!("sluice_transitions_total", "Attempt transitions by from, to and cause");
+    describe_counter!("sluice_joins_total", "Joins by outcome");
+    describe_counter!("sluice_holds_total", "Hold requests by outcome");
+    describe_counter!("sluice_admitted_total", "Attempts admitted, by sale");
+    describe_gauge!("sluice_queue_waiting", "Users waiting in the queue, by sale");
+    describe_gauge!("sluice_active_users", "Admitted + holding + paying users, by sale");
+    describe_gauge!("sluice_stock_remaining", "Units free to hold, by sale (queue store view)");
+    describe_gauge!("sluice_admission_rate_per_minute", "Configured admission rate, by sale");
+    describe_counter!("sluice_reaper_runs_total", "Reaper runs");
+    describe_counter!("sluice_reaper_expired_total", "Attempts expired by the reapers, by cause");
+    describe_counter!("sluice_queue_sync_errors_total", "Queue store updates that failed after a ledger commit");
+    describe_counter!("sluice_webhooks_total", "Payment webhooks by outcome");
+}
+
+/// Counts a transition that changed an attempt's state.
+pub fn record_transition(decision: &Decision, cause: &str) {
+    if decision.changed {
+        metrics::counter!(
+            "sluice_transitions_total",
+            "from" => decision.from.name(),
+            "to" => decision.to.name(),
+            "cause" => cause.to_owned()
+        )
+        .increment(1);
+    }
+}
+
+/// Logs to stderr; `RUST_LOG` filters (default `info`).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).try_init();
+}

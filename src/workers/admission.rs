@@ -1,0 +1,105 @@
+//! The admission loop: every tick, for each sale that is open now, the holder of the sale's
+//! lease moves the head of the queue to the active set at the sale's rate, never beyond
+//! max_active, and records the admissions in the ledger. If the ledger cannot record them,
+//! they go back to their places in the queue.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::domain::SaleId;
+use crate::ledger::AdmissionPlan;
+use crate::queue::AdmitOutcome;
+use crate::service::App;
+
+/// Per-sale memory of the loop between ticks.
+#[derive(Default)]
+struct SaleTicker {
+    /// Fractional admissions owed (rate × elapsed), so low rates still admit on time.
+    credit: f64,
+    /// Exponentially weighted admissions per minute while people wait: the ETA's rate.
+    measured_rate: f64,
+}
+
+/// At most this many ticks' worth of credit is kept, so a pause does not end in a burst.
+const MAX_CREDIT_TICKS: f64 = 2.0;
+
+pub async fn run(app: App) {
+    let tick = Duration::from_millis(app.config.workers.admission_tick_ms);
+    let mut interval = tokio::time::interval(tick);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tickers: HashMap<SaleId, SaleTicker> = HashMap::new();
+    loop {
+        interval.tick().await;
+        let plans = match app.ledger.admitting_sales().await {
+            Ok(plans) => plans,
+            Err(e) => {
+                tracing::warn!(error = %e, "admission: cannot list open sales");
+                continue;
+            }
+        };
+        tickers.retain(|sale, _| plans.iter().any(|p| p.sale == *sale));
+        for plan in plans {
+            let ticker = tickers.entry(plan.sale).or_default();
+            if let Err(e) = admit(&app, &plan, ticker, tick).await {
+                tracing::warn!(sale = %plan.sale, error = %e, "admission tick failed");
+            }
+        }
+    }
+}
+
+async fn admit(app: &App, plan: &AdmissionPlan, ticker: &mut SaleTicker, tick: Duration) -> anyhow::Result<()> {
+    let sale = plan.sale;
+    let sale_label = sale.to_string();
+    metrics::gauge!("sluice_admission_rate_per_minute", "sale" => sale_label.clone())
+        .set(plan.admission.rate_per_minute as f64);
+    let stats = app.queue.stats(sale).await?;
+    metrics::gauge!("sluice_queue_waiting", "sale" => sale_label.clone()).set(stats.waiting as f64);
+    metrics::gauge!("sluice_active_users", "sale" => sale_label.clone()).set(stats.active as f64);
+    metrics::gauge!("sluice_stock_remaining", "sale" => sale_label.clone()).set(stats.remaining as f64);
+
+    let ttl_ms = app.config.workers.lease_ttl_ms;
+    let Some(lease) = app.queue.lease(sale, &app.instance_id, ttl_ms).await? else {
+        return Ok(()); // another replica admits for this sale
+    };
+    let per_tick = plan.admission.rate_per_minute as f64 * tick.as_secs_f64() / 60.0;
+    ticker.credit = (ticker.credit + per_tick).min(per_tick * MAX_CREDIT_TICKS + 1.0);
+    let wanted = ticker.credit.floor() as u32;
+    if wanted == 0 {
+        return Ok(());
+    }
+    let admission_ttl_ms = plan.admission_ttl_secs as u64 * 1000;
+    let outcome = app
+        .queue
+        .admit_batch(sale, &lease, wanted, admission_ttl_ms, ticker.measured_rate)
+        .await?;
+    let admitted = match outcome {
+        AdmitOutcome::Admitted(admitted) => admitted,
+        AdmitOutcome::LeaseLost => return Ok(()),
+    };
+    ticker.credit -= admitted.len() as f64;
+    if (admitted.len() as u32) < wanted {
+        // Queue empty or cap reached: owe nothing beyond this tick.
+        ticker.credit = ticker.credit.min(1.0);
+    }
+    if stats.waiting > 0 {
+        let observed = admitted.len() as f64 * 60.0 / tick.as_secs_f64();
+        ticker.measured_rate = if ticker.measured_rate == 0.0 {
+            observed
+        } else {
+            0.8 * ticker.measured_rate + 0.2 * observed
+        };
+    }
+    if admitted.is_empty() {
+        return Ok(());
+    }
+    if let Err(e) = app.ledger.record_admissions(plan, &admitted).await {
+        tracing::warn!(%sale, error = %e, count = admitted.len(), "admissions not recorded; putting them back in the queue");
+        app.queue.unadmit(sale, &admitted).await?;
+        return Err(e.into());
+    }
+    metrics::counter!("sluice_admitted_total", "sale" => sale_label).increment(admitted.len() as u64);
+    for _ in &admitted {
+        metrics::counter!("sluice_transitions_total", "from" => "QUEUED", "to" => "ADMITTED", "cause" => "admit").increment(1);
+    }
+    Ok(())
+}
