@@ -173,9 +173,15 @@ impl Config {
             return bad("auth.admin_key", "must be set, at least 16 characters");
         }
         if self.payments.webhook_secret.len() < 16 {
-            return bad("payments.webhook_secret", "must be set, at least 16 characters");
+            return bad(
+                "payments.webhook_secret",
+                "must be set, at least 16 characters",
+            );
         }
-        match (&self.auth.user_jwt_hs256_secret, &self.auth.user_jwt_public_key_pem) {
+        match (
+            &self.auth.user_jwt_hs256_secret,
+            &self.auth.user_jwt_public_key_pem,
+        ) {
             (None, None) => {
                 return bad(
                     "auth.user_jwt_hs256_secret",
@@ -216,7 +222,10 @@ impl Config {
             return bad("workers.admission_tick_ms", "must be at least 10");
         }
         if self.workers.lease_ttl_ms < 2 * self.workers.admission_tick_ms {
-            return bad("workers.lease_ttl_ms", "must be at least twice admission_tick_ms");
+            return bad(
+                "workers.lease_ttl_ms",
+                "must be at least twice admission_tick_ms",
+            );
         }
         if self.workers.reaper_cron.split_whitespace().count() != 6 {
             return bad("workers.reaper_cron", "needs six fields, seconds first");
@@ -236,7 +245,10 @@ mod tests {
 
     fn valid_env(jail: &mut Jail) {
         jail.set_env("SLUICE__AUTH__ADMIN_KEY", "admin-key-0123456789");
-        jail.set_env("SLUICE__AUTH__USER_JWT_HS256_SECRET", "user-secret-0123456789");
+        jail.set_env(
+            "SLUICE__AUTH__USER_JWT_HS256_SECRET",
+            "user-secret-0123456789",
+        );
         jail.set_env("SLUICE__PAYMENTS__WEBHOOK_SECRET", "whsec-0123456789abcdef");
     }
 
@@ -244,7 +256,10 @@ mod tests {
     fn layers_apply_in_order_defaults_file_env() {
         Jail::expect_with(|jail| {
             valid_env(jail);
-            jail.create_file("sluice.toml", "[redis]\nkey_prefix = \"fromfile\"\ntimeout_ms = 99\n")?;
+            jail.create_file(
+                "sluice.toml",
+                "[redis]\nkey_prefix = \"fromfile\"\ntimeout_ms = 99\n",
+            )?;
             jail.set_env("SLUICE__REDIS__TIMEOUT_MS", "77");
             let c = Config::load(Some(Path::new("sluice.toml"))).expect("valid");
             assert_eq!(c.redis.key_prefix, "fromfile");
@@ -260,7 +275,10 @@ mod tests {
             valid_env(jail);
             jail.set_env("SLUICE__HTTP__BODY_LIMIT_BYTES", "lots");
             let err = Config::load(None).unwrap_err().to_string();
-            assert!(err.to_lowercase().contains("http.body_limit_bytes"), "{err}");
+            assert!(
+                err.to_lowercase().contains("http.body_limit_bytes"),
+                "{err}"
+            );
             Ok(())
         });
         Jail::expect_with(|jail| {

@@ -8,7 +8,11 @@ use sluice::domain::UserId;
 use sluice::ledger::{Ledger, PgLedger};
 
 #[derive(Parser)]
-#[command(name = "sluice", version, about = "Waiting room and first-come-first-served reservations")]
+#[command(
+    name = "sluice",
+    version,
+    about = "Waiting room and first-come-first-served reservations"
+)]
 struct Cli {
     /// A TOML file layered over the built-in defaults (then SLUICE__… variables override it).
     #[arg(long, short, global = true, env = "SLUICE_CONFIG")]
@@ -49,7 +53,11 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve => sluice::server::start(config).await?.wait().await,
         Command::Migrate => {
             let pg = &config.postgres;
-            let ledger = PgLedger::new(&pg.url, 2, std::time::Duration::from_millis(pg.acquire_timeout_ms))?;
+            let ledger = PgLedger::new(
+                &pg.url,
+                2,
+                std::time::Duration::from_millis(pg.acquire_timeout_ms),
+            )?;
             ledger.migrate().await?;
             println!("ledger migrated");
             Ok(())

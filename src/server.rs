@@ -22,12 +22,16 @@ pub struct Running {
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = App::build(config)?;
     if app.config.postgres.migrate_on_start {
-        app.ledger
-            .migrate()
-            .await
-            .map_err(|e| anyhow::anyhow!("migrating the ledger at {}: {e}", redact(&app.config.postgres.url)))?;
+        app.ledger.migrate().await.map_err(|e| {
+            anyhow::anyhow!(
+                "migrating the ledger at {}: {e}",
+                redact(&app.config.postgres.url)
+            )
+        })?;
     }
-    let acceptor = TcpListener::bind(app.config.http.listen).into_acceptor().await?;
+    let acceptor = TcpListener::bind(app.config.http.listen)
+        .into_acceptor()
+        .await?;
     let addr = acceptor
         .local_addr()
         .first()
@@ -41,7 +45,12 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         None
     };
     tracing::info!(%addr, "sluice is serving");
-    Ok(Running { addr, app, server, workers })
+    Ok(Running {
+        addr,
+        app,
+        server,
+        workers,
+    })
 }
 
 impl Running {

@@ -34,19 +34,47 @@ pub fn metrics_handle() -> PrometheusHandle {
 
 fn describe() {
     use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
-    describe_counter!("sluice_http_requests_total", "HTTP requests by operation and status");
-    describe_histogram!("sluice_http_request_duration_seconds", Unit::Seconds, "HTTP request latency by operation");
-    describe_counter!("sluice_transitions_total", "Attempt transitions by from, to and cause");
+    describe_counter!(
+        "sluice_http_requests_total",
+        "HTTP requests by operation and status"
+    );
+    describe_histogram!(
+        "sluice_http_request_duration_seconds",
+        Unit::Seconds,
+        "HTTP request latency by operation"
+    );
+    describe_counter!(
+        "sluice_transitions_total",
+        "Attempt transitions by from, to and cause"
+    );
     describe_counter!("sluice_joins_total", "Joins by outcome");
     describe_counter!("sluice_holds_total", "Hold requests by outcome");
     describe_counter!("sluice_admitted_total", "Attempts admitted, by sale");
-    describe_gauge!("sluice_queue_waiting", "Users waiting in the queue, by sale");
-    describe_gauge!("sluice_active_users", "Admitted + holding + paying users, by sale");
-    describe_gauge!("sluice_stock_remaining", "Units free to hold, by sale (queue store view)");
-    describe_gauge!("sluice_admission_rate_per_minute", "Configured admission rate, by sale");
+    describe_gauge!(
+        "sluice_queue_waiting",
+        "Users waiting in the queue, by sale"
+    );
+    describe_gauge!(
+        "sluice_active_users",
+        "Admitted + holding + paying users, by sale"
+    );
+    describe_gauge!(
+        "sluice_stock_remaining",
+        "Units free to hold, by sale (queue store view)"
+    );
+    describe_gauge!(
+        "sluice_admission_rate_per_minute",
+        "Configured admission rate, by sale"
+    );
     describe_counter!("sluice_reaper_runs_total", "Reaper runs");
-    describe_counter!("sluice_reaper_expired_total", "Attempts expired by the reapers, by cause");
-    describe_counter!("sluice_queue_sync_errors_total", "Queue store updates that failed after a ledger commit");
+    describe_counter!(
+        "sluice_reaper_expired_total",
+        "Attempts expired by the reapers, by cause"
+    );
+    describe_counter!(
+        "sluice_queue_sync_errors_total",
+        "Queue store updates that failed after a ledger commit"
+    );
     describe_counter!("sluice_webhooks_total", "Payment webhooks by outcome");
 }
 
@@ -67,5 +95,8 @@ pub fn record_transition(decision: &Decision, cause: &str) {
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .try_init();
 }

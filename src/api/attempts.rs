@@ -56,7 +56,11 @@ impl AttemptsApi {
     /// Puts the caller in the sale's queue and answers their attempt with its position. Joining
     /// again while waiting (or admitted) answers the same attempt. Joins before `opens_at` wait
     /// for the opening; a closed sale answers 409.
-    #[oai(path = "/v1/sales/:sale_id/attempts", method = "post", operation_id = "joinSale")]
+    #[oai(
+        path = "/v1/sales/:sale_id/attempts",
+        method = "post",
+        operation_id = "joinSale"
+    )]
     async fn join(&self, auth: UserAuth, sale_id: Path<String>) -> Result<JoinResponse, ApiError> {
         let sale = parse_sale_id(&sale_id)?;
         let view = service::join::join(&self.app, sale, &auth.0).await?;
@@ -69,17 +73,31 @@ impl AttemptsApi {
     ///
     /// Position, waiting count and estimated wait while queued; the admission token once
     /// admitted; the hold and payment after. Poll again after `poll_after_ms`.
-    #[oai(path = "/v1/attempts/:attempt_id", method = "get", operation_id = "getAttempt")]
-    async fn status(&self, auth: UserAuth, attempt_id: Path<String>) -> Result<AttemptResponse, ApiError> {
+    #[oai(
+        path = "/v1/attempts/:attempt_id",
+        method = "get",
+        operation_id = "getAttempt"
+    )]
+    async fn status(
+        &self,
+        auth: UserAuth,
+        attempt_id: Path<String>,
+    ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
-        Ok(AttemptResponse::of(service::status::status(&self.app, id, &auth.0).await?))
+        Ok(AttemptResponse::of(
+            service::status::status(&self.app, id, &auth.0).await?,
+        ))
     }
 
     /// Stream an attempt's status
     ///
     /// Server-Sent Events carrying the same status as `getAttempt`, pushed every
     /// `poll_after_ms` (at most every 5 s) until the attempt ends.
-    #[oai(path = "/v1/attempts/:attempt_id/events", method = "get", operation_id = "streamAttempt")]
+    #[oai(
+        path = "/v1/attempts/:attempt_id/events",
+        method = "get",
+        operation_id = "streamAttempt"
+    )]
     async fn events(
         &self,
         auth: UserAuth,
@@ -96,10 +114,20 @@ impl AttemptsApi {
     ///
     /// A waiting user leaves the queue; an admitted user gives the slot back; a user holding
     /// stock releases it. The attempt ends EXPIRED (`left` or `released`).
-    #[oai(path = "/v1/attempts/:attempt_id", method = "delete", operation_id = "leaveAttempt")]
-    async fn leave(&self, auth: UserAuth, attempt_id: Path<String>) -> Result<AttemptResponse, ApiError> {
+    #[oai(
+        path = "/v1/attempts/:attempt_id",
+        method = "delete",
+        operation_id = "leaveAttempt"
+    )]
+    async fn leave(
+        &self,
+        auth: UserAuth,
+        attempt_id: Path<String>,
+    ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
-        Ok(AttemptResponse::of(service::leave::leave(&self.app, id, &auth.0).await?))
+        Ok(AttemptResponse::of(
+            service::leave::leave(&self.app, id, &auth.0).await?,
+        ))
     }
 
     /// Hold stock
@@ -107,7 +135,11 @@ impl AttemptsApi {
     /// Takes `quantity` units or the named `seat_ids`, all or nothing, for `hold_ttl_secs`.
     /// Needs the attempt's admission token. Repeating a hold answers the existing hold; send an
     /// `Idempotency-Key` to get the very same answer on a retry.
-    #[oai(path = "/v1/attempts/:attempt_id/hold", method = "post", operation_id = "holdStock")]
+    #[oai(
+        path = "/v1/attempts/:attempt_id/hold",
+        method = "post",
+        operation_id = "holdStock"
+    )]
     async fn hold(
         &self,
         auth: UserAuth,
@@ -131,17 +163,31 @@ impl AttemptsApi {
     /// Release a hold
     ///
     /// Gives the held units back; the attempt ends EXPIRED (`released`).
-    #[oai(path = "/v1/attempts/:attempt_id/hold", method = "delete", operation_id = "releaseHold")]
-    async fn release(&self, auth: UserAuth, attempt_id: Path<String>) -> Result<AttemptResponse, ApiError> {
+    #[oai(
+        path = "/v1/attempts/:attempt_id/hold",
+        method = "delete",
+        operation_id = "releaseHold"
+    )]
+    async fn release(
+        &self,
+        auth: UserAuth,
+        attempt_id: Path<String>,
+    ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
-        Ok(AttemptResponse::of(service::hold::release(&self.app, id, &auth.0).await?))
+        Ok(AttemptResponse::of(
+            service::hold::release(&self.app, id, &auth.0).await?,
+        ))
     }
 
     /// Check out
     ///
     /// Moves a hold to PAYMENT_PENDING and answers the payment reference to give the payment
     /// provider. Repeating it answers the same reference.
-    #[oai(path = "/v1/attempts/:attempt_id/checkout", method = "post", operation_id = "checkout")]
+    #[oai(
+        path = "/v1/attempts/:attempt_id/checkout",
+        method = "post",
+        operation_id = "checkout"
+    )]
     async fn checkout(
         &self,
         auth: UserAuth,
@@ -162,7 +208,12 @@ impl AttemptsApi {
 }
 
 /// Status events until the attempt ends (or the status cannot be read any more).
-fn status_stream(app: App, id: AttemptId, user: UserId, first: AttemptView) -> BoxStream<'static, AttemptOut> {
+fn status_stream(
+    app: App,
+    id: AttemptId,
+    user: UserId,
+    first: AttemptView,
+) -> BoxStream<'static, AttemptOut> {
     stream::unfold(Some(first), move |next| {
         let (app, user) = (app.clone(), user.clone());
         async move {

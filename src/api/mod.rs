@@ -46,7 +46,12 @@ fn sale_or(_why: String) -> &'static str {
     "sale"
 }
 
-type Apis = (sales::SalesApi, attempts::AttemptsApi, webhooks::WebhooksApi, ops::OpsApi);
+type Apis = (
+    sales::SalesApi,
+    attempts::AttemptsApi,
+    webhooks::WebhooksApi,
+    ops::OpsApi,
+);
 
 pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
     OpenApiService::new(
@@ -108,24 +113,37 @@ fn as_problem(err: poem::Error) -> Response {
 }
 
 /// Refuses bodies over the limit with 413, whether or not they declare their length.
-async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request, limit: usize) -> poem::Result<Response> {
+async fn limit_body<E: Endpoint>(
+    ep: Arc<E>,
+    mut req: Request,
+    limit: usize,
+) -> poem::Result<Response> {
     let declared = req
         .headers()
         .get(poem::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     let too_large = || {
-        poem::Error::from_response(problem_response(
+        let mut resp = problem_response(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("the body is larger than {limit} bytes"),
-        ))
+        );
+        // The unread body stays on the wire: the connection cannot be reused.
+        resp.headers_mut().insert(
+            poem::http::header::CONNECTION,
+            poem::http::HeaderValue::from_static("close"),
+        );
+        poem::Error::from_response(resp)
     };
     match declared {
         Some(n) if n > limit => return Err(too_large()),
         Some(_) => {}
         None => {
             let body = req.take_body();
-            let bytes = body.into_bytes_limit(limit).await.map_err(|_| too_large())?;
+            let bytes = body
+                .into_bytes_limit(limit)
+                .await
+                .map_err(|_| too_large())?;
             req.set_body(bytes);
         }
     }

@@ -61,7 +61,11 @@ impl OpsApi {
     ///
     /// The JSON Web Key Set with the Ed25519 public key that signs admission tokens, so a
     /// merchant's services can verify an admission offline.
-    #[oai(path = "/.well-known/jwks.json", method = "get", operation_id = "getJwks")]
+    #[oai(
+        path = "/.well-known/jwks.json",
+        method = "get",
+        operation_id = "getJwks"
+    )]
     async fn jwks(&self) -> Json<serde_json::Value> {
         Json(self.app.admission.jwks())
     }

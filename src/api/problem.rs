@@ -76,7 +76,13 @@ pub enum ApiError {
     Unavailable(Json<Problem>, #[oai(header = "Retry-After")] u64),
 }
 
-fn problem(status: u16, slug: &str, title: &str, detail: String, field: Option<&str>) -> Json<Problem> {
+fn problem(
+    status: u16,
+    slug: &str,
+    title: &str,
+    detail: String,
+    field: Option<&str>,
+) -> Json<Problem> {
     Json(Problem {
         kind: format!("/problems/{slug}"),
         title: title.into(),
@@ -90,10 +96,16 @@ impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
         let detail = e.to_string();
         match e {
-            ServiceError::NotFound(_) => ApiError::NotFound(problem(404, "not-found", "Not found", detail, None)),
-            ServiceError::Validation { field, .. } => {
-                ApiError::Unprocessable(problem(422, "validation", "Invalid value", detail, Some(field)))
+            ServiceError::NotFound(_) => {
+                ApiError::NotFound(problem(404, "not-found", "Not found", detail, None))
             }
+            ServiceError::Validation { field, .. } => ApiError::Unprocessable(problem(
+                422,
+                "validation",
+                "Invalid value",
+                detail,
+                Some(field),
+            )),
             ServiceError::IdempotencyKeyReused => ApiError::Unprocessable(problem(
                 422,
                 "idempotency-key-reused",
@@ -101,35 +113,73 @@ impl From<ServiceError> for ApiError {
                 detail,
                 Some("Idempotency-Key"),
             )),
-            ServiceError::AdmissionTokenInvalid => {
-                ApiError::Forbidden(problem(403, "admission-token-invalid", "Admission token not valid", detail, None))
+            ServiceError::AdmissionTokenInvalid => ApiError::Forbidden(problem(
+                403,
+                "admission-token-invalid",
+                "Admission token not valid",
+                detail,
+                None,
+            )),
+            ServiceError::AdmissionExpired => ApiError::Gone(problem(
+                410,
+                "admission-expired",
+                "Admission expired",
+                detail,
+                None,
+            )),
+            ServiceError::AttemptExpired(_) => ApiError::Gone(problem(
+                410,
+                "attempt-expired",
+                "Attempt expired",
+                detail,
+                None,
+            )),
+            ServiceError::InvalidTransition(_) => ApiError::Conflict(problem(
+                409,
+                "invalid-transition",
+                "Not possible in the attempt's state",
+                detail,
+                None,
+            )),
+            ServiceError::SaleClosed => {
+                ApiError::Conflict(problem(409, "sale-closed", "Sale closed", detail, None))
             }
-            ServiceError::AdmissionExpired => {
-                ApiError::Gone(problem(410, "admission-expired", "Admission expired", detail, None))
+            ServiceError::SoldOut { .. } => {
+                ApiError::Conflict(problem(409, "sold-out", "Sold out", detail, None))
             }
-            ServiceError::AttemptExpired(_) => {
-                ApiError::Gone(problem(410, "attempt-expired", "Attempt expired", detail, None))
+            ServiceError::SeatTaken(_) => {
+                ApiError::Conflict(problem(409, "seat-taken", "Seat taken", detail, None))
             }
-            ServiceError::InvalidTransition(_) => {
-                ApiError::Conflict(problem(409, "invalid-transition", "Not possible in the attempt's state", detail, None))
+            ServiceError::LimitReached { .. } => ApiError::Conflict(problem(
+                409,
+                "limit-reached",
+                "Per-user limit reached",
+                detail,
+                None,
+            )),
+            ServiceError::NotAdmitted => {
+                ApiError::Conflict(problem(409, "not-admitted", "Not admitted", detail, None))
             }
-            ServiceError::SaleClosed => ApiError::Conflict(problem(409, "sale-closed", "Sale closed", detail, None)),
-            ServiceError::SoldOut { .. } => ApiError::Conflict(problem(409, "sold-out", "Sold out", detail, None)),
-            ServiceError::SeatTaken(_) => ApiError::Conflict(problem(409, "seat-taken", "Seat taken", detail, None)),
-            ServiceError::LimitReached { .. } => {
-                ApiError::Conflict(problem(409, "limit-reached", "Per-user limit reached", detail, None))
-            }
-            ServiceError::NotAdmitted => ApiError::Conflict(problem(409, "not-admitted", "Not admitted", detail, None)),
-            ServiceError::BadSignature(_) => {
-                ApiError::Unauthorized(problem(401, "bad-signature", "Webhook signature not valid", detail, None))
-            }
+            ServiceError::BadSignature(_) => ApiError::Unauthorized(problem(
+                401,
+                "bad-signature",
+                "Webhook signature not valid",
+                detail,
+                None,
+            )),
             ServiceError::Unavailable(_) => ApiError::Unavailable(
                 problem(503, "unavailable", "Temporarily unavailable", detail, None),
                 1,
             ),
             ServiceError::Internal(detail) => {
                 tracing::error!(%detail, "internal error");
-                ApiError::Internal(problem(500, "internal", "Internal error", "internal error".into(), None))
+                ApiError::Internal(problem(
+                    500,
+                    "internal",
+                    "Internal error",
+                    "internal error".into(),
+                    None,
+                ))
             }
         }
     }
@@ -162,7 +212,8 @@ pub fn problem_response(status: StatusCode, detail: String) -> poem::Response {
         .content_type("application/problem+json")
         .body(body.to_string());
     if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
-        resp.headers_mut().insert("retry-after", poem::http::HeaderValue::from_static("1"));
+        resp.headers_mut()
+            .insert("retry-after", poem::http::HeaderValue::from_static("1"));
     }
     resp
 }

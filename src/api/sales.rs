@@ -68,9 +68,13 @@ impl SalesApi {
             max_active: b.max_active,
         };
         let app = &self.app;
-        let sale_id = idempotent(app, &admin, key.as_ref(), &("createSale", &request), async {
-            Ok(service::sales::create(app, new).await?.sale.id)
-        })
+        let sale_id = idempotent(
+            app,
+            &admin,
+            key.as_ref(),
+            &("createSale", &request),
+            async { Ok(service::sales::create(app, new).await?.sale.id) },
+        )
         .await?;
         let record = service::sales::get(app, sale_id).await?;
         let location = format!("/v1/sales/{sale_id}");
@@ -83,22 +87,36 @@ impl SalesApi {
     #[oai(path = "/:sale_id", method = "get", operation_id = "getSale")]
     async fn get(&self, _auth: AdminAuth, sale_id: Path<String>) -> Result<SaleResponse, ApiError> {
         let id = parse_sale_id(&sale_id)?;
-        Ok(SaleResponse::Ok(Json(service::sales::get(&self.app, id).await?.into())))
+        Ok(SaleResponse::Ok(Json(
+            service::sales::get(&self.app, id).await?.into(),
+        )))
     }
 
     /// Pause admission
     ///
     /// Stops admitting; joins are still taken and waiting users keep their place.
     #[oai(path = "/:sale_id/pause", method = "post", operation_id = "pauseSale")]
-    async fn pause(&self, _auth: AdminAuth, sale_id: Path<String>) -> Result<SaleResponse, ApiError> {
+    async fn pause(
+        &self,
+        _auth: AdminAuth,
+        sale_id: Path<String>,
+    ) -> Result<SaleResponse, ApiError> {
         self.set_status(&sale_id, SaleStatus::Paused).await
     }
 
     /// Resume admission
     ///
     /// Admits again after a pause. A closed sale cannot be resumed (409).
-    #[oai(path = "/:sale_id/resume", method = "post", operation_id = "resumeSale")]
-    async fn resume(&self, _auth: AdminAuth, sale_id: Path<String>) -> Result<SaleResponse, ApiError> {
+    #[oai(
+        path = "/:sale_id/resume",
+        method = "post",
+        operation_id = "resumeSale"
+    )]
+    async fn resume(
+        &self,
+        _auth: AdminAuth,
+        sale_id: Path<String>,
+    ) -> Result<SaleResponse, ApiError> {
         self.set_status(&sale_id, SaleStatus::Open).await
     }
 
@@ -107,7 +125,11 @@ impl SalesApi {
     /// Refuses new joins and stops admission for good. Attempts already holding or paying
     /// finish normally.
     #[oai(path = "/:sale_id/close", method = "post", operation_id = "closeSale")]
-    async fn close(&self, _auth: AdminAuth, sale_id: Path<String>) -> Result<SaleResponse, ApiError> {
+    async fn close(
+        &self,
+        _auth: AdminAuth,
+        sale_id: Path<String>,
+    ) -> Result<SaleResponse, ApiError> {
         self.set_status(&sale_id, SaleStatus::Closed).await
     }
 
@@ -115,7 +137,11 @@ impl SalesApi {
     ///
     /// Changes the admission rate (users per minute) and the cap on active users; the admitter
     /// uses them from its next tick.
-    #[oai(path = "/:sale_id/admission", method = "put", operation_id = "setAdmission")]
+    #[oai(
+        path = "/:sale_id/admission",
+        method = "put",
+        operation_id = "setAdmission"
+    )]
     async fn admission(
         &self,
         _auth: AdminAuth,
@@ -124,22 +150,37 @@ impl SalesApi {
     ) -> Result<SaleResponse, ApiError> {
         let id = parse_sale_id(&sale_id)?;
         let record =
-            service::sales::set_admission(&self.app, id, body.rate_per_minute, body.max_active).await?;
+            service::sales::set_admission(&self.app, id, body.rate_per_minute, body.max_active)
+                .await?;
         Ok(SaleResponse::Ok(Json(record.into())))
     }
 
     /// Get a sale's counters
     ///
     /// Waiting, admitted, holding, paying, confirmed, expired by reason, and remaining stock.
-    #[oai(path = "/:sale_id/stats", method = "get", operation_id = "getSaleStats")]
-    async fn stats(&self, _auth: AdminAuth, sale_id: Path<String>) -> Result<StatsResponse, ApiError> {
+    #[oai(
+        path = "/:sale_id/stats",
+        method = "get",
+        operation_id = "getSaleStats"
+    )]
+    async fn stats(
+        &self,
+        _auth: AdminAuth,
+        sale_id: Path<String>,
+    ) -> Result<StatsResponse, ApiError> {
         let id = parse_sale_id(&sale_id)?;
-        Ok(StatsResponse::Ok(Json(service::sales::stats(&self.app, id).await?.into())))
+        Ok(StatsResponse::Ok(Json(
+            service::sales::stats(&self.app, id).await?.into(),
+        )))
     }
 }
 
 impl SalesApi {
-    async fn set_status(&self, sale_id: &str, status: SaleStatus) -> Result<SaleResponse, ApiError> {
+    async fn set_status(
+        &self,
+        sale_id: &str,
+        status: SaleStatus,
+    ) -> Result<SaleResponse, ApiError> {
         let id = parse_sale_id(sale_id)?;
         let record = service::sales::set_status(&self.app, id, status).await?;
         Ok(SaleResponse::Ok(Json(record.into())))

@@ -16,13 +16,21 @@ pub struct UserAuth(pub UserId);
 async fn check_user(req: &Request, bearer: Bearer) -> poem::Result<UserId> {
     let app = req.data::<App>().expect("App is attached to every route");
     app.users.verify(&bearer.token).map_err(|e| {
-        poem::Error::from_response(problem_response(poem::http::StatusCode::UNAUTHORIZED, e.to_string()))
+        poem::Error::from_response(problem_response(
+            poem::http::StatusCode::UNAUTHORIZED,
+            e.to_string(),
+        ))
     })
 }
 
 /// An operator (`X-Admin-Key` header).
 #[derive(SecurityScheme)]
-#[oai(ty = "api_key", key_name = "X-Admin-Key", key_in = "header", checker = "check_admin")]
+#[oai(
+    ty = "api_key",
+    key_name = "X-Admin-Key",
+    key_in = "header",
+    checker = "check_admin"
+)]
 pub struct AdminAuth(());
 
 async fn check_admin(req: &Request, key: ApiKey) -> poem::Result<()> {

@@ -194,7 +194,11 @@ pub struct SaleStatsOut {
 impl From<SaleStats> for SaleStatsOut {
     fn from(s: SaleStats) -> Self {
         let count = |reason: ExpiryReason| {
-            s.expired.iter().find(|(r, _)| *r == reason).map(|(_, n)| *n).unwrap_or(0)
+            s.expired
+                .iter()
+                .find(|(r, _)| *r == reason)
+                .map(|(_, n)| *n)
+                .unwrap_or(0)
         };
         SaleStatsOut {
             waiting: s.waiting,

@@ -2,7 +2,7 @@
 
 use poem_openapi::param::Header;
 use poem_openapi::payload::{Binary, Json};
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::{ApiRequest, ApiResponse, OpenApi};
 
 use super::problem::ApiError;
 use super::types::WebhookAckOut;
@@ -11,6 +11,23 @@ use crate::service::{self, App};
 
 pub struct WebhooksApi {
     pub app: App,
+}
+
+/// The raw body, whatever its declared type: the signature is over the exact bytes.
+#[derive(ApiRequest)]
+pub enum WebhookBody {
+    #[oai(content_type = "application/json")]
+    Json(Binary<Vec<u8>>),
+    #[oai(content_type = "application/octet-stream")]
+    Bytes(Binary<Vec<u8>>),
+}
+
+impl WebhookBody {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            WebhookBody::Json(b) | WebhookBody::Bytes(b) => b,
+        }
+    }
 }
 
 #[derive(ApiResponse)]
@@ -30,15 +47,24 @@ impl WebhooksApi {
     /// Each event id is applied once: re-deliveries answer `duplicate`. Success → CONFIRMED;
     /// failure → EXPIRED with the stock given back; success after expiry → a
     /// `sluice.payment.refund_required` event (the attempt stays EXPIRED).
-    #[oai(path = "/v1/webhooks/payments", method = "post", operation_id = "receivePaymentWebhook")]
+    #[oai(
+        path = "/v1/webhooks/payments",
+        method = "post",
+        operation_id = "receivePaymentWebhook"
+    )]
     async fn receive(
         &self,
         #[oai(name = "Sluice-Signature")] signature: Header<String>,
-        body: Binary<Vec<u8>>,
+        body: WebhookBody,
     ) -> Result<WebhookResponse, ApiError> {
-        let ack = service::payment::receive(&self.app, &signature, &body).await?;
+        let ack = service::payment::receive(&self.app, &signature, body.bytes()).await?;
         Ok(WebhookResponse::Ok(Json(WebhookAckOut {
-            result: if ack.first_delivery { "applied" } else { "duplicate" }.into(),
+            result: if ack.first_delivery {
+                "applied"
+            } else {
+                "duplicate"
+            }
+            .into(),
             attempt_state: ack.state.into(),
         })))
     }

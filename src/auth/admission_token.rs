@@ -77,21 +77,26 @@ impl AdmissionTokens {
         };
         let mut header = Header::new(Algorithm::EdDSA);
         header.kid = Some(self.kid.clone());
-        jsonwebtoken::encode(&header, &claims, &self.encoding).expect("Ed25519 signing does not fail")
+        jsonwebtoken::encode(&header, &claims, &self.encoding)
+            .expect("Ed25519 signing does not fail")
     }
 
     /// Checks signature, expiry, and that the token names this attempt, user and sale.
-    pub fn verify(&self, token: &str, attempt: AttemptId, user: &UserId) -> Result<AdmissionClaims, AdmissionTokenError> {
+    pub fn verify(
+        &self,
+        token: &str,
+        attempt: AttemptId,
+        user: &UserId,
+    ) -> Result<AdmissionClaims, AdmissionTokenError> {
         let mut validation = Validation::new(Algorithm::EdDSA);
         validation.set_issuer(&[ISSUER]);
         validation.set_audience(&[AUDIENCE]);
         validation.leeway = 0;
-        let data = jsonwebtoken::decode::<AdmissionClaims>(token, &self.decoding, &validation).map_err(|e| {
-            match e.kind() {
+        let data = jsonwebtoken::decode::<AdmissionClaims>(token, &self.decoding, &validation)
+            .map_err(|e| match e.kind() {
                 jsonwebtoken::errors::ErrorKind::ExpiredSignature => AdmissionTokenError::Expired,
                 _ => AdmissionTokenError::Invalid,
-            }
-        })?;
+            })?;
         let c = data.claims;
         let sale: SaleId = attempt.sale;
         if c.att != attempt.to_string() || c.sub != user.as_str() || c.sale != sale.to_string() {
@@ -123,29 +128,55 @@ mod tests {
         let user = UserId::parse("alice").unwrap();
         let exp = chrono::Utc::now().timestamp() + 60;
         let token = tokens.issue(attempt, &user, exp);
-        assert_eq!(tokens.verify(&token, attempt, &user).unwrap().att, attempt.to_string());
+        assert_eq!(
+            tokens.verify(&token, attempt, &user).unwrap().att,
+            attempt.to_string()
+        );
 
         let other_attempt = AttemptId::new(sale);
-        assert_eq!(tokens.verify(&token, other_attempt, &user), Err(AdmissionTokenError::WrongAttempt));
+        assert_eq!(
+            tokens.verify(&token, other_attempt, &user),
+            Err(AdmissionTokenError::WrongAttempt)
+        );
         let bob = UserId::parse("bob").unwrap();
-        assert_eq!(tokens.verify(&token, attempt, &bob), Err(AdmissionTokenError::WrongAttempt));
+        assert_eq!(
+            tokens.verify(&token, attempt, &bob),
+            Err(AdmissionTokenError::WrongAttempt)
+        );
 
         let other_key = AdmissionTokens::new(Some([8; 32]));
-        assert_eq!(other_key.verify(&token, attempt, &user), Err(AdmissionTokenError::Invalid));
+        assert_eq!(
+            other_key.verify(&token, attempt, &user),
+            Err(AdmissionTokenError::Invalid)
+        );
 
         let mut altered = token.clone();
-        altered.replace_range(token.len() - 5..token.len() - 4, if token.ends_with('A') { "B" } else { "A" });
+        altered.replace_range(
+            token.len() - 5..token.len() - 4,
+            if token.ends_with('A') { "B" } else { "A" },
+        );
         let tampered_payload = {
             let parts: Vec<&str> = token.split('.').collect();
             let mut claims: serde_json::Value =
                 serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
             claims["exp"] = serde_json::json!(exp + 3600);
-            format!("{}.{}.{}", parts[0], URL_SAFE_NO_PAD.encode(claims.to_string()), parts[2])
+            format!(
+                "{}.{}.{}",
+                parts[0],
+                URL_SAFE_NO_PAD.encode(claims.to_string()),
+                parts[2]
+            )
         };
-        assert_eq!(tokens.verify(&tampered_payload, attempt, &user), Err(AdmissionTokenError::Invalid));
+        assert_eq!(
+            tokens.verify(&tampered_payload, attempt, &user),
+            Err(AdmissionTokenError::Invalid)
+        );
 
         let expired = tokens.issue(attempt, &user, chrono::Utc::now().timestamp() - 10);
-        assert_eq!(tokens.verify(&expired, attempt, &user), Err(AdmissionTokenError::Expired));
+        assert_eq!(
+            tokens.verify(&expired, attempt, &user),
+            Err(AdmissionTokenError::Expired)
+        );
     }
 
     #[test]

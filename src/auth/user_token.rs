@@ -36,23 +36,26 @@ pub enum UserTokenError {
 
 impl UserTokens {
     pub fn from_config(auth: &AuthConfig) -> anyhow::Result<Self> {
-        let (decoding, algorithms, encoding) = match (&auth.user_jwt_hs256_secret, &auth.user_jwt_public_key_pem) {
-            (Some(secret), _) => (
-                DecodingKey::from_secret(secret.as_bytes()),
-                vec![Algorithm::HS256],
-                Some(EncodingKey::from_secret(secret.as_bytes())),
-            ),
-            (None, Some(pem)) => match DecodingKey::from_ed_pem(pem.as_bytes()) {
-                Ok(key) => (key, vec![Algorithm::EdDSA], None),
-                Err(_) => (
-                    DecodingKey::from_rsa_pem(pem.as_bytes())
-                        .map_err(|e| anyhow::anyhow!("auth.user_jwt_public_key_pem: {e}"))?,
-                    vec![Algorithm::RS256, Algorithm::RS384, Algorithm::RS512],
-                    None,
+        let (decoding, algorithms, encoding) =
+            match (&auth.user_jwt_hs256_secret, &auth.user_jwt_public_key_pem) {
+                (Some(secret), _) => (
+                    DecodingKey::from_secret(secret.as_bytes()),
+                    vec![Algorithm::HS256],
+                    Some(EncodingKey::from_secret(secret.as_bytes())),
                 ),
-            },
-            (None, None) => anyhow::bail!("auth.user_jwt_hs256_secret or auth.user_jwt_public_key_pem is required"),
-        };
+                (None, Some(pem)) => match DecodingKey::from_ed_pem(pem.as_bytes()) {
+                    Ok(key) => (key, vec![Algorithm::EdDSA], None),
+                    Err(_) => (
+                        DecodingKey::from_rsa_pem(pem.as_bytes())
+                            .map_err(|e| anyhow::anyhow!("auth.user_jwt_public_key_pem: {e}"))?,
+                        vec![Algorithm::RS256, Algorithm::RS384, Algorithm::RS512],
+                        None,
+                    ),
+                },
+                (None, None) => anyhow::bail!(
+                    "auth.user_jwt_hs256_secret or auth.user_jwt_public_key_pem is required"
+                ),
+            };
         let mut validation = Validation::new(algorithms[0]);
         validation.algorithms = algorithms;
         validation.set_required_spec_claims(&["exp", "sub"]);

@@ -155,7 +155,10 @@ pub struct Attempt {
 
 #[state_machine(
     initial = "AttemptState::queued()",
-    state(name = "AttemptState", derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize))
+    state(
+        name = "AttemptState",
+        derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)
+    )
 )]
 impl Attempt {
     #[state]

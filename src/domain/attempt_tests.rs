@@ -17,7 +17,11 @@ fn transition_table() {
     let p = AttemptState::payment_pending();
     let c = AttemptState::confirmed();
     let x = expired(R::HoldTimeout);
-    type Row = (AttemptState, AttemptEvent, Option<(AttemptState, &'static [Effect])>);
+    type Row = (
+        AttemptState,
+        AttemptEvent,
+        Option<(AttemptState, &'static [Effect])>,
+    );
     let table: Vec<Row> = vec![
         (q, E::Admit, Some((a, &[]))),
         (q, E::Leave, Some((expired(R::Left), &[]))),
@@ -28,21 +32,45 @@ fn transition_table() {
         (a, E::Admit, Some((a, &[]))),
         (a, E::Hold, Some((h, &[Effect::TakeStock]))),
         (a, E::Leave, Some((expired(R::Left), &[]))),
-        (a, E::AdmissionTimeout, Some((expired(R::AdmissionTimeout), &[]))),
+        (
+            a,
+            E::AdmissionTimeout,
+            Some((expired(R::AdmissionTimeout), &[])),
+        ),
         (a, E::Checkout, None),
         (a, E::Release, None),
         (a, E::PaymentSucceeded, None),
         (h, E::Hold, Some((h, &[]))),
         (h, E::Checkout, Some((p, &[]))),
-        (h, E::Release, Some((expired(R::Released), &[Effect::ReturnStock]))),
-        (h, E::Leave, Some((expired(R::Released), &[Effect::ReturnStock]))),
-        (h, E::HoldTimeout, Some((expired(R::HoldTimeout), &[Effect::ReturnStock]))),
+        (
+            h,
+            E::Release,
+            Some((expired(R::Released), &[Effect::ReturnStock])),
+        ),
+        (
+            h,
+            E::Leave,
+            Some((expired(R::Released), &[Effect::ReturnStock])),
+        ),
+        (
+            h,
+            E::HoldTimeout,
+            Some((expired(R::HoldTimeout), &[Effect::ReturnStock])),
+        ),
         (h, E::AdmissionTimeout, None),
         (h, E::PaymentSucceeded, None),
         (p, E::Checkout, Some((p, &[]))),
         (p, E::PaymentSucceeded, Some((c, &[]))),
-        (p, E::PaymentFailed, Some((expired(R::PaymentFailed), &[Effect::ReturnStock]))),
-        (p, E::PaymentTimeout, Some((expired(R::PaymentTimeout), &[Effect::ReturnStock]))),
+        (
+            p,
+            E::PaymentFailed,
+            Some((expired(R::PaymentFailed), &[Effect::ReturnStock])),
+        ),
+        (
+            p,
+            E::PaymentTimeout,
+            Some((expired(R::PaymentTimeout), &[Effect::ReturnStock])),
+        ),
         (p, E::Release, None),
         (p, E::HoldTimeout, None),
         (c, E::PaymentSucceeded, Some((c, &[]))),
@@ -67,7 +95,11 @@ fn transition_table() {
                 assert_eq!(d.effects, effects, "{from} + {event:?}");
                 assert_eq!(d.changed, to != from, "{from} + {event:?}");
             }
-            None => assert_eq!(got, Err(Rejected { state: from, event }), "{from} + {event:?}"),
+            None => assert_eq!(
+                got,
+                Err(Rejected { state: from, event }),
+                "{from} + {event:?}"
+            ),
         }
     }
 }

@@ -90,10 +90,16 @@ pub struct Admission {
 impl Admission {
     pub fn parse(rate_per_minute: u32, max_active: u32) -> Result<Self, SaleError> {
         if !(1..=1_000_000).contains(&rate_per_minute) {
-            return Err(SaleError::new("rate_per_minute", "must be between 1 and 1000000"));
+            return Err(SaleError::new(
+                "rate_per_minute",
+                "must be between 1 and 1000000",
+            ));
         }
         if !(1..=1_000_000).contains(&max_active) {
-            return Err(SaleError::new("max_active", "must be between 1 and 1000000"));
+            return Err(SaleError::new(
+                "max_active",
+                "must be between 1 and 1000000",
+            ));
         }
         Ok(Admission {
             rate_per_minute,
@@ -158,7 +164,10 @@ impl NewSale {
             (None, Some(seats)) => Stock::Seats(parse_seats(seats)?),
         };
         if !(1..=1000).contains(&self.per_user_limit) {
-            return Err(SaleError::new("per_user_limit", "must be between 1 and 1000"));
+            return Err(SaleError::new(
+                "per_user_limit",
+                "must be between 1 and 1000",
+            ));
         }
         for (field, secs) in [
             ("admission_ttl_secs", self.ttls.admission_secs),
@@ -197,7 +206,12 @@ fn parse_seats(seats: Vec<String>) -> Result<Vec<String>, SaleError> {
     }
     let mut seen = std::collections::HashSet::with_capacity(seats.len());
     for seat in &seats {
-        parse_seat_id(seat).map_err(|_| SaleError::new("seats", "seat ids are 1 to 64 letters, digits, '-', '_' or ':'"))?;
+        parse_seat_id(seat).map_err(|_| {
+            SaleError::new(
+                "seats",
+                "seat ids are 1 to 64 letters, digits, '-', '_' or ':'",
+            )
+        })?;
         if !seen.insert(seat.as_str()) {
             return Err(SaleError::new("seats", "seat ids must be unique"));
         }
@@ -215,7 +229,10 @@ pub fn parse_seat_id(seat: &str) -> Result<&str, SaleError> {
     if ok {
         Ok(seat)
     } else {
-        Err(SaleError::new("seat_ids", "seat ids are 1 to 64 letters, digits, '-', '_' or ':'"))
+        Err(SaleError::new(
+            "seat_ids",
+            "seat ids are 1 to 64 letters, digits, '-', '_' or ':'",
+        ))
     }
 }
 
@@ -268,13 +285,31 @@ mod tests {
             (Box::new(|s| s.name = "  ".into()), "name"),
             (Box::new(|s| s.seats = Some(vec!["A1".into()])), "stock"),
             (Box::new(|s| s.quantity = Some(0)), "quantity"),
-            (Box::new(|s| { s.quantity = None; s.seats = Some(vec!["A1".into(), "A1".into()]) }), "seats"),
-            (Box::new(|s| { s.quantity = None; s.seats = Some(vec!["A 1".into()]) }), "seats"),
+            (
+                Box::new(|s| {
+                    s.quantity = None;
+                    s.seats = Some(vec!["A1".into(), "A1".into()])
+                }),
+                "seats",
+            ),
+            (
+                Box::new(|s| {
+                    s.quantity = None;
+                    s.seats = Some(vec!["A 1".into()])
+                }),
+                "seats",
+            ),
             (Box::new(|s| s.per_user_limit = 0), "per_user_limit"),
             (Box::new(|s| s.ttls.hold_secs = 0), "hold_ttl_secs"),
             (Box::new(|s| s.rate_per_minute = 0), "rate_per_minute"),
             (Box::new(|s| s.max_active = 0), "max_active"),
-            (Box::new(|s| { s.opens_at = Some(Utc::now()); s.closes_at = Some(Utc::now() - chrono::Duration::hours(1)) }), "closes_at"),
+            (
+                Box::new(|s| {
+                    s.opens_at = Some(Utc::now());
+                    s.closes_at = Some(Utc::now() - chrono::Duration::hours(1))
+                }),
+                "closes_at",
+            ),
         ];
         for (mutate, field) in cases {
             let mut spec = new_sale();

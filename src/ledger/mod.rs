@@ -132,8 +132,11 @@ pub trait Ledger: Send + Sync + 'static {
     async fn free_stock(&self, id: SaleId) -> LedgerResult<Stock>;
 
     /// Records attempts the queue store just admitted (QUEUED → ADMITTED).
-    async fn record_admissions(&self, plan: &AdmissionPlan, admitted: &[Admitted])
-        -> LedgerResult<()>;
+    async fn record_admissions(
+        &self,
+        plan: &AdmissionPlan,
+        admitted: &[Admitted],
+    ) -> LedgerResult<()>;
     async fn attempt(&self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>>;
     /// Applies one event to one attempt in one transaction. `user`, when given, must own the
     /// attempt (else NotFound); `take` is what a Hold takes. An attempt past its deadline is
@@ -156,8 +159,13 @@ pub trait Ledger: Send + Sync + 'static {
     /// run at once: rows are claimed with SKIP LOCKED).
     async fn expire_due(&self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<Applied>>;
 
-    async fn saved_response(&self, user: &UserId, key: &str) -> LedgerResult<Option<SavedResponse>>;
-    async fn save_response(&self, user: &UserId, key: &str, saved: &SavedResponse)
-        -> LedgerResult<()>;
+    async fn saved_response(&self, user: &UserId, key: &str)
+        -> LedgerResult<Option<SavedResponse>>;
+    async fn save_response(
+        &self,
+        user: &UserId,
+        key: &str,
+        saved: &SavedResponse,
+    ) -> LedgerResult<()>;
     async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64>;
 }

@@ -40,7 +40,10 @@ impl SignatureHeader {
         let mut timestamp = None;
         let mut signatures = Vec::new();
         for part in header.split(',') {
-            let (key, value) = part.trim().split_once('=').ok_or(SignatureError::Malformed)?;
+            let (key, value) = part
+                .trim()
+                .split_once('=')
+                .ok_or(SignatureError::Malformed)?;
             match key {
                 "t" => {
                     let t: i64 = value.parse().map_err(|_| SignatureError::Malformed)?;
@@ -54,7 +57,10 @@ impl SignatureHeader {
             }
         }
         match (timestamp, signatures.is_empty()) {
-            (Some(timestamp), false) => Ok(SignatureHeader { timestamp, signatures }),
+            (Some(timestamp), false) => Ok(SignatureHeader {
+                timestamp,
+                signatures,
+            }),
             _ => Err(SignatureError::Malformed),
         }
     }
@@ -110,15 +116,39 @@ mod tests {
         let body = br#"{"id":"evt_1"}"#;
         let header = signer.sign(1_000_000, body);
         assert_eq!(signer.verify(&header, body, 1_000_010), Ok(()));
-        assert_eq!(signer.verify(&header, br#"{"id":"evt_2"}"#, 1_000_010), Err(SignatureError::Mismatch));
-        assert_eq!(signer.verify(&header, body, 1_000_000 + 301), Err(SignatureError::Stale));
-        assert_eq!(signer.verify(&header, body, 1_000_000 - 301), Err(SignatureError::Stale));
+        assert_eq!(
+            signer.verify(&header, br#"{"id":"evt_2"}"#, 1_000_010),
+            Err(SignatureError::Mismatch)
+        );
+        assert_eq!(
+            signer.verify(&header, body, 1_000_000 + 301),
+            Err(SignatureError::Stale)
+        );
+        assert_eq!(
+            signer.verify(&header, body, 1_000_000 - 301),
+            Err(SignatureError::Stale)
+        );
         let other = WebhookSigner::new("another-secret-0123456", 300);
-        assert_eq!(other.verify(&header, body, 1_000_000), Err(SignatureError::Mismatch));
+        assert_eq!(
+            other.verify(&header, body, 1_000_000),
+            Err(SignatureError::Mismatch)
+        );
         let rotated = format!("{header},v1={}", "00".repeat(32));
         assert_eq!(signer.verify(&rotated, body, 1_000_000), Ok(()));
-        for bad in ["", "t=1", "v1=00", "t=x,v1=00", "t=1,v1=zz", "t=1,t=2,v1=00", "garbage"] {
-            assert_eq!(signer.verify(bad, body, 1), Err(SignatureError::Malformed), "{bad}");
+        for bad in [
+            "",
+            "t=1",
+            "v1=00",
+            "t=x,v1=00",
+            "t=1,v1=zz",
+            "t=1,t=2,v1=00",
+            "garbage",
+        ] {
+            assert_eq!(
+                signer.verify(bad, body, 1),
+                Err(SignatureError::Malformed),
+                "{bad}"
+            );
         }
     }
 

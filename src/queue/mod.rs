@@ -43,7 +43,9 @@ pub enum JoinOutcome {
         waiting: u64,
     },
     /// The user's live attempt is already admitted (or further).
-    Active { attempt: AttemptId },
+    Active {
+        attempt: AttemptId,
+    },
     UnknownSale,
     Closed,
 }
@@ -108,11 +110,19 @@ impl Take {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HoldOutcome {
     /// Taken now, or taken earlier by the same attempt (then `take` is what was taken then).
-    Held { take: Take },
+    Held {
+        take: Take,
+    },
     NotAdmitted,
-    LimitReached { already: u32 },
-    SoldOut { remaining: u32 },
-    SeatTaken { seat: String },
+    LimitReached {
+        already: u32,
+    },
+    SoldOut {
+        remaining: u32,
+    },
+    SeatTaken {
+        seat: String,
+    },
     WrongKind,
 }
 

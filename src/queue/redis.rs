@@ -6,9 +6,9 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ::redis::{FromRedisValue, Script, ScriptInvocation, Value};
+use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::*;
@@ -113,8 +113,7 @@ impl RedisQueue {
 }
 
 fn classify(e: ::redis::RedisError) -> QueueError {
-    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal()
-    {
+    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
         QueueError::Unavailable(e.to_string())
     } else if matches!(e.kind(), ::redis::ErrorKind::Server(_)) && e.is_unrecoverable_error() {
         QueueError::Unavailable(e.to_string())
@@ -188,7 +187,12 @@ impl QueueStore for RedisQueue {
     async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()> {
         let k = self.keys(sale);
         let _: i64 = self
-            .cmd(::redis::cmd("HSET").arg(k.key("meta")).arg("status").arg(status.as_str()))
+            .cmd(
+                ::redis::cmd("HSET")
+                    .arg(k.key("meta"))
+                    .arg("status")
+                    .arg(status.as_str()),
+            )
             .await?;
         Ok(())
     }
@@ -328,7 +332,9 @@ impl QueueStore for RedisQueue {
         for chunk in rest.chunks_exact(4) {
             admitted.push(Admitted {
                 attempt: attempt_of(sale, &text(&chunk[0]))?,
-                seq: text(&chunk[1]).parse().map_err(|_| protocol("seq", &chunk[1]))?,
+                seq: text(&chunk[1])
+                    .parse()
+                    .map_err(|_| protocol("seq", &chunk[1]))?,
                 user: UserId::parse(&text(&chunk[2])).map_err(|_| protocol("owner", &chunk[2]))?,
                 deadline_ms: text(&chunk[3]).parse().unwrap_or_default(),
             });
@@ -395,7 +401,9 @@ impl QueueStore for RedisQueue {
     async fn extend(&self, attempt: AttemptId) -> QueueResult<()> {
         let k = self.keys(attempt.sale);
         let mut inv = EXTEND.prepare_invoke();
-        inv.key(k.key("meta")).key(k.key("active")).arg(local(attempt));
+        inv.key(k.key("meta"))
+            .key(k.key("active"))
+            .arg(local(attempt));
         let _: i64 = self.run(&inv).await?;
         Ok(())
     }

@@ -4,7 +4,10 @@ use super::{sync_queue, App, AttemptView, ServiceResult};
 use crate::domain::{AttemptEvent, AttemptId, UserId};
 
 pub async fn checkout(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
-    let applied = app.ledger.apply(attempt, Some(user), AttemptEvent::Checkout, None).await?;
+    let applied = app
+        .ledger
+        .apply(attempt, Some(user), AttemptEvent::Checkout, None)
+        .await?;
     crate::telemetry::record_transition(&applied.decision, AttemptEvent::Checkout.as_str());
     sync_queue(app.queue.as_ref(), &applied).await;
     Ok(AttemptView::from_record(&applied.record, None))

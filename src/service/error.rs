@@ -10,7 +10,10 @@ pub enum ServiceError {
     #[error("{0} not found")]
     NotFound(&'static str),
     #[error("{field}: {message}")]
-    Validation { field: &'static str, message: String },
+    Validation {
+        field: &'static str,
+        message: String,
+    },
     #[error("the admission token is not valid for this attempt")]
     AdmissionTokenInvalid,
     #[error("the attempt's admission has expired")]

@@ -13,7 +13,10 @@ use crate::queue::{HoldOutcome, Take};
 pub fn parse_take(quantity: Option<u32>, seat_ids: Option<Vec<String>>) -> ServiceResult<Take> {
     match (quantity, seat_ids) {
         (Some(n), None) if (1..=1000).contains(&n) => Ok(Take::Quantity(n)),
-        (Some(_), None) => Err(ServiceError::validation("quantity", "must be between 1 and 1000")),
+        (Some(_), None) => Err(ServiceError::validation(
+            "quantity",
+            "must be between 1 and 1000",
+        )),
         (None, Some(seats)) => {
             if seats.is_empty() || seats.len() > 100 {
                 return Err(ServiceError::validation("seat_ids", "list 1 to 100 seats"));
@@ -25,15 +28,27 @@ pub fn parse_take(quantity: Option<u32>, seat_ids: Option<Vec<String>>) -> Servi
             unique.sort();
             unique.dedup();
             if unique.len() != seats.len() {
-                return Err(ServiceError::validation("seat_ids", "seat ids must be unique"));
+                return Err(ServiceError::validation(
+                    "seat_ids",
+                    "seat ids must be unique",
+                ));
             }
             Ok(Take::Seats(seats))
         }
-        _ => Err(ServiceError::validation("quantity", "give exactly one of `quantity` or `seat_ids`")),
+        _ => Err(ServiceError::validation(
+            "quantity",
+            "give exactly one of `quantity` or `seat_ids`",
+        )),
     }
 }
 
-pub async fn hold(app: &App, attempt: AttemptId, user: &UserId, admission_token: &str, take: Take) -> ServiceResult<AttemptView> {
+pub async fn hold(
+    app: &App,
+    attempt: AttemptId,
+    user: &UserId,
+    admission_token: &str,
+    take: Take,
+) -> ServiceResult<AttemptView> {
     match app.admission.verify(admission_token, attempt, user) {
         Ok(_) => {}
         Err(AdmissionTokenError::Expired) => return Err(ServiceError::AdmissionExpired),
@@ -51,18 +66,26 @@ pub async fn hold(app: &App, attempt: AttemptId, user: &UserId, admission_token:
         HoldOutcome::WrongKind => "wrong_kind",
     };
     metrics::counter!("sluice_holds_total", "outcome" => label).increment(1);
-    let held = match outcome {
-        HoldOutcome::Held { take } => take,
-        // The queue store no longer counts the attempt as active: the ledger says why.
-        HoldOutcome::NotAdmitted => return explain_not_admitted(app, attempt, user).await,
-        HoldOutcome::LimitReached { already } => return Err(ServiceError::LimitReached { already }),
-        HoldOutcome::SoldOut { remaining } => return Err(ServiceError::SoldOut { remaining }),
-        HoldOutcome::SeatTaken { seat } => return Err(ServiceError::SeatTaken(seat)),
-        HoldOutcome::WrongKind => {
-            return Err(ServiceError::validation("quantity", "this sale sells named seats: give `seat_ids` (or `quantity` for a quantity sale)"))
-        }
-    };
-    match app.ledger.apply(attempt, Some(user), AttemptEvent::Hold, Some(&held)).await {
+    let held =
+        match outcome {
+            HoldOutcome::Held { take } => take,
+            // The queue store no longer counts the attempt as active: the ledger says why.
+            HoldOutcome::NotAdmitted => return explain_not_admitted(app, attempt, user).await,
+            HoldOutcome::LimitReached { already } => {
+                return Err(ServiceError::LimitReached { already })
+            }
+            HoldOutcome::SoldOut { remaining } => return Err(ServiceError::SoldOut { remaining }),
+            HoldOutcome::SeatTaken { seat } => return Err(ServiceError::SeatTaken(seat)),
+            HoldOutcome::WrongKind => return Err(ServiceError::validation(
+                "quantity",
+                "this sale sells named seats: give `seat_ids` (or `quantity` for a quantity sale)",
+            )),
+        };
+    match app
+        .ledger
+        .apply(attempt, Some(user), AttemptEvent::Hold, Some(&held))
+        .await
+    {
         Ok(applied) => {
             crate::telemetry::record_transition(&applied.decision, AttemptEvent::Hold.as_str());
             Ok(AttemptView::from_record(&applied.record, None))
@@ -81,7 +104,11 @@ pub async fn hold(app: &App, attempt: AttemptId, user: &UserId, admission_token:
     }
 }
 
-async fn explain_not_admitted(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
+async fn explain_not_admitted(
+    app: &App,
+    attempt: AttemptId,
+    user: &UserId,
+) -> ServiceResult<AttemptView> {
     let record = app.ledger.attempt(attempt).await?;
     match record {
         Some(record) if record.user == *user => {
@@ -98,7 +125,10 @@ async fn explain_not_admitted(app: &App, attempt: AttemptId, user: &UserId) -> S
 }
 
 pub async fn release(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
-    let applied = app.ledger.apply(attempt, Some(user), AttemptEvent::Release, None).await?;
+    let applied = app
+        .ledger
+        .apply(attempt, Some(user), AttemptEvent::Release, None)
+        .await?;
     crate::telemetry::record_transition(&applied.decision, AttemptEvent::Release.as_str());
     sync_queue(app.queue.as_ref(), &applied).await;
     Ok(AttemptView::from_record(&applied.record, None))

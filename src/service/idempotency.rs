@@ -46,11 +46,16 @@ where
         if saved.request_hash != request_hash {
             return Err(ServiceError::IdempotencyKeyReused);
         }
-        return serde_json::from_value(saved.body).map_err(|e| ServiceError::Internal(e.to_string()));
+        return serde_json::from_value(saved.body)
+            .map_err(|e| ServiceError::Internal(e.to_string()));
     }
     let answer = work.await?;
     let body = serde_json::to_value(&answer).map_err(|e| ServiceError::Internal(e.to_string()))?;
-    let saved = SavedResponse { request_hash, status: 200, body };
+    let saved = SavedResponse {
+        request_hash,
+        status: 200,
+        body,
+    };
     app.ledger.save_response(user, &key.0, &saved).await?;
     Ok(answer)
 }

@@ -20,7 +20,11 @@ pub async fn join(app: &App, sale: SaleId, user: &UserId) -> ServiceResult<Attem
     };
     metrics::counter!("sluice_joins_total", "outcome" => label).increment(1);
     match outcome {
-        JoinOutcome::Queued { attempt, position, waiting } => {
+        JoinOutcome::Queued {
+            attempt,
+            position,
+            waiting,
+        } => {
             let view = app.queue.view(attempt).await?;
             let rate = best_rate(view.measured_rate, view.configured_rate);
             Ok(AttemptView::queued(attempt, position, waiting, rate))

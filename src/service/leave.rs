@@ -7,13 +7,21 @@ use crate::queue::LeaveOutcome;
 
 pub async fn leave(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
     match app.queue.leave(attempt, user).await? {
-        LeaveOutcome::Left => {
-            Ok(AttemptView::bare(attempt, AttemptState::expired_because(ExpiryReason::Left)))
-        }
+        LeaveOutcome::Left => Ok(AttemptView::bare(
+            attempt,
+            AttemptState::expired_because(ExpiryReason::Left),
+        )),
         LeaveOutcome::NotQueued | LeaveOutcome::NotFound => {
-            match app.ledger.apply(attempt, Some(user), AttemptEvent::Leave, None).await {
+            match app
+                .ledger
+                .apply(attempt, Some(user), AttemptEvent::Leave, None)
+                .await
+            {
                 Ok(applied) => {
-                    crate::telemetry::record_transition(&applied.decision, AttemptEvent::Leave.as_str());
+                    crate::telemetry::record_transition(
+                        &applied.decision,
+                        AttemptEvent::Leave.as_str(),
+                    );
                     sync_queue(app.queue.as_ref(), &applied).await;
                     Ok(AttemptView::from_record(&applied.record, None))
                 }

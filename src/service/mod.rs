@@ -56,7 +56,11 @@ pub struct App {
 impl App {
     /// Builds the backends named by the configuration (no connection is made yet).
     pub fn build(config: Config) -> anyhow::Result<App> {
-        let queue = RedisQueue::new(&config.redis.url, &config.redis.key_prefix, config.redis_timeout())?;
+        let queue = RedisQueue::new(
+            &config.redis.url,
+            &config.redis.key_prefix,
+            config.redis_timeout(),
+        )?;
         let ledger = PgLedger::new(
             &config.postgres.url,
             config.postgres.max_connections,
@@ -77,7 +81,10 @@ impl App {
             users: UserTokens::from_config(&config.auth)?,
             admission: AdmissionTokens::new(seed),
             admin_key: AdminKey::new(&config.auth.admin_key),
-            webhooks: WebhookSigner::new(&config.payments.webhook_secret, config.payments.tolerance_secs),
+            webhooks: WebhookSigner::new(
+                &config.payments.webhook_secret,
+                config.payments.tolerance_secs,
+            ),
             metrics: crate::telemetry::metrics_handle(),
             instance_id: uuid::Uuid::now_v7().simple().to_string(),
             queue: Arc::new(queue),

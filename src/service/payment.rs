@@ -28,18 +28,29 @@ pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<W
         .await?;
     match outcome {
         PaymentApplied::Applied(applied) => {
-            let cause = if succeeded { AttemptEvent::PaymentSucceeded } else { AttemptEvent::PaymentFailed };
+            let cause = if succeeded {
+                AttemptEvent::PaymentSucceeded
+            } else {
+                AttemptEvent::PaymentFailed
+            };
             crate::telemetry::record_transition(&applied.decision, cause.as_str());
             sync_queue(app.queue.as_ref(), &applied).await;
             metrics::counter!("sluice_webhooks_total", "outcome" => "applied").increment(1);
-            Ok(WebhookAck { first_delivery: true, state: applied.record.state })
+            Ok(WebhookAck {
+                first_delivery: true,
+                state: applied.record.state,
+            })
         }
         PaymentApplied::Duplicate { record } => {
             metrics::counter!("sluice_webhooks_total", "outcome" => "duplicate").increment(1);
-            Ok(WebhookAck { first_delivery: false, state: record.state })
+            Ok(WebhookAck {
+                first_delivery: false,
+                state: record.state,
+            })
         }
         PaymentApplied::UnknownReference => {
-            metrics::counter!("sluice_webhooks_total", "outcome" => "unknown_reference").increment(1);
+            metrics::counter!("sluice_webhooks_total", "outcome" => "unknown_reference")
+                .increment(1);
             Err(ServiceError::NotFound("payment"))
         }
     }

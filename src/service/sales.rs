@@ -18,19 +18,35 @@ pub async fn create(app: &App, new: NewSale) -> ServiceResult<SaleRecord> {
 }
 
 pub async fn get(app: &App, id: SaleId) -> ServiceResult<SaleRecord> {
-    app.ledger.sale(id).await?.ok_or(ServiceError::NotFound("sale"))
+    app.ledger
+        .sale(id)
+        .await?
+        .ok_or(ServiceError::NotFound("sale"))
 }
 
 pub async fn set_status(app: &App, id: SaleId, status: SaleStatus) -> ServiceResult<SaleRecord> {
-    let record = app.ledger.set_status(id, status).await.map_err(not_found_sale)?;
+    let record = app
+        .ledger
+        .set_status(id, status)
+        .await
+        .map_err(not_found_sale)?;
     app.queue.set_status(id, status).await?;
     Ok(record)
 }
 
-pub async fn set_admission(app: &App, id: SaleId, rate_per_minute: u32, max_active: u32) -> ServiceResult<SaleRecord> {
+pub async fn set_admission(
+    app: &App,
+    id: SaleId,
+    rate_per_minute: u32,
+    max_active: u32,
+) -> ServiceResult<SaleRecord> {
     let admission = Admission::parse(rate_per_minute, max_active)
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
-    let record = app.ledger.set_admission(id, admission).await.map_err(not_found_sale)?;
+    let record = app
+        .ledger
+        .set_admission(id, admission)
+        .await
+        .map_err(not_found_sale)?;
     app.queue.set_admission(id, admission).await?;
     Ok(record)
 }

@@ -20,7 +20,8 @@ pub async fn status(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResu
     match app.ledger.attempt(attempt).await? {
         Some(record) if record.user == *user => {
             let token = (record.state == AttemptState::ADMITTED).then(|| {
-                app.admission.issue(attempt, user, record.admission_expires_at.timestamp())
+                app.admission
+                    .issue(attempt, user, record.admission_expires_at.timestamp())
             });
             Ok(AttemptView::from_record(&record, token))
         }

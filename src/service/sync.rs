@@ -18,7 +18,9 @@ pub async fn sync_queue(queue: &dyn QueueStore, applied: &Applied) {
         AttemptState::Expired { .. } => queue.restore(id).await.map(|_| ()),
         AttemptState::Confirmed { .. } => queue.finish(id).await,
         AttemptState::PaymentPending { .. } => queue.extend(id).await,
-        AttemptState::Queued { .. } | AttemptState::Admitted { .. } | AttemptState::Hold { .. } => Ok(()),
+        AttemptState::Queued { .. } | AttemptState::Admitted { .. } | AttemptState::Hold { .. } => {
+            Ok(())
+        }
     };
     if let Err(e) = result {
         metrics::counter!("sluice_queue_sync_errors_total").increment(1);

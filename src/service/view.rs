@@ -68,7 +68,9 @@ impl AttemptView {
             admission_token: token.filter(|_| admitted),
             admission_expires_at: admitted.then_some(record.admission_expires_at),
             hold: record.hold.clone(),
-            hold_expires_at: (state == AttemptState::HOLD).then_some(record.hold_expires_at).flatten(),
+            hold_expires_at: (state == AttemptState::HOLD)
+                .then_some(record.hold_expires_at)
+                .flatten(),
             payment_reference: record.payment_reference,
             payment_expires_at: (state == AttemptState::PAYMENT_PENDING)
                 .then_some(record.payment_expires_at)

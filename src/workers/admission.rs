@@ -47,7 +47,12 @@ pub async fn run(app: App) {
     }
 }
 
-async fn admit(app: &App, plan: &AdmissionPlan, ticker: &mut SaleTicker, tick: Duration) -> anyhow::Result<()> {
+async fn admit(
+    app: &App,
+    plan: &AdmissionPlan,
+    ticker: &mut SaleTicker,
+    tick: Duration,
+) -> anyhow::Result<()> {
     let sale = plan.sale;
     let sale_label = sale.to_string();
     metrics::gauge!("sluice_admission_rate_per_minute", "sale" => sale_label.clone())
@@ -55,7 +60,8 @@ async fn admit(app: &App, plan: &AdmissionPlan, ticker: &mut SaleTicker, tick: D
     let stats = app.queue.stats(sale).await?;
     metrics::gauge!("sluice_queue_waiting", "sale" => sale_label.clone()).set(stats.waiting as f64);
     metrics::gauge!("sluice_active_users", "sale" => sale_label.clone()).set(stats.active as f64);
-    metrics::gauge!("sluice_stock_remaining", "sale" => sale_label.clone()).set(stats.remaining as f64);
+    metrics::gauge!("sluice_stock_remaining", "sale" => sale_label.clone())
+        .set(stats.remaining as f64);
 
     let ttl_ms = app.config.workers.lease_ttl_ms;
     let Some(lease) = app.queue.lease(sale, &app.instance_id, ttl_ms).await? else {
@@ -97,7 +103,8 @@ async fn admit(app: &App, plan: &AdmissionPlan, ticker: &mut SaleTicker, tick: D
         app.queue.unadmit(sale, &admitted).await?;
         return Err(e.into());
     }
-    metrics::counter!("sluice_admitted_total", "sale" => sale_label).increment(admitted.len() as u64);
+    metrics::counter!("sluice_admitted_total", "sale" => sale_label)
+        .increment(admitted.len() as u64);
     for _ in &admitted {
         metrics::counter!("sluice_transitions_total", "from" => "QUEUED", "to" => "ADMITTED", "cause" => "admit").increment(1);
     }

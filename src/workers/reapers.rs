@@ -39,7 +39,11 @@ pub async fn start(app: App) -> anyhow::Result<JobScheduler> {
 /// One pass over every kind of deadline.
 pub async fn reap(app: &App) {
     metrics::counter!("sluice_reaper_runs_total").increment(1);
-    for event in [AttemptEvent::AdmissionTimeout, AttemptEvent::HoldTimeout, AttemptEvent::PaymentTimeout] {
+    for event in [
+        AttemptEvent::AdmissionTimeout,
+        AttemptEvent::HoldTimeout,
+        AttemptEvent::PaymentTimeout,
+    ] {
         for _ in 0..MAX_BATCHES {
             match app.ledger.expire_due(event, BATCH).await {
                 Ok(expired) => {
@@ -60,7 +64,11 @@ pub async fn reap(app: &App) {
             }
         }
     }
-    if let Err(e) = app.ledger.purge_saved_responses(app.config.workers.idempotency_ttl_secs).await {
+    if let Err(e) = app
+        .ledger
+        .purge_saved_responses(app.config.workers.idempotency_ttl_secs)
+        .await
+    {
         tracing::warn!(error = %e, "idempotency purge failed");
     }
 }

@@ -8,7 +8,11 @@ use crate::domain::{AttemptEvent, AttemptState, DomainEvent};
 use crate::ledger::{AdmissionPlan, LedgerResult};
 use crate::queue::Admitted;
 
-pub(super) async fn record(pool: &PgPool, plan: &AdmissionPlan, admitted: &[Admitted]) -> LedgerResult<()> {
+pub(super) async fn record(
+    pool: &PgPool,
+    plan: &AdmissionPlan,
+    admitted: &[Admitted],
+) -> LedgerResult<()> {
     if admitted.is_empty() {
         return Ok(());
     }
@@ -45,7 +49,10 @@ pub(super) async fn record(pool: &PgPool, plan: &AdmissionPlan, admitted: &[Admi
     .execute(&mut *tx)
     .await
     .map_err(db_error)?;
-    for a in admitted.iter().filter(|a| inserted.contains(&a.attempt.local)) {
+    for a in admitted
+        .iter()
+        .filter(|a| inserted.contains(&a.attempt.local))
+    {
         let event = DomainEvent::for_transition(a.attempt, a.user.as_str(), from, to, cause);
         outbox::insert(&mut tx, &event).await?;
     }

@@ -7,7 +7,9 @@ use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
 use super::{db_error, outbox, sqlstate};
-use crate::domain::{decide, AttemptEvent, AttemptId, AttemptState, DomainEvent, Effect, SaleId, UserId};
+use crate::domain::{
+    decide, AttemptEvent, AttemptId, AttemptState, DomainEvent, Effect, SaleId, UserId,
+};
 use crate::ledger::{Applied, AttemptRecord, HeldStock, LedgerError, LedgerResult};
 use crate::queue::Take;
 
@@ -28,7 +30,9 @@ fn record_from_row(row: &PgRow) -> LedgerResult<AttemptRecord> {
         .get::<Option<i32>, _>("hold_quantity")
         .map(|quantity| HeldStock {
             quantity: quantity as u32,
-            seats: row.get::<Option<Vec<String>>, _>("hold_seats").unwrap_or_default(),
+            seats: row
+                .get::<Option<Vec<String>>, _>("hold_seats")
+                .unwrap_or_default(),
         });
     Ok(AttemptRecord {
         id: AttemptId {
@@ -60,7 +64,10 @@ pub(super) async fn load(pool: &PgPool, id: AttemptId) -> LedgerResult<Option<At
 }
 
 /// Loads and locks the attempt for the rest of the transaction.
-pub(super) async fn lock(conn: &mut PgConnection, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
+pub(super) async fn lock(
+    conn: &mut PgConnection,
+    id: AttemptId,
+) -> LedgerResult<Option<AttemptRecord>> {
     let row = sqlx::query(&format!("{SELECT} FOR UPDATE OF a"))
         .bind(id.local)
         .fetch_optional(conn)
@@ -78,7 +85,10 @@ pub(super) async fn due_timeout(
     record: &AttemptRecord,
 ) -> LedgerResult<Option<AttemptEvent>> {
     let (event, deadline) = match record.state {
-        AttemptState::Admitted { .. } => (AttemptEvent::AdmissionTimeout, Some(record.admission_expires_at)),
+        AttemptState::Admitted { .. } => (
+            AttemptEvent::AdmissionTimeout,
+            Some(record.admission_expires_at),
+        ),
         AttemptState::Hold { .. } => (AttemptEvent::HoldTimeout, record.hold_expires_at),
         // A payment success that arrives after the payment deadline but before the reaper
         // still confirms: the units are still held for this attempt, and the customer paid.
@@ -87,7 +97,9 @@ pub(super) async fn due_timeout(
         | AttemptState::Confirmed { .. }
         | AttemptState::Expired { .. } => return Ok(None),
     };
-    let Some(deadline) = deadline else { return Ok(None) };
+    let Some(deadline) = deadline else {
+        return Ok(None);
+    };
     let due: bool = sqlx::query_scalar("SELECT $1 <= now()")
         .bind(deadline)
         .fetch_one(conn)
@@ -137,13 +149,16 @@ pub(super) async fn transition(
 ) -> LedgerResult<Applied> {
     let decision = decide(record.state, event)?;
     let id = record.id;
+    // Units leaving (negative) or coming back to the sale. The sale's row is every hold's hot
+    // spot, so it is updated last: its lock is held only from that update to the commit.
+    let mut stock_delta: i32 = 0;
     for effect in &decision.effects {
         match effect {
             Effect::TakeStock => {
                 let take = take.ok_or_else(|| LedgerError::Other("hold without a take".into()))?;
-                take_stock(conn, id, take).await?;
+                stock_delta -= record_hold(conn, id, take).await?;
             }
-            Effect::ReturnStock => return_stock(conn, id).await?,
+            Effect::ReturnStock => stock_delta += end_hold(conn, id).await?,
             Effect::RefundRequired => {
                 let event = DomainEvent::new(
                     "sluice.payment.refund_required",
@@ -161,18 +176,27 @@ pub(super) async fn transition(
     }
     if decision.changed {
         on_enter(conn, &record, decision.to).await?;
-        sqlx::query("UPDATE attempts SET state = $2, reason = $3, updated_at = now() WHERE id = $1")
-            .bind(id.local)
-            .bind(decision.to.name())
-            .bind(decision.to.reason().map(|r| r.as_str()))
-            .execute(&mut *conn)
-            .await
-            .map_err(db_error)?;
+        sqlx::query(
+            "UPDATE attempts SET state = $2, reason = $3, updated_at = now() WHERE id = $1",
+        )
+        .bind(id.local)
+        .bind(decision.to.name())
+        .bind(decision.to.reason().map(|r| r.as_str()))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
         audit(conn, id, decision.from, decision.to, event.as_str()).await?;
-        let event = DomainEvent::for_transition(id, record.user.as_str(), decision.from, decision.to, event.as_str());
+        let event = DomainEvent::for_transition(
+            id,
+            record.user.as_str(),
+            decision.from,
+            decision.to,
+            event.as_str(),
+        );
         outbox::insert(conn, &event).await?;
     }
     let record = lock(conn, id).await?.ok_or(LedgerError::NotFound)?;
+    move_stock(conn, id, stock_delta).await?;
     Ok(Applied { decision, record })
 }
 
@@ -200,7 +224,11 @@ pub(super) async fn audit(
 }
 
 /// What entering a state writes besides the state itself.
-async fn on_enter(conn: &mut PgConnection, record: &AttemptRecord, to: AttemptState) -> LedgerResult<()> {
+async fn on_enter(
+    conn: &mut PgConnection,
+    record: &AttemptRecord,
+    to: AttemptState,
+) -> LedgerResult<()> {
     let id = record.id.local;
     let sql = match to {
         AttemptState::Hold { .. } => Some(
@@ -236,33 +264,31 @@ async fn on_enter(conn: &mut PgConnection, record: &AttemptRecord, to: AttemptSt
         AttemptState::Queued { .. } | AttemptState::Admitted { .. } => None,
     };
     if let Some(sql) = sql {
-        sqlx::query(sql).bind(id).execute(conn).await.map_err(db_error)?;
+        sqlx::query(sql)
+            .bind(id)
+            .execute(conn)
+            .await
+            .map_err(db_error)?;
     }
     Ok(())
 }
 
-/// Takes the hold's units, conditionally: never below zero, never a seat twice.
-async fn take_stock(conn: &mut PgConnection, id: AttemptId, take: &Take) -> LedgerResult<()> {
+/// Records what a hold takes; a seat someone else holds fails on its unique key. Returns the
+/// number of units (taken from the sale's count by [`move_stock`]).
+async fn record_hold(conn: &mut PgConnection, id: AttemptId, take: &Take) -> LedgerResult<i32> {
     let (quantity, seats): (i32, Vec<String>) = match take {
         Take::Quantity(n) => (*n as i32, Vec::new()),
         Take::Seats(seats) => (seats.len() as i32, seats.clone()),
     };
-    let taken = sqlx::query("UPDATE sales SET remaining = remaining - $2 WHERE id = $1 AND remaining >= $2")
-        .bind(id.sale.0)
-        .bind(quantity)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-    if taken.rows_affected() == 0 {
-        return Err(LedgerError::SoldOut);
-    }
     for seat in &seats {
-        let inserted = sqlx::query("INSERT INTO seat_holds (sale_id, seat_id, attempt_id) VALUES ($1, $2, $3)")
-            .bind(id.sale.0)
-            .bind(seat)
-            .bind(id.local)
-            .execute(&mut *conn)
-            .await;
+        let inserted = sqlx::query(
+            "INSERT INTO seat_holds (sale_id, seat_id, attempt_id) VALUES ($1, $2, $3)",
+        )
+        .bind(id.sale.0)
+        .bind(seat)
+        .bind(id.local)
+        .execute(&mut *conn)
+        .await;
         if let Err(e) = inserted {
             return Err(match sqlstate(&e).as_deref() {
                 Some("23505") => LedgerError::SeatTaken(seat.clone()),
@@ -281,11 +307,12 @@ async fn take_stock(conn: &mut PgConnection, id: AttemptId, take: &Take) -> Ledg
     .execute(conn)
     .await
     .map_err(db_error)?;
-    Ok(())
+    Ok(quantity)
 }
 
-/// Gives the hold's units back, exactly once (the hold's status guards it).
-async fn return_stock(conn: &mut PgConnection, id: AttemptId) -> LedgerResult<()> {
+/// Ends a hold whose units go back, exactly once (the hold's status guards it). Returns the
+/// units to give back (0 if the hold had ended already).
+async fn end_hold(conn: &mut PgConnection, id: AttemptId) -> LedgerResult<i32> {
     let returned: Option<i32> = sqlx::query_scalar(
         "UPDATE holds SET status = 'returned', ended_at = now()
          WHERE attempt_id = $1 AND status = 'held' RETURNING quantity",
@@ -294,18 +321,32 @@ async fn return_stock(conn: &mut PgConnection, id: AttemptId) -> LedgerResult<()
     .fetch_optional(&mut *conn)
     .await
     .map_err(db_error)?;
-    if let Some(quantity) = returned {
-        sqlx::query("UPDATE sales SET remaining = remaining + $2 WHERE id = $1")
-            .bind(id.sale.0)
-            .bind(quantity)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_error)?;
+    if returned.is_some() {
         sqlx::query("DELETE FROM seat_holds WHERE attempt_id = $1")
             .bind(id.local)
             .execute(conn)
             .await
             .map_err(db_error)?;
+    }
+    Ok(returned.unwrap_or(0))
+}
+
+/// Moves the sale's remaining count; taking is conditional, so it never goes below zero —
+/// the last guard against overselling, whatever the queue store said.
+async fn move_stock(conn: &mut PgConnection, id: AttemptId, delta: i32) -> LedgerResult<()> {
+    if delta == 0 {
+        return Ok(());
+    }
+    let moved = sqlx::query(
+        "UPDATE sales SET remaining = remaining + $2 WHERE id = $1 AND remaining + $2 >= 0",
+    )
+    .bind(id.sale.0)
+    .bind(delta)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    if moved.rows_affected() == 0 {
+        return Err(LedgerError::SoldOut);
     }
     Ok(())
 }

@@ -6,7 +6,11 @@ use super::db_error;
 use crate::domain::UserId;
 use crate::ledger::{LedgerResult, SavedResponse};
 
-pub(super) async fn load(pool: &PgPool, user: &UserId, key: &str) -> LedgerResult<Option<SavedResponse>> {
+pub(super) async fn load(
+    pool: &PgPool,
+    user: &UserId,
+    key: &str,
+) -> LedgerResult<Option<SavedResponse>> {
     let row = sqlx::query(
         "SELECT request_hash, status, body FROM idempotency_keys WHERE user_id = $1 AND key = $2",
     )
@@ -23,7 +27,12 @@ pub(super) async fn load(pool: &PgPool, user: &UserId, key: &str) -> LedgerResul
 }
 
 /// Saves a response; the first save of a key wins (a racing duplicate keeps the first answer).
-pub(super) async fn save(pool: &PgPool, user: &UserId, key: &str, saved: &SavedResponse) -> LedgerResult<()> {
+pub(super) async fn save(
+    pool: &PgPool,
+    user: &UserId,
+    key: &str,
+    saved: &SavedResponse,
+) -> LedgerResult<()> {
     sqlx::query(
         "INSERT INTO idempotency_keys (user_id, key, request_hash, status, body)
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, key) DO NOTHING",

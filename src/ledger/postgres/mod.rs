@@ -50,7 +50,8 @@ pub(crate) fn db_error(e: sqlx::Error) -> LedgerError {
         | sqlx::Error::Tls(_)
         | sqlx::Error::WorkerCrashed => LedgerError::Unavailable(e.to_string()),
         sqlx::Error::Database(d)
-            if d.code().is_some_and(|c| c.starts_with("08") || c.starts_with("57P")) =>
+            if d.code()
+                .is_some_and(|c| c.starts_with("08") || c.starts_with("57P")) =>
         {
             LedgerError::Unavailable(e.to_string())
         }
@@ -149,7 +150,11 @@ impl Ledger for PgLedger {
         reapers::expire_due(&self.pool, event, limit).await
     }
 
-    async fn saved_response(&self, user: &UserId, key: &str) -> LedgerResult<Option<SavedResponse>> {
+    async fn saved_response(
+        &self,
+        user: &UserId,
+        key: &str,
+    ) -> LedgerResult<Option<SavedResponse>> {
         idempotency::load(&self.pool, user, key).await
     }
 

@@ -24,10 +24,15 @@ pub(super) async fn apply(
     let Some((local, sale)) = attempt else {
         return Ok(PaymentApplied::UnknownReference);
     };
-    let id = AttemptId { sale: SaleId(sale), local };
+    let id = AttemptId {
+        sale: SaleId(sale),
+        local,
+    };
     // Lock the attempt first, then claim the event id: concurrent deliveries of one event
     // queue on the row lock, and all but the first find the id taken.
-    let record = attempts::lock(&mut tx, id).await?.ok_or(LedgerError::NotFound)?;
+    let record = attempts::lock(&mut tx, id)
+        .await?
+        .ok_or(LedgerError::NotFound)?;
     let kind = if succeeded { "succeeded" } else { "failed" };
     let claimed = sqlx::query(
         "INSERT INTO payment_events (provider_event_id, payment_reference, kind) VALUES ($1, $2, $3)

@@ -7,7 +7,11 @@ use super::{attempts, db_error};
 use crate::domain::{AttemptEvent, AttemptId, SaleId};
 use crate::ledger::{Applied, LedgerError, LedgerResult};
 
-pub(super) async fn expire_due(pool: &PgPool, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<Applied>> {
+pub(super) async fn expire_due(
+    pool: &PgPool,
+    event: AttemptEvent,
+    limit: u32,
+) -> LedgerResult<Vec<Applied>> {
     let sql = match event {
         AttemptEvent::AdmissionTimeout => {
             "SELECT id, sale_id FROM attempts WHERE state = 'ADMITTED' AND admission_expires_at <= now()
@@ -40,8 +44,13 @@ pub(super) async fn expire_due(pool: &PgPool, event: AttemptEvent, limit: u32) -
         .map_err(db_error)?;
     let mut expired = Vec::with_capacity(rows.len());
     for row in rows {
-        let id = AttemptId { sale: SaleId(row.get("sale_id")), local: row.get("id") };
-        let record = attempts::lock(&mut tx, id).await?.ok_or(LedgerError::NotFound)?;
+        let id = AttemptId {
+            sale: SaleId(row.get("sale_id")),
+            local: row.get("id"),
+        };
+        let record = attempts::lock(&mut tx, id)
+            .await?
+            .ok_or(LedgerError::NotFound)?;
         expired.push(attempts::transition(&mut tx, record, event, None).await?);
     }
     tx.commit().await.map_err(db_error)?;

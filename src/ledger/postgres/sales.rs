@@ -214,7 +214,9 @@ pub(super) async fn stats(pool: &PgPool, id: SaleId) -> LedgerResult<LedgerStats
             "PAYMENT_PENDING" => stats.paying += n,
             "CONFIRMED" => stats.confirmed += n,
             _ => {
-                let reason = row.get::<Option<&str>, _>("reason").and_then(ExpiryReason::parse);
+                let reason = row
+                    .get::<Option<&str>, _>("reason")
+                    .and_then(ExpiryReason::parse);
                 if let Some(slot) = stats.expired.iter_mut().find(|(r, _)| Some(*r) == reason) {
                     slot.1 += n;
                 }

@@ -1,0 +1,262 @@
+//! Admin operations, the spec, health, keys and metrics.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::{assert_problem, TestApp};
+
+#[tokio::test]
+async fn pause_resume_close_and_admission_settings() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({ "quantity": 7 })).await;
+    let got: serde_json::Value = t
+        .admin(Method::GET, &format!("/v1/sales/{sale}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            got["status"].as_str(),
+            got["total"].as_u64(),
+            got["remaining"].as_u64()
+        ),
+        (Some("open"), Some(7), Some(7))
+    );
+
+    let paused: serde_json::Value = t
+        .admin(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(paused["status"], "paused");
+    // While paused, joins queue up but nobody is admitted.
+    let joined = t.join(&sale, "alice").await;
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert_eq!(
+        t.status(joined["attempt_id"].as_str().unwrap(), "alice")
+            .await["state"],
+        "QUEUED"
+    );
+    let resumed: serde_json::Value = t
+        .admin(Method::POST, &format!("/v1/sales/{sale}/resume"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(resumed["status"], "open");
+    t.wait_for(
+        joined["attempt_id"].as_str().unwrap(),
+        "alice",
+        "ADMITTED",
+        std::time::Duration::from_secs(10),
+    )
+    .await;
+
+    let tuned = t
+        .admin(Method::PUT, &format!("/v1/sales/{sale}/admission"))
+        .json(&json!({ "rate_per_minute": 120, "max_active": 5 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tuned.status(), 200);
+    let tuned: serde_json::Value = tuned.json().await.unwrap();
+    assert_eq!(
+        (
+            tuned["rate_per_minute"].as_u64(),
+            tuned["max_active"].as_u64()
+        ),
+        (Some(120), Some(5))
+    );
+    let bad = t
+        .admin(Method::PUT, &format!("/v1/sales/{sale}/admission"))
+        .json(&json!({ "rate_per_minute": 0, "max_active": 5 }))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(bad, 422, "/problems/validation").await;
+
+    let closed: serde_json::Value = t
+        .admin(Method::POST, &format!("/v1/sales/{sale}/close"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(closed["status"], "closed");
+    let reopen = t
+        .admin(Method::POST, &format!("/v1/sales/{sale}/resume"))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(reopen, 409, "/problems/sale-closed").await;
+    let missing = t
+        .admin(
+            Method::POST,
+            &format!("/v1/sales/{}/pause", uuid::Uuid::now_v7()),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_problem(missing, 404, "/problems/not-found").await;
+
+    let stats = t.stats(&sale).await;
+    assert_eq!(stats["admitted"], 1);
+    assert_eq!(stats["total"], 7);
+    assert_eq!(stats["expired"]["left"], 0);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn scheduled_sales_take_joins_but_admit_only_when_open() {
+    let t = TestApp::spawn().await;
+    let opens = chrono::Utc::now() + chrono::Duration::seconds(2);
+    let sale = t.create_sale(json!({ "opens_at": opens })).await;
+    let got: serde_json::Value = t
+        .admin(Method::GET, &format!("/v1/sales/{sale}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(got["status"], "scheduled");
+    let joined = t.join(&sale, "early").await;
+    let attempt = joined["attempt_id"].as_str().unwrap();
+    assert_eq!(t.status(attempt, "early").await["state"], "QUEUED");
+    let admitted = t
+        .wait_for(
+            attempt,
+            "early",
+            "ADMITTED",
+            std::time::Duration::from_secs(10),
+        )
+        .await;
+    assert!(chrono::Utc::now() >= opens, "{admitted}");
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn spec_docs_health_keys_and_metrics_are_served() {
+    let t = TestApp::spawn().await;
+    let spec: serde_json::Value = t
+        .http
+        .get(t.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(spec["paths"]["/v1/attempts/{attempt_id}/hold"]["post"]["operationId"] == "holdStock");
+    assert_eq!(
+        t.http.get(t.url("/docs")).send().await.unwrap().status(),
+        200
+    );
+    assert_eq!(
+        t.http
+            .get(t.url("/health/live"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(
+        t.http
+            .get(t.url("/health/ready"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let jwks: serde_json::Value = t
+        .http
+        .get(t.url("/.well-known/jwks.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(jwks["keys"][0]["crv"], "Ed25519");
+
+    let sale = t.create_sale(json!({})).await;
+    let (attempt, token) = t.admitted(&sale, "alice").await;
+    t.hold(
+        &attempt,
+        "alice",
+        json!({ "admission_token": token, "quantity": 1 }),
+    )
+    .await;
+    let metrics = t
+        .http
+        .get(t.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for name in [
+        "sluice_http_requests_total",
+        "sluice_http_request_duration_seconds_bucket",
+        "sluice_transitions_total",
+        "sluice_queue_waiting",
+        "sluice_stock_remaining",
+        "sluice_holds_total",
+    ] {
+        assert!(metrics.contains(name), "{name} missing from /metrics");
+    }
+    assert!(
+        metrics.contains("operation=\"holdStock\""),
+        "requests are labelled by operation"
+    );
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn status_streams_over_server_sent_events() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({})).await;
+    let joined = t.join(&sale, "alice").await;
+    let attempt = joined["attempt_id"].as_str().unwrap();
+    let mut resp = t
+        .as_user(
+            Method::GET,
+            &format!("/v1/attempts/{attempt}/events"),
+            "alice",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !seen.contains("\"ADMITTED\"") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no ADMITTED event: {seen}"
+        );
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(15), resp.chunk())
+            .await
+            .unwrap()
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk.expect("stream open")));
+    }
+    assert!(seen.contains("data: "), "{seen}");
+    t.stop().await;
+}

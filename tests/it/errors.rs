@@ -1,0 +1,279 @@
+//! Bad input and bad credentials: a documented 4xx in problem+json, and nothing changes.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::{assert_problem, TestApp, ADMIN_KEY};
+
+#[tokio::test]
+async fn someone_elses_attempt_is_not_found() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({ "quantity": 2 })).await;
+    let (attempt, token) = t.admitted(&sale, "alice").await;
+    for (method, path) in [
+        (Method::GET, format!("/v1/attempts/{attempt}")),
+        (Method::DELETE, format!("/v1/attempts/{attempt}")),
+        (Method::POST, format!("/v1/attempts/{attempt}/checkout")),
+        (Method::DELETE, format!("/v1/attempts/{attempt}/hold")),
+    ] {
+        let resp = t.as_user(method, &path, "mallory").send().await.unwrap();
+        assert_problem(resp, 404, "/problems/not-found").await;
+    }
+    // Even with alice's admission token, mallory cannot hold on alice's attempt.
+    let stolen = t
+        .hold(
+            &attempt,
+            "mallory",
+            json!({ "admission_token": token, "quantity": 1 }),
+        )
+        .await;
+    assert_problem(stolen, 403, "/problems/admission-token-invalid").await;
+    assert_eq!(t.status(&attempt, "alice").await["state"], "ADMITTED");
+    assert_eq!(t.stats(&sale).await["remaining"], 2);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn forged_altered_and_foreign_admission_tokens_are_refused() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({ "quantity": 2 })).await;
+    let (a, a_token) = t.admitted(&sale, "alice").await;
+    let (b, b_token) = t.admitted(&sale, "bob").await;
+    let forger = sluice::auth::AdmissionTokens::new(Some([1; 32]));
+    let forged = forger.issue(
+        sluice::domain::AttemptId::parse(&a).unwrap(),
+        &sluice::domain::UserId::parse("alice").unwrap(),
+        chrono::Utc::now().timestamp() + 60,
+    );
+    let mut altered = a_token.clone();
+    let last = altered.pop().unwrap();
+    altered.push(if last == 'A' { 'B' } else { 'A' });
+    for token in [forged, altered, b_token.clone(), "not.a.jwt".to_owned()] {
+        let resp = t
+            .hold(
+                &a,
+                "alice",
+                json!({ "admission_token": token, "quantity": 1 }),
+            )
+            .await;
+        assert_problem(resp, 403, "/problems/admission-token-invalid").await;
+    }
+    assert_eq!(t.status(&a, "alice").await["state"], "ADMITTED");
+    assert_eq!(t.status(&b, "bob").await["state"], "ADMITTED");
+    assert_eq!(t.stats(&sale).await["remaining"], 2);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn malformed_requests_get_problem_json() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({ "quantity": 2 })).await;
+    let (attempt, token) = t.admitted(&sale, "alice").await;
+
+    let not_json = t
+        .as_user(
+            Method::POST,
+            &format!("/v1/attempts/{attempt}/hold"),
+            "alice",
+        )
+        .header("Content-Type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_problem(not_json, 400, "/problems/malformed-request").await;
+
+    let both = t
+        .hold(
+            &attempt,
+            "alice",
+            json!({ "admission_token": token, "quantity": 1, "seat_ids": ["A1"] }),
+        )
+        .await;
+    let body = assert_problem(both, 422, "/problems/validation").await;
+    assert_eq!(body["field"], "quantity");
+
+    let zero = t
+        .hold(
+            &attempt,
+            "alice",
+            json!({ "admission_token": token, "quantity": 0 }),
+        )
+        .await;
+    assert_problem(zero, 422, "/problems/validation").await;
+
+    let bad_id = t
+        .as_user(Method::GET, "/v1/attempts/not-an-id", "alice")
+        .send()
+        .await
+        .unwrap();
+    assert_problem(bad_id, 404, "/problems/not-found").await;
+
+    let unknown_sale = t
+        .as_user(
+            Method::POST,
+            &format!("/v1/sales/{}/attempts", uuid::Uuid::now_v7()),
+            "alice",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_problem(unknown_sale, 404, "/problems/not-found").await;
+
+    let huge = t
+        .as_user(
+            Method::POST,
+            &format!("/v1/attempts/{attempt}/hold"),
+            "alice",
+        )
+        .header("Content-Type", "application/json")
+        .body(format!(
+            "{{\"admission_token\":\"{}\"}}",
+            "x".repeat(200_000)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(huge, 413, "/problems/payload-too-large").await;
+
+    let no_route = t.http.get(t.url("/v1/nothing-here")).send().await.unwrap();
+    assert_problem(no_route, 404, "/problems/not-found").await;
+
+    assert_eq!(t.status(&attempt, "alice").await["state"], "ADMITTED");
+    assert_eq!(t.stats(&sale).await["remaining"], 2);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn credentials_are_checked() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({})).await;
+    let anonymous = t
+        .http
+        .post(t.url(&format!("/v1/sales/{sale}/attempts")))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(anonymous, 401, "/problems/unauthorized").await;
+    let bad_token = t
+        .http
+        .post(t.url(&format!("/v1/sales/{sale}/attempts")))
+        .bearer_auth("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl")
+        .send()
+        .await
+        .unwrap();
+    assert_problem(bad_token, 401, "/problems/unauthorized").await;
+    let no_key = t
+        .http
+        .get(t.url(&format!("/v1/sales/{sale}")))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(no_key, 401, "/problems/unauthorized").await;
+    let wrong_key = t
+        .http
+        .get(t.url(&format!("/v1/sales/{sale}")))
+        .header("X-Admin-Key", format!("{ADMIN_KEY}x"))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(wrong_key, 401, "/problems/unauthorized").await;
+    // A user token is not an admin key.
+    let user_on_admin = t
+        .as_user(Method::POST, &format!("/v1/sales/{sale}/close"), "alice")
+        .send()
+        .await
+        .unwrap();
+    assert_problem(user_on_admin, 401, "/problems/unauthorized").await;
+    let sale_now: serde_json::Value = t
+        .admin(Method::GET, &format!("/v1/sales/{sale}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(sale_now["status"], "open");
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn invalid_sales_name_the_field() {
+    let t = TestApp::spawn().await;
+    for (body, field) in [
+        (json!({ "name": "x", "quantity": 0 }), "quantity"),
+        (json!({ "name": "x" }), "stock"),
+        (
+            json!({ "name": "x", "quantity": 1, "seats": ["A"] }),
+            "stock",
+        ),
+        (json!({ "name": "", "quantity": 1 }), "name"),
+        (
+            json!({ "name": "x", "quantity": 1, "hold_ttl_secs": 0 }),
+            "hold_ttl_secs",
+        ),
+        (json!({ "name": "x", "seats": ["A", "A"] }), "seats"),
+    ] {
+        let resp = t
+            .admin(Method::POST, "/v1/sales")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let problem = assert_problem(resp, 422, "/problems/validation").await;
+        assert_eq!(problem["field"], field, "{body}");
+    }
+    let wrong_type = t
+        .admin(Method::POST, "/v1/sales")
+        .json(&json!({ "name": 5, "quantity": "many" }))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(wrong_type, 400, "/problems/malformed-request").await;
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn idempotency_keys_replay_the_first_answer_and_refuse_another_request() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({ "quantity": 5 })).await;
+    let (attempt, token) = t.admitted(&sale, "alice").await;
+    let send = |quantity: u32| {
+        t.as_user(
+            Method::POST,
+            &format!("/v1/attempts/{attempt}/hold"),
+            "alice",
+        )
+        .header("Idempotency-Key", "hold-1")
+        .json(&json!({ "admission_token": token, "quantity": quantity }))
+        .send()
+    };
+    let first: serde_json::Value = send(2).await.unwrap().json().await.unwrap();
+    let again: serde_json::Value = send(2).await.unwrap().json().await.unwrap();
+    assert_eq!(first, again, "the very same answer");
+    assert_problem(
+        send(3).await.unwrap(),
+        422,
+        "/problems/idempotency-key-reused",
+    )
+    .await;
+    assert_eq!(t.stats(&sale).await["remaining"], 3);
+
+    // Sale creation too.
+    let create = |name: &str| {
+        t.admin(Method::POST, "/v1/sales")
+            .header("Idempotency-Key", "sale-1")
+            .json(&json!({ "name": name, "quantity": 1 }))
+            .send()
+    };
+    let a: serde_json::Value = create("once").await.unwrap().json().await.unwrap();
+    let b: serde_json::Value = create("once").await.unwrap().json().await.unwrap();
+    assert_eq!(a["id"], b["id"]);
+    assert_problem(
+        create("twice").await.unwrap(),
+        422,
+        "/problems/idempotency-key-reused",
+    )
+    .await;
+    t.stop().await;
+}

@@ -1,0 +1,335 @@
+//! `TestApp::spawn()`: a real sluice on port 0 against the test Redis (a key prefix of its own)
+//! and the test PostgreSQL (a database of its own), with short worker ticks.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sluice::config::Config;
+use sluice::domain::UserId;
+use sluice::service::App;
+use sqlx::Connection;
+
+pub const ADMIN_KEY: &str = "test-admin-key-0123456789";
+pub const WEBHOOK_SECRET: &str = "whsec-test-0123456789abcdef";
+
+pub fn redis_url() -> String {
+    std::env::var("SLUICE_TEST_REDIS_URL")
+        .expect("SLUICE_TEST_REDIS_URL is unset: run the tests with scripts/test")
+}
+
+pub fn pg_url() -> String {
+    std::env::var("SLUICE_TEST_PG_URL")
+        .expect("SLUICE_TEST_PG_URL is unset: run the tests with scripts/test")
+}
+
+/// A fresh, migrated-on-start database; returns its URL.
+pub async fn fresh_database() -> String {
+    let admin = pg_url();
+    let name = format!("sluice_t_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = sqlx::PgConnection::connect(&admin)
+        .await
+        .expect("test PostgreSQL is up");
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("create test database");
+    let base = admin.rsplit_once('/').expect("url has a database").0;
+    format!("{base}/{name}")
+}
+
+pub fn test_config() -> Config {
+    let mut c = Config::default();
+    c.http.listen = "127.0.0.1:0".parse().unwrap();
+    c.redis.url = redis_url();
+    c.redis.key_prefix = format!("t{}", uuid::Uuid::new_v4().simple());
+    // The test process shares two cores with Redis and PostgreSQL; bursts of thousands of
+    // requests must not trip the production-tight timeout (the outage test sets its own).
+    c.redis.timeout_ms = 2000;
+    c.postgres.max_connections = 30;
+    c.auth.admin_key = ADMIN_KEY.into();
+    c.auth.user_jwt_hs256_secret = Some("user-secret-0123456789abcdef".into());
+    c.payments.webhook_secret = WEBHOOK_SECRET.into();
+    c.workers.admission_tick_ms = 50;
+    c.workers.lease_ttl_ms = 1000;
+    c.workers.reaper_cron = "* * * * * *".into();
+    c
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub http: reqwest::Client,
+    pub app: App,
+    /// Stops the server's runtime when sent (or dropped).
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    server_thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Runs sluice on a runtime of its own, as a separate process would be: the test's client
+/// tasks do not queue in front of the server's.
+type Started = (
+    std::net::SocketAddr,
+    App,
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+);
+
+fn start_server(config: Config) -> Started {
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let running = sluice::server::start(config).await.expect("sluice starts");
+            let info = (running.addr, running.app.clone());
+            started_tx.send(info).unwrap();
+            let _ = stop_rx.await;
+            running.stop().await;
+        });
+    });
+    let (addr, app) = started_rx
+        .recv()
+        .expect("server thread reports its address");
+    (addr, app, stop_tx, thread)
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        Self::spawn_with(|_| {}).await
+    }
+
+    pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+        // Logs go to the test's captured output (shown when it fails).
+        sluice::telemetry::init_tracing();
+        let mut config = test_config();
+        config.postgres.url = fresh_database().await;
+        tweak(&mut config);
+        config.validate().expect("test config is valid");
+        let (addr, app, stop, server_thread) =
+            tokio::task::spawn_blocking(move || start_server(config))
+                .await
+                .unwrap();
+        TestApp {
+            base: format!("http://{addr}"),
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(64)
+                .build()
+                .unwrap(),
+            app,
+            stop: Some(stop),
+            server_thread: Some(server_thread),
+        }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.server_thread.take() {
+            tokio::task::spawn_blocking(move || thread.join())
+                .await
+                .unwrap()
+                .unwrap();
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub fn token(&self, user: &str) -> String {
+        self.app
+            .users
+            .mint(&UserId::parse(user).unwrap(), 3600)
+            .unwrap()
+    }
+
+    pub fn admin(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, self.url(path))
+            .header("X-Admin-Key", ADMIN_KEY)
+    }
+
+    pub fn as_user(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        user: &str,
+    ) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, self.url(path))
+            .bearer_auth(self.token(user))
+    }
+
+    /// Creates a sale from defaults overridden by `overrides`; returns its id.
+    pub async fn create_sale(&self, overrides: Value) -> String {
+        let mut body = json!({
+            "name": "Test sale", "quantity": 10, "per_user_limit": 4,
+            "admission_ttl_secs": 60, "hold_ttl_secs": 60, "payment_ttl_secs": 60,
+            "rate_per_minute": 600000, "max_active": 1000
+        });
+        for (k, v) in overrides.as_object().unwrap() {
+            if v.is_null() {
+                body.as_object_mut().unwrap().remove(k);
+            } else {
+                body[k] = v.clone();
+            }
+        }
+        let resp = self
+            .admin(reqwest::Method::POST, "/v1/sales")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
+        resp.json::<Value>().await.unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    pub async fn join(&self, sale: &str, user: &str) -> Value {
+        let resp = self
+            .as_user(
+                reqwest::Method::POST,
+                &format!("/v1/sales/{sale}/attempts"),
+                user,
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 202, "{}", resp.text().await.unwrap());
+        resp.json().await.unwrap()
+    }
+
+    pub async fn status(&self, attempt: &str, user: &str) -> Value {
+        let resp = self
+            .as_user(
+                reqwest::Method::GET,
+                &format!("/v1/attempts/{attempt}"),
+                user,
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+        resp.json().await.unwrap()
+    }
+
+    /// Polls the attempt until it is in `state` (fails after `within`).
+    pub async fn wait_for(
+        &self,
+        attempt: &str,
+        user: &str,
+        state: &str,
+        within: Duration,
+    ) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let status = self.status(attempt, user).await;
+            if status["state"] == state {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "attempt never reached {state}: {status}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Joins and waits for admission; returns (attempt id, admission token).
+    pub async fn admitted(&self, sale: &str, user: &str) -> (String, String) {
+        let joined = self.join(sale, user).await;
+        let attempt = joined["attempt_id"].as_str().unwrap().to_owned();
+        let status = self
+            .wait_for(&attempt, user, "ADMITTED", Duration::from_secs(10))
+            .await;
+        (
+            attempt,
+            status["admission_token"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    pub async fn hold(&self, attempt: &str, user: &str, body: Value) -> reqwest::Response {
+        self.as_user(
+            reqwest::Method::POST,
+            &format!("/v1/attempts/{attempt}/hold"),
+            user,
+        )
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+    }
+
+    pub async fn checkout(&self, attempt: &str, user: &str) -> reqwest::Response {
+        self.as_user(
+            reqwest::Method::POST,
+            &format!("/v1/attempts/{attempt}/checkout"),
+            user,
+        )
+        .send()
+        .await
+        .unwrap()
+    }
+
+    /// Posts a correctly signed webhook.
+    pub async fn webhook(&self, event_id: &str, kind: &str, reference: &str) -> reqwest::Response {
+        let body =
+            json!({ "id": event_id, "type": kind, "payment_reference": reference }).to_string();
+        let signature = self
+            .app
+            .webhooks
+            .sign(chrono::Utc::now().timestamp(), body.as_bytes());
+        self.http
+            .post(self.url("/v1/webhooks/payments"))
+            .header("Sluice-Signature", signature)
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn stats(&self, sale: &str) -> Value {
+        let resp = self
+            .admin(reqwest::Method::GET, &format!("/v1/sales/{sale}/stats"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        resp.json().await.unwrap()
+    }
+
+    /// The number of outbox rows of `event_type`.
+    pub async fn outbox_count(&self, event_type: &str) -> i64 {
+        let pool = sqlx::PgPool::connect(&self.app.config.postgres.url)
+            .await
+            .unwrap();
+        let n = sqlx::query_scalar("SELECT count(*) FROM outbox WHERE event_type = $1")
+            .bind(event_type)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        n
+    }
+}
+
+/// Asserts a problem+json answer with `status` and `type`.
+pub async fn assert_problem(resp: reqwest::Response, status: u16, kind: &str) -> Value {
+    assert_eq!(resp.status().as_u16(), status, "status");
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let body: Value = resp.json().await.expect("a JSON body");
+    assert_eq!(ct.as_deref(), Some("application/problem+json"), "{body}");
+    assert_eq!(body["type"], kind, "{body}");
+    assert_eq!(body["status"], status, "{body}");
+    body
+}

@@ -1,0 +1,387 @@
+//! The attempt end to end over HTTP, and every way it can expire.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::{assert_problem, TestApp};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+#[tokio::test]
+async fn join_admit_hold_checkout_pay_confirmed() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({ "quantity": 10 })).await;
+
+    let joined = t.join(&sale, "alice").await;
+    assert_eq!(joined["state"], "QUEUED");
+    assert!(joined["position"].as_u64().unwrap() >= 1);
+    assert!(joined["poll_after_ms"].as_u64().unwrap() > 0);
+    let attempt = joined["attempt_id"].as_str().unwrap();
+
+    let admitted = t.wait_for(attempt, "alice", "ADMITTED", WAIT).await;
+    let token = admitted["admission_token"].as_str().unwrap();
+    assert!(admitted["admission_expires_at"].is_string());
+
+    let held = t
+        .hold(
+            attempt,
+            "alice",
+            json!({ "admission_token": token, "quantity": 2 }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    let held: serde_json::Value = held.json().await.unwrap();
+    assert_eq!(held["state"], "HOLD");
+    assert_eq!(held["hold"]["quantity"], 2);
+    assert!(held["hold"]["expires_at"].is_string());
+
+    let paying: serde_json::Value = t.checkout(attempt, "alice").await.json().await.unwrap();
+    assert_eq!(paying["state"], "PAYMENT_PENDING");
+    let reference = paying["payment"]["reference"].as_str().unwrap();
+
+    let ack = t.webhook("evt_ok_1", "payment.succeeded", reference).await;
+    assert_eq!(ack.status(), 200);
+    let ack: serde_json::Value = ack.json().await.unwrap();
+    assert_eq!(ack["result"], "applied");
+    assert_eq!(ack["attempt_state"], "CONFIRMED");
+
+    let done = t.status(attempt, "alice").await;
+    assert_eq!(done["state"], "CONFIRMED");
+    assert_eq!(done["hold"]["quantity"], 2);
+
+    let stats = t.stats(&sale).await;
+    assert_eq!(stats["confirmed"], 1);
+    assert_eq!(stats["remaining"], 8);
+    let queue = t
+        .app
+        .queue
+        .stats(sluice::domain::SaleId::parse(&sale).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(queue.remaining, 8, "Redis agrees with the ledger");
+    assert_eq!(
+        queue.active, 0,
+        "a confirmed user no longer counts as active"
+    );
+
+    // The audit trail has every step, in order.
+    let pool = sqlx::PgPool::connect(&t.app.config.postgres.url)
+        .await
+        .unwrap();
+    let local = sluice::domain::AttemptId::parse(attempt).unwrap().local;
+    let trail: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT from_state, to_state, cause FROM attempt_transitions WHERE attempt_id = $1 ORDER BY id",
+    )
+    .bind(local)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let expected = [
+        ("QUEUED", "ADMITTED", "admit"),
+        ("ADMITTED", "HOLD", "hold"),
+        ("HOLD", "PAYMENT_PENDING", "checkout"),
+        ("PAYMENT_PENDING", "CONFIRMED", "payment_succeeded"),
+    ];
+    let trail: Vec<(&str, &str, &str)> = trail
+        .iter()
+        .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
+        .collect();
+    assert_eq!(trail, expected);
+    for kind in [
+        "sluice.attempt.admitted",
+        "sluice.attempt.held",
+        "sluice.attempt.payment_pending",
+        "sluice.attempt.confirmed",
+    ] {
+        assert_eq!(t.outbox_count(kind).await, 1, "{kind}");
+    }
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn admission_timeout_frees_the_slot() {
+    let t = TestApp::spawn().await;
+    let sale = t
+        .create_sale(json!({ "admission_ttl_secs": 1, "max_active": 1 }))
+        .await;
+    let (attempt, _) = t.admitted(&sale, "alice").await;
+    let second = t.join(&sale, "bob").await;
+    let bobs = second["attempt_id"].as_str().unwrap();
+    assert_eq!(
+        t.status(bobs, "bob").await["state"],
+        "QUEUED",
+        "the cap of 1 is taken by alice"
+    );
+
+    let expired = t.wait_for(&attempt, "alice", "EXPIRED", WAIT).await;
+    assert_eq!(expired["reason"], "admission_timeout");
+    // Alice's slot went back: bob is admitted.
+    t.wait_for(bobs, "bob", "ADMITTED", WAIT).await;
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn hold_timeout_gives_the_stock_back() {
+    let t = TestApp::spawn().await;
+    let sale = t
+        .create_sale(json!({ "quantity": 5, "hold_ttl_secs": 1 }))
+        .await;
+    let (attempt, token) = t.admitted(&sale, "alice").await;
+    let held = t
+        .hold(
+            &attempt,
+            "alice",
+            json!({ "admission_token": token, "quantity": 3 }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    assert_eq!(t.stats(&sale).await["remaining"], 2);
+
+    let expired = t.wait_for(&attempt, "alice", "EXPIRED", WAIT).await;
+    assert_eq!(expired["reason"], "hold_timeout");
+    assert_eq!(t.stats(&sale).await["remaining"], 5);
+    let queue = t
+        .app
+        .queue
+        .stats(sluice::domain::SaleId::parse(&sale).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(queue.remaining, 5);
+    // Checkout after expiry is refused with 410.
+    assert_problem(
+        t.checkout(&attempt, "alice").await,
+        410,
+        "/problems/attempt-expired",
+    )
+    .await;
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn payment_failed_and_payment_timeout_give_the_stock_back() {
+    let t = TestApp::spawn().await;
+    let sale = t
+        .create_sale(json!({ "quantity": 5, "payment_ttl_secs": 1 }))
+        .await;
+
+    // Failed.
+    let (attempt, token) = t.admitted(&sale, "alice").await;
+    t.hold(
+        &attempt,
+        "alice",
+        json!({ "admission_token": token, "quantity": 2 }),
+    )
+    .await;
+    let paying: serde_json::Value = t.checkout(&attempt, "alice").await.json().await.unwrap();
+    let reference = paying["payment"]["reference"].as_str().unwrap();
+    let ack = t.webhook("evt_fail_1", "payment.failed", reference).await;
+    assert_eq!(ack.status(), 200);
+    let status = t.status(&attempt, "alice").await;
+    assert_eq!(
+        (status["state"].as_str(), status["reason"].as_str()),
+        (Some("EXPIRED"), Some("payment_failed"))
+    );
+    assert_eq!(t.stats(&sale).await["remaining"], 5);
+
+    // Timed out.
+    let (attempt, token) = t.admitted(&sale, "bob").await;
+    t.hold(
+        &attempt,
+        "bob",
+        json!({ "admission_token": token, "quantity": 2 }),
+    )
+    .await;
+    let paying = t.checkout(&attempt, "bob").await;
+    assert_eq!(paying.status(), 200);
+    assert_eq!(t.stats(&sale).await["remaining"], 3);
+    let expired = t.wait_for(&attempt, "bob", "EXPIRED", WAIT).await;
+    assert_eq!(expired["reason"], "payment_timeout");
+    assert_eq!(t.stats(&sale).await["remaining"], 5);
+    let queue = t
+        .app
+        .queue
+        .stats(sluice::domain::SaleId::parse(&sale).unwrap())
+        .await
+        .unwrap();
+    assert_eq!((queue.remaining, queue.active), (5, 0));
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn release_gives_the_stock_back_once() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({ "quantity": 5 })).await;
+    let (attempt, token) = t.admitted(&sale, "alice").await;
+    t.hold(
+        &attempt,
+        "alice",
+        json!({ "admission_token": token, "quantity": 4 }),
+    )
+    .await;
+    for _ in 0..3 {
+        let released = t
+            .as_user(
+                Method::DELETE,
+                &format!("/v1/attempts/{attempt}/hold"),
+                "alice",
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(released.status(), 200);
+        let released: serde_json::Value = released.json().await.unwrap();
+        assert_eq!(released["reason"], "released");
+    }
+    assert_eq!(
+        t.stats(&sale).await["remaining"],
+        5,
+        "returned exactly once"
+    );
+    let queue = t
+        .app
+        .queue
+        .stats(sluice::domain::SaleId::parse(&sale).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(queue.remaining, 5);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn duplicate_join_answers_the_same_attempt_and_position_and_leave_moves_others_up() {
+    let t = TestApp::spawn().await;
+    // One admission per minute: everybody waits.
+    let sale = t.create_sale(json!({ "rate_per_minute": 1 })).await;
+    let a = t.join(&sale, "a").await;
+    let b = t.join(&sale, "b").await;
+    let c = t.join(&sale, "c").await;
+    let again = t.join(&sale, "b").await;
+    assert_eq!(again["attempt_id"], b["attempt_id"]);
+    assert_eq!(again["position"], b["position"]);
+    assert_eq!(
+        a["position"].as_u64().unwrap() + 1,
+        b["position"].as_u64().unwrap()
+    );
+
+    let b_id = b["attempt_id"].as_str().unwrap();
+    let left = t
+        .as_user(Method::DELETE, &format!("/v1/attempts/{b_id}"), "b")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(left.status(), 200);
+    let left: serde_json::Value = left.json().await.unwrap();
+    assert_eq!(
+        (left["state"].as_str(), left["reason"].as_str()),
+        (Some("EXPIRED"), Some("left"))
+    );
+    let c_now = t.status(c["attempt_id"].as_str().unwrap(), "c").await;
+    assert_eq!(
+        c_now["position"], b["position"],
+        "c moved up into b's place"
+    );
+    assert_eq!(c_now["waiting"], 2);
+    assert!(c_now["estimated_wait_secs"].as_u64().unwrap() > 0);
+
+    // Joining after leaving is a new attempt at the back.
+    let b_again = t.join(&sale, "b").await;
+    assert_ne!(b_again["attempt_id"], b["attempt_id"]);
+    assert_eq!(b_again["position"], 3);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn join_after_close_is_refused() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({})).await;
+    let closed = t
+        .admin(Method::POST, &format!("/v1/sales/{sale}/close"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 200);
+    let resp = t
+        .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), "late")
+        .send()
+        .await
+        .unwrap();
+    assert_problem(resp, 409, "/problems/sale-closed").await;
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn seats_are_held_all_or_nothing_and_never_twice() {
+    let t = TestApp::spawn().await;
+    let sale = t
+        .create_sale(json!({ "quantity": null, "seats": ["A1", "A2", "A3"] }))
+        .await;
+    let (a, a_token) = t.admitted(&sale, "alice").await;
+    let (b, b_token) = t.admitted(&sale, "bob").await;
+    let held = t
+        .hold(
+            &a,
+            "alice",
+            json!({ "admission_token": a_token, "seat_ids": ["A1", "A2"] }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    let taken = t
+        .hold(
+            &b,
+            "bob",
+            json!({ "admission_token": b_token, "seat_ids": ["A2", "A3"] }),
+        )
+        .await;
+    assert_problem(taken, 409, "/problems/seat-taken").await;
+    // Nothing of bob's request was taken: A3 is still free.
+    let ok = t
+        .hold(
+            &b,
+            "bob",
+            json!({ "admission_token": b_token, "seat_ids": ["A3"] }),
+        )
+        .await;
+    assert_eq!(ok.status(), 200);
+    let quantity = t
+        .hold(
+            &b,
+            "bob",
+            json!({ "admission_token": b_token, "quantity": 1 }),
+        )
+        .await;
+    assert_eq!(
+        quantity.status(),
+        200,
+        "a repeated hold answers the existing hold"
+    );
+    assert_eq!(t.stats(&sale).await["remaining"], 0);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn per_user_limit_is_enforced() {
+    let t = TestApp::spawn().await;
+    let sale = t
+        .create_sale(json!({ "quantity": 10, "per_user_limit": 2 }))
+        .await;
+    let (a, token) = t.admitted(&sale, "alice").await;
+    let over = t
+        .hold(
+            &a,
+            "alice",
+            json!({ "admission_token": token, "quantity": 3 }),
+        )
+        .await;
+    assert_problem(over, 409, "/problems/limit-reached").await;
+    let ok = t
+        .hold(
+            &a,
+            "alice",
+            json!({ "admission_token": token, "quantity": 2 }),
+        )
+        .await;
+    assert_eq!(ok.status(), 200);
+    t.stop().await;
+}

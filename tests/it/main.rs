@@ -1,0 +1,12 @@
+//! One integration test binary: every test starts a real sluice against real Redis and
+//! PostgreSQL (started by `scripts/services`), with its own key prefix and database.
+
+mod helpers;
+
+mod admin;
+mod contention;
+mod errors;
+mod lifecycle;
+mod queue_store;
+mod redis_outage;
+mod webhooks;

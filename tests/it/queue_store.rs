@@ -1,0 +1,251 @@
+//! The Redis queue store's scripts, called directly: the semantics every caller relies on.
+
+use chrono::Utc;
+use sluice::domain::{Admission, NewSale, Sale, SaleStatus, Stock, Ttls, UserId};
+use sluice::queue::{AdmitOutcome, HoldOutcome, JoinOutcome, QueueStore, RedisQueue, Take};
+
+use crate::helpers::redis_url;
+
+fn store() -> RedisQueue {
+    let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
+    RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2)).unwrap()
+}
+
+fn sale(stock: Stock, max_active: u32) -> Sale {
+    let (quantity, seats) = match stock {
+        Stock::Quantity(n) => (Some(n), None),
+        Stock::Seats(s) => (None, Some(s)),
+    };
+    NewSale {
+        name: "q".into(),
+        opens_at: None,
+        closes_at: None,
+        quantity,
+        seats,
+        per_user_limit: 3,
+        ttls: Ttls {
+            admission_secs: 60,
+            hold_secs: 60,
+            payment_secs: 60,
+        },
+        rate_per_minute: 60,
+        max_active,
+    }
+    .parse(Utc::now())
+    .unwrap()
+}
+
+fn user(name: &str) -> UserId {
+    UserId::parse(name).unwrap()
+}
+
+async fn admit_all(q: &RedisQueue, s: &Sale, wanted: u32) -> Vec<sluice::queue::Admitted> {
+    let lease = q.lease(s.id, "me", 5000).await.unwrap().expect("lease");
+    match q
+        .admit_batch(s.id, &lease, wanted, 60_000, 0.0)
+        .await
+        .unwrap()
+    {
+        AdmitOutcome::Admitted(a) => a,
+        AdmitOutcome::LeaseLost => panic!("lease lost"),
+    }
+}
+
+#[tokio::test]
+async fn join_is_fifo_and_idempotent_per_user() {
+    let q = store();
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &s.stock).await.unwrap();
+    let now = Utc::now().timestamp_millis();
+    let mut ids = Vec::new();
+    for (i, name) in ["a", "b", "c"].iter().enumerate() {
+        match q.join(s.id, &user(name), now).await.unwrap() {
+            JoinOutcome::Queued {
+                attempt,
+                position,
+                waiting,
+            } => {
+                assert_eq!((position, waiting), (i as u64 + 1, i as u64 + 1));
+                ids.push(attempt);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        q.join(s.id, &user("b"), now).await.unwrap(),
+        JoinOutcome::Queued {
+            attempt: ids[1],
+            position: 2,
+            waiting: 3
+        }
+    );
+    let admitted = admit_all(&q, &s, 2).await;
+    let order: Vec<_> = admitted.iter().map(|a| a.attempt).collect();
+    assert_eq!(order, ids[..2], "admission order is join order");
+    assert!(admitted[0].seq < admitted[1].seq);
+    assert_eq!(
+        q.join(s.id, &user("a"), now).await.unwrap(),
+        JoinOutcome::Active { attempt: ids[0] }
+    );
+    let view = q.view(ids[2]).await.unwrap();
+    assert_eq!(
+        (view.position, view.waiting, view.active),
+        (Some(1), 1, false)
+    );
+    assert_eq!(view.owner, Some(user("c")));
+
+    q.set_status(s.id, SaleStatus::Closed).await.unwrap();
+    assert_eq!(
+        q.join(s.id, &user("z"), now).await.unwrap(),
+        JoinOutcome::Closed
+    );
+    let unknown = sale(Stock::Quantity(1), 1);
+    assert_eq!(
+        q.join(unknown.id, &user("z"), now).await.unwrap(),
+        JoinOutcome::UnknownSale
+    );
+}
+
+#[tokio::test]
+async fn admission_never_exceeds_max_active_and_needs_the_lease() {
+    let q = store();
+    let s = sale(Stock::Quantity(5), 2);
+    q.init_sale(&s, &s.stock).await.unwrap();
+    for name in ["a", "b", "c", "d"] {
+        q.join(s.id, &user(name), 0).await.unwrap();
+    }
+    assert_eq!(admit_all(&q, &s, 10).await.len(), 2, "capped at max_active");
+    assert_eq!(admit_all(&q, &s, 10).await.len(), 0, "still capped");
+
+    // Another instance cannot take the lease, and a stale lease admits nobody.
+    assert_eq!(q.lease(s.id, "other", 5000).await.unwrap(), None);
+    let stale = sluice::queue::Lease {
+        value: "1:someone-else".into(),
+        fence: 1,
+    };
+    assert_eq!(
+        q.admit_batch(s.id, &stale, 1, 60_000, 0.0).await.unwrap(),
+        AdmitOutcome::LeaseLost
+    );
+
+    // Raising the cap lets more in.
+    q.set_admission(
+        s.id,
+        Admission {
+            rate_per_minute: 60,
+            max_active: 3,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(admit_all(&q, &s, 10).await.len(), 1);
+}
+
+#[tokio::test]
+async fn unadmit_puts_attempts_back_at_their_place() {
+    let q = store();
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &s.stock).await.unwrap();
+    for name in ["a", "b", "c"] {
+        q.join(s.id, &user(name), 0).await.unwrap();
+    }
+    let first_two = admit_all(&q, &s, 2).await;
+    q.unadmit(s.id, &first_two).await.unwrap();
+    let again = admit_all(&q, &s, 3).await;
+    let names: Vec<_> = again.iter().map(|a| a.user.as_str().to_owned()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+}
+
+#[tokio::test]
+async fn holds_are_all_or_nothing_limited_and_restored_once() {
+    let q = store();
+    let s = sale(
+        Stock::Seats(vec!["A1".into(), "A2".into(), "A3".into()]),
+        10,
+    );
+    q.init_sale(&s, &s.stock).await.unwrap();
+    for name in ["a", "b", "c"] {
+        q.join(s.id, &user(name), 0).await.unwrap();
+    }
+    let admitted = admit_all(&q, &s, 3).await;
+    let (a, b) = (admitted[0].attempt, admitted[1].attempt);
+    let seats = |v: &[&str]| Take::Seats(v.iter().map(|s| s.to_string()).collect());
+
+    assert_eq!(
+        q.hold(a, &user("a"), &seats(&["A1", "A2"])).await.unwrap(),
+        HoldOutcome::Held {
+            take: seats(&["A1", "A2"])
+        }
+    );
+    assert_eq!(
+        q.hold(b, &user("b"), &seats(&["A2", "A3"])).await.unwrap(),
+        HoldOutcome::SeatTaken { seat: "A2".into() }
+    );
+    assert_eq!(
+        q.stats(s.id).await.unwrap().remaining,
+        1,
+        "nothing of the refused hold was taken"
+    );
+    assert_eq!(
+        q.hold(b, &user("b"), &Take::Quantity(1)).await.unwrap(),
+        HoldOutcome::WrongKind
+    );
+    let not_admitted = sluice::domain::AttemptId::new(s.id);
+    assert_eq!(
+        q.hold(not_admitted, &user("x"), &seats(&["A3"]))
+            .await
+            .unwrap(),
+        HoldOutcome::NotAdmitted
+    );
+
+    assert!(q.restore(a).await.unwrap());
+    assert!(!q.restore(a).await.unwrap(), "restored once");
+    assert_eq!(q.stats(s.id).await.unwrap().remaining, 3);
+    assert_eq!(q.stats(s.id).await.unwrap().active, 2, "a's slot is free");
+
+    let qs = sale(Stock::Quantity(5), 10);
+    q.init_sale(&qs, &qs.stock).await.unwrap();
+    for name in ["a", "b"] {
+        q.join(qs.id, &user(name), 0).await.unwrap();
+    }
+    let admitted = admit_all(&q, &qs, 2).await;
+    assert_eq!(
+        q.hold(admitted[0].attempt, &user("a"), &Take::Quantity(4))
+            .await
+            .unwrap(),
+        HoldOutcome::LimitReached { already: 0 }
+    );
+    assert_eq!(
+        q.hold(admitted[0].attempt, &user("a"), &Take::Quantity(3))
+            .await
+            .unwrap(),
+        HoldOutcome::Held {
+            take: Take::Quantity(3)
+        }
+    );
+    assert_eq!(
+        q.hold(admitted[1].attempt, &user("b"), &Take::Quantity(3))
+            .await
+            .unwrap(),
+        HoldOutcome::SoldOut { remaining: 2 }
+    );
+    q.finish(admitted[0].attempt).await.unwrap();
+    assert_eq!(
+        q.stats(qs.id).await.unwrap().remaining,
+        2,
+        "a confirmed hold keeps its units"
+    );
+}
+
+#[tokio::test]
+async fn init_keeps_existing_stock_and_rebuilds_lost_stock() {
+    let q = store();
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &Stock::Quantity(5)).await.unwrap();
+    q.join(s.id, &user("a"), 0).await.unwrap();
+    let a = admit_all(&q, &s, 1).await[0].attempt;
+    q.hold(a, &user("a"), &Take::Quantity(2)).await.unwrap();
+    // Settings may be rewritten any time; the live counter is kept.
+    q.init_sale(&s, &Stock::Quantity(5)).await.unwrap();
+    assert_eq!(q.stats(s.id).await.unwrap().remaining, 3);
+}
