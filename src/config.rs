@@ -19,6 +19,7 @@ pub struct Config {
     pub auth: AuthConfig,
     pub payments: PaymentsConfig,
     pub workers: WorkersConfig,
+    pub limits: LimitsConfig,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -91,6 +92,17 @@ pub struct WorkersConfig {
     pub idempotency_ttl_secs: u64,
 }
 
+/// Per-user request limits (0 turns one off). A client that honours `poll_after_ms` stays far
+/// below them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    pub join_per_second: u32,
+    pub join_burst: u32,
+    pub status_per_second: u32,
+    pub status_burst: u32,
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -126,6 +138,12 @@ impl Default for Config {
                 lease_ttl_ms: 5000,
                 reaper_cron: "*/1 * * * * *".into(),
                 idempotency_ttl_secs: 24 * 3600,
+            },
+            limits: LimitsConfig {
+                join_per_second: 2,
+                join_burst: 10,
+                status_per_second: 5,
+                status_burst: 20,
             },
         }
     }

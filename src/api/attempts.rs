@@ -14,10 +14,21 @@ use super::security::UserAuth;
 use super::types::{AttemptOut, HoldRequest};
 use super::{parse_attempt_id, parse_sale_id, ApiTags};
 use crate::domain::{AttemptId, UserId};
-use crate::service::{self, idempotent, App, AttemptView, IdempotencyKey};
+use crate::service::limits::Limited;
+use crate::service::{self, idempotent, App, AttemptView, IdempotencyKey, ServiceError};
 
 pub struct AttemptsApi {
     pub app: App,
+}
+
+/// Applies the caller's per-user limit of `kind`.
+fn limit(app: &App, kind: Limited, user: &UserId) -> Result<(), ApiError> {
+    app.limits.check(kind, user).map_err(|wait| {
+        ServiceError::RateLimited {
+            retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64,
+        }
+        .into()
+    })
 }
 
 fn retry_after_secs(view: &AttemptView) -> u64 {
@@ -63,6 +74,7 @@ impl AttemptsApi {
     )]
     async fn join(&self, auth: UserAuth, sale_id: Path<String>) -> Result<JoinResponse, ApiError> {
         let sale = parse_sale_id(&sale_id)?;
+        limit(&self.app, Limited::Join, &auth.0)?;
         let view = service::join::join(&self.app, sale, &auth.0).await?;
         let retry = retry_after_secs(&view);
         let location = format!("/v1/attempts/{}", view.attempt);
@@ -84,6 +96,7 @@ impl AttemptsApi {
         attempt_id: Path<String>,
     ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
+        limit(&self.app, Limited::Status, &auth.0)?;
         Ok(AttemptResponse::of(
             service::status::status(&self.app, id, &auth.0).await?,
         ))
@@ -104,6 +117,7 @@ impl AttemptsApi {
         attempt_id: Path<String>,
     ) -> Result<EventStream<BoxStream<'static, AttemptOut>>, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
+        limit(&self.app, Limited::Status, &auth.0)?;
         // The first status is computed now, so a bad id is an HTTP error, not an empty stream.
         let first = service::status::status(&self.app, id, &auth.0).await?;
         let stream = status_stream(self.app.clone(), id, auth.0, first);

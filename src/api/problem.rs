@@ -167,6 +167,10 @@ impl From<ServiceError> for ApiError {
                 detail,
                 None,
             )),
+            ServiceError::RateLimited { retry_after_secs } => ApiError::TooManyRequests(
+                problem(429, "rate-limited", "Too many requests", detail, None),
+                retry_after_secs,
+            ),
             ServiceError::Unavailable(_) => ApiError::Unavailable(
                 problem(503, "unavailable", "Temporarily unavailable", detail, None),
                 1,

@@ -36,6 +36,8 @@ pub enum ServiceError {
     IdempotencyKeyReused,
     #[error("the webhook signature is not valid: {0}")]
     BadSignature(String),
+    #[error("too many requests; retry in {retry_after_secs} s")]
+    RateLimited { retry_after_secs: u64 },
     #[error("{0} is unavailable")]
     Unavailable(&'static str),
     #[error("internal error: {0}")]

@@ -6,6 +6,7 @@
 
 mod error;
 mod idempotency;
+pub mod limits;
 mod sync;
 mod view;
 
@@ -49,6 +50,8 @@ pub struct App {
     pub admin_key: AdminKey,
     pub webhooks: WebhookSigner,
     pub metrics: PrometheusHandle,
+    /// Per-user limits of join and status.
+    pub limits: Arc<limits::Limits>,
     /// This process's name in admission leases.
     pub instance_id: String,
 }
@@ -86,6 +89,7 @@ impl App {
                 config.payments.tolerance_secs,
             ),
             metrics: crate::telemetry::metrics_handle(),
+            limits: Arc::new(limits::Limits::new(&config.limits)),
             instance_id: uuid::Uuid::now_v7().simple().to_string(),
             queue: Arc::new(queue),
             ledger: Arc::new(ledger),

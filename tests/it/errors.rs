@@ -277,3 +277,49 @@ async fn idempotency_keys_replay_the_first_answer_and_refuse_another_request() {
     .await;
     t.stop().await;
 }
+
+#[tokio::test]
+async fn per_user_limits_answer_429_with_retry_after() {
+    let t = TestApp::spawn_with(|c| {
+        c.limits.join_per_second = 1;
+        c.limits.join_burst = 2;
+        c.limits.status_per_second = 1;
+        c.limits.status_burst = 3;
+    })
+    .await;
+    let sale = t.create_sale(json!({ "rate_per_minute": 1 })).await;
+    let joined = t.join(&sale, "eager").await;
+    t.join(&sale, "eager").await;
+    let third = t
+        .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), "eager")
+        .send()
+        .await
+        .unwrap();
+    let retry: u64 = third.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&retry), "{retry}");
+    assert_problem(third, 429, "/problems/rate-limited").await;
+    // Another user is not affected.
+    t.join(&sale, "calm").await;
+
+    let attempt = joined["attempt_id"].as_str().unwrap();
+    let mut limited = 0;
+    for _ in 0..6 {
+        let resp = t
+            .as_user(Method::GET, &format!("/v1/attempts/{attempt}"), "eager")
+            .send()
+            .await
+            .unwrap();
+        if resp.status() == 429 {
+            limited += 1;
+        }
+    }
+    assert!(
+        limited >= 2,
+        "status polls beyond the burst are limited ({limited})"
+    );
+    t.stop().await;
+}

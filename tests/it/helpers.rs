@@ -52,6 +52,11 @@ pub fn test_config() -> Config {
     c.workers.admission_tick_ms = 50;
     c.workers.lease_ttl_ms = 1000;
     c.workers.reaper_cron = "* * * * * *".into();
+    // The helpers poll fast; the limits have a test of their own.
+    c.limits.status_per_second = 10_000;
+    c.limits.status_burst = 10_000;
+    c.limits.join_per_second = 10_000;
+    c.limits.join_burst = 10_000;
     c
 }
 
