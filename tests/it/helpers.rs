@@ -49,6 +49,8 @@ pub fn test_config() -> Config {
     c.auth.admin_key = ADMIN_KEY.into();
     c.auth.user_jwt_hs256_secret = Some("user-secret-0123456789abcdef".into());
     c.payments.webhook_secret = WEBHOOK_SECRET.into();
+    // Replicas must share the admission key (each test has its own).
+    c.auth.admission_key_seed_hex = Some(hex::encode(rand::random::<[u8; 32]>()));
     c.workers.admission_tick_ms = 50;
     c.workers.lease_ttl_ms = 1000;
     c.workers.reaper_cron = "* * * * * *".into();
@@ -107,11 +109,16 @@ impl TestApp {
     }
 
     pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
-        // Logs go to the test's captured output (shown when it fails).
-        sluice::telemetry::init_tracing();
         let mut config = test_config();
         config.postgres.url = fresh_database().await;
         tweak(&mut config);
+        Self::spawn_config(config).await
+    }
+
+    /// A server with exactly this configuration (a second replica passes the first's).
+    pub async fn spawn_config(config: Config) -> TestApp {
+        // Logs go to the test's captured output (shown when it fails).
+        sluice::telemetry::init_tracing();
         config.validate().expect("test config is valid");
         let (addr, app, stop, server_thread) =
             tokio::task::spawn_blocking(move || start_server(config))

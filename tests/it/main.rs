@@ -8,5 +8,6 @@ mod contention;
 mod errors;
 mod lifecycle;
 mod queue_store;
+mod reapers;
 mod redis_outage;
 mod webhooks;
