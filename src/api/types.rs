@@ -277,7 +277,8 @@ pub struct HoldOut {
     pub quantity: u32,
     #[oai(skip_serializing_if_is_empty)]
     pub seat_ids: Vec<String>,
-    /// Check out before this, or the units go back.
+    /// Check out before this, or the units go back (while HOLD).
+    #[oai(skip_serializing_if_is_none)]
     pub expires_at: Option<DateTime<Utc>>,
 }
 
@@ -286,6 +287,8 @@ pub struct HoldOut {
 pub struct PaymentOut {
     /// Pass it to the payment provider; its webhook names it.
     pub reference: String,
+    /// The provider must report before this (while PAYMENT_PENDING).
+    #[oai(skip_serializing_if_is_none)]
     pub expires_at: Option<DateTime<Utc>>,
 }
 

@@ -260,3 +260,25 @@ async fn status_streams_over_server_sent_events() {
     assert!(seen.contains("data: "), "{seen}");
     t.stop().await;
 }
+
+#[tokio::test]
+async fn the_committed_spec_matches_the_served_one() {
+    let t = TestApp::spawn().await;
+    let served: serde_json::Value = t
+        .http
+        .get(t.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let committed: serde_json::Value =
+        serde_json::from_str(include_str!("../../openapi/openapi.json"))
+            .expect("openapi/openapi.json is JSON");
+    assert!(
+        served == committed,
+        "openapi/openapi.json is stale: run scripts/openapi and commit it"
+    );
+    t.stop().await;
+}
