@@ -8,8 +8,6 @@ CREATE TABLE sales (
     closes_at           TIMESTAMPTZ,
     stock_kind          TEXT NOT NULL CHECK (stock_kind IN ('quantity', 'seats')),
     total               INTEGER NOT NULL CHECK (total > 0),
-    -- The last guard against overselling: taking stock is `remaining >= quantity`.
-    remaining           INTEGER NOT NULL CHECK (remaining >= 0 AND remaining <= total),
     per_user_limit      INTEGER NOT NULL CHECK (per_user_limit > 0),
     admission_ttl_secs  INTEGER NOT NULL CHECK (admission_ttl_secs > 0),
     hold_ttl_secs       INTEGER NOT NULL CHECK (hold_ttl_secs > 0),
@@ -20,12 +18,18 @@ CREATE TABLE sales (
     created_at          TIMESTAMPTZ NOT NULL DEFAULT now()
 );
 
--- Named seats of a seated sale.
-CREATE TABLE seats (
-    sale_id  UUID NOT NULL REFERENCES sales (id),
-    seat_id  TEXT NOT NULL,
-    PRIMARY KEY (sale_id, seat_id)
+-- One row per unit of stock: a named seat, or unit "1".."total" of a quantity sale. A unit is
+-- free while attempt_id is NULL. Holding claims free units (quantities with SKIP LOCKED, so
+-- concurrent holds never queue behind one hot counter; seats by name), which makes the ledger
+-- the last guard against overselling: a unit has at most one holder, whatever Redis said.
+CREATE TABLE stock_units (
+    sale_id     UUID NOT NULL REFERENCES sales (id),
+    unit_id     TEXT NOT NULL,
+    attempt_id  UUID,
+    PRIMARY KEY (sale_id, unit_id)
 );
+CREATE INDEX stock_units_free ON stock_units (sale_id) WHERE attempt_id IS NULL;
+CREATE INDEX stock_units_holder ON stock_units (attempt_id) WHERE attempt_id IS NOT NULL;
 
 -- Attempts from ADMITTED on (waiting users live only in the queue store).
 CREATE TABLE attempts (
@@ -59,16 +63,6 @@ CREATE TABLE holds (
     created_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
     ended_at    TIMESTAMPTZ
 );
-
--- One row per seat held or sold: the unique key is the guard against selling a seat twice.
-CREATE TABLE seat_holds (
-    sale_id     UUID NOT NULL,
-    seat_id     TEXT NOT NULL,
-    attempt_id  UUID NOT NULL REFERENCES attempts (id),
-    PRIMARY KEY (sale_id, seat_id),
-    FOREIGN KEY (sale_id, seat_id) REFERENCES seats (sale_id, seat_id)
-);
-CREATE INDEX seat_holds_attempt ON seat_holds (attempt_id);
 
 CREATE TABLE payments (
     reference   UUID PRIMARY KEY,

@@ -157,9 +157,9 @@ impl NewSale {
                     "give exactly one of `quantity` or `seats`",
                 ))
             }
-            (Some(n), None) if (1..=10_000_000).contains(&n) => Stock::Quantity(n),
+            (Some(n), None) if (1..=1_000_000).contains(&n) => Stock::Quantity(n),
             (Some(_), None) => {
-                return Err(SaleError::new("quantity", "must be between 1 and 10000000"))
+                return Err(SaleError::new("quantity", "must be between 1 and 1000000"))
             }
             (None, Some(seats)) => Stock::Seats(parse_seats(seats)?),
         };

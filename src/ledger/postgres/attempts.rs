@@ -6,7 +6,7 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
-use super::{db_error, outbox, sqlstate};
+use super::{db_error, outbox};
 use crate::domain::{
     decide, AttemptEvent, AttemptId, AttemptState, DomainEvent, Effect, SaleId, UserId,
 };
@@ -149,16 +149,13 @@ pub(super) async fn transition(
 ) -> LedgerResult<Applied> {
     let decision = decide(record.state, event)?;
     let id = record.id;
-    // Units leaving (negative) or coming back to the sale. The sale's row is every hold's hot
-    // spot, so it is updated last: its lock is held only from that update to the commit.
-    let mut stock_delta: i32 = 0;
     for effect in &decision.effects {
         match effect {
             Effect::TakeStock => {
                 let take = take.ok_or_else(|| LedgerError::Other("hold without a take".into()))?;
-                stock_delta -= record_hold(conn, id, take).await?;
+                take_units(conn, id, take).await?;
             }
-            Effect::ReturnStock => stock_delta += end_hold(conn, id).await?,
+            Effect::ReturnStock => return_units(conn, id).await?,
             Effect::RefundRequired => {
                 let event = DomainEvent::new(
                     "sluice.payment.refund_required",
@@ -196,7 +193,6 @@ pub(super) async fn transition(
         outbox::insert(conn, &event).await?;
     }
     let record = lock(conn, id).await?.ok_or(LedgerError::NotFound)?;
-    move_stock(conn, id, stock_delta).await?;
     Ok(Applied { decision, record })
 }
 
@@ -273,80 +269,102 @@ async fn on_enter(
     Ok(())
 }
 
-/// Records what a hold takes; a seat someone else holds fails on its unique key. Returns the
-/// number of units (taken from the sale's count by [`move_stock`]).
-async fn record_hold(conn: &mut PgConnection, id: AttemptId, take: &Take) -> LedgerResult<i32> {
-    let (quantity, seats): (i32, Vec<String>) = match take {
-        Take::Quantity(n) => (*n as i32, Vec::new()),
-        Take::Seats(seats) => (seats.len() as i32, seats.clone()),
-    };
-    for seat in &seats {
-        let inserted = sqlx::query(
-            "INSERT INTO seat_holds (sale_id, seat_id, attempt_id) VALUES ($1, $2, $3)",
-        )
-        .bind(id.sale.0)
-        .bind(seat)
-        .bind(id.local)
-        .execute(&mut *conn)
-        .await;
-        if let Err(e) = inserted {
-            return Err(match sqlstate(&e).as_deref() {
-                Some("23505") => LedgerError::SeatTaken(seat.clone()),
-                Some("23503") => LedgerError::UnknownSeat(seat.clone()),
-                _ => db_error(e),
-            });
+/// Claims the hold's units: free units of a quantity sale (skipping those another hold is
+/// claiming right now, so holds never wait on each other), or the named seats. All or nothing:
+/// short of units, the caller's transaction rolls back.
+async fn take_units(conn: &mut PgConnection, id: AttemptId, take: &Take) -> LedgerResult<()> {
+    let (claimed, wanted, seats): (Vec<String>, usize, Vec<String>) = match take {
+        Take::Quantity(n) => {
+            let claimed = sqlx::query_scalar(
+                "UPDATE stock_units SET attempt_id = $2
+                 WHERE sale_id = $1 AND unit_id IN (
+                     SELECT unit_id FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL
+                     LIMIT $3 FOR UPDATE SKIP LOCKED)
+                 RETURNING unit_id",
+            )
+            .bind(id.sale.0)
+            .bind(id.local)
+            .bind(*n as i64)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            (claimed, *n as usize, Vec::new())
         }
+        Take::Seats(seats) => {
+            let claimed = sqlx::query_scalar(
+                "UPDATE stock_units SET attempt_id = $2
+                 WHERE sale_id = $1 AND unit_id = ANY($3) AND attempt_id IS NULL
+                 RETURNING unit_id",
+            )
+            .bind(id.sale.0)
+            .bind(id.local)
+            .bind(seats)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            (claimed, seats.len(), seats.clone())
+        }
+    };
+    if claimed.len() < wanted {
+        return Err(match take {
+            Take::Quantity(_) => LedgerError::SoldOut,
+            Take::Seats(seats) => missing_seat(conn, id, seats, &claimed).await?,
+        });
     }
     sqlx::query(
         "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status) VALUES ($1, $2, $3, $4, 'held')",
     )
     .bind(id.local)
     .bind(id.sale.0)
-    .bind(quantity)
+    .bind(wanted as i32)
     .bind(&seats)
     .execute(conn)
     .await
     .map_err(db_error)?;
-    Ok(quantity)
+    Ok(())
 }
 
-/// Ends a hold whose units go back, exactly once (the hold's status guards it). Returns the
-/// units to give back (0 if the hold had ended already).
-async fn end_hold(conn: &mut PgConnection, id: AttemptId) -> LedgerResult<i32> {
-    let returned: Option<i32> = sqlx::query_scalar(
-        "UPDATE holds SET status = 'returned', ended_at = now()
-         WHERE attempt_id = $1 AND status = 'held' RETURNING quantity",
-    )
-    .bind(id.local)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    if returned.is_some() {
-        sqlx::query("DELETE FROM seat_holds WHERE attempt_id = $1")
-            .bind(id.local)
-            .execute(conn)
-            .await
-            .map_err(db_error)?;
-    }
-    Ok(returned.unwrap_or(0))
-}
-
-/// Moves the sale's remaining count; taking is conditional, so it never goes below zero —
-/// the last guard against overselling, whatever the queue store said.
-async fn move_stock(conn: &mut PgConnection, id: AttemptId, delta: i32) -> LedgerResult<()> {
-    if delta == 0 {
-        return Ok(());
-    }
-    let moved = sqlx::query(
-        "UPDATE sales SET remaining = remaining + $2 WHERE id = $1 AND remaining + $2 >= 0",
+/// Why a seat could not be claimed: it does not exist, or someone holds it.
+async fn missing_seat(
+    conn: &mut PgConnection,
+    id: AttemptId,
+    seats: &[String],
+    claimed: &[String],
+) -> LedgerResult<LedgerError> {
+    let Some(seat) = seats.iter().find(|s| !claimed.contains(s)) else {
+        return Ok(LedgerError::SoldOut);
+    };
+    let exists: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM stock_units WHERE sale_id = $1 AND unit_id = $2)",
     )
     .bind(id.sale.0)
-    .bind(delta)
-    .execute(conn)
+    .bind(seat)
+    .fetch_one(conn)
     .await
     .map_err(db_error)?;
-    if moved.rows_affected() == 0 {
-        return Err(LedgerError::SoldOut);
+    Ok(if exists {
+        LedgerError::SeatTaken(seat.clone())
+    } else {
+        LedgerError::UnknownSeat(seat.clone())
+    })
+}
+
+/// Ends a hold whose units go back, exactly once (the hold's status guards it).
+async fn return_units(conn: &mut PgConnection, id: AttemptId) -> LedgerResult<()> {
+    let ended = sqlx::query("UPDATE holds SET status = 'returned', ended_at = now() WHERE attempt_id = $1 AND status = 'held'")
+        .bind(id.local)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    if ended.rows_affected() == 1 {
+        sqlx::query(
+            "UPDATE stock_units SET attempt_id = NULL WHERE sale_id = $1 AND attempt_id = $2",
+        )
+        .bind(id.sale.0)
+        .bind(id.local)
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
     }
     Ok(())
 }

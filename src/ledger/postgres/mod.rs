@@ -59,14 +59,6 @@ pub(crate) fn db_error(e: sqlx::Error) -> LedgerError {
     }
 }
 
-/// The SQLSTATE of a database error, if it is one.
-pub(crate) fn sqlstate(e: &sqlx::Error) -> Option<String> {
-    match e {
-        sqlx::Error::Database(d) => d.code().map(|c| c.into_owned()),
-        _ => None,
-    }
-}
-
 #[async_trait]
 impl Ledger for PgLedger {
     async fn migrate(&self) -> LedgerResult<()> {

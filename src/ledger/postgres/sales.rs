@@ -9,7 +9,9 @@ use crate::domain::{
 };
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
-const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, remaining,
+/// A sale's columns, with its free units counted.
+const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total,
+    (SELECT count(*) FROM stock_units u WHERE u.sale_id = sales.id AND u.attempt_id IS NULL) AS remaining,
     per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
     max_active, status, created_at";
 
@@ -17,10 +19,10 @@ pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
     let mut tx = pool.begin().await.map_err(db_error)?;
     let total = sale.stock.total() as i32;
     sqlx::query(
-        "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total, remaining,
+        "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total,
             per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
             max_active, status, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
     )
     .bind(sale.id.0)
     .bind(&sale.name)
@@ -39,14 +41,19 @@ pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
     .execute(&mut *tx)
     .await
     .map_err(db_error)?;
-    if let Stock::Seats(seats) = &sale.stock {
-        sqlx::query("INSERT INTO seats (sale_id, seat_id) SELECT $1, unnest($2::text[])")
-            .bind(sale.id.0)
-            .bind(seats)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-    }
+    let units = match &sale.stock {
+        Stock::Seats(seats) => {
+            sqlx::query("INSERT INTO stock_units (sale_id, unit_id) SELECT $1, unnest($2::text[])")
+                .bind(sale.id.0)
+                .bind(seats)
+        }
+        Stock::Quantity(n) => sqlx::query(
+            "INSERT INTO stock_units (sale_id, unit_id) SELECT $1, g::text FROM generate_series(1, $2) g",
+        )
+        .bind(sale.id.0)
+        .bind(*n as i32),
+    };
+    units.execute(&mut *tx).await.map_err(db_error)?;
     let event = DomainEvent::new(
         "sluice.sale.opened",
         sale.id,
@@ -86,7 +93,7 @@ fn sale_from_row(row: &PgRow, seats: Option<Vec<String>>) -> LedgerResult<SaleRe
     };
     Ok(SaleRecord {
         sale,
-        remaining: row.get::<i32, _>("remaining") as u32,
+        remaining: row.get::<i64, _>("remaining") as u32,
     })
 }
 
@@ -98,12 +105,13 @@ pub(super) async fn load(pool: &PgPool, id: SaleId) -> LedgerResult<Option<SaleR
         .map_err(db_error)?;
     let Some(row) = row else { return Ok(None) };
     let seats = if row.get::<&str, _>("stock_kind") == "seats" {
-        let seats: Vec<String> =
-            sqlx::query_scalar("SELECT seat_id FROM seats WHERE sale_id = $1 ORDER BY seat_id")
-                .bind(id.0)
-                .fetch_all(pool)
-                .await
-                .map_err(db_error)?;
+        let seats: Vec<String> = sqlx::query_scalar(
+            "SELECT unit_id FROM stock_units WHERE sale_id = $1 ORDER BY unit_id",
+        )
+        .bind(id.0)
+        .fetch_all(pool)
+        .await
+        .map_err(db_error)?;
         Some(seats)
     } else {
         None
@@ -187,7 +195,7 @@ pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>>
 }
 
 pub(super) async fn stats(pool: &PgPool, id: SaleId) -> LedgerResult<LedgerStats> {
-    let sale = sqlx::query("SELECT remaining, total FROM sales WHERE id = $1")
+    let sale = sqlx::query(&format!("SELECT {COLUMNS} FROM sales WHERE id = $1"))
         .bind(id.0)
         .fetch_optional(pool)
         .await
@@ -201,7 +209,7 @@ pub(super) async fn stats(pool: &PgPool, id: SaleId) -> LedgerResult<LedgerStats
     .await
     .map_err(db_error)?;
     let mut stats = LedgerStats {
-        remaining: sale.get::<i32, _>("remaining") as u32,
+        remaining: sale.get::<i64, _>("remaining") as u32,
         total: sale.get::<i32, _>("total") as u32,
         expired: ExpiryReason::ALL.iter().map(|r| (*r, 0)).collect(),
         ..LedgerStats::default()
@@ -227,24 +235,21 @@ pub(super) async fn stats(pool: &PgPool, id: SaleId) -> LedgerResult<LedgerStats
 }
 
 pub(super) async fn free_stock(pool: &PgPool, id: SaleId) -> LedgerResult<Stock> {
-    let row = sqlx::query("SELECT stock_kind, remaining FROM sales WHERE id = $1")
+    let kind: Option<String> = sqlx::query_scalar("SELECT stock_kind FROM sales WHERE id = $1")
         .bind(id.0)
         .fetch_optional(pool)
         .await
-        .map_err(db_error)?
-        .ok_or(LedgerError::NotFound)?;
-    if row.get::<&str, _>("stock_kind") == "quantity" {
-        return Ok(Stock::Quantity(row.get::<i32, _>("remaining") as u32));
-    }
-    let seats: Vec<String> = sqlx::query_scalar(
-        "SELECT s.seat_id FROM seats s
-         WHERE s.sale_id = $1
-           AND NOT EXISTS (SELECT 1 FROM seat_holds h WHERE h.sale_id = s.sale_id AND h.seat_id = s.seat_id)
-         ORDER BY s.seat_id",
+        .map_err(db_error)?;
+    let kind = kind.ok_or(LedgerError::NotFound)?;
+    let free: Vec<String> = sqlx::query_scalar(
+        "SELECT unit_id FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL ORDER BY unit_id",
     )
     .bind(id.0)
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    Ok(Stock::Seats(seats))
+    Ok(match kind.as_str() {
+        "seats" => Stock::Seats(free),
+        _ => Stock::Quantity(free.len() as u32),
+    })
 }

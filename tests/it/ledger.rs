@@ -1,0 +1,149 @@
+//! The ledger alone is the last guard: with the queue store bypassed (as if Redis were wiped or
+//! stale), concurrent holds still never take more than the stock, and a seat has one holder.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use futures_util::future::join_all;
+use sluice::domain::{AttemptEvent, AttemptId, NewSale, Sale, Stock, Ttls, UserId};
+use sluice::ledger::{AdmissionPlan, Ledger, LedgerError, PgLedger};
+use sluice::queue::{Admitted, Take};
+
+use crate::helpers::fresh_database;
+
+async fn ledger() -> Arc<PgLedger> {
+    let url = fresh_database().await;
+    let ledger = PgLedger::new(&url, 20, std::time::Duration::from_secs(5)).unwrap();
+    ledger.migrate().await.unwrap();
+    Arc::new(ledger)
+}
+
+fn new_sale(stock: Stock) -> Sale {
+    let (quantity, seats) = match stock {
+        Stock::Quantity(n) => (Some(n), None),
+        Stock::Seats(s) => (None, Some(s)),
+    };
+    NewSale {
+        name: "ledger".into(),
+        opens_at: None,
+        closes_at: None,
+        quantity,
+        seats,
+        per_user_limit: 10,
+        ttls: Ttls {
+            admission_secs: 60,
+            hold_secs: 60,
+            payment_secs: 60,
+        },
+        rate_per_minute: 60,
+        max_active: 1000,
+    }
+    .parse(Utc::now())
+    .unwrap()
+}
+
+/// `n` attempts admitted straight into the ledger.
+async fn admitted(ledger: &PgLedger, sale: &Sale, n: usize) -> Vec<(AttemptId, UserId)> {
+    let admitted: Vec<Admitted> = (0..n)
+        .map(|i| Admitted {
+            attempt: AttemptId::new(sale.id),
+            seq: i as u64 + 1,
+            user: UserId::parse(&format!("u{i}")).unwrap(),
+            deadline_ms: 0,
+        })
+        .collect();
+    let plan = AdmissionPlan {
+        sale: sale.id,
+        admission: sale.admission,
+        admission_ttl_secs: 60,
+    };
+    ledger.record_admissions(&plan, &admitted).await.unwrap();
+    admitted.into_iter().map(|a| (a.attempt, a.user)).collect()
+}
+
+#[tokio::test]
+async fn concurrent_holds_without_the_queue_store_never_oversell() {
+    let ledger = ledger().await;
+    let sale = new_sale(Stock::Quantity(20));
+    ledger.create_sale(&sale).await.unwrap();
+    let attempts = admitted(&ledger, &sale, 60).await;
+    let results = join_all(attempts.iter().map(|(id, user)| {
+        let ledger = ledger.clone();
+        async move {
+            ledger
+                .apply(
+                    *id,
+                    Some(user),
+                    AttemptEvent::Hold,
+                    Some(&Take::Quantity(1)),
+                )
+                .await
+        }
+    }))
+    .await;
+    let held = results.iter().filter(|r| r.is_ok()).count();
+    let sold_out = results
+        .iter()
+        .filter(|r| matches!(r, Err(LedgerError::SoldOut)))
+        .count();
+    assert_eq!((held, sold_out), (20, 40));
+    let record = ledger.sale(sale.id).await.unwrap().unwrap();
+    assert_eq!(record.remaining, 0);
+
+    // Releasing one hold frees exactly its unit, once.
+    let winner = attempts
+        .iter()
+        .zip(&results)
+        .find(|(_, r)| r.is_ok())
+        .unwrap()
+        .0;
+    for _ in 0..3 {
+        ledger
+            .apply(winner.0, Some(&winner.1), AttemptEvent::Release, None)
+            .await
+            .unwrap();
+    }
+    assert_eq!(ledger.sale(sale.id).await.unwrap().unwrap().remaining, 1);
+}
+
+#[tokio::test]
+async fn a_seat_has_one_holder_and_unknown_seats_are_named() {
+    let ledger = ledger().await;
+    let sale = new_sale(Stock::Seats(vec!["A1".into(), "A2".into()]));
+    ledger.create_sale(&sale).await.unwrap();
+    let attempts = admitted(&ledger, &sale, 10).await;
+    let seat = Take::Seats(vec!["A1".into()]);
+    let results = join_all(attempts.iter().map(|(id, user)| {
+        let (ledger, seat) = (ledger.clone(), seat.clone());
+        async move {
+            ledger
+                .apply(*id, Some(user), AttemptEvent::Hold, Some(&seat))
+                .await
+        }
+    }))
+    .await;
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1);
+    assert!(results
+        .iter()
+        .filter(|r| r.is_err())
+        .all(|r| matches!(r, Err(LedgerError::SeatTaken(s)) if s == "A1")));
+    let (id, user) = &attempts
+        .iter()
+        .zip(&results)
+        .find(|(_, r)| r.is_err())
+        .unwrap()
+        .0;
+    let unknown = ledger
+        .apply(
+            *id,
+            Some(user),
+            AttemptEvent::Hold,
+            Some(&Take::Seats(vec!["Z9".into()])),
+        )
+        .await;
+    assert!(matches!(unknown, Err(LedgerError::UnknownSeat(s)) if s == "Z9"));
+    assert_eq!(
+        ledger.free_stock(sale.id).await.unwrap(),
+        Stock::Seats(vec!["A2".into()])
+    );
+}
