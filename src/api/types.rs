@@ -192,7 +192,8 @@ pub struct SaleStatsOut {
 }
 
 impl From<SaleStats> for SaleStatsOut {
-    fn from(s: SaleStats) -> Self {
+    fn from(stats: SaleStats) -> Self {
+        let s = stats.ledger;
         let count = |reason: ExpiryReason| {
             s.expired
                 .iter()
@@ -201,7 +202,7 @@ impl From<SaleStats> for SaleStatsOut {
                 .unwrap_or(0)
         };
         SaleStatsOut {
-            waiting: s.waiting,
+            waiting: stats.waiting,
             admitted: s.admitted,
             holding: s.holding,
             paying: s.paying,

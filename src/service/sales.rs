@@ -4,8 +4,8 @@
 use chrono::Utc;
 
 use super::{App, ServiceError, ServiceResult};
-use crate::domain::{Admission, ExpiryReason, NewSale, SaleId, SaleStatus};
-use crate::ledger::{LedgerError, SaleRecord};
+use crate::domain::{Admission, NewSale, SaleId, SaleStatus};
+use crate::ledger::{LedgerError, LedgerStats, SaleRecord};
 
 pub async fn create(app: &App, new: NewSale) -> ServiceResult<SaleRecord> {
     let sale = new
@@ -55,13 +55,7 @@ pub async fn set_admission(
 #[derive(Debug, Clone, PartialEq)]
 pub struct SaleStats {
     pub waiting: u64,
-    pub admitted: u64,
-    pub holding: u64,
-    pub paying: u64,
-    pub confirmed: u64,
-    pub expired: Vec<(ExpiryReason, u64)>,
-    pub remaining: u32,
-    pub total: u32,
+    pub ledger: LedgerStats,
 }
 
 pub async fn stats(app: &App, id: SaleId) -> ServiceResult<SaleStats> {
@@ -69,13 +63,7 @@ pub async fn stats(app: &App, id: SaleId) -> ServiceResult<SaleStats> {
     let queue = app.queue.stats(id).await?;
     Ok(SaleStats {
         waiting: queue.waiting,
-        admitted: ledger.admitted,
-        holding: ledger.holding,
-        paying: ledger.paying,
-        confirmed: ledger.confirmed,
-        expired: ledger.expired,
-        remaining: ledger.remaining,
-        total: ledger.total,
+        ledger,
     })
 }
 

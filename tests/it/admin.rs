@@ -9,14 +9,9 @@ use crate::helpers::{assert_problem, TestApp};
 async fn pause_resume_close_and_admission_settings() {
     let t = TestApp::spawn().await;
     let sale = t.create_sale(json!({ "quantity": 7 })).await;
-    let got: serde_json::Value = t
-        .admin(Method::GET, &format!("/v1/sales/{sale}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let got = t
+        .admin_json(Method::GET, &format!("/v1/sales/{sale}"))
+        .await;
     assert_eq!(
         (
             got["status"].as_str(),
@@ -26,14 +21,9 @@ async fn pause_resume_close_and_admission_settings() {
         (Some("open"), Some(7), Some(7))
     );
 
-    let paused: serde_json::Value = t
-        .admin(Method::POST, &format!("/v1/sales/{sale}/pause"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let paused = t
+        .admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
     assert_eq!(paused["status"], "paused");
     // While paused, joins queue up but nobody is admitted.
     let joined = t.join(&sale, "alice").await;
@@ -43,14 +33,9 @@ async fn pause_resume_close_and_admission_settings() {
             .await["state"],
         "QUEUED"
     );
-    let resumed: serde_json::Value = t
-        .admin(Method::POST, &format!("/v1/sales/{sale}/resume"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let resumed = t
+        .admin_json(Method::POST, &format!("/v1/sales/{sale}/resume"))
+        .await;
     assert_eq!(resumed["status"], "open");
     t.wait_for(
         joined["attempt_id"].as_str().unwrap(),
@@ -83,14 +68,9 @@ async fn pause_resume_close_and_admission_settings() {
         .unwrap();
     assert_problem(bad, 422, "/problems/validation").await;
 
-    let closed: serde_json::Value = t
-        .admin(Method::POST, &format!("/v1/sales/{sale}/close"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let closed = t
+        .admin_json(Method::POST, &format!("/v1/sales/{sale}/close"))
+        .await;
     assert_eq!(closed["status"], "closed");
     let reopen = t
         .admin(Method::POST, &format!("/v1/sales/{sale}/resume"))
@@ -120,14 +100,9 @@ async fn scheduled_sales_take_joins_but_admit_only_when_open() {
     let t = TestApp::spawn().await;
     let opens = chrono::Utc::now() + chrono::Duration::seconds(2);
     let sale = t.create_sale(json!({ "opens_at": opens })).await;
-    let got: serde_json::Value = t
-        .admin(Method::GET, &format!("/v1/sales/{sale}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let got = t
+        .admin_json(Method::GET, &format!("/v1/sales/{sale}"))
+        .await;
     assert_eq!(got["status"], "scheduled");
     let joined = t.join(&sale, "early").await;
     let attempt = joined["attempt_id"].as_str().unwrap();
@@ -147,15 +122,7 @@ async fn scheduled_sales_take_joins_but_admit_only_when_open() {
 #[tokio::test]
 async fn spec_docs_health_keys_and_metrics_are_served() {
     let t = TestApp::spawn().await;
-    let spec: serde_json::Value = t
-        .http
-        .get(t.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let spec = t.get_json("/openapi.json").await;
     assert!(spec["paths"]["/v1/attempts/{attempt_id}/hold"]["post"]["operationId"] == "holdStock");
     assert_eq!(
         t.http.get(t.url("/docs")).send().await.unwrap().status(),
@@ -179,15 +146,7 @@ async fn spec_docs_health_keys_and_metrics_are_served() {
             .status(),
         200
     );
-    let jwks: serde_json::Value = t
-        .http
-        .get(t.url("/.well-known/jwks.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let jwks = t.get_json("/.well-known/jwks.json").await;
     assert_eq!(jwks["keys"][0]["crv"], "Ed25519");
 
     let sale = t.create_sale(json!({})).await;
@@ -264,15 +223,7 @@ async fn status_streams_over_server_sent_events() {
 #[tokio::test]
 async fn the_committed_spec_matches_the_served_one() {
     let t = TestApp::spawn().await;
-    let served: serde_json::Value = t
-        .http
-        .get(t.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let served = t.get_json("/openapi.json").await;
     let committed: serde_json::Value =
         serde_json::from_str(include_str!("../../openapi/openapi.json"))
             .expect("openapi/openapi.json is JSON");

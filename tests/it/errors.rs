@@ -185,14 +185,9 @@ async fn credentials_are_checked() {
         .await
         .unwrap();
     assert_problem(user_on_admin, 401, "/problems/unauthorized").await;
-    let sale_now: serde_json::Value = t
-        .admin(Method::GET, &format!("/v1/sales/{sale}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let sale_now = t
+        .admin_json(Method::GET, &format!("/v1/sales/{sale}"))
+        .await;
     assert_eq!(sale_now["status"], "open");
     t.stop().await;
 }

@@ -148,6 +148,29 @@ impl TestApp {
         }
     }
 
+    /// An admin request's JSON answer, whatever its status.
+    pub async fn admin_json(&self, method: reqwest::Method, path: &str) -> Value {
+        self.admin(method, path)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// A GET's JSON answer, whatever its status.
+    pub async fn get_json(&self, path: &str) -> Value {
+        self.http
+            .get(self.url(path))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
