@@ -1,4 +1,36 @@
-//! sluice: a waiting room and first-come-first-served reservations for flash sales.
+//! sluice: a waiting room and first-come-first-served reservations for flash sales and ticket
+//! openings.
+//!
+//! An *attempt* is one user's way through one sale: QUEUED → ADMITTED → HOLD →
+//! PAYMENT_PENDING → CONFIRMED, or EXPIRED (with a reason) from any step, the stock given back
+//! exactly once. The admission loop is the valve: it lets people in at the rate the back end
+//! can take, so the ledger only ever sees admitted traffic.
+//!
+//! # Layout
+//!
+//! - [`domain`]: sales, attempts, the statig state machine ([`domain::decide`]) and the domain
+//!   events. Pure: no I/O.
+//! - [`queue`]: the queue store, the hot path — queue order, positions, the active set, stock
+//!   counters. A trait; [`queue::RedisQueue`] runs one Lua script (`lua/`) per operation.
+//! - [`ledger`]: the durable truth from ADMITTED on — attempts, holds (one row per unit of
+//!   stock), payments, audit trail, idempotency keys, outbox. A trait;
+//!   [`ledger::PgLedger`] is PostgreSQL (`migrations/postgres`).
+//! - [`service`]: the use cases, one file each (join, status, leave, hold, checkout, payment,
+//!   sales). They call the queue store first where it is the gate and the ledger where it is
+//!   the truth, and bring the queue store back in line after each ledger transition.
+//! - [`api`]: HTTP (poem-openapi). Thin handlers; errors are problem+json.
+//! - [`workers`]: the admission loop (leased per sale) and the expiry reapers (cron).
+//! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), the admin key;
+//!   webhook signatures.
+//! - [`config`], [`telemetry`], [`server`]: layered configuration, logs and metrics, start-up.
+//!
+//! # Where state lives
+//!
+//! Waiting users exist only in the queue store: join and the status of a waiting user never
+//! touch the database. From admission on, the ledger decides, and taking stock there is
+//! conditional (a unit row has at most one holder), so a wiped or stale queue store can never
+//! oversell.
+
 pub mod api;
 pub mod auth;
 pub mod config;
