@@ -4,6 +4,7 @@
 //! wiped or stale queue store can never oversell. Deadlines are judged by the database's clock.
 
 pub mod postgres;
+mod transition;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};

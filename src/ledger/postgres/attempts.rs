@@ -1,15 +1,15 @@
-//! Attempts: loading, and the one way they change — [`transition`], which asks the state
-//! machine, carries out its effects, and writes the audit row and the outbox event, all in the
-//! caller's transaction.
+//! Attempts on PostgreSQL: loading, and the statements of [`AttemptTx`] that the shared
+//! transition flow (`ledger/transition.rs`) runs in one transaction.
 
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
 use super::{db_error, outbox};
-use crate::domain::{
-    decide, AttemptEvent, AttemptId, AttemptState, DomainEvent, Effect, SaleId, UserId,
-};
+use crate::domain::{AttemptEvent, AttemptId, AttemptState, DomainEvent, SaleId, UserId};
+use crate::ledger::transition::{apply_in, AttemptTx};
 use crate::ledger::{Applied, AttemptRecord, HeldStock, LedgerError, LedgerResult};
 use crate::queue::Take;
 
@@ -79,35 +79,6 @@ pub(super) async fn lock(
     }
 }
 
-/// The timeout event that applies to a locked attempt now, by the database's clock.
-pub(super) async fn due_timeout(
-    conn: &mut PgConnection,
-    record: &AttemptRecord,
-) -> LedgerResult<Option<AttemptEvent>> {
-    let (event, deadline) = match record.state {
-        AttemptState::Admitted { .. } => (
-            AttemptEvent::AdmissionTimeout,
-            Some(record.admission_expires_at),
-        ),
-        AttemptState::Hold { .. } => (AttemptEvent::HoldTimeout, record.hold_expires_at),
-        // A payment success that arrives after the payment deadline but before the reaper
-        // still confirms: the units are still held for this attempt, and the customer paid.
-        AttemptState::PaymentPending { .. }
-        | AttemptState::Queued { .. }
-        | AttemptState::Confirmed { .. }
-        | AttemptState::Expired { .. } => return Ok(None),
-    };
-    let Some(deadline) = deadline else {
-        return Ok(None);
-    };
-    let due: bool = sqlx::query_scalar("SELECT $1 <= now()")
-        .bind(deadline)
-        .fetch_one(conn)
-        .await
-        .map_err(db_error)?;
-    Ok(due.then_some(event))
-}
-
 pub(super) async fn apply(
     pool: &PgPool,
     id: AttemptId,
@@ -116,117 +87,67 @@ pub(super) async fn apply(
     take: Option<&Take>,
 ) -> LedgerResult<Applied> {
     let mut tx = pool.begin().await.map_err(db_error)?;
-    let mut record = lock(&mut tx, id).await?.ok_or(LedgerError::NotFound)?;
-    if user.is_some_and(|u| *u != record.user) {
-        return Err(LedgerError::NotFound);
-    }
-    // An attempt past its deadline expires before the event is looked at; the expiry is kept
-    // even when the event is then refused.
-    if let Some(timeout) = due_timeout(&mut tx, &record).await? {
-        if timeout != event {
-            record = transition(&mut tx, record, timeout, None).await?.record;
-        }
-    }
-    match transition(&mut tx, record, event, take).await {
-        Ok(applied) => {
-            tx.commit().await.map_err(db_error)?;
-            Ok(applied)
-        }
-        Err(LedgerError::Rejected(rejected)) => {
-            tx.commit().await.map_err(db_error)?;
-            Err(LedgerError::Rejected(rejected))
-        }
-        Err(other) => Err(other),
-    }
+    let outcome = apply_in(&mut *tx, id, user, event, take).await?;
+    tx.commit().await.map_err(db_error)?;
+    outcome
 }
 
-/// Applies `event` to a locked attempt inside the caller's transaction.
-pub(super) async fn transition(
-    conn: &mut PgConnection,
-    record: AttemptRecord,
-    event: AttemptEvent,
-    take: Option<&Take>,
-) -> LedgerResult<Applied> {
-    let decision = decide(record.state, event)?;
-    let id = record.id;
-    for effect in &decision.effects {
-        match effect {
-            Effect::TakeStock => {
-                let take = take.ok_or_else(|| LedgerError::Other("hold without a take".into()))?;
-                take_units(conn, id, take).await?;
-            }
-            Effect::ReturnStock => return_units(conn, id).await?,
-            Effect::RefundRequired => {
-                let event = DomainEvent::new(
-                    "sluice.payment.refund_required",
-                    id.sale,
-                    Some(id),
-                    serde_json::json!({
-                        "user_id": record.user.as_str(),
-                        "payment_reference": record.payment_reference,
-                        "state": record.state.to_string(),
-                    }),
-                );
-                outbox::insert(conn, &event).await?;
-            }
-        }
+#[async_trait]
+impl AttemptTx for PgConnection {
+    async fn lock_attempt(&mut self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
+        lock(self, id).await
     }
-    if decision.changed {
-        on_enter(conn, &record, decision.to).await?;
+
+    async fn is_past(&mut self, deadline: DateTime<Utc>) -> LedgerResult<bool> {
+        sqlx::query_scalar("SELECT $1 <= now()")
+            .bind(deadline)
+            .fetch_one(self)
+            .await
+            .map_err(db_error)
+    }
+
+    async fn take_units(&mut self, id: AttemptId, take: &Take) -> LedgerResult<()> {
+        take_units(self, id, take).await
+    }
+
+    async fn return_units(&mut self, id: AttemptId) -> LedgerResult<()> {
+        return_units(self, id).await
+    }
+
+    async fn enter_state(&mut self, id: AttemptId, to: AttemptState) -> LedgerResult<()> {
+        enter_state(self, id.local, to).await
+    }
+
+    async fn audit(
+        &mut self,
+        id: AttemptId,
+        from: AttemptState,
+        to: AttemptState,
+        cause: &str,
+    ) -> LedgerResult<()> {
         sqlx::query(
-            "UPDATE attempts SET state = $2, reason = $3, updated_at = now() WHERE id = $1",
+            "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause)
+             VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(id.local)
-        .bind(decision.to.name())
-        .bind(decision.to.reason().map(|r| r.as_str()))
-        .execute(&mut *conn)
+        .bind(from.name())
+        .bind(to.name())
+        .bind(to.reason().map(|r| r.as_str()))
+        .bind(cause)
+        .execute(self)
         .await
         .map_err(db_error)?;
-        audit(conn, id, decision.from, decision.to, event.as_str()).await?;
-        let event = DomainEvent::for_transition(
-            id,
-            record.user.as_str(),
-            decision.from,
-            decision.to,
-            event.as_str(),
-        );
-        outbox::insert(conn, &event).await?;
+        Ok(())
     }
-    let record = lock(conn, id).await?.ok_or(LedgerError::NotFound)?;
-    Ok(Applied { decision, record })
+
+    async fn insert_event(&mut self, event: &DomainEvent) -> LedgerResult<()> {
+        outbox::insert(self, event).await
+    }
 }
 
-/// Appends one row to the audit trail.
-pub(super) async fn audit(
-    conn: &mut PgConnection,
-    id: AttemptId,
-    from: AttemptState,
-    to: AttemptState,
-    cause: &str,
-) -> LedgerResult<()> {
-    sqlx::query(
-        "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause)
-         VALUES ($1, $2, $3, $4, $5)",
-    )
-    .bind(id.local)
-    .bind(from.name())
-    .bind(to.name())
-    .bind(to.reason().map(|r| r.as_str()))
-    .bind(cause)
-    .execute(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(())
-}
-
-/// What entering a state writes besides the state itself.
-async fn on_enter(
-    conn: &mut PgConnection,
-    record: &AttemptRecord,
-    to: AttemptState,
-) -> LedgerResult<()> {
-    let id = record.id.local;
-    let sql = match to {
+/// The new state, and what entering it writes besides.
+async fn enter_state(conn: &mut PgConnection, id: Uuid, to: AttemptState) -> LedgerResult<()> {
+    let also = match to {
         AttemptState::Hold { .. } => Some(
             "UPDATE attempts a SET hold_expires_at = now() + make_interval(secs => s.hold_ttl_secs)
              FROM sales s WHERE a.id = $1 AND s.id = a.sale_id",
@@ -259,13 +180,20 @@ async fn on_enter(
         ),
         AttemptState::Queued { .. } | AttemptState::Admitted { .. } => None,
     };
-    if let Some(sql) = sql {
+    if let Some(sql) = also {
         sqlx::query(sql)
             .bind(id)
-            .execute(conn)
+            .execute(&mut *conn)
             .await
             .map_err(db_error)?;
     }
+    sqlx::query("UPDATE attempts SET state = $2, reason = $3, updated_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(to.name())
+        .bind(to.reason().map(|r| r.as_str()))
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
     Ok(())
 }
 

@@ -5,6 +5,7 @@ use uuid::Uuid;
 
 use super::{attempts, db_error};
 use crate::domain::{AttemptEvent, AttemptId, SaleId};
+use crate::ledger::transition::transition;
 use crate::ledger::{LedgerError, LedgerResult, PaymentApplied};
 
 pub(super) async fn apply(
@@ -52,7 +53,7 @@ pub(super) async fn apply(
     } else {
         AttemptEvent::PaymentFailed
     };
-    let applied = attempts::transition(&mut tx, record, event, None).await?;
+    let applied = transition(&mut *tx, record, event, None).await?;
     tx.commit().await.map_err(db_error)?;
     Ok(PaymentApplied::Applied(applied))
 }

@@ -5,6 +5,7 @@ use sqlx::{PgPool, Row};
 
 use super::{attempts, db_error};
 use crate::domain::{AttemptEvent, AttemptId, SaleId};
+use crate::ledger::transition::{timeout_state, transition};
 use crate::ledger::{Applied, LedgerError, LedgerResult};
 
 pub(super) async fn expire_due(
@@ -12,36 +13,22 @@ pub(super) async fn expire_due(
     event: AttemptEvent,
     limit: u32,
 ) -> LedgerResult<Vec<Applied>> {
-    let sql = match event {
-        AttemptEvent::AdmissionTimeout => {
-            "SELECT id, sale_id FROM attempts WHERE state = 'ADMITTED' AND admission_expires_at <= now()
-             ORDER BY admission_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED"
-        }
-        AttemptEvent::HoldTimeout => {
-            "SELECT id, sale_id FROM attempts WHERE state = 'HOLD' AND hold_expires_at <= now()
-             ORDER BY hold_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED"
-        }
-        AttemptEvent::PaymentTimeout => {
-            "SELECT id, sale_id FROM attempts WHERE state = 'PAYMENT_PENDING' AND payment_expires_at <= now()
-             ORDER BY payment_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED"
-        }
-        AttemptEvent::Admit
-        | AttemptEvent::Leave
-        | AttemptEvent::Abandon
-        | AttemptEvent::Hold
-        | AttemptEvent::Release
-        | AttemptEvent::Checkout
-        | AttemptEvent::PaymentSucceeded
-        | AttemptEvent::PaymentFailed => {
-            return Err(LedgerError::Other(format!("{event:?} is not a timeout")))
-        }
+    let state = timeout_state(event)?;
+    let deadline = match event {
+        AttemptEvent::AdmissionTimeout => "admission_expires_at",
+        AttemptEvent::HoldTimeout => "hold_expires_at",
+        _ => "payment_expires_at",
     };
     let mut tx = pool.begin().await.map_err(db_error)?;
-    let rows = sqlx::query(sql)
-        .bind(limit as i64)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_error)?;
+    let rows = sqlx::query(&format!(
+        "SELECT id, sale_id FROM attempts WHERE state = $1 AND {deadline} <= now()
+         ORDER BY {deadline} LIMIT $2 FOR UPDATE SKIP LOCKED"
+    ))
+    .bind(state)
+    .bind(limit as i64)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db_error)?;
     let mut expired = Vec::with_capacity(rows.len());
     for row in rows {
         let id = AttemptId {
@@ -51,7 +38,7 @@ pub(super) async fn expire_due(
         let record = attempts::lock(&mut tx, id)
             .await?
             .ok_or(LedgerError::NotFound)?;
-        expired.push(attempts::transition(&mut tx, record, event, None).await?);
+        expired.push(transition(&mut *tx, record, event, None).await?);
     }
     tx.commit().await.map_err(db_error)?;
     Ok(expired)

@@ -1,0 +1,151 @@
+//! How an attempt changes, once for every database: the state machine decides, then the
+//! effects, the new state, the audit row and the outbox event are written through
+//! [`AttemptTx`] — one database's statements — inside the caller's transaction.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::{Applied, AttemptRecord, LedgerError, LedgerResult};
+use crate::domain::{decide, AttemptEvent, AttemptId, AttemptState, DomainEvent, Effect, UserId};
+use crate::queue::Take;
+
+/// The statements a transition needs, on an open transaction of one database.
+#[async_trait]
+pub(crate) trait AttemptTx: Send {
+    /// Loads the attempt and keeps it locked until the transaction ends.
+    async fn lock_attempt(&mut self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>>;
+    /// Whether `deadline` has passed by the database's clock.
+    async fn is_past(&mut self, deadline: DateTime<Utc>) -> LedgerResult<bool>;
+    /// Claims the hold's units, all or nothing (SoldOut / SeatTaken / UnknownSeat otherwise).
+    async fn take_units(&mut self, id: AttemptId, take: &Take) -> LedgerResult<()>;
+    /// Ends a held hold and frees its units; nothing if the hold had ended already.
+    async fn return_units(&mut self, id: AttemptId) -> LedgerResult<()>;
+    /// Writes the new state and what entering it implies (deadlines, payment rows).
+    async fn enter_state(&mut self, id: AttemptId, to: AttemptState) -> LedgerResult<()>;
+    async fn audit(
+        &mut self,
+        id: AttemptId,
+        from: AttemptState,
+        to: AttemptState,
+        cause: &str,
+    ) -> LedgerResult<()>;
+    async fn insert_event(&mut self, event: &DomainEvent) -> LedgerResult<()>;
+}
+
+/// Applies `event` to a locked attempt.
+pub(crate) async fn transition<T: AttemptTx + ?Sized>(
+    tx: &mut T,
+    record: AttemptRecord,
+    event: AttemptEvent,
+    take: Option<&Take>,
+) -> LedgerResult<Applied> {
+    let decision = decide(record.state, event)?;
+    let id = record.id;
+    for effect in &decision.effects {
+        match effect {
+            Effect::TakeStock => {
+                let take = take.ok_or_else(|| LedgerError::Other("hold without a take".into()))?;
+                tx.take_units(id, take).await?;
+            }
+            Effect::ReturnStock => tx.return_units(id).await?,
+            Effect::RefundRequired => {
+                let event = DomainEvent::new(
+                    "sluice.payment.refund_required",
+                    id.sale,
+                    Some(id),
+                    serde_json::json!({
+                        "user_id": record.user.as_str(),
+                        "payment_reference": record.payment_reference,
+                        "state": record.state.to_string(),
+                    }),
+                );
+                tx.insert_event(&event).await?;
+            }
+        }
+    }
+    if decision.changed {
+        tx.enter_state(id, decision.to).await?;
+        tx.audit(id, decision.from, decision.to, event.as_str())
+            .await?;
+        let event = DomainEvent::for_transition(
+            id,
+            record.user.as_str(),
+            decision.from,
+            decision.to,
+            event.as_str(),
+        );
+        tx.insert_event(&event).await?;
+    }
+    let record = tx.lock_attempt(id).await?.ok_or(LedgerError::NotFound)?;
+    Ok(Applied { decision, record })
+}
+
+/// The timeout event that applies to a locked attempt now, by the database's clock.
+pub(crate) async fn due_timeout<T: AttemptTx + ?Sized>(
+    tx: &mut T,
+    record: &AttemptRecord,
+) -> LedgerResult<Option<AttemptEvent>> {
+    let (event, deadline) = match record.state {
+        AttemptState::Admitted { .. } => (
+            AttemptEvent::AdmissionTimeout,
+            Some(record.admission_expires_at),
+        ),
+        AttemptState::Hold { .. } => (AttemptEvent::HoldTimeout, record.hold_expires_at),
+        // A payment success that arrives after the payment deadline but before the reaper
+        // still confirms: the units are still held for this attempt, and the customer paid.
+        AttemptState::PaymentPending { .. }
+        | AttemptState::Queued { .. }
+        | AttemptState::Confirmed { .. }
+        | AttemptState::Expired { .. } => return Ok(None),
+    };
+    match deadline {
+        Some(deadline) if tx.is_past(deadline).await? => Ok(Some(event)),
+        _ => Ok(None),
+    }
+}
+
+/// The body of `Ledger::apply` inside an open transaction. `Ok(Err(rejected))` means the
+/// event was refused but the transaction holds a due expiry worth committing.
+pub(crate) async fn apply_in<T: AttemptTx + ?Sized>(
+    tx: &mut T,
+    id: AttemptId,
+    user: Option<&UserId>,
+    event: AttemptEvent,
+    take: Option<&Take>,
+) -> LedgerResult<Result<Applied, LedgerError>> {
+    let mut record = tx.lock_attempt(id).await?.ok_or(LedgerError::NotFound)?;
+    if user.is_some_and(|u| *u != record.user) {
+        return Err(LedgerError::NotFound);
+    }
+    // An attempt past its deadline expires before the event is looked at; the expiry is kept
+    // even when the event is then refused.
+    if let Some(timeout) = due_timeout(tx, &record).await? {
+        if timeout != event {
+            record = transition(tx, record, timeout, None).await?.record;
+        }
+    }
+    match transition(tx, record, event, take).await {
+        Ok(applied) => Ok(Ok(applied)),
+        Err(LedgerError::Rejected(rejected)) => Ok(Err(LedgerError::Rejected(rejected))),
+        Err(other) => Err(other),
+    }
+}
+
+/// Which timeout a reaper pass handles, as the state it expires.
+pub(crate) fn timeout_state(event: AttemptEvent) -> LedgerResult<&'static str> {
+    match event {
+        AttemptEvent::AdmissionTimeout => Ok("ADMITTED"),
+        AttemptEvent::HoldTimeout => Ok("HOLD"),
+        AttemptEvent::PaymentTimeout => Ok("PAYMENT_PENDING"),
+        AttemptEvent::Admit
+        | AttemptEvent::Leave
+        | AttemptEvent::Abandon
+        | AttemptEvent::Hold
+        | AttemptEvent::Release
+        | AttemptEvent::Checkout
+        | AttemptEvent::PaymentSucceeded
+        | AttemptEvent::PaymentFailed => {
+            Err(LedgerError::Other(format!("{event:?} is not a timeout")))
+        }
+    }
+}
