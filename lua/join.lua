@@ -4,8 +4,10 @@
 -- ARGV: 1 user id, 2 attempt id to use if the user has no live attempt, 3 now (ms)
 -- Returns {status, attempt, position, waiting}; status is
 --   queued | active (already admitted: position 0) | unknown (no such sale) | closed
+-- A sale whose stock was never written here (unknown, or lost in a flush) is unknown: the
+-- caller restores it from the ledger.
+if not redis.call('HGET', KEYS[1], 'stock_initialised') then return {'unknown', '', 0, 0} end
 local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return {'unknown', '', 0, 0} end
 local closes_at = tonumber(redis.call('HGET', KEYS[1], 'closes_at_ms') or '0')
 if status == 'closed' or (closes_at > 0 and tonumber(ARGV[3]) >= closes_at) then
   return {'closed', '', 0, 0}

@@ -3,7 +3,7 @@
 //! [`Config::load`] validates the result and names the offending key in its error.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use figment::providers::{Env, Format, Serialized, Toml};
@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub http: HttpConfig,
-    pub redis: RedisConfig,
-    pub postgres: PostgresConfig,
+    pub queue: QueueConfig,
+    pub ledger: LedgerConfig,
+    pub embedded: EmbeddedConfig,
     pub auth: AuthConfig,
     pub payments: PaymentsConfig,
     pub workers: WorkersConfig,
@@ -33,7 +34,8 @@ pub struct HttpConfig {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RedisConfig {
+pub struct QueueConfig {
+    /// Empty: the in-process queue store (embedded). `redis://…`: Redis.
     pub url: String,
     /// Prefix of every key, so several deployments (or tests) can share one Redis.
     pub key_prefix: String,
@@ -43,7 +45,8 @@ pub struct RedisConfig {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PostgresConfig {
+pub struct LedgerConfig {
+    /// Empty: a SQLite file in `embedded.data_dir` (embedded). `postgres://…`: PostgreSQL.
     pub url: String,
     pub max_connections: u32,
     /// Longest wait for a pooled connection before answering 503.
@@ -52,10 +55,19 @@ pub struct PostgresConfig {
     pub migrate_on_start: bool,
 }
 
+/// Where the embedded backends keep their files.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddedConfig {
+    /// The SQLite ledger, the events file, and the secrets generated when none are configured.
+    pub data_dir: PathBuf,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuthConfig {
-    /// The `X-Admin-Key` of the admin routes (at least 16 characters).
+    /// The `X-Admin-Key` of the admin routes (at least 16 characters). Embedded, when unset:
+    /// generated once and kept in the data directory.
     pub admin_key: String,
     /// HS256 secret that signs the customer's user tokens; or use `user_jwt_public_key_pem`.
     pub user_jwt_hs256_secret: Option<String>,
@@ -110,16 +122,19 @@ impl Default for Config {
                 listen: "127.0.0.1:8080".parse().expect("static address"),
                 body_limit_bytes: 64 * 1024,
             },
-            redis: RedisConfig {
-                url: "redis://127.0.0.1:6379".into(),
+            queue: QueueConfig {
+                url: String::new(),
                 key_prefix: "sluice".into(),
                 timeout_ms: 150,
             },
-            postgres: PostgresConfig {
-                url: "postgres://sluice@127.0.0.1:5432/sluice".into(),
+            ledger: LedgerConfig {
+                url: String::new(),
                 max_connections: 20,
                 acquire_timeout_ms: 1000,
                 migrate_on_start: true,
+            },
+            embedded: EmbeddedConfig {
+                data_dir: "sluice-data".into(),
             },
             auth: AuthConfig {
                 admin_key: String::new(),
@@ -173,11 +188,22 @@ impl Config {
     }
 
     pub fn from_figment(figment: Figment) -> Result<Config, ConfigError> {
-        let config: Config = figment
+        let mut config: Config = figment
             .extract()
             .map_err(|e| ConfigError::Parse(Box::new(e)))?;
+        if config.ledger_is_embedded() {
+            crate::secrets::fill(&mut config).map_err(|e| ConfigError::Invalid {
+                key: "embedded.data_dir",
+                message: e.to_string(),
+            })?;
+        }
         config.validate()?;
         Ok(config)
+    }
+
+    /// The ledger is the SQLite file of the data directory (no PostgreSQL configured).
+    pub fn ledger_is_embedded(&self) -> bool {
+        self.ledger.url.is_empty()
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -186,6 +212,20 @@ impl Config {
                 key,
                 message: message.into(),
             })
+        }
+        let queue = &self.queue.url;
+        if !queue.is_empty() && !queue.starts_with("redis://") && !queue.starts_with("rediss://") {
+            return bad("queue.url", "empty (in-process) or redis://…");
+        }
+        let ledger = &self.ledger.url;
+        if !ledger.is_empty()
+            && !ledger.starts_with("postgres://")
+            && !ledger.starts_with("postgresql://")
+        {
+            return bad(
+                "ledger.url",
+                "empty (SQLite in embedded.data_dir) or postgres://…",
+            );
         }
         if self.auth.admin_key.len() < 16 {
             return bad("auth.admin_key", "must be set, at least 16 characters");
@@ -216,25 +256,17 @@ impl Config {
                 return bad("auth.admission_key_seed_hex", "must be 64 hex digits");
             }
         }
-        if !self.redis.url.starts_with("redis://") && !self.redis.url.starts_with("rediss://") {
-            return bad("redis.url", "must start with redis:// or rediss://");
+        if self.queue.key_prefix.is_empty() || self.queue.key_prefix.contains(['{', '}', ' ']) {
+            return bad("queue.key_prefix", "non-empty, without braces or spaces");
         }
-        if !self.postgres.url.starts_with("postgres://")
-            && !self.postgres.url.starts_with("postgresql://")
-        {
-            return bad("postgres.url", "must start with postgres://");
-        }
-        if self.redis.key_prefix.is_empty() || self.redis.key_prefix.contains(['{', '}', ' ']) {
-            return bad("redis.key_prefix", "non-empty, without braces or spaces");
-        }
-        if self.redis.timeout_ms == 0 {
-            return bad("redis.timeout_ms", "must be positive");
+        if self.queue.timeout_ms == 0 {
+            return bad("queue.timeout_ms", "must be positive");
         }
         if self.http.body_limit_bytes < 1024 {
             return bad("http.body_limit_bytes", "must be at least 1024");
         }
-        if self.postgres.max_connections == 0 {
-            return bad("postgres.max_connections", "must be positive");
+        if self.ledger.max_connections == 0 {
+            return bad("ledger.max_connections", "must be positive");
         }
         if self.workers.admission_tick_ms < 10 {
             return bad("workers.admission_tick_ms", "must be at least 10");
@@ -251,8 +283,8 @@ impl Config {
         Ok(())
     }
 
-    pub fn redis_timeout(&self) -> Duration {
-        Duration::from_millis(self.redis.timeout_ms)
+    pub fn queue_timeout(&self) -> Duration {
+        Duration::from_millis(self.queue.timeout_ms)
     }
 }
 
@@ -271,17 +303,35 @@ mod tests {
     }
 
     #[test]
+    fn the_embedded_default_needs_no_configuration_and_keeps_its_secrets() {
+        Jail::expect_with(|jail| {
+            jail.clear_env();
+            let first = Config::load(None).expect("the defaults are a working embedded config");
+            assert!(first.ledger_is_embedded());
+            assert!(first.auth.admin_key.len() >= 16);
+            let again = Config::load(None).unwrap();
+            assert_eq!(
+                first.auth.admin_key, again.auth.admin_key,
+                "generated once, then kept"
+            );
+            assert_eq!(first.payments.webhook_secret, again.payments.webhook_secret);
+            Ok(())
+        });
+    }
+
+    #[test]
     fn layers_apply_in_order_defaults_file_env() {
         Jail::expect_with(|jail| {
+            jail.clear_env();
             valid_env(jail);
             jail.create_file(
                 "sluice.toml",
-                "[redis]\nkey_prefix = \"fromfile\"\ntimeout_ms = 99\n",
+                "[queue]\nkey_prefix = \"fromfile\"\ntimeout_ms = 99\n",
             )?;
-            jail.set_env("SLUICE__REDIS__TIMEOUT_MS", "77");
+            jail.set_env("SLUICE__QUEUE__TIMEOUT_MS", "77");
             let c = Config::load(Some(Path::new("sluice.toml"))).expect("valid");
-            assert_eq!(c.redis.key_prefix, "fromfile");
-            assert_eq!(c.redis.timeout_ms, 77);
+            assert_eq!(c.queue.key_prefix, "fromfile");
+            assert_eq!(c.queue.timeout_ms, 77);
             assert_eq!(c.http.body_limit_bytes, 64 * 1024);
             Ok(())
         });
@@ -290,6 +340,7 @@ mod tests {
     #[test]
     fn errors_name_the_bad_key() {
         Jail::expect_with(|jail| {
+            jail.clear_env();
             valid_env(jail);
             jail.set_env("SLUICE__HTTP__BODY_LIMIT_BYTES", "lots");
             let err = Config::load(None).unwrap_err().to_string();
@@ -300,6 +351,7 @@ mod tests {
             Ok(())
         });
         Jail::expect_with(|jail| {
+            jail.clear_env();
             valid_env(jail);
             jail.set_env("SLUICE__WORKERS__REAPER_CRON", "* * * * *");
             let err = Config::load(None).unwrap_err().to_string();
@@ -307,9 +359,19 @@ mod tests {
             Ok(())
         });
         Jail::expect_with(|jail| {
+            jail.clear_env();
+            // Production (PostgreSQL) needs every secret configured.
+            jail.set_env("SLUICE__LEDGER__URL", "postgres://x@127.0.0.1/y");
             jail.set_env("SLUICE__PAYMENTS__WEBHOOK_SECRET", "whsec-0123456789abcdef");
             let err = Config::load(None).unwrap_err().to_string();
             assert!(err.contains("auth.admin_key"), "{err}");
+            Ok(())
+        });
+        Jail::expect_with(|jail| {
+            jail.clear_env();
+            jail.set_env("SLUICE__LEDGER__URL", "mysql://nope");
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(err.contains("ledger.url"), "{err}");
             Ok(())
         });
     }

@@ -38,6 +38,7 @@ pub mod domain;
 pub mod ledger;
 pub mod payments;
 pub mod queue;
+pub mod secrets;
 pub mod server;
 pub mod service;
 pub mod telemetry;

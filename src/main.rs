@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use sluice::config::Config;
 use sluice::domain::UserId;
-use sluice::ledger::{Ledger, PgLedger};
 
 #[derive(Parser)]
 #[command(
@@ -52,12 +51,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => sluice::server::start(config).await?.wait().await,
         Command::Migrate => {
-            let pg = &config.postgres;
-            let ledger = PgLedger::new(
-                &pg.url,
-                2,
-                std::time::Duration::from_millis(pg.acquire_timeout_ms),
-            )?;
+            let ledger = sluice::ledger::from_config(&config)?;
             ledger.migrate().await?;
             println!("ledger migrated");
             Ok(())

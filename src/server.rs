@@ -21,13 +21,11 @@ pub struct Running {
 
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = App::build(config)?;
-    if app.config.postgres.migrate_on_start {
-        app.ledger.migrate().await.map_err(|e| {
-            anyhow::anyhow!(
-                "migrating the ledger at {}: {e}",
-                redact(&app.config.postgres.url)
-            )
-        })?;
+    if app.config.ledger.migrate_on_start {
+        app.ledger
+            .migrate()
+            .await
+            .map_err(|e| anyhow::anyhow!("migrating the ledger ({}): {e}", ledger_name(&app)))?;
     }
     let acceptor = TcpListener::bind(app.config.http.listen)
         .into_acceptor()
@@ -44,7 +42,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     } else {
         None
     };
-    tracing::info!(%addr, "sluice is serving");
+    tracing::info!(%addr, ledger = %ledger_name(&app), queue = if app.config.queue.url.is_empty() { "in-process" } else { "redis" }, "sluice is serving");
+    if app.config.ledger_is_embedded() {
+        tracing::info!(
+            admin_key = %app.config.auth.admin_key,
+            secrets = %crate::secrets::path(&app.config).display(),
+            "embedded mode: send the admin key as X-Admin-Key; `sluice dev-token <user>` mints user tokens"
+        );
+    }
     Ok(Running {
         addr,
         app,
@@ -70,6 +75,19 @@ impl Running {
                 Ok(())
             }
         }
+    }
+}
+
+fn ledger_name(app: &App) -> String {
+    if app.config.ledger_is_embedded() {
+        app.config
+            .embedded
+            .data_dir
+            .join("sluice.db")
+            .display()
+            .to_string()
+    } else {
+        redact(&app.config.ledger.url)
     }
 }
 

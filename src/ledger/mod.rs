@@ -4,6 +4,7 @@
 //! wiped or stale queue store can never oversell. Deadlines are judged by the database's clock.
 
 pub mod postgres;
+pub mod sqlite;
 mod transition;
 
 use async_trait::async_trait;
@@ -17,6 +18,24 @@ use crate::domain::{
 use crate::queue::{Admitted, Take};
 
 pub use self::postgres::PgLedger;
+pub use self::sqlite::SqliteLedger;
+
+/// The ledger named by the configuration: SQLite in the data directory when `ledger.url` is
+/// empty, PostgreSQL otherwise.
+pub fn from_config(config: &crate::config::Config) -> anyhow::Result<std::sync::Arc<dyn Ledger>> {
+    let c = &config.ledger;
+    let timeout = std::time::Duration::from_millis(c.acquire_timeout_ms);
+    Ok(if config.ledger_is_embedded() {
+        let path = config.embedded.data_dir.join("sluice.db");
+        std::sync::Arc::new(SqliteLedger::open(
+            &path,
+            c.max_connections.min(8),
+            timeout,
+        )?)
+    } else {
+        std::sync::Arc::new(PgLedger::new(&c.url, c.max_connections, timeout)?)
+    })
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {

@@ -13,13 +13,31 @@
 //!
 //! Attempts are stored by their local UUID (32 hex digits): the sale is in the key already.
 
+pub mod memory;
 pub mod redis;
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use crate::domain::{Admission, AttemptId, Sale, SaleId, SaleStatus, Stock, UserId};
 
+pub use self::memory::MemoryQueue;
 pub use self::redis::RedisQueue;
+
+/// The queue store named by the configuration: in-process when `queue.url` is empty.
+pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Arc<dyn QueueStore>> {
+    let queue = &config.queue;
+    Ok(if queue.url.is_empty() {
+        Arc::new(MemoryQueue::new())
+    } else {
+        Arc::new(RedisQueue::new(
+            &queue.url,
+            &queue.key_prefix,
+            config.queue_timeout(),
+        )?)
+    })
+}
 
 /// Why a queue-store call failed.
 #[derive(Debug, thiserror::Error)]

@@ -29,9 +29,9 @@ pub use view::{poll_after_ms, AttemptView};
 
 use crate::auth::{AdminKey, AdmissionTokens, UserTokens};
 use crate::config::Config;
-use crate::ledger::{Ledger, PgLedger};
+use crate::ledger::Ledger;
 use crate::payments::WebhookSigner;
-use crate::queue::{QueueStore, RedisQueue};
+use crate::queue::QueueStore;
 
 pub type ServiceResult<T> = Result<T, ServiceError>;
 
@@ -59,16 +59,8 @@ pub struct App {
 impl App {
     /// Builds the backends named by the configuration (no connection is made yet).
     pub fn build(config: Config) -> anyhow::Result<App> {
-        let queue = RedisQueue::new(
-            &config.redis.url,
-            &config.redis.key_prefix,
-            config.redis_timeout(),
-        )?;
-        let ledger = PgLedger::new(
-            &config.postgres.url,
-            config.postgres.max_connections,
-            std::time::Duration::from_millis(config.postgres.acquire_timeout_ms),
-        )?;
+        let queue = crate::queue::from_config(&config)?;
+        let ledger = crate::ledger::from_config(&config)?;
         let seed = config
             .auth
             .admission_key_seed_hex
@@ -91,8 +83,8 @@ impl App {
             metrics: crate::telemetry::metrics_handle(),
             limits: Arc::new(limits::Limits::new(&config.limits)),
             instance_id: uuid::Uuid::now_v7().simple().to_string(),
-            queue: Arc::new(queue),
-            ledger: Arc::new(ledger),
+            queue,
+            ledger,
             config: Arc::new(config),
         })
     }

@@ -105,7 +105,7 @@ async fn two_thousand_concurrent_holds_for_one_hundred_units_three_rounds() {
             .unwrap();
         assert_eq!(queue.remaining, 0, "round {round}: Redis agrees");
         // The ledger's own sum: held units never exceed the total.
-        let pool = sqlx::PgPool::connect(&t.app.config.postgres.url)
+        let pool = sqlx::PgPool::connect(&t.app.config.ledger.url)
             .await
             .unwrap();
         let sold: i64 = sqlx::query_scalar(

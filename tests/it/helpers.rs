@@ -40,12 +40,12 @@ pub async fn fresh_database() -> String {
 pub fn test_config() -> Config {
     let mut c = Config::default();
     c.http.listen = "127.0.0.1:0".parse().unwrap();
-    c.redis.url = redis_url();
-    c.redis.key_prefix = format!("t{}", uuid::Uuid::new_v4().simple());
+    c.queue.url = redis_url();
+    c.queue.key_prefix = format!("t{}", uuid::Uuid::new_v4().simple());
     // The test process shares two cores with Redis and PostgreSQL; bursts of thousands of
     // requests must not trip the production-tight timeout (the outage test sets its own).
-    c.redis.timeout_ms = 2000;
-    c.postgres.max_connections = 30;
+    c.queue.timeout_ms = 2000;
+    c.ledger.max_connections = 30;
     c.auth.admin_key = ADMIN_KEY.into();
     c.auth.user_jwt_hs256_secret = Some("user-secret-0123456789abcdef".into());
     c.payments.webhook_secret = WEBHOOK_SECRET.into();
@@ -110,7 +110,7 @@ impl TestApp {
 
     pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
         let mut config = test_config();
-        config.postgres.url = fresh_database().await;
+        config.ledger.url = fresh_database().await;
         tweak(&mut config);
         Self::spawn_config(config).await
     }
@@ -342,7 +342,7 @@ impl TestApp {
 
     /// The number of outbox rows of `event_type`.
     pub async fn outbox_count(&self, event_type: &str) -> i64 {
-        let pool = sqlx::PgPool::connect(&self.app.config.postgres.url)
+        let pool = sqlx::PgPool::connect(&self.app.config.ledger.url)
             .await
             .unwrap();
         let n = sqlx::query_scalar("SELECT count(*) FROM outbox WHERE event_type = $1")

@@ -67,7 +67,7 @@ async fn join_admit_hold_checkout_pay_confirmed() {
     );
 
     // The audit trail has every step, in order.
-    let pool = sqlx::PgPool::connect(&t.app.config.postgres.url)
+    let pool = sqlx::PgPool::connect(&t.app.config.ledger.url)
         .await
         .unwrap();
     let local = sluice::domain::AttemptId::parse(attempt).unwrap().local;

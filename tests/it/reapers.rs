@@ -64,7 +64,7 @@ async fn racing_reapers_restore_each_hold_exactly_once() {
         .unwrap();
     assert_eq!((queue.remaining, queue.active), (60, 0), "Redis agrees");
 
-    let pool = sqlx::PgPool::connect(&a.app.config.postgres.url)
+    let pool = sqlx::PgPool::connect(&a.app.config.ledger.url)
         .await
         .unwrap();
     let per_attempt: Vec<i64> = sqlx::query_scalar(

@@ -72,8 +72,8 @@ async fn redis_down_answers_503_quickly_and_recovers() {
     let port = free_port();
     let mut redis = PrivateRedis::start(port, &dir);
     let t = TestApp::spawn_with(|c| {
-        c.redis.url = format!("redis://127.0.0.1:{port}");
-        c.redis.timeout_ms = 150;
+        c.queue.url = format!("redis://127.0.0.1:{port}");
+        c.queue.timeout_ms = 150;
     })
     .await;
     let sale = t.create_sale(json!({ "rate_per_minute": 1 })).await;

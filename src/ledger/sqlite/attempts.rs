@@ -1,0 +1,263 @@
+//! Attempts on SQLite: loading, and the statements of [`AttemptTx`].
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
+use uuid::Uuid;
+
+use super::{db_error, from_ms, NOW_MS};
+use crate::domain::{AttemptId, AttemptState, DomainEvent, SaleId, UserId};
+use crate::ledger::transition::AttemptTx;
+use crate::ledger::{AttemptRecord, HeldStock, LedgerError, LedgerResult};
+use crate::queue::Take;
+
+const SELECT: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
+        a.admission_expires_at_ms, a.hold_expires_at_ms, a.payment_expires_at_ms,
+        h.quantity AS hold_quantity, h.seat_ids AS hold_seats, p.reference AS payment_reference
+    FROM attempts a
+    LEFT JOIN holds h ON h.attempt_id = a.id
+    LEFT JOIN payments p ON p.attempt_id = a.id
+    WHERE a.id = ?";
+
+fn record_from_row(row: &SqliteRow) -> LedgerResult<AttemptRecord> {
+    let bad = |what: &str| LedgerError::Other(format!("bad {what} in attempts row"));
+    let state = AttemptState::from_parts(row.get("state"), row.get("reason"))
+        .ok_or_else(|| bad("state"))?;
+    let hold = match row.get::<Option<i64>, _>("hold_quantity") {
+        Some(quantity) => Some(HeldStock {
+            quantity: quantity as u32,
+            seats: serde_json::from_str(row.get::<Option<&str>, _>("hold_seats").unwrap_or("[]"))
+                .map_err(|_| bad("seats"))?,
+        }),
+        None => None,
+    };
+    let payment_reference: Option<Uuid> = row.get("payment_reference");
+    Ok(AttemptRecord {
+        id: AttemptId {
+            sale: SaleId(row.get("sale_id")),
+            local: row.get("id"),
+        },
+        user: UserId::parse(row.get("user_id")).map_err(|_| bad("user"))?,
+        seq: row.get("seq"),
+        state,
+        admission_expires_at: from_ms(row.get("admission_expires_at_ms")),
+        hold_expires_at: row.get::<Option<i64>, _>("hold_expires_at_ms").map(from_ms),
+        payment_expires_at: row
+            .get::<Option<i64>, _>("payment_expires_at_ms")
+            .map(from_ms),
+        hold,
+        payment_reference,
+    })
+}
+
+pub(super) async fn load(
+    conn: &mut SqliteConnection,
+    id: AttemptId,
+) -> LedgerResult<Option<AttemptRecord>> {
+    let row = sqlx::query(SELECT)
+        .bind(id.local)
+        .fetch_optional(conn)
+        .await
+        .map_err(db_error)?;
+    match row {
+        Some(row) => {
+            let record = record_from_row(&row)?;
+            Ok((record.id.sale == id.sale).then_some(record))
+        }
+        None => Ok(None),
+    }
+}
+
+#[async_trait]
+impl AttemptTx for SqliteConnection {
+    /// The write transaction already holds the database lock.
+    async fn lock_attempt(&mut self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
+        load(self, id).await
+    }
+
+    async fn is_past(&mut self, deadline: DateTime<Utc>) -> LedgerResult<bool> {
+        sqlx::query_scalar(&format!("SELECT ? <= {NOW_MS}"))
+            .bind(deadline.timestamp_millis())
+            .fetch_one(self)
+            .await
+            .map_err(db_error)
+    }
+
+    async fn take_units(&mut self, id: AttemptId, take: &Take) -> LedgerResult<()> {
+        let (claimed, seats): (Vec<String>, Vec<String>) = match take {
+            Take::Quantity(n) => {
+                let claimed = sqlx::query_scalar(
+                    "UPDATE stock_units SET attempt_id = ?
+                     WHERE rowid IN (SELECT rowid FROM stock_units WHERE sale_id = ? AND attempt_id IS NULL LIMIT ?)
+                     RETURNING unit_id",
+                )
+                .bind(id.local)
+                .bind(id.sale.0)
+                .bind(*n as i64)
+                .fetch_all(&mut *self)
+                .await
+                .map_err(db_error)?;
+                (claimed, Vec::new())
+            }
+            Take::Seats(seats) => {
+                let claimed = sqlx::query_scalar(
+                    "UPDATE stock_units SET attempt_id = ?
+                     WHERE sale_id = ? AND attempt_id IS NULL AND unit_id IN (SELECT value FROM json_each(?))
+                     RETURNING unit_id",
+                )
+                .bind(id.local)
+                .bind(id.sale.0)
+                .bind(serde_json::to_string(seats).unwrap_or_default())
+                .fetch_all(&mut *self)
+                .await
+                .map_err(db_error)?;
+                (claimed, seats.clone())
+            }
+        };
+        let wanted = take.units() as usize;
+        if claimed.len() < wanted {
+            let Some(seat) = seats.iter().find(|s| !claimed.contains(s)) else {
+                return Err(LedgerError::SoldOut);
+            };
+            let exists: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM stock_units WHERE sale_id = ? AND unit_id = ?)",
+            )
+            .bind(id.sale.0)
+            .bind(seat)
+            .fetch_one(&mut *self)
+            .await
+            .map_err(db_error)?;
+            return Err(if exists {
+                LedgerError::SeatTaken(seat.clone())
+            } else {
+                LedgerError::UnknownSeat(seat.clone())
+            });
+        }
+        sqlx::query(&format!(
+            "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status, created_at_ms)
+             VALUES (?, ?, ?, ?, 'held', {NOW_MS})"
+        ))
+        .bind(id.local)
+        .bind(id.sale.0)
+        .bind(wanted as i64)
+        .bind(serde_json::to_string(&seats).unwrap_or_default())
+        .execute(self)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn return_units(&mut self, id: AttemptId) -> LedgerResult<()> {
+        let ended = sqlx::query(&format!(
+            "UPDATE holds SET status = 'returned', ended_at_ms = {NOW_MS} WHERE attempt_id = ? AND status = 'held'"
+        ))
+        .bind(id.local)
+        .execute(&mut *self)
+        .await
+        .map_err(db_error)?;
+        if ended.rows_affected() == 1 {
+            sqlx::query(
+                "UPDATE stock_units SET attempt_id = NULL WHERE sale_id = ? AND attempt_id = ?",
+            )
+            .bind(id.sale.0)
+            .bind(id.local)
+            .execute(self)
+            .await
+            .map_err(db_error)?;
+        }
+        Ok(())
+    }
+
+    async fn enter_state(&mut self, id: AttemptId, to: AttemptState) -> LedgerResult<()> {
+        let local = id.local;
+        let also = match to {
+            AttemptState::Hold { .. } => Some(format!(
+                "UPDATE attempts SET hold_expires_at_ms = {NOW_MS} + 1000 *
+                   (SELECT hold_ttl_secs FROM sales WHERE sales.id = attempts.sale_id) WHERE id = ?"
+            )),
+            AttemptState::PaymentPending { .. } => {
+                sqlx::query(&format!(
+                    "INSERT OR IGNORE INTO payments (reference, attempt_id, status, created_at_ms, updated_at_ms)
+                     VALUES (?, ?, 'pending', {NOW_MS}, {NOW_MS})"
+                ))
+                .bind(Uuid::new_v4())
+                .bind(local)
+                .execute(&mut *self)
+                .await
+                .map_err(db_error)?;
+                Some(format!(
+                    "UPDATE attempts SET payment_expires_at_ms = {NOW_MS} + 1000 *
+                       (SELECT payment_ttl_secs FROM sales WHERE sales.id = attempts.sale_id) WHERE id = ?"
+                ))
+            }
+            AttemptState::Confirmed { .. } => {
+                sqlx::query(&format!("UPDATE payments SET status = 'succeeded', updated_at_ms = {NOW_MS} WHERE attempt_id = ?"))
+                    .bind(local)
+                    .execute(&mut *self)
+                    .await
+                    .map_err(db_error)?;
+                Some(format!("UPDATE holds SET status = 'confirmed', ended_at_ms = {NOW_MS} WHERE attempt_id = ? AND status = 'held'"))
+            }
+            AttemptState::Expired { .. } => Some(format!(
+                "UPDATE payments SET status = 'failed', updated_at_ms = {NOW_MS} WHERE attempt_id = ? AND status = 'pending'"
+            )),
+            AttemptState::Queued { .. } | AttemptState::Admitted { .. } => None,
+        };
+        if let Some(sql) = also {
+            sqlx::query(&sql)
+                .bind(local)
+                .execute(&mut *self)
+                .await
+                .map_err(db_error)?;
+        }
+        sqlx::query(&format!(
+            "UPDATE attempts SET state = ?, reason = ?, updated_at_ms = {NOW_MS} WHERE id = ?"
+        ))
+        .bind(to.name())
+        .bind(to.reason().map(|r| r.as_str()))
+        .bind(local)
+        .execute(self)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn audit(
+        &mut self,
+        id: AttemptId,
+        from: AttemptState,
+        to: AttemptState,
+        cause: &str,
+    ) -> LedgerResult<()> {
+        sqlx::query(&format!(
+            "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause, at_ms)
+             VALUES (?, ?, ?, ?, ?, {NOW_MS})"
+        ))
+        .bind(id.local)
+        .bind(from.name())
+        .bind(to.name())
+        .bind(to.reason().map(|r| r.as_str()))
+        .bind(cause)
+        .execute(self)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn insert_event(&mut self, event: &DomainEvent) -> LedgerResult<()> {
+        let payload =
+            serde_json::to_string(event).map_err(|e| LedgerError::Other(e.to_string()))?;
+        sqlx::query(&format!(
+            "INSERT INTO outbox (id, sale_id, event_type, payload, created_at_ms) VALUES (?, ?, ?, ?, {NOW_MS})"
+        ))
+        .bind(event.id)
+        .bind(event.sale_id.0)
+        .bind(&event.kind)
+        .bind(payload)
+        .execute(self)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+}

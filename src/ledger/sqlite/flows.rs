@@ -1,0 +1,191 @@
+//! Admissions, payment webhooks, reapers and saved responses on SQLite.
+
+use sqlx::sqlite::SqlitePool;
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::{attempts, db_error, SqliteLedger, NOW_MS};
+use crate::domain::{AttemptEvent, AttemptId, AttemptState, DomainEvent, SaleId, UserId};
+use crate::ledger::transition::{timeout_state, transition, AttemptTx};
+use crate::ledger::{
+    AdmissionPlan, Applied, LedgerError, LedgerResult, PaymentApplied, SavedResponse,
+};
+use crate::queue::Admitted;
+
+pub(super) async fn record_admissions(
+    ledger: &SqliteLedger,
+    plan: &AdmissionPlan,
+    admitted: &[Admitted],
+) -> LedgerResult<()> {
+    if admitted.is_empty() {
+        return Ok(());
+    }
+    let (from, to) = (AttemptState::QUEUED, AttemptState::ADMITTED);
+    let cause = AttemptEvent::Admit.as_str();
+    let mut tx = ledger.write().await?;
+    for a in admitted {
+        // OR IGNORE: a retried batch records nothing twice.
+        let inserted = sqlx::query(&format!(
+            "INSERT OR IGNORE INTO attempts (id, sale_id, user_id, seq, state, admitted_at_ms, admission_expires_at_ms, updated_at_ms)
+             VALUES (?, ?, ?, ?, 'ADMITTED', {NOW_MS}, {NOW_MS} + 1000 * ?, {NOW_MS})"
+        ))
+        .bind(a.attempt.local)
+        .bind(plan.sale.0)
+        .bind(a.user.as_str())
+        .bind(a.seq as i64)
+        .bind(plan.admission_ttl_secs as i64)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if inserted.rows_affected() == 1 {
+            tx.audit(a.attempt, from, to, cause).await?;
+            tx.insert_event(&DomainEvent::for_transition(
+                a.attempt,
+                a.user.as_str(),
+                from,
+                to,
+                cause,
+            ))
+            .await?;
+        }
+    }
+    tx.commit().await.map_err(db_error)
+}
+
+pub(super) async fn payment_event(
+    ledger: &SqliteLedger,
+    provider_event_id: &str,
+    reference: Uuid,
+    succeeded: bool,
+) -> LedgerResult<PaymentApplied> {
+    let mut tx = ledger.write().await?;
+    let row = sqlx::query("SELECT a.id, a.sale_id FROM payments p JOIN attempts a ON a.id = p.attempt_id WHERE p.reference = ?")
+        .bind(reference)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    let Some(row) = row else {
+        return Ok(PaymentApplied::UnknownReference);
+    };
+    let id = AttemptId {
+        sale: SaleId(row.get("sale_id")),
+        local: row.get("id"),
+    };
+    let record = attempts::load(&mut tx, id)
+        .await?
+        .ok_or(LedgerError::NotFound)?;
+    let claimed = sqlx::query(&format!(
+        "INSERT OR IGNORE INTO payment_events (provider_event_id, payment_reference, kind, received_at_ms) VALUES (?, ?, ?, {NOW_MS})"
+    ))
+    .bind(provider_event_id)
+    .bind(reference)
+    .bind(if succeeded { "succeeded" } else { "failed" })
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    if claimed.rows_affected() == 0 {
+        return Ok(PaymentApplied::Duplicate { record });
+    }
+    let event = if succeeded {
+        AttemptEvent::PaymentSucceeded
+    } else {
+        AttemptEvent::PaymentFailed
+    };
+    let applied = transition(&mut *tx, record, event, None).await?;
+    tx.commit().await.map_err(db_error)?;
+    Ok(PaymentApplied::Applied(applied))
+}
+
+pub(super) async fn expire_due(
+    ledger: &SqliteLedger,
+    event: AttemptEvent,
+    limit: u32,
+) -> LedgerResult<Vec<Applied>> {
+    let state = timeout_state(event)?;
+    let deadline = match event {
+        AttemptEvent::AdmissionTimeout => "admission_expires_at_ms",
+        AttemptEvent::HoldTimeout => "hold_expires_at_ms",
+        _ => "payment_expires_at_ms",
+    };
+    let mut tx = ledger.write().await?;
+    let rows = sqlx::query(&format!(
+        "SELECT id, sale_id FROM attempts WHERE state = ? AND {deadline} <= {NOW_MS} ORDER BY {deadline} LIMIT ?"
+    ))
+    .bind(state)
+    .bind(limit as i64)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    let mut expired = Vec::with_capacity(rows.len());
+    for row in rows {
+        let id = AttemptId {
+            sale: SaleId(row.get("sale_id")),
+            local: row.get("id"),
+        };
+        let record = attempts::load(&mut tx, id)
+            .await?
+            .ok_or(LedgerError::NotFound)?;
+        expired.push(transition(&mut *tx, record, event, None).await?);
+    }
+    tx.commit().await.map_err(db_error)?;
+    Ok(expired)
+}
+
+pub(super) async fn saved_response(
+    pool: &SqlitePool,
+    user: &UserId,
+    key: &str,
+) -> LedgerResult<Option<SavedResponse>> {
+    let row = sqlx::query(
+        "SELECT request_hash, status, body FROM idempotency_keys WHERE user_id = ? AND key = ?",
+    )
+    .bind(user.as_str())
+    .bind(key)
+    .fetch_optional(pool)
+    .await
+    .map_err(db_error)?;
+    match row {
+        None => Ok(None),
+        Some(r) => Ok(Some(SavedResponse {
+            request_hash: r.get("request_hash"),
+            status: r.get::<i64, _>("status") as u16,
+            body: serde_json::from_str(r.get("body"))
+                .map_err(|e| LedgerError::Other(e.to_string()))?,
+        })),
+    }
+}
+
+pub(super) async fn save_response(
+    pool: &SqlitePool,
+    user: &UserId,
+    key: &str,
+    saved: &SavedResponse,
+) -> LedgerResult<()> {
+    sqlx::query(&format!(
+        "INSERT OR IGNORE INTO idempotency_keys (user_id, key, request_hash, status, body, created_at_ms)
+         VALUES (?, ?, ?, ?, ?, {NOW_MS})"
+    ))
+    .bind(user.as_str())
+    .bind(key)
+    .bind(&saved.request_hash)
+    .bind(saved.status as i64)
+    .bind(saved.body.to_string())
+    .execute(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+pub(super) async fn purge_saved_responses(
+    pool: &SqlitePool,
+    older_than_secs: u64,
+) -> LedgerResult<u64> {
+    let done = sqlx::query(&format!(
+        "DELETE FROM idempotency_keys WHERE created_at_ms < {NOW_MS} - 1000 * ?"
+    ))
+    .bind(older_than_secs as i64)
+    .execute(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected())
+}

@@ -1,0 +1,193 @@
+//! The SQLite ledger of the embedded default (sqlx, migrations in `migrations/sqlite`): the
+//! same guarantees as PostgreSQL — conditional stock (a unit has one holder), unique payment
+//! event ids, a transition and its outbox row in one transaction — with writers serialised by
+//! `BEGIN IMMEDIATE`. Layout: `sales.rs`, `attempts.rs` (the [`AttemptTx`] statements),
+//! `flows.rs` (admissions, payments, reapers, idempotency).
+//!
+//! [`AttemptTx`]: crate::ledger::transition::AttemptTx
+
+mod attempts;
+mod flows;
+mod sales;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use uuid::Uuid;
+
+use super::*;
+
+/// The database's clock, in Unix milliseconds.
+pub(crate) const NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+
+#[derive(Clone)]
+pub struct SqliteLedger {
+    pool: SqlitePool,
+}
+
+impl SqliteLedger {
+    /// Opens (creating if needed) the ledger file; `:memory:`-style paths are not supported,
+    /// the embedded ledger is meant to survive restarts.
+    pub fn open(
+        path: &Path,
+        max_connections: u32,
+        acquire_timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(5));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(acquire_timeout)
+            .connect_lazy_with(options);
+        Ok(SqliteLedger { pool })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// A write transaction: takes the database's write lock at once, so two writers never
+    /// deadlock upgrading a read lock.
+    pub(crate) async fn write(&self) -> LedgerResult<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_error)
+    }
+}
+
+pub(crate) fn db_error(e: sqlx::Error) -> LedgerError {
+    match &e {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::WorkerCrashed => LedgerError::Unavailable(e.to_string()),
+        _ => LedgerError::Other(e.to_string()),
+    }
+}
+
+pub(crate) fn from_ms(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}
+
+#[async_trait]
+impl Ledger for SqliteLedger {
+    async fn migrate(&self) -> LedgerResult<()> {
+        sqlx::migrate!("./migrations/sqlite")
+            .run(&self.pool)
+            .await
+            .map_err(|e| match e {
+                sqlx::migrate::MigrateError::Execute(e) => db_error(e),
+                other => LedgerError::Other(other.to_string()),
+            })
+    }
+
+    async fn ping(&self) -> LedgerResult<()> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(db_error)
+    }
+
+    async fn create_sale(&self, sale: &Sale) -> LedgerResult<()> {
+        sales::create(self, sale).await
+    }
+
+    async fn sale(&self, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
+        sales::load(&self.pool, id).await
+    }
+
+    async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord> {
+        sales::set_status(self, id, status).await
+    }
+
+    async fn set_admission(&self, id: SaleId, admission: Admission) -> LedgerResult<SaleRecord> {
+        sales::set_admission(self, id, admission).await
+    }
+
+    async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>> {
+        sales::admitting(&self.pool).await
+    }
+
+    async fn stats(&self, id: SaleId) -> LedgerResult<LedgerStats> {
+        sales::stats(&self.pool, id).await
+    }
+
+    async fn free_stock(&self, id: SaleId) -> LedgerResult<Stock> {
+        sales::free_stock(&self.pool, id).await
+    }
+
+    async fn record_admissions(
+        &self,
+        plan: &AdmissionPlan,
+        admitted: &[Admitted],
+    ) -> LedgerResult<()> {
+        flows::record_admissions(self, plan, admitted).await
+    }
+
+    async fn attempt(&self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        attempts::load(&mut conn, id).await
+    }
+
+    async fn apply(
+        &self,
+        id: AttemptId,
+        user: Option<&UserId>,
+        event: AttemptEvent,
+        take: Option<&Take>,
+    ) -> LedgerResult<Applied> {
+        let mut tx = self.write().await?;
+        let outcome = super::transition::apply_in(&mut *tx, id, user, event, take).await?;
+        tx.commit().await.map_err(db_error)?;
+        outcome
+    }
+
+    async fn payment_event(
+        &self,
+        provider_event_id: &str,
+        reference: Uuid,
+        succeeded: bool,
+    ) -> LedgerResult<PaymentApplied> {
+        flows::payment_event(self, provider_event_id, reference, succeeded).await
+    }
+
+    async fn expire_due(&self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<Applied>> {
+        flows::expire_due(self, event, limit).await
+    }
+
+    async fn saved_response(
+        &self,
+        user: &UserId,
+        key: &str,
+    ) -> LedgerResult<Option<SavedResponse>> {
+        flows::saved_response(&self.pool, user, key).await
+    }
+
+    async fn save_response(
+        &self,
+        user: &UserId,
+        key: &str,
+        saved: &SavedResponse,
+    ) -> LedgerResult<()> {
+        flows::save_response(&self.pool, user, key, saved).await
+    }
+
+    async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64> {
+        flows::purge_saved_responses(&self.pool, older_than_secs).await
+    }
+}

@@ -1,0 +1,253 @@
+//! Sales on SQLite.
+
+use sqlx::sqlite::{SqlitePool, SqliteRow};
+use sqlx::Row;
+
+use super::{db_error, from_ms, SqliteLedger, NOW_MS};
+use crate::domain::{
+    Admission, DomainEvent, ExpiryReason, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+};
+use crate::ledger::transition::AttemptTx;
+use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
+
+const COLUMNS: &str = "id, name, opens_at_ms, closes_at_ms, stock_kind, total,
+    (SELECT count(*) FROM stock_units u WHERE u.sale_id = sales.id AND u.attempt_id IS NULL) AS remaining,
+    per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
+    max_active, status, created_at_ms";
+
+pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<()> {
+    let mut tx = ledger.write().await?;
+    sqlx::query(
+        "INSERT INTO sales (id, name, opens_at_ms, closes_at_ms, stock_kind, total, per_user_limit,
+            admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active, status, created_at_ms)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(sale.id.0)
+    .bind(&sale.name)
+    .bind(sale.opens_at.timestamp_millis())
+    .bind(sale.closes_at.map(|t| t.timestamp_millis()))
+    .bind(sale.stock.kind().as_str())
+    .bind(sale.stock.total() as i64)
+    .bind(sale.per_user_limit as i64)
+    .bind(sale.ttls.admission_secs as i64)
+    .bind(sale.ttls.hold_secs as i64)
+    .bind(sale.ttls.payment_secs as i64)
+    .bind(sale.admission.rate_per_minute as i64)
+    .bind(sale.admission.max_active as i64)
+    .bind(sale.status.as_str())
+    .bind(sale.created_at.timestamp_millis())
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    let units = match &sale.stock {
+        Stock::Seats(seats) => sqlx::query(
+            "INSERT INTO stock_units (sale_id, unit_id) SELECT ?, value FROM json_each(?)",
+        )
+        .bind(sale.id.0)
+        .bind(serde_json::to_string(seats).unwrap_or_default()),
+        Stock::Quantity(n) => sqlx::query(
+            "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
+             INSERT INTO stock_units (sale_id, unit_id) SELECT ?, CAST(n AS TEXT) FROM g",
+        )
+        .bind(*n as i64)
+        .bind(sale.id.0),
+    };
+    units.execute(&mut *tx).await.map_err(db_error)?;
+    let event = DomainEvent::new(
+        "sluice.sale.opened",
+        sale.id,
+        None,
+        serde_json::json!({ "name": sale.name, "opens_at": sale.opens_at, "total": sale.stock.total() }),
+    );
+    tx.insert_event(&event).await?;
+    tx.commit().await.map_err(db_error)
+}
+
+fn sale_from_row(row: &SqliteRow, seats: Option<Vec<String>>) -> LedgerResult<SaleRecord> {
+    let bad = |what: &str| LedgerError::Other(format!("bad {what} in sales row"));
+    let kind = StockKind::parse(row.get("stock_kind")).ok_or_else(|| bad("stock_kind"))?;
+    let total: i64 = row.get("total");
+    let stock = match kind {
+        StockKind::Quantity => Stock::Quantity(total as u32),
+        StockKind::Seats => Stock::Seats(seats.unwrap_or_default()),
+    };
+    let int = |name: &str| row.get::<i64, _>(name) as u32;
+    Ok(SaleRecord {
+        sale: Sale {
+            id: SaleId(row.get("id")),
+            name: row.get("name"),
+            opens_at: from_ms(row.get("opens_at_ms")),
+            closes_at: row.get::<Option<i64>, _>("closes_at_ms").map(from_ms),
+            stock,
+            per_user_limit: int("per_user_limit"),
+            ttls: Ttls {
+                admission_secs: int("admission_ttl_secs"),
+                hold_secs: int("hold_ttl_secs"),
+                payment_secs: int("payment_ttl_secs"),
+            },
+            admission: Admission {
+                rate_per_minute: int("rate_per_minute"),
+                max_active: int("max_active"),
+            },
+            status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
+            created_at: from_ms(row.get("created_at_ms")),
+        },
+        remaining: int("remaining"),
+    })
+}
+
+pub(super) async fn load(pool: &SqlitePool, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM sales WHERE id = ?"))
+        .bind(id.0)
+        .fetch_optional(pool)
+        .await
+        .map_err(db_error)?;
+    let Some(row) = row else { return Ok(None) };
+    let seats = if row.get::<&str, _>("stock_kind") == "seats" {
+        Some(
+            sqlx::query_scalar(
+                "SELECT unit_id FROM stock_units WHERE sale_id = ? ORDER BY unit_id",
+            )
+            .bind(id.0)
+            .fetch_all(pool)
+            .await
+            .map_err(db_error)?,
+        )
+    } else {
+        None
+    };
+    sale_from_row(&row, seats).map(Some)
+}
+
+pub(super) async fn set_status(
+    ledger: &SqliteLedger,
+    id: SaleId,
+    status: SaleStatus,
+) -> LedgerResult<SaleRecord> {
+    let mut tx = ledger.write().await?;
+    let previous: Option<String> = sqlx::query_scalar("SELECT status FROM sales WHERE id = ?")
+        .bind(id.0)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    let previous = previous.ok_or(LedgerError::NotFound)?;
+    if previous == "closed" && status != SaleStatus::Closed {
+        return Err(LedgerError::SaleClosed);
+    }
+    if previous != status.as_str() {
+        sqlx::query("UPDATE sales SET status = ? WHERE id = ?")
+            .bind(status.as_str())
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let kind = match status {
+            SaleStatus::Open => "sluice.sale.opened",
+            SaleStatus::Paused => "sluice.sale.paused",
+            SaleStatus::Closed => "sluice.sale.closed",
+        };
+        tx.insert_event(&DomainEvent::new(
+            kind,
+            id,
+            None,
+            serde_json::json!({ "from": previous }),
+        ))
+        .await?;
+    }
+    tx.commit().await.map_err(db_error)?;
+    load(ledger.pool(), id).await?.ok_or(LedgerError::NotFound)
+}
+
+pub(super) async fn set_admission(
+    ledger: &SqliteLedger,
+    id: SaleId,
+    admission: Admission,
+) -> LedgerResult<SaleRecord> {
+    let mut tx = ledger.write().await?;
+    let done = sqlx::query("UPDATE sales SET rate_per_minute = ?, max_active = ? WHERE id = ?")
+        .bind(admission.rate_per_minute as i64)
+        .bind(admission.max_active as i64)
+        .bind(id.0)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    tx.commit().await.map_err(db_error)?;
+    if done.rows_affected() == 0 {
+        return Err(LedgerError::NotFound);
+    }
+    load(ledger.pool(), id).await?.ok_or(LedgerError::NotFound)
+}
+
+pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPlan>> {
+    let rows = sqlx::query(&format!(
+        "SELECT id, rate_per_minute, max_active, admission_ttl_secs FROM sales
+         WHERE status = 'open' AND opens_at_ms <= {NOW_MS} AND (closes_at_ms IS NULL OR closes_at_ms > {NOW_MS})"
+    ))
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(rows
+        .iter()
+        .map(|r| AdmissionPlan {
+            sale: SaleId(r.get("id")),
+            admission: Admission {
+                rate_per_minute: r.get::<i64, _>("rate_per_minute") as u32,
+                max_active: r.get::<i64, _>("max_active") as u32,
+            },
+            admission_ttl_secs: r.get::<i64, _>("admission_ttl_secs") as u32,
+        })
+        .collect())
+}
+
+pub(super) async fn stats(pool: &SqlitePool, id: SaleId) -> LedgerResult<LedgerStats> {
+    let sale = load(pool, id).await?.ok_or(LedgerError::NotFound)?;
+    let rows = sqlx::query("SELECT state, reason, count(*) AS n FROM attempts WHERE sale_id = ? GROUP BY state, reason")
+        .bind(id.0)
+        .fetch_all(pool)
+        .await
+        .map_err(db_error)?;
+    let mut stats = LedgerStats {
+        remaining: sale.remaining,
+        total: sale.sale.stock.total(),
+        expired: ExpiryReason::ALL.iter().map(|r| (*r, 0)).collect(),
+        ..LedgerStats::default()
+    };
+    for row in rows {
+        let n = row.get::<i64, _>("n") as u64;
+        match row.get::<&str, _>("state") {
+            "ADMITTED" => stats.admitted += n,
+            "HOLD" => stats.holding += n,
+            "PAYMENT_PENDING" => stats.paying += n,
+            "CONFIRMED" => stats.confirmed += n,
+            _ => {
+                let reason = row
+                    .get::<Option<&str>, _>("reason")
+                    .and_then(ExpiryReason::parse);
+                if let Some(slot) = stats.expired.iter_mut().find(|(r, _)| Some(*r) == reason) {
+                    slot.1 += n;
+                }
+            }
+        }
+    }
+    Ok(stats)
+}
+
+pub(super) async fn free_stock(pool: &SqlitePool, id: SaleId) -> LedgerResult<Stock> {
+    let kind: Option<String> = sqlx::query_scalar("SELECT stock_kind FROM sales WHERE id = ?")
+        .bind(id.0)
+        .fetch_optional(pool)
+        .await
+        .map_err(db_error)?;
+    let kind = kind.ok_or(LedgerError::NotFound)?;
+    let free: Vec<String> = sqlx::query_scalar(
+        "SELECT unit_id FROM stock_units WHERE sale_id = ? AND attempt_id IS NULL ORDER BY unit_id",
+    )
+    .bind(id.0)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(match kind.as_str() {
+        "seats" => Stock::Seats(free),
+        _ => Stock::Quantity(free.len() as u32),
+    })
+}

@@ -1,0 +1,393 @@
+//! The in-process queue store of the embedded default: the same semantics as the Lua scripts,
+//! one mutex per sale (no global lock on the hot path), nothing on disk — after a restart the
+//! service rebuilds each sale from the ledger, as it does after a Redis flush.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::*;
+use crate::domain::StockKind;
+
+/// See `admit_batch.lua`: how long past its deadline a forgotten active entry may linger.
+const FORGOTTEN_ACTIVE_GRACE_MS: i64 = 60_000;
+
+#[derive(Default)]
+pub struct MemoryQueue {
+    /// One state per sale, each behind its own lock.
+    sales: RwLock<HashMap<SaleId, Arc<Mutex<SaleQueue>>>>,
+}
+
+/// One sale, as the Redis keys of `queue/mod.rs` hold it.
+struct SaleQueue {
+    status: SaleStatus,
+    closes_at_ms: i64,
+    max_active: u32,
+    per_user_limit: u32,
+    rate_per_minute: u32,
+    kind: StockKind,
+    hold_ttl_ms: i64,
+    payment_ttl_ms: i64,
+    measured_rate: f64,
+    /// The join sequence counter.
+    seq: u64,
+    /// Waiting attempts by join sequence (FIFO), and the reverse map.
+    queue: BTreeMap<u64, Uuid>,
+    queued: HashMap<Uuid, u64>,
+    users: HashMap<UserId, Uuid>,
+    owners: HashMap<Uuid, UserId>,
+    /// Admitted, holding or paying attempts → deadline (ms).
+    active: HashMap<Uuid, i64>,
+    holds: HashMap<Uuid, (Take, UserId)>,
+    stock: u32,
+    seats: HashSet<String>,
+    bought: HashMap<UserId, u32>,
+    /// The admission lease: value `<fence>:<holder>` and its expiry (ms).
+    lease: Option<(String, i64)>,
+    fence: u64,
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+impl MemoryQueue {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn sale(&self, id: SaleId) -> Option<Arc<Mutex<SaleQueue>>> {
+        self.sales.read().expect("not poisoned").get(&id).cloned()
+    }
+
+    /// Runs `f` on the sale under its lock; `None` when the store has no such sale.
+    fn with<T>(&self, id: SaleId, f: impl FnOnce(&mut SaleQueue) -> T) -> Option<T> {
+        let sale = self.sale(id)?;
+        let mut guard = sale.lock().expect("not poisoned");
+        Some(f(&mut guard))
+    }
+}
+
+impl SaleQueue {
+    fn position(&self, attempt: &Uuid) -> Option<u64> {
+        let seq = self.queued.get(attempt)?;
+        Some(self.queue.range(..seq).count() as u64 + 1)
+    }
+}
+
+#[async_trait]
+impl QueueStore for MemoryQueue {
+    async fn init_sale(&self, sale: &Sale, free: &Stock) -> QueueResult<()> {
+        let mut sales = self.sales.write().expect("not poisoned");
+        let entry = sales.entry(sale.id).or_insert_with(|| {
+            let (stock, seats) = match free {
+                Stock::Quantity(n) => (*n, HashSet::new()),
+                Stock::Seats(s) => (0, s.iter().cloned().collect()),
+            };
+            Arc::new(Mutex::new(SaleQueue {
+                status: sale.status,
+                closes_at_ms: 0,
+                max_active: 0,
+                per_user_limit: 0,
+                rate_per_minute: 0,
+                kind: sale.stock.kind(),
+                hold_ttl_ms: 0,
+                payment_ttl_ms: 0,
+                measured_rate: 0.0,
+                seq: 0,
+                queue: BTreeMap::new(),
+                queued: HashMap::new(),
+                users: HashMap::new(),
+                owners: HashMap::new(),
+                active: HashMap::new(),
+                holds: HashMap::new(),
+                stock,
+                seats,
+                bought: HashMap::new(),
+                lease: None,
+                fence: 0,
+            }))
+        });
+        let mut q = entry.lock().expect("not poisoned");
+        q.status = sale.status;
+        q.closes_at_ms = sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0);
+        q.max_active = sale.admission.max_active;
+        q.per_user_limit = sale.per_user_limit;
+        q.rate_per_minute = sale.admission.rate_per_minute;
+        q.kind = sale.stock.kind();
+        q.hold_ttl_ms = sale.ttls.hold_secs as i64 * 1000;
+        q.payment_ttl_ms = sale.ttls.payment_secs as i64 * 1000;
+        Ok(())
+    }
+
+    async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()> {
+        self.with(sale, |q| q.status = status);
+        Ok(())
+    }
+
+    async fn set_admission(&self, sale: SaleId, admission: Admission) -> QueueResult<()> {
+        self.with(sale, |q| {
+            q.rate_per_minute = admission.rate_per_minute;
+            q.max_active = admission.max_active;
+        });
+        Ok(())
+    }
+
+    async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
+        let outcome = self.with(sale, |q| {
+            if q.status == SaleStatus::Closed || (q.closes_at_ms > 0 && now_ms >= q.closes_at_ms) {
+                return JoinOutcome::Closed;
+            }
+            if let Some(existing) = q.users.get(user).copied() {
+                if let Some(position) = q.position(&existing) {
+                    let attempt = AttemptId {
+                        sale,
+                        local: existing,
+                    };
+                    return JoinOutcome::Queued {
+                        attempt,
+                        position,
+                        waiting: q.queue.len() as u64,
+                    };
+                }
+                if q.active.contains_key(&existing) {
+                    return JoinOutcome::Active {
+                        attempt: AttemptId {
+                            sale,
+                            local: existing,
+                        },
+                    };
+                }
+            }
+            let attempt = AttemptId::new(sale);
+            q.seq += 1;
+            let seq = q.seq;
+            q.queue.insert(seq, attempt.local);
+            q.queued.insert(attempt.local, seq);
+            q.users.insert(user.clone(), attempt.local);
+            q.owners.insert(attempt.local, user.clone());
+            let position = q.position(&attempt.local).unwrap_or(0);
+            JoinOutcome::Queued {
+                attempt,
+                position,
+                waiting: q.queue.len() as u64,
+            }
+        });
+        Ok(outcome.unwrap_or(JoinOutcome::UnknownSale))
+    }
+
+    async fn view(&self, attempt: AttemptId) -> QueueResult<QueueView> {
+        let view = self.with(attempt.sale, |q| QueueView {
+            owner: q.owners.get(&attempt.local).cloned(),
+            position: q.position(&attempt.local),
+            waiting: q.queue.len() as u64,
+            active: q.active.contains_key(&attempt.local),
+            measured_rate: q.measured_rate,
+            configured_rate: q.rate_per_minute as f64,
+        });
+        Ok(view.unwrap_or(QueueView {
+            owner: None,
+            position: None,
+            waiting: 0,
+            active: false,
+            measured_rate: 0.0,
+            configured_rate: 0.0,
+        }))
+    }
+
+    async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome> {
+        let outcome = self.with(attempt.sale, |q| {
+            if q.owners.get(&attempt.local) != Some(user) {
+                return LeaveOutcome::NotFound;
+            }
+            match q.queued.remove(&attempt.local) {
+                Some(seq) => {
+                    q.queue.remove(&seq);
+                    if q.users.get(user) == Some(&attempt.local) {
+                        q.users.remove(user);
+                    }
+                    LeaveOutcome::Left
+                }
+                None => LeaveOutcome::NotQueued,
+            }
+        });
+        Ok(outcome.unwrap_or(LeaveOutcome::NotFound))
+    }
+
+    async fn lease(&self, sale: SaleId, holder: &str, ttl_ms: u64) -> QueueResult<Option<Lease>> {
+        let now = now_ms();
+        let lease = self.with(sale, |q| {
+            if let Some((value, expires)) = &q.lease {
+                if *expires > now {
+                    let (fence, owner) = value.split_once(':').unwrap_or(("0", ""));
+                    if owner != holder {
+                        return None;
+                    }
+                    let fence = fence.parse().unwrap_or(0);
+                    let value = value.clone();
+                    q.lease = Some((value.clone(), now + ttl_ms as i64));
+                    return Some(Lease { value, fence });
+                }
+            }
+            q.fence += 1;
+            let value = format!("{}:{holder}", q.fence);
+            q.lease = Some((value.clone(), now + ttl_ms as i64));
+            Some(Lease {
+                value,
+                fence: q.fence,
+            })
+        });
+        Ok(lease.flatten())
+    }
+
+    async fn admit_batch(
+        &self,
+        sale: SaleId,
+        lease: &Lease,
+        wanted: u32,
+        admission_ttl_ms: u64,
+        measured_rate: f64,
+    ) -> QueueResult<AdmitOutcome> {
+        let now = now_ms();
+        let outcome = self.with(sale, |q| {
+            let held = matches!(&q.lease, Some((value, expires)) if *value == lease.value && *expires > now);
+            if !held {
+                return AdmitOutcome::LeaseLost;
+            }
+            q.active.retain(|_, deadline| *deadline >= now - FORGOTTEN_ACTIVE_GRACE_MS);
+            q.measured_rate = measured_rate;
+            let free = (q.max_active as usize).saturating_sub(q.active.len());
+            let n = free.min(wanted as usize);
+            let deadline = now + admission_ttl_ms as i64;
+            let mut admitted = Vec::with_capacity(n);
+            for _ in 0..n {
+                let Some((seq, local)) = q.queue.pop_first() else { break };
+                q.queued.remove(&local);
+                q.active.insert(local, deadline);
+                let Some(user) = q.owners.get(&local).cloned() else { continue };
+                admitted.push(Admitted { attempt: AttemptId { sale, local }, seq, user, deadline_ms: deadline });
+            }
+            AdmitOutcome::Admitted(admitted)
+        });
+        Ok(outcome.unwrap_or(AdmitOutcome::LeaseLost))
+    }
+
+    async fn unadmit(&self, sale: SaleId, admitted: &[Admitted]) -> QueueResult<()> {
+        self.with(sale, |q| {
+            for a in admitted {
+                q.active.remove(&a.attempt.local);
+                q.queue.insert(a.seq, a.attempt.local);
+                q.queued.insert(a.attempt.local, a.seq);
+            }
+        });
+        Ok(())
+    }
+
+    async fn hold(
+        &self,
+        attempt: AttemptId,
+        user: &UserId,
+        take: &Take,
+    ) -> QueueResult<HoldOutcome> {
+        let now = now_ms();
+        let outcome = self.with(attempt.sale, |q| {
+            if let Some((held, _)) = q.holds.get(&attempt.local) {
+                return HoldOutcome::Held { take: held.clone() };
+            }
+            if !q.active.contains_key(&attempt.local) {
+                return HoldOutcome::NotAdmitted;
+            }
+            let kind_matches = matches!(
+                (q.kind, take),
+                (StockKind::Quantity, Take::Quantity(_)) | (StockKind::Seats, Take::Seats(_))
+            );
+            if !kind_matches {
+                return HoldOutcome::WrongKind;
+            }
+            let units = take.units();
+            let already = q.bought.get(user).copied().unwrap_or(0);
+            if already + units > q.per_user_limit {
+                return HoldOutcome::LimitReached { already };
+            }
+            match take {
+                Take::Quantity(n) => {
+                    if q.stock < *n {
+                        return HoldOutcome::SoldOut { remaining: q.stock };
+                    }
+                    q.stock -= n;
+                }
+                Take::Seats(seats) => {
+                    if let Some(taken) = seats.iter().find(|s| !q.seats.contains(*s)) {
+                        return HoldOutcome::SeatTaken {
+                            seat: taken.clone(),
+                        };
+                    }
+                    for seat in seats {
+                        q.seats.remove(seat);
+                    }
+                }
+            }
+            q.holds.insert(attempt.local, (take.clone(), user.clone()));
+            *q.bought.entry(user.clone()).or_default() += units;
+            let deadline = now + q.hold_ttl_ms;
+            q.active.insert(attempt.local, deadline);
+            HoldOutcome::Held { take: take.clone() }
+        });
+        Ok(outcome.unwrap_or(HoldOutcome::NotAdmitted))
+    }
+
+    async fn extend(&self, attempt: AttemptId) -> QueueResult<()> {
+        let now = now_ms();
+        self.with(attempt.sale, |q| {
+            let deadline = now + q.payment_ttl_ms;
+            if let Some(d) = q.active.get_mut(&attempt.local) {
+                *d = deadline;
+            }
+        });
+        Ok(())
+    }
+
+    async fn restore(&self, attempt: AttemptId) -> QueueResult<bool> {
+        let restored = self.with(attempt.sale, |q| {
+            q.active.remove(&attempt.local);
+            let Some((take, user)) = q.holds.remove(&attempt.local) else {
+                return false;
+            };
+            match &take {
+                Take::Quantity(n) => q.stock += n,
+                Take::Seats(seats) => q.seats.extend(seats.iter().cloned()),
+            }
+            if let Some(b) = q.bought.get_mut(&user) {
+                *b = b.saturating_sub(take.units());
+            }
+            true
+        });
+        Ok(restored.unwrap_or(false))
+    }
+
+    async fn finish(&self, attempt: AttemptId) -> QueueResult<()> {
+        self.with(attempt.sale, |q| {
+            q.holds.remove(&attempt.local);
+            q.active.remove(&attempt.local);
+        });
+        Ok(())
+    }
+
+    async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats> {
+        let stats = self.with(sale, |q| QueueStats {
+            waiting: q.queue.len() as u64,
+            active: q.active.len() as u64,
+            remaining: match q.kind {
+                StockKind::Quantity => q.stock as u64,
+                StockKind::Seats => q.seats.len() as u64,
+            },
+        });
+        Ok(stats.unwrap_or_default())
+    }
+
+    async fn ping(&self) -> QueueResult<()> {
+        Ok(())
+    }
+}
