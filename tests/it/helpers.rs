@@ -62,6 +62,32 @@ pub fn test_config() -> Config {
     c
 }
 
+/// Which backends a test server runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Redis and PostgreSQL (a key prefix and a database of the test's own).
+    Servers,
+    /// The embedded default: in-process queue store, SQLite in a directory of the test's own.
+    Embedded,
+}
+
+/// Each named test (an `async fn(Backend)`) runs once per configuration.
+#[macro_export]
+macro_rules! on_both_configurations {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn servers() {
+                super::$name($crate::helpers::Backend::Servers).await
+            }
+            #[tokio::test]
+            async fn embedded() {
+                super::$name($crate::helpers::Backend::Embedded).await
+            }
+        }
+    )*};
+}
+
 pub struct TestApp {
     pub base: String,
     pub http: reqwest::Client,
@@ -109,8 +135,24 @@ impl TestApp {
     }
 
     pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+        Self::spawn_on_with(Backend::Servers, tweak).await
+    }
+
+    pub async fn spawn_on(backend: Backend) -> TestApp {
+        Self::spawn_on_with(backend, |_| {}).await
+    }
+
+    pub async fn spawn_on_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> TestApp {
         let mut config = test_config();
-        config.ledger.url = fresh_database().await;
+        match backend {
+            Backend::Servers => config.ledger.url = fresh_database().await,
+            Backend::Embedded => {
+                config.queue.url = String::new();
+                config.ledger.url = String::new();
+                config.embedded.data_dir = std::env::temp_dir()
+                    .join(format!("sluice-test-{}", uuid::Uuid::new_v4().simple()));
+            }
+        }
         tweak(&mut config);
         Self::spawn_config(config).await
     }
@@ -342,17 +384,63 @@ impl TestApp {
 
     /// The number of outbox rows of `event_type`.
     pub async fn outbox_count(&self, event_type: &str) -> i64 {
-        let pool = sqlx::PgPool::connect(&self.app.config.ledger.url)
-            .await
-            .unwrap();
-        let n = sqlx::query_scalar("SELECT count(*) FROM outbox WHERE event_type = $1")
-            .bind(event_type)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        pool.close().await;
-        n
+        match self.ledger_pool().await {
+            Pool::Pg(pool) => {
+                sqlx::query_scalar("SELECT count(*) FROM outbox WHERE event_type = $1")
+                    .bind(event_type)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap()
+            }
+            Pool::Sqlite(pool) => {
+                sqlx::query_scalar("SELECT count(*) FROM outbox WHERE event_type = ?")
+                    .bind(event_type)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap()
+            }
+        }
     }
+
+    /// The attempt's audit trail: (from, to, cause), in order.
+    pub async fn audit_trail(&self, attempt: &str) -> Vec<(String, String, String)> {
+        let local = sluice::domain::AttemptId::parse(attempt).unwrap().local;
+        match self.ledger_pool().await {
+            Pool::Pg(pool) => sqlx::query_as(
+                "SELECT from_state, to_state, cause FROM attempt_transitions WHERE attempt_id = $1 ORDER BY id",
+            )
+            .bind(local)
+            .fetch_all(&pool)
+            .await
+            .unwrap(),
+            Pool::Sqlite(pool) => sqlx::query_as(
+                "SELECT from_state, to_state, cause FROM attempt_transitions WHERE attempt_id = ? ORDER BY id",
+            )
+            .bind(local)
+            .fetch_all(&pool)
+            .await
+            .unwrap(),
+        }
+    }
+
+    async fn ledger_pool(&self) -> Pool {
+        let config = &self.app.config;
+        if config.ledger_is_embedded() {
+            let path = config.embedded.data_dir.join("sluice.db");
+            Pool::Sqlite(
+                sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+                    .await
+                    .unwrap(),
+            )
+        } else {
+            Pool::Pg(sqlx::PgPool::connect(&config.ledger.url).await.unwrap())
+        }
+    }
+}
+
+enum Pool {
+    Pg(sqlx::PgPool),
+    Sqlite(sqlx::SqlitePool),
 }
 
 /// Asserts a problem+json answer with `status` and `type`.

@@ -1,22 +1,53 @@
-//! The ledger alone is the last guard: with the queue store bypassed (as if Redis were wiped or
-//! stale), concurrent holds still never take more than the stock, and a seat has one holder.
+//! The ledger contract, on PostgreSQL and on SQLite. The ledger alone is the last guard: with
+//! the queue store bypassed (as if Redis were wiped or stale), concurrent holds still never take
+//! more than the stock, and a seat has one holder.
 
 use std::sync::Arc;
 
 use chrono::Utc;
 use futures_util::future::join_all;
 use sluice::domain::{AttemptEvent, AttemptId, NewSale, Sale, Stock, Ttls, UserId};
-use sluice::ledger::{AdmissionPlan, Ledger, LedgerError, PgLedger};
+use sluice::ledger::{AdmissionPlan, Ledger, LedgerError, PgLedger, SqliteLedger};
 use sluice::queue::{Admitted, Take};
 
 use crate::helpers::fresh_database;
 
-async fn ledger() -> Arc<PgLedger> {
+async fn postgres() -> Arc<dyn Ledger> {
     let url = fresh_database().await;
     let ledger = PgLedger::new(&url, 20, std::time::Duration::from_secs(5)).unwrap();
     ledger.migrate().await.unwrap();
     Arc::new(ledger)
 }
+
+async fn sqlite() -> Arc<dyn Ledger> {
+    let path = std::env::temp_dir()
+        .join(format!("sluice-ledger-{}", uuid::Uuid::new_v4().simple()))
+        .join("sluice.db");
+    let ledger = SqliteLedger::open(&path, 4, std::time::Duration::from_secs(5)).unwrap();
+    ledger.migrate().await.unwrap();
+    Arc::new(ledger)
+}
+
+/// Each named test runs once per ledger.
+macro_rules! on_every_ledger {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn postgres() {
+                super::$name(super::postgres().await).await
+            }
+            #[tokio::test]
+            async fn sqlite() {
+                super::$name(super::sqlite().await).await
+            }
+        }
+    )*};
+}
+
+on_every_ledger!(
+    concurrent_holds_without_the_queue_store_never_oversell,
+    a_seat_has_one_holder_and_unknown_seats_are_named,
+);
 
 fn new_sale(stock: Stock) -> Sale {
     let (quantity, seats) = match stock {
@@ -43,7 +74,7 @@ fn new_sale(stock: Stock) -> Sale {
 }
 
 /// `n` attempts admitted straight into the ledger.
-async fn admitted(ledger: &PgLedger, sale: &Sale, n: usize) -> Vec<(AttemptId, UserId)> {
+async fn admitted(ledger: &Arc<dyn Ledger>, sale: &Sale, n: usize) -> Vec<(AttemptId, UserId)> {
     let admitted: Vec<Admitted> = (0..n)
         .map(|i| Admitted {
             attempt: AttemptId::new(sale.id),
@@ -61,9 +92,7 @@ async fn admitted(ledger: &PgLedger, sale: &Sale, n: usize) -> Vec<(AttemptId, U
     admitted.into_iter().map(|a| (a.attempt, a.user)).collect()
 }
 
-#[tokio::test]
-async fn concurrent_holds_without_the_queue_store_never_oversell() {
-    let ledger = ledger().await;
+async fn concurrent_holds_without_the_queue_store_never_oversell(ledger: Arc<dyn Ledger>) {
     let sale = new_sale(Stock::Quantity(20));
     ledger.create_sale(&sale).await.unwrap();
     let attempts = admitted(&ledger, &sale, 60).await;
@@ -106,9 +135,7 @@ async fn concurrent_holds_without_the_queue_store_never_oversell() {
     assert_eq!(ledger.sale(sale.id).await.unwrap().unwrap().remaining, 1);
 }
 
-#[tokio::test]
-async fn a_seat_has_one_holder_and_unknown_seats_are_named() {
-    let ledger = ledger().await;
+async fn a_seat_has_one_holder_and_unknown_seats_are_named(ledger: Arc<dyn Ledger>) {
     let sale = new_sale(Stock::Seats(vec!["A1".into(), "A2".into()]));
     ledger.create_sale(&sale).await.unwrap();
     let attempts = admitted(&ledger, &sale, 10).await;

@@ -5,13 +5,24 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{assert_problem, TestApp};
+use crate::helpers::{assert_problem, Backend, TestApp};
 
 const WAIT: Duration = Duration::from_secs(10);
 
-#[tokio::test]
-async fn join_admit_hold_checkout_pay_confirmed() {
-    let t = TestApp::spawn().await;
+crate::on_both_configurations!(
+    join_admit_hold_checkout_pay_confirmed,
+    admission_timeout_frees_the_slot,
+    hold_timeout_gives_the_stock_back,
+    payment_failed_and_payment_timeout_give_the_stock_back,
+    release_gives_the_stock_back_once,
+    duplicate_join_answers_the_same_attempt_and_position_and_leave_moves_others_up,
+    join_after_close_is_refused,
+    seats_are_held_all_or_nothing_and_never_twice,
+    per_user_limit_is_enforced,
+);
+
+async fn join_admit_hold_checkout_pay_confirmed(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
     let sale = t.create_sale(json!({ "quantity": 10 })).await;
 
     let joined = t.join(&sale, "alice").await;
@@ -67,17 +78,7 @@ async fn join_admit_hold_checkout_pay_confirmed() {
     );
 
     // The audit trail has every step, in order.
-    let pool = sqlx::PgPool::connect(&t.app.config.ledger.url)
-        .await
-        .unwrap();
-    let local = sluice::domain::AttemptId::parse(attempt).unwrap().local;
-    let trail: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT from_state, to_state, cause FROM attempt_transitions WHERE attempt_id = $1 ORDER BY id",
-    )
-    .bind(local)
-    .fetch_all(&pool)
-    .await
-    .unwrap();
+    let trail = t.audit_trail(attempt).await;
     let expected = [
         ("QUEUED", "ADMITTED", "admit"),
         ("ADMITTED", "HOLD", "hold"),
@@ -100,9 +101,8 @@ async fn join_admit_hold_checkout_pay_confirmed() {
     t.stop().await;
 }
 
-#[tokio::test]
-async fn admission_timeout_frees_the_slot() {
-    let t = TestApp::spawn().await;
+async fn admission_timeout_frees_the_slot(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
     let sale = t
         .create_sale(json!({ "admission_ttl_secs": 1, "max_active": 1 }))
         .await;
@@ -122,9 +122,8 @@ async fn admission_timeout_frees_the_slot() {
     t.stop().await;
 }
 
-#[tokio::test]
-async fn hold_timeout_gives_the_stock_back() {
-    let t = TestApp::spawn().await;
+async fn hold_timeout_gives_the_stock_back(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
     let sale = t
         .create_sale(json!({ "quantity": 5, "hold_ttl_secs": 1 }))
         .await;
@@ -159,9 +158,8 @@ async fn hold_timeout_gives_the_stock_back() {
     t.stop().await;
 }
 
-#[tokio::test]
-async fn payment_failed_and_payment_timeout_give_the_stock_back() {
-    let t = TestApp::spawn().await;
+async fn payment_failed_and_payment_timeout_give_the_stock_back(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
     let sale = t
         .create_sale(json!({ "quantity": 5, "payment_ttl_secs": 1 }))
         .await;
@@ -209,9 +207,8 @@ async fn payment_failed_and_payment_timeout_give_the_stock_back() {
     t.stop().await;
 }
 
-#[tokio::test]
-async fn release_gives_the_stock_back_once() {
-    let t = TestApp::spawn().await;
+async fn release_gives_the_stock_back_once(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
     let sale = t.create_sale(json!({ "quantity": 5 })).await;
     let (attempt, token) = t.admitted(&sale, "alice").await;
     t.hold(
@@ -249,9 +246,10 @@ async fn release_gives_the_stock_back_once() {
     t.stop().await;
 }
 
-#[tokio::test]
-async fn duplicate_join_answers_the_same_attempt_and_position_and_leave_moves_others_up() {
-    let t = TestApp::spawn().await;
+async fn duplicate_join_answers_the_same_attempt_and_position_and_leave_moves_others_up(
+    backend: Backend,
+) {
+    let t = TestApp::spawn_on(backend).await;
     // One admission per minute: everybody waits.
     let sale = t.create_sale(json!({ "rate_per_minute": 1 })).await;
     let a = t.join(&sale, "a").await;
@@ -292,9 +290,8 @@ async fn duplicate_join_answers_the_same_attempt_and_position_and_leave_moves_ot
     t.stop().await;
 }
 
-#[tokio::test]
-async fn join_after_close_is_refused() {
-    let t = TestApp::spawn().await;
+async fn join_after_close_is_refused(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
     let sale = t.create_sale(json!({})).await;
     let closed = t
         .admin(Method::POST, &format!("/v1/sales/{sale}/close"))
@@ -311,9 +308,8 @@ async fn join_after_close_is_refused() {
     t.stop().await;
 }
 
-#[tokio::test]
-async fn seats_are_held_all_or_nothing_and_never_twice() {
-    let t = TestApp::spawn().await;
+async fn seats_are_held_all_or_nothing_and_never_twice(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
     let sale = t
         .create_sale(json!({ "quantity": null, "seats": ["A1", "A2", "A3"] }))
         .await;
@@ -360,9 +356,8 @@ async fn seats_are_held_all_or_nothing_and_never_twice() {
     t.stop().await;
 }
 
-#[tokio::test]
-async fn per_user_limit_is_enforced() {
-    let t = TestApp::spawn().await;
+async fn per_user_limit_is_enforced(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
     let sale = t
         .create_sale(json!({ "quantity": 10, "per_user_limit": 2 }))
         .await;

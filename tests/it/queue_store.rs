@@ -1,15 +1,48 @@
-//! The Redis queue store's scripts, called directly: the semantics every caller relies on.
+//! The queue-store contract, called directly: the semantics every caller relies on, checked on
+//! Redis (the Lua scripts) and on the in-process store alike.
 
 use chrono::Utc;
 use sluice::domain::{Admission, NewSale, Sale, SaleStatus, Stock, Ttls, UserId};
-use sluice::queue::{AdmitOutcome, HoldOutcome, JoinOutcome, QueueStore, RedisQueue, Take};
+use std::sync::Arc;
+
+use sluice::queue::{
+    AdmitOutcome, HoldOutcome, JoinOutcome, MemoryQueue, QueueStore, RedisQueue, Take,
+};
 
 use crate::helpers::redis_url;
 
-fn store() -> RedisQueue {
+fn redis() -> Arc<dyn QueueStore> {
     let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
-    RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2)).unwrap()
+    Arc::new(RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2)).unwrap())
 }
+
+fn memory() -> Arc<dyn QueueStore> {
+    Arc::new(MemoryQueue::new())
+}
+
+/// Each named test runs once per queue store.
+macro_rules! on_every_queue_store {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn redis() {
+                super::$name(super::redis()).await
+            }
+            #[tokio::test]
+            async fn in_process() {
+                super::$name(super::memory()).await
+            }
+        }
+    )*};
+}
+
+on_every_queue_store!(
+    join_is_fifo_and_idempotent_per_user,
+    admission_never_exceeds_max_active_and_needs_the_lease,
+    unadmit_puts_attempts_back_at_their_place,
+    holds_are_all_or_nothing_limited_and_restored_once,
+    init_keeps_existing_stock_and_rebuilds_lost_stock,
+);
 
 fn sale(stock: Stock, max_active: u32) -> Sale {
     let (quantity, seats) = match stock {
@@ -39,7 +72,7 @@ fn user(name: &str) -> UserId {
     UserId::parse(name).unwrap()
 }
 
-async fn admit_all(q: &RedisQueue, s: &Sale, wanted: u32) -> Vec<sluice::queue::Admitted> {
+async fn admit_all(q: &Arc<dyn QueueStore>, s: &Sale, wanted: u32) -> Vec<sluice::queue::Admitted> {
     let lease = q.lease(s.id, "me", 5000).await.unwrap().expect("lease");
     match q
         .admit_batch(s.id, &lease, wanted, 60_000, 0.0)
@@ -51,9 +84,7 @@ async fn admit_all(q: &RedisQueue, s: &Sale, wanted: u32) -> Vec<sluice::queue::
     }
 }
 
-#[tokio::test]
-async fn join_is_fifo_and_idempotent_per_user() {
-    let q = store();
+async fn join_is_fifo_and_idempotent_per_user(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 10);
     q.init_sale(&s, &s.stock).await.unwrap();
     let now = Utc::now().timestamp_millis();
@@ -106,9 +137,7 @@ async fn join_is_fifo_and_idempotent_per_user() {
     );
 }
 
-#[tokio::test]
-async fn admission_never_exceeds_max_active_and_needs_the_lease() {
-    let q = store();
+async fn admission_never_exceeds_max_active_and_needs_the_lease(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 2);
     q.init_sale(&s, &s.stock).await.unwrap();
     for name in ["a", "b", "c", "d"] {
@@ -141,9 +170,7 @@ async fn admission_never_exceeds_max_active_and_needs_the_lease() {
     assert_eq!(admit_all(&q, &s, 10).await.len(), 1);
 }
 
-#[tokio::test]
-async fn unadmit_puts_attempts_back_at_their_place() {
-    let q = store();
+async fn unadmit_puts_attempts_back_at_their_place(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 10);
     q.init_sale(&s, &s.stock).await.unwrap();
     for name in ["a", "b", "c"] {
@@ -156,9 +183,7 @@ async fn unadmit_puts_attempts_back_at_their_place() {
     assert_eq!(names, ["a", "b", "c"]);
 }
 
-#[tokio::test]
-async fn holds_are_all_or_nothing_limited_and_restored_once() {
-    let q = store();
+async fn holds_are_all_or_nothing_limited_and_restored_once(q: Arc<dyn QueueStore>) {
     let s = sale(
         Stock::Seats(vec!["A1".into(), "A2".into(), "A3".into()]),
         10,
@@ -237,9 +262,7 @@ async fn holds_are_all_or_nothing_limited_and_restored_once() {
     );
 }
 
-#[tokio::test]
-async fn init_keeps_existing_stock_and_rebuilds_lost_stock() {
-    let q = store();
+async fn init_keeps_existing_stock_and_rebuilds_lost_stock(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 10);
     q.init_sale(&s, &Stock::Quantity(5)).await.unwrap();
     q.join(s.id, &user("a"), 0).await.unwrap();

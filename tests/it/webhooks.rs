@@ -5,7 +5,14 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use serde_json::json;
 
-use crate::helpers::{assert_problem, TestApp, WEBHOOK_SECRET};
+use crate::helpers::{assert_problem, Backend, TestApp, WEBHOOK_SECRET};
+
+crate::on_both_configurations!(
+    the_same_webhook_five_times_at_once_confirms_once,
+    success_after_expiry_asks_for_a_refund_and_stays_expired,
+    failure_after_success_is_ignored,
+    bad_signatures_and_stale_timestamps_are_refused_and_change_nothing,
+);
 
 /// An attempt in PAYMENT_PENDING; returns (attempt id, payment reference).
 async fn paying(t: &TestApp, sale: &str, user: &str) -> (String, String) {
@@ -25,9 +32,8 @@ async fn paying(t: &TestApp, sale: &str, user: &str) -> (String, String) {
     )
 }
 
-#[tokio::test]
-async fn the_same_webhook_five_times_at_once_confirms_once() {
-    let t = TestApp::spawn().await;
+async fn the_same_webhook_five_times_at_once_confirms_once(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
     let sale = t.create_sale(json!({ "quantity": 3 })).await;
     let (attempt, reference) = paying(&t, &sale, "alice").await;
     let deliveries = (0..5).map(|_| t.webhook("evt_dup", "payment.succeeded", &reference));
@@ -55,9 +61,8 @@ async fn the_same_webhook_five_times_at_once_confirms_once() {
     t.stop().await;
 }
 
-#[tokio::test]
-async fn success_after_expiry_asks_for_a_refund_and_stays_expired() {
-    let t = TestApp::spawn().await;
+async fn success_after_expiry_asks_for_a_refund_and_stays_expired(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
     let sale = t
         .create_sale(json!({ "quantity": 3, "payment_ttl_secs": 1 }))
         .await;
@@ -82,9 +87,8 @@ async fn success_after_expiry_asks_for_a_refund_and_stays_expired() {
     t.stop().await;
 }
 
-#[tokio::test]
-async fn failure_after_success_is_ignored() {
-    let t = TestApp::spawn().await;
+async fn failure_after_success_is_ignored(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
     let sale = t.create_sale(json!({ "quantity": 3 })).await;
     let (attempt, reference) = paying(&t, &sale, "alice").await;
     assert_eq!(
@@ -104,9 +108,8 @@ async fn failure_after_success_is_ignored() {
     t.stop().await;
 }
 
-#[tokio::test]
-async fn bad_signatures_and_stale_timestamps_are_refused_and_change_nothing() {
-    let t = TestApp::spawn().await;
+async fn bad_signatures_and_stale_timestamps_are_refused_and_change_nothing(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
     let sale = t.create_sale(json!({ "quantity": 3 })).await;
     let (attempt, reference) = paying(&t, &sale, "alice").await;
     let body =
