@@ -1,17 +1,48 @@
--- init_sale: write a sale's settings and, if they are not there yet, its stock.
--- KEYS: 1 meta, 2 stock, 3 seats
+-- init_sale: write a sale's settings; when the store holds no stock for the sale yet (a new
+-- sale, or keys lost in a flush) or when forced (`sluice reconcile`), rebuild its stock, active
+-- set, holds and per-user counts from the ledger's snapshot. One script: nobody sees half.
+-- KEYS: 1 meta, 2 stock, 3 seats, 4 active, 5 holds, 6 owners, 7 users, 8 bought
 -- ARGV: 1 status, 2 opens_at ms, 3 closes_at ms (0 = none), 4 max_active, 5 per_user_limit,
---       6 rate_per_minute, 7 kind, 8 hold_ttl_ms, 9 payment_ttl_ms, 10 quantity, 11.. seat ids
--- The stock given is what is free now (the ledger's view), so this also rebuilds a flushed sale.
--- Returns 1 if the stock was written, 0 if it already existed (settings are always updated).
+--       6 rate_per_minute, 7 kind, 8 hold_ttl_ms, 9 payment_ttl_ms, 10 force (1/0),
+--       11 reset (1/0: the sale existed before, so places in its queue were lost),
+--       12 free quantity, 13 n free seats, then the seats,
+--       then n live attempts, then per attempt: id, user, deadline ms, hold record ('' if none),
+--       then n users, then per user: user, units held or bought
+-- Returns 1 if the sale was rebuilt, 0 if only its settings were written.
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'opens_at_ms', ARGV[2], 'closes_at_ms', ARGV[3],
-  'max_active', ARGV[4], 'per_user_limit', ARGV[5], 'rate_per_minute', ARGV[6], 'kind', ARGV[7], 'hold_ttl_ms', ARGV[8], 'payment_ttl_ms', ARGV[9])
-if redis.call('HSETNX', KEYS[1], 'stock_initialised', '1') == 0 then return 0 end
-if ARGV[7] == 'quantity' then
-  redis.call('SET', KEYS[2], ARGV[10])
-else
-  for i = 11, #ARGV, 5000 do
-    redis.call('SADD', KEYS[3], unpack(ARGV, i, math.min(i + 4999, #ARGV)))
-  end
+  'max_active', ARGV[4], 'per_user_limit', ARGV[5], 'rate_per_minute', ARGV[6], 'kind', ARGV[7],
+  'hold_ttl_ms', ARGV[8], 'payment_ttl_ms', ARGV[9])
+local fresh = redis.call('HSETNX', KEYS[1], 'stock_initialised', '1') == 1
+if not fresh and ARGV[10] ~= '1' then return 0 end
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8])
+if ARGV[11] == '1' then
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'rebuilt_at_ms', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+redis.call('SET', KEYS[2], ARGV[12])
+local i = 13
+local n_seats = tonumber(ARGV[i])
+i = i + 1
+local last = i + n_seats - 1
+while i <= last do
+  local to = math.min(i + 4999, last)
+  redis.call('SADD', KEYS[3], unpack(ARGV, i, to))
+  i = to + 1
+end
+local n_live = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, n_live do
+  local attempt, user, deadline, hold = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  redis.call('ZADD', KEYS[4], deadline, attempt)
+  redis.call('HSET', KEYS[6], attempt, user)
+  redis.call('HSET', KEYS[7], user, attempt)
+  if hold ~= '' then redis.call('HSET', KEYS[5], attempt, hold) end
+  i = i + 4
+end
+local n_users = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, n_users do
+  redis.call('HSET', KEYS[8], ARGV[i], ARGV[i + 1])
+  i = i + 2
 end
 return 1

@@ -26,6 +26,13 @@ enum Command {
     Serve,
     /// Apply pending ledger migrations and exit.
     Migrate,
+    /// Rebuild the queue store's view of sales from the ledger (free stock, live attempts,
+    /// holds). Pause admission (or stop the service) while it runs.
+    Reconcile {
+        /// Only this sale; default: every sale that is open now.
+        #[arg(long)]
+        sale: Option<String>,
+    },
     /// Print the OpenAPI document.
     Openapi,
     /// Print a user bearer token signed with the configured HS256 secret (for development).
@@ -54,6 +61,31 @@ async fn main() -> anyhow::Result<()> {
             let ledger = sluice::ledger::from_config(&config)?;
             ledger.migrate().await?;
             println!("ledger migrated");
+            Ok(())
+        }
+        Command::Reconcile { sale } => {
+            let app = sluice::service::App::build(config)?;
+            let sales = match sale {
+                Some(id) => vec![sluice::domain::SaleId::parse(&id)?],
+                None => app
+                    .ledger
+                    .admitting_sales()
+                    .await?
+                    .into_iter()
+                    .map(|p| p.sale)
+                    .collect(),
+            };
+            for id in sales {
+                let found = sluice::service::sales::restore_in_queue(&app, id, true).await?;
+                println!(
+                    "{id}: {}",
+                    if found {
+                        "rebuilt from the ledger"
+                    } else {
+                        "no such sale"
+                    }
+                );
+            }
             Ok(())
         }
         Command::Openapi => {

@@ -141,6 +141,9 @@ impl From<ServiceError> for ApiError {
                 detail,
                 None,
             )),
+            ServiceError::RejoinNeeded => {
+                ApiError::Gone(problem(410, "rejoin", "Join again", detail, None))
+            }
             ServiceError::SaleClosed => {
                 ApiError::Conflict(problem(409, "sale-closed", "Sale closed", detail, None))
             }

@@ -13,9 +13,9 @@ use uuid::Uuid;
 
 use crate::domain::{
     Admission, AttemptEvent, AttemptId, AttemptState, Decision, ExpiryReason, Rejected, Sale,
-    SaleId, SaleStatus, Stock, UserId,
+    SaleId, SaleStatus, UserId,
 };
-use crate::queue::{Admitted, Take};
+use crate::queue::{Admitted, LiveAttempt, SaleSnapshot, Take};
 
 pub use self::postgres::PgLedger;
 pub use self::sqlite::SqliteLedger;
@@ -98,6 +98,30 @@ pub struct AttemptRecord {
     pub payment_reference: Option<Uuid>,
 }
 
+impl AttemptRecord {
+    /// The attempt as the queue store tracks it, while it is admitted, holding or paying.
+    pub fn live(&self) -> Option<LiveAttempt> {
+        let deadline = match self.state {
+            AttemptState::Admitted { .. } => Some(self.admission_expires_at),
+            AttemptState::Hold { .. } => self.hold_expires_at,
+            AttemptState::PaymentPending { .. } => self.payment_expires_at,
+            AttemptState::Queued { .. }
+            | AttemptState::Confirmed { .. }
+            | AttemptState::Expired { .. } => None,
+        }?;
+        let hold = self.hold.as_ref().map(|h| match h.seats.is_empty() {
+            true => Take::Quantity(h.quantity),
+            false => Take::Seats(h.seats.clone()),
+        });
+        Some(LiveAttempt {
+            attempt: self.id,
+            user: self.user.clone(),
+            deadline_ms: deadline.timestamp_millis(),
+            hold,
+        })
+    }
+}
+
 /// The result of one applied event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Applied {
@@ -148,8 +172,8 @@ pub trait Ledger: Send + Sync + 'static {
     /// Sales that are open now (status open, opened, not past closes_at).
     async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>>;
     async fn stats(&self, id: SaleId) -> LedgerResult<LedgerStats>;
-    /// What is free to hold now: the remaining quantity, or the seats nobody holds or bought.
-    async fn free_stock(&self, id: SaleId) -> LedgerResult<Stock>;
+    /// The sale as the queue store must mirror it: free units, live attempts, per-user counts.
+    async fn snapshot(&self, id: SaleId) -> LedgerResult<SaleSnapshot>;
 
     /// Records attempts the queue store just admitted (QUEUED → ADMITTED).
     async fn record_admissions(

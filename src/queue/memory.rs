@@ -47,6 +47,8 @@ struct SaleQueue {
     /// The admission lease: value `<fence>:<holder>` and its expiry (ms).
     lease: Option<(String, i64)>,
     fence: u64,
+    /// When the sale was rebuilt from the ledger (ms; 0 = never).
+    rebuilt_at_ms: i64,
 }
 
 fn now_ms() -> i64 {
@@ -71,6 +73,33 @@ impl MemoryQueue {
 }
 
 impl SaleQueue {
+    fn new(sale: &Sale) -> Self {
+        SaleQueue {
+            status: sale.status,
+            closes_at_ms: 0,
+            max_active: 0,
+            per_user_limit: 0,
+            rate_per_minute: 0,
+            kind: sale.stock.kind(),
+            hold_ttl_ms: 0,
+            payment_ttl_ms: 0,
+            measured_rate: 0.0,
+            seq: 0,
+            queue: BTreeMap::new(),
+            queued: HashMap::new(),
+            users: HashMap::new(),
+            owners: HashMap::new(),
+            active: HashMap::new(),
+            holds: HashMap::new(),
+            stock: 0,
+            seats: HashSet::new(),
+            bought: HashMap::new(),
+            lease: None,
+            fence: 0,
+            rebuilt_at_ms: 0,
+        }
+    }
+
     fn position(&self, attempt: &Uuid) -> Option<u64> {
         let seq = self.queued.get(attempt)?;
         Some(self.queue.range(..seq).count() as u64 + 1)
@@ -79,37 +108,17 @@ impl SaleQueue {
 
 #[async_trait]
 impl QueueStore for MemoryQueue {
-    async fn init_sale(&self, sale: &Sale, free: &Stock) -> QueueResult<()> {
+    async fn init_sale(
+        &self,
+        sale: &Sale,
+        snapshot: &SaleSnapshot,
+        force: bool,
+    ) -> QueueResult<bool> {
         let mut sales = self.sales.write().expect("not poisoned");
-        let entry = sales.entry(sale.id).or_insert_with(|| {
-            let (stock, seats) = match free {
-                Stock::Quantity(n) => (*n, HashSet::new()),
-                Stock::Seats(s) => (0, s.iter().cloned().collect()),
-            };
-            Arc::new(Mutex::new(SaleQueue {
-                status: sale.status,
-                closes_at_ms: 0,
-                max_active: 0,
-                per_user_limit: 0,
-                rate_per_minute: 0,
-                kind: sale.stock.kind(),
-                hold_ttl_ms: 0,
-                payment_ttl_ms: 0,
-                measured_rate: 0.0,
-                seq: 0,
-                queue: BTreeMap::new(),
-                queued: HashMap::new(),
-                users: HashMap::new(),
-                owners: HashMap::new(),
-                active: HashMap::new(),
-                holds: HashMap::new(),
-                stock,
-                seats,
-                bought: HashMap::new(),
-                lease: None,
-                fence: 0,
-            }))
-        });
+        let fresh = !sales.contains_key(&sale.id);
+        let entry = sales
+            .entry(sale.id)
+            .or_insert_with(|| Arc::new(Mutex::new(SaleQueue::new(sale))));
         let mut q = entry.lock().expect("not poisoned");
         q.status = sale.status;
         q.closes_at_ms = sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0);
@@ -119,7 +128,35 @@ impl QueueStore for MemoryQueue {
         q.kind = sale.stock.kind();
         q.hold_ttl_ms = sale.ttls.hold_secs as i64 * 1000;
         q.payment_ttl_ms = sale.ttls.payment_secs as i64 * 1000;
-        Ok(())
+        if !fresh && !force {
+            return Ok(false);
+        }
+        match &snapshot.free {
+            Stock::Quantity(n) => {
+                q.stock = *n;
+                q.seats.clear();
+            }
+            Stock::Seats(seats) => {
+                q.stock = 0;
+                q.seats = seats.iter().cloned().collect();
+            }
+        }
+        q.active.clear();
+        q.holds.clear();
+        for live in &snapshot.live {
+            q.active.insert(live.attempt.local, live.deadline_ms);
+            q.owners.insert(live.attempt.local, live.user.clone());
+            q.users.insert(live.user.clone(), live.attempt.local);
+            if let Some(take) = &live.hold {
+                q.holds
+                    .insert(live.attempt.local, (take.clone(), live.user.clone()));
+            }
+        }
+        q.bought = snapshot.bought.iter().cloned().collect();
+        if snapshot.reset {
+            q.rebuilt_at_ms = now_ms();
+        }
+        Ok(true)
     }
 
     async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()> {
@@ -186,6 +223,8 @@ impl QueueStore for MemoryQueue {
             active: q.active.contains_key(&attempt.local),
             measured_rate: q.measured_rate,
             configured_rate: q.rate_per_minute as f64,
+            known_sale: true,
+            rebuilt_at_ms: q.rebuilt_at_ms,
         });
         Ok(view.unwrap_or(QueueView {
             owner: None,
@@ -194,6 +233,8 @@ impl QueueStore for MemoryQueue {
             active: false,
             measured_rate: 0.0,
             configured_rate: 0.0,
+            known_sale: false,
+            rebuilt_at_ms: 0,
         }))
     }
 

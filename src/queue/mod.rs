@@ -83,6 +83,11 @@ pub struct QueueView {
     pub measured_rate: f64,
     /// Admissions per minute as configured.
     pub configured_rate: f64,
+    /// The store holds this sale (false after a flush or an embedded restart, until rebuilt).
+    pub known_sale: bool,
+    /// When the sale was last rebuilt from the ledger (ms; 0 = never): attempts created before
+    /// and no longer known lost their place in the queue.
+    pub rebuilt_at_ms: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,6 +157,41 @@ pub struct QueueStats {
     pub remaining: u64,
 }
 
+/// What the ledger says of a sale now: what the queue store is (re)built from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaleSnapshot {
+    /// Units free to hold.
+    pub free: Stock,
+    /// Attempts admitted, holding or paying.
+    pub live: Vec<LiveAttempt>,
+    /// Units each user holds or bought (the per-user limit).
+    pub bought: Vec<(UserId, u32)>,
+    /// The sale existed before this snapshot was taken: places in its queue were lost.
+    pub reset: bool,
+}
+
+impl SaleSnapshot {
+    /// A new sale: all its stock free, nobody in.
+    pub fn fresh(sale: &Sale) -> Self {
+        SaleSnapshot {
+            free: sale.stock.clone(),
+            live: Vec::new(),
+            bought: Vec::new(),
+            reset: false,
+        }
+    }
+}
+
+/// One attempt from ADMITTED on, as the queue store tracks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveAttempt {
+    pub attempt: AttemptId,
+    pub user: UserId,
+    /// When its current step times out (ms).
+    pub deadline_ms: i64,
+    pub hold: Option<Take>,
+}
+
 /// The lease that makes one process the admitter of a sale.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
@@ -162,9 +202,15 @@ pub struct Lease {
 
 #[async_trait]
 pub trait QueueStore: Send + Sync + 'static {
-    /// Writes the sale's settings, and `free` as its stock if the store has no stock for it yet
-    /// (a new sale, or one whose keys were lost).
-    async fn init_sale(&self, sale: &Sale, free: &Stock) -> QueueResult<()>;
+    /// Writes the sale's settings, and rebuilds its stock, active set and holds from
+    /// `snapshot` if the store has none for it yet (a new sale, or keys lost) or if `force`.
+    /// Returns whether it rebuilt.
+    async fn init_sale(
+        &self,
+        sale: &Sale,
+        snapshot: &SaleSnapshot,
+        force: bool,
+    ) -> QueueResult<bool>;
     async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()>;
     async fn set_admission(&self, sale: SaleId, admission: Admission) -> QueueResult<()>;
 

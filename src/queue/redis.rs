@@ -140,6 +140,14 @@ fn attempt_of(sale: SaleId, local: &str) -> QueueResult<AttemptId> {
         .map_err(|_| protocol("attempt id", &local))
 }
 
+/// The `holds` value hold.lua writes: `q|<n>|<user>` or `s|<seat,seat>|<user>`.
+fn hold_record(take: &Take, user: &UserId) -> String {
+    match take {
+        Take::Quantity(n) => format!("q|{n}|{user}"),
+        Take::Seats(seats) => format!("s|{}|{user}", seats.join(",")),
+    }
+}
+
 fn parse_take(record: &str) -> QueueResult<Take> {
     let mut parts = record.splitn(3, '|');
     match (parts.next(), parts.next()) {
@@ -154,13 +162,20 @@ fn parse_take(record: &str) -> QueueResult<Take> {
 
 #[async_trait]
 impl QueueStore for RedisQueue {
-    async fn init_sale(&self, sale: &Sale, free: &Stock) -> QueueResult<()> {
+    async fn init_sale(
+        &self,
+        sale: &Sale,
+        snapshot: &SaleSnapshot,
+        force: bool,
+    ) -> QueueResult<bool> {
         let k = self.keys(sale.id);
         let mut inv = INIT_SALE.prepare_invoke();
-        inv.key(k.key("meta"))
-            .key(k.key("stock"))
-            .key(k.key("seats"))
-            .arg(sale.status.as_str())
+        for name in [
+            "meta", "stock", "seats", "active", "holds", "owners", "users", "bought",
+        ] {
+            inv.key(k.key(name));
+        }
+        inv.arg(sale.status.as_str())
             .arg(sale.opens_at.timestamp_millis())
             .arg(sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0))
             .arg(sale.admission.max_active)
@@ -168,20 +183,31 @@ impl QueueStore for RedisQueue {
             .arg(sale.admission.rate_per_minute)
             .arg(sale.stock.kind().as_str())
             .arg(sale.ttls.hold_secs as u64 * 1000)
-            .arg(sale.ttls.payment_secs as u64 * 1000);
-        match free {
-            Stock::Quantity(n) => {
-                inv.arg(*n);
-            }
-            Stock::Seats(seats) => {
-                inv.arg(0);
-                for seat in seats {
-                    inv.arg(seat);
-                }
-            }
+            .arg(sale.ttls.payment_secs as u64 * 1000)
+            .arg(if force { 1 } else { 0 })
+            .arg(if snapshot.reset { 1 } else { 0 });
+        match &snapshot.free {
+            Stock::Quantity(n) => inv.arg(*n).arg(0),
+            Stock::Seats(seats) => inv.arg(0).arg(seats.len()).arg(seats),
+        };
+        inv.arg(snapshot.live.len());
+        for live in &snapshot.live {
+            inv.arg(local(live.attempt))
+                .arg(live.user.as_str())
+                .arg(live.deadline_ms)
+                .arg(
+                    live.hold
+                        .as_ref()
+                        .map(|t| hold_record(t, &live.user))
+                        .unwrap_or_default(),
+                );
         }
-        let _: i64 = self.run(&inv).await?;
-        Ok(())
+        inv.arg(snapshot.bought.len());
+        for (user, units) in &snapshot.bought {
+            inv.arg(user.as_str()).arg(*units);
+        }
+        let rebuilt: i64 = self.run(&inv).await?;
+        Ok(rebuilt == 1)
     }
 
     async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()> {
@@ -253,7 +279,9 @@ impl QueueStore for RedisQueue {
             .key(k.key("active"))
             .arg(local(attempt));
         let reply: Vec<Value> = self.run(&inv).await?;
-        let [owner, position, waiting, active, measured, configured] = reply.as_slice() else {
+        let [owner, position, waiting, active, measured, configured, known, rebuilt] =
+            reply.as_slice()
+        else {
             return Err(protocol("position", &reply));
         };
         let owner = text(owner);
@@ -265,6 +293,8 @@ impl QueueStore for RedisQueue {
             active: number(active) == 1,
             measured_rate: text(measured).parse().unwrap_or(0.0),
             configured_rate: text(configured).parse().unwrap_or(0.0),
+            known_sale: number(known) == 1,
+            rebuilt_at_ms: text(rebuilt).parse().unwrap_or(0),
         })
     }
 

@@ -22,6 +22,8 @@ pub enum ServiceError {
     InvalidTransition(Rejected),
     #[error("the attempt has expired ({0})")]
     AttemptExpired(AttemptState),
+    #[error("the waiting room was reset and this place in the queue is gone: join the sale again")]
+    RejoinNeeded,
     #[error("the sale is closed")]
     SaleClosed,
     #[error("sold out: {remaining} left")]

@@ -9,7 +9,7 @@ use crate::queue::JoinOutcome;
 pub async fn join(app: &App, sale: SaleId, user: &UserId) -> ServiceResult<AttemptView> {
     let now_ms = Utc::now().timestamp_millis();
     let mut outcome = app.queue.join(sale, user, now_ms).await?;
-    if outcome == JoinOutcome::UnknownSale && sales::restore_in_queue(app, sale).await? {
+    if outcome == JoinOutcome::UnknownSale && sales::restore_in_queue(app, sale, false).await? {
         outcome = app.queue.join(sale, user, now_ms).await?;
     }
     let label = match &outcome {

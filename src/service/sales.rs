@@ -6,13 +6,16 @@ use chrono::Utc;
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::{Admission, NewSale, SaleId, SaleStatus};
 use crate::ledger::{LedgerError, LedgerStats, SaleRecord};
+use crate::queue::SaleSnapshot;
 
 pub async fn create(app: &App, new: NewSale) -> ServiceResult<SaleRecord> {
     let sale = new
         .parse(Utc::now())
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
     app.ledger.create_sale(&sale).await?;
-    app.queue.init_sale(&sale, &sale.stock).await?;
+    app.queue
+        .init_sale(&sale, &SaleSnapshot::fresh(&sale), false)
+        .await?;
     let remaining = sale.stock.total();
     Ok(SaleRecord { sale, remaining })
 }
@@ -74,14 +77,17 @@ fn not_found_sale(e: LedgerError) -> ServiceError {
     }
 }
 
-/// Writes a sale the queue store lost (flushed, failed over) back from the ledger: settings,
-/// and as stock what the ledger says is free. Returns false if the ledger has no such sale.
-pub async fn restore_in_queue(app: &App, id: SaleId) -> ServiceResult<bool> {
+/// Rebuilds a sale the queue store lost (flushed, failed over, or an embedded restart) from
+/// the ledger: settings, free units, live attempts and their holds. With `force`, rebuilds even
+/// a sale the store has (`sluice reconcile`; run it with admission paused). Returns false if
+/// the ledger has no such sale.
+pub async fn restore_in_queue(app: &App, id: SaleId, force: bool) -> ServiceResult<bool> {
     let Some(record) = app.ledger.sale(id).await? else {
         return Ok(false);
     };
-    let free = app.ledger.free_stock(id).await?;
-    app.queue.init_sale(&record.sale, &free).await?;
-    tracing::warn!(sale = %id, "sale restored in the queue store from the ledger");
+    let snapshot = app.ledger.snapshot(id).await?;
+    if app.queue.init_sale(&record.sale, &snapshot, force).await? {
+        tracing::warn!(sale = %id, live = snapshot.live.len(), "sale rebuilt in the queue store from the ledger");
+    }
     Ok(true)
 }

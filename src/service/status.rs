@@ -6,7 +6,10 @@ use super::{App, AttemptView, ServiceError, ServiceResult};
 use crate::domain::{AttemptId, AttemptState, ExpiryReason, UserId};
 
 pub async fn status(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
-    let view = app.queue.view(attempt).await?;
+    let mut view = app.queue.view(attempt).await?;
+    if !view.known_sale && super::sales::restore_in_queue(app, attempt.sale, false).await? {
+        view = app.queue.view(attempt).await?;
+    }
     match &view.owner {
         Some(owner) if owner != user => return Err(ServiceError::NotFound("attempt")),
         Some(_) => {
@@ -35,6 +38,16 @@ pub async fn status(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResu
             attempt,
             AttemptState::expired_because(ExpiryReason::Left),
         )),
+        // Created before the sale was rebuilt from the ledger: its place was lost with the
+        // queue store's data (UUIDv7 ids carry their creation time).
+        None if created_ms(attempt).is_some_and(|t| t < view.rebuilt_at_ms) => {
+            Err(ServiceError::RejoinNeeded)
+        }
         None => Err(ServiceError::NotFound("attempt")),
     }
+}
+
+fn created_ms(attempt: AttemptId) -> Option<i64> {
+    let (secs, nanos) = attempt.local.get_timestamp()?.to_unix();
+    Some(secs as i64 * 1000 + nanos as i64 / 1_000_000)
 }

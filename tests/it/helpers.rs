@@ -456,3 +456,61 @@ pub async fn assert_problem(resp: reqwest::Response, status: u16, kind: &str) ->
     assert_eq!(body["status"], status, "{body}");
     body
 }
+
+/// A redis-server of this test's own, on a free loopback port.
+pub struct PrivateRedis {
+    child: std::process::Child,
+    pub dir: std::path::PathBuf,
+}
+
+impl PrivateRedis {
+    pub fn start(port: u16, dir: &std::path::Path) -> PrivateRedis {
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(dir)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server is installed (scripts/services installs it)");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "private redis did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        PrivateRedis {
+            child,
+            dir: dir.to_owned(),
+        }
+    }
+
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

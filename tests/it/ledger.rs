@@ -170,7 +170,7 @@ async fn a_seat_has_one_holder_and_unknown_seats_are_named(ledger: Arc<dyn Ledge
         .await;
     assert!(matches!(unknown, Err(LedgerError::UnknownSeat(s)) if s == "Z9"));
     assert_eq!(
-        ledger.free_stock(sale.id).await.unwrap(),
+        ledger.snapshot(sale.id).await.unwrap().free,
         Stock::Seats(vec!["A2".into()])
     );
 }

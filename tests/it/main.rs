@@ -10,5 +10,6 @@ mod ledger;
 mod lifecycle;
 mod queue_store;
 mod reapers;
+mod rebuild;
 mod redis_outage;
 mod webhooks;

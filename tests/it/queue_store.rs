@@ -6,7 +6,8 @@ use sluice::domain::{Admission, NewSale, Sale, SaleStatus, Stock, Ttls, UserId};
 use std::sync::Arc;
 
 use sluice::queue::{
-    AdmitOutcome, HoldOutcome, JoinOutcome, MemoryQueue, QueueStore, RedisQueue, Take,
+    AdmitOutcome, HoldOutcome, JoinOutcome, LiveAttempt, MemoryQueue, QueueStore, RedisQueue,
+    SaleSnapshot, Take,
 };
 
 use crate::helpers::redis_url;
@@ -41,7 +42,7 @@ on_every_queue_store!(
     admission_never_exceeds_max_active_and_needs_the_lease,
     unadmit_puts_attempts_back_at_their_place,
     holds_are_all_or_nothing_limited_and_restored_once,
-    init_keeps_existing_stock_and_rebuilds_lost_stock,
+    init_keeps_a_live_sale_and_rebuilds_from_a_snapshot,
 );
 
 fn sale(stock: Stock, max_active: u32) -> Sale {
@@ -86,7 +87,9 @@ async fn admit_all(q: &Arc<dyn QueueStore>, s: &Sale, wanted: u32) -> Vec<sluice
 
 async fn join_is_fifo_and_idempotent_per_user(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &s.stock).await.unwrap();
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
     let now = Utc::now().timestamp_millis();
     let mut ids = Vec::new();
     for (i, name) in ["a", "b", "c"].iter().enumerate() {
@@ -139,7 +142,9 @@ async fn join_is_fifo_and_idempotent_per_user(q: Arc<dyn QueueStore>) {
 
 async fn admission_never_exceeds_max_active_and_needs_the_lease(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 2);
-    q.init_sale(&s, &s.stock).await.unwrap();
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
     for name in ["a", "b", "c", "d"] {
         q.join(s.id, &user(name), 0).await.unwrap();
     }
@@ -172,7 +177,9 @@ async fn admission_never_exceeds_max_active_and_needs_the_lease(q: Arc<dyn Queue
 
 async fn unadmit_puts_attempts_back_at_their_place(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &s.stock).await.unwrap();
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
     for name in ["a", "b", "c"] {
         q.join(s.id, &user(name), 0).await.unwrap();
     }
@@ -188,7 +195,9 @@ async fn holds_are_all_or_nothing_limited_and_restored_once(q: Arc<dyn QueueStor
         Stock::Seats(vec!["A1".into(), "A2".into(), "A3".into()]),
         10,
     );
-    q.init_sale(&s, &s.stock).await.unwrap();
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
     for name in ["a", "b", "c"] {
         q.join(s.id, &user(name), 0).await.unwrap();
     }
@@ -229,7 +238,9 @@ async fn holds_are_all_or_nothing_limited_and_restored_once(q: Arc<dyn QueueStor
     assert_eq!(q.stats(s.id).await.unwrap().active, 2, "a's slot is free");
 
     let qs = sale(Stock::Quantity(5), 10);
-    q.init_sale(&qs, &qs.stock).await.unwrap();
+    q.init_sale(&qs, &SaleSnapshot::fresh(&qs), false)
+        .await
+        .unwrap();
     for name in ["a", "b"] {
         q.join(qs.id, &user(name), 0).await.unwrap();
     }
@@ -262,13 +273,69 @@ async fn holds_are_all_or_nothing_limited_and_restored_once(q: Arc<dyn QueueStor
     );
 }
 
-async fn init_keeps_existing_stock_and_rebuilds_lost_stock(q: Arc<dyn QueueStore>) {
+async fn init_keeps_a_live_sale_and_rebuilds_from_a_snapshot(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &Stock::Quantity(5)).await.unwrap();
+    assert!(
+        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+            .await
+            .unwrap(),
+        "a new sale is built"
+    );
     q.join(s.id, &user("a"), 0).await.unwrap();
     let a = admit_all(&q, &s, 1).await[0].attempt;
     q.hold(a, &user("a"), &Take::Quantity(2)).await.unwrap();
-    // Settings may be rewritten any time; the live counter is kept.
-    q.init_sale(&s, &Stock::Quantity(5)).await.unwrap();
+    // Settings may be rewritten any time; a live sale keeps its counters.
+    assert!(!q
+        .init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap());
     assert_eq!(q.stats(s.id).await.unwrap().remaining, 3);
+
+    // A forced rebuild from the ledger's snapshot: a holds 2, 3 are free, b is admitted.
+    let b = sluice::domain::AttemptId::new(s.id);
+    let deadline_ms = Utc::now().timestamp_millis() + 60_000;
+    let snapshot = SaleSnapshot {
+        free: Stock::Quantity(3),
+        live: vec![
+            LiveAttempt {
+                attempt: a,
+                user: user("a"),
+                deadline_ms,
+                hold: Some(Take::Quantity(2)),
+            },
+            LiveAttempt {
+                attempt: b,
+                user: user("b"),
+                deadline_ms,
+                hold: None,
+            },
+        ],
+        bought: vec![(user("a"), 2)],
+        reset: true,
+    };
+    assert!(q.init_sale(&s, &snapshot, true).await.unwrap());
+    let stats = q.stats(s.id).await.unwrap();
+    assert_eq!((stats.remaining, stats.active), (3, 2));
+    let view = q.view(b).await.unwrap();
+    assert!(view.known_sale && view.rebuilt_at_ms > 0 && view.active);
+    // The rebuilt state works like the original: b may hold, within a's limit a may not add 2.
+    assert_eq!(
+        q.hold(b, &user("b"), &Take::Quantity(1)).await.unwrap(),
+        HoldOutcome::Held {
+            take: Take::Quantity(1)
+        }
+    );
+    assert_eq!(
+        q.hold(a, &user("a"), &Take::Quantity(1)).await.unwrap(),
+        HoldOutcome::Held {
+            take: Take::Quantity(2)
+        },
+        "a's hold is known"
+    );
+    assert!(
+        q.restore(a).await.unwrap(),
+        "the rebuilt hold gives its units back"
+    );
+    assert!(!q.restore(a).await.unwrap(), "once");
+    assert_eq!(q.stats(s.id).await.unwrap().remaining, 4);
 }

@@ -2,68 +2,12 @@
 //! back the service recovers by itself. Uses a private redis-server so other tests are not
 //! disturbed.
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{assert_problem, TestApp};
-
-/// A redis-server of this test's own, on a free loopback port.
-struct PrivateRedis {
-    child: Child,
-    dir: std::path::PathBuf,
-}
-
-impl PrivateRedis {
-    fn start(port: u16, dir: &std::path::Path) -> PrivateRedis {
-        let child = Command::new("redis-server")
-            .args([
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .arg("--dir")
-            .arg(dir)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server is installed (scripts/services installs it)");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "private redis did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        PrivateRedis {
-            child,
-            dir: dir.to_owned(),
-        }
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for PrivateRedis {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::helpers::{assert_problem, free_port, PrivateRedis, TestApp};
 
 #[tokio::test]
 async fn redis_down_answers_503_quickly_and_recovers() {

@@ -11,17 +11,16 @@ use super::{db_error, outbox};
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, DomainEvent, SaleId, UserId};
 use crate::ledger::transition::{apply_in, AttemptTx};
 use crate::ledger::{Applied, AttemptRecord, HeldStock, LedgerError, LedgerResult};
-use crate::queue::Take;
+use crate::queue::{LiveAttempt, Take};
 
 /// Everything [`record_from_row`] reads; `FOR UPDATE OF a` locks only the attempt.
-const SELECT: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
+const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
         a.admission_expires_at, a.hold_expires_at, a.payment_expires_at,
         h.quantity AS hold_quantity, h.seat_ids AS hold_seats, h.status AS hold_status,
         p.reference AS payment_reference
     FROM attempts a
     LEFT JOIN holds h ON h.attempt_id = a.id
-    LEFT JOIN payments p ON p.attempt_id = a.id
-    WHERE a.id = $1";
+    LEFT JOIN payments p ON p.attempt_id = a.id";
 
 fn record_from_row(row: &PgRow) -> LedgerResult<AttemptRecord> {
     let state = AttemptState::from_parts(row.get("state"), row.get("reason"))
@@ -52,7 +51,7 @@ fn record_from_row(row: &PgRow) -> LedgerResult<AttemptRecord> {
 }
 
 pub(super) async fn load(pool: &PgPool, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
-    let row = sqlx::query(SELECT)
+    let row = sqlx::query(&format!("{SELECT_FROM} WHERE a.id = $1"))
         .bind(id.local)
         .fetch_optional(pool)
         .await
@@ -68,7 +67,7 @@ pub(super) async fn lock(
     conn: &mut PgConnection,
     id: AttemptId,
 ) -> LedgerResult<Option<AttemptRecord>> {
-    let row = sqlx::query(&format!("{SELECT} FOR UPDATE OF a"))
+    let row = sqlx::query(&format!("{SELECT_FROM} WHERE a.id = $1 FOR UPDATE OF a"))
         .bind(id.local)
         .fetch_optional(conn)
         .await
@@ -77,6 +76,37 @@ pub(super) async fn lock(
         Some(row) if row.get::<Uuid, _>("sale_id") == id.sale.0 => record_from_row(&row).map(Some),
         _ => Ok(None),
     }
+}
+
+/// A sale's live attempts and the units each user holds or bought.
+pub(super) async fn live(
+    pool: &PgPool,
+    sale: SaleId,
+) -> LedgerResult<(Vec<LiveAttempt>, Vec<(UserId, u32)>)> {
+    let rows = sqlx::query(&format!(
+        "{SELECT_FROM} WHERE a.sale_id = $1 AND a.state IN ('ADMITTED', 'HOLD', 'PAYMENT_PENDING')"
+    ))
+    .bind(sale.0)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    let mut live = Vec::with_capacity(rows.len());
+    for row in &rows {
+        live.extend(record_from_row(row)?.live());
+    }
+    let bought: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT a.user_id, sum(h.quantity)::bigint FROM holds h JOIN attempts a ON a.id = h.attempt_id
+         WHERE h.sale_id = $1 AND h.status IN ('held', 'confirmed') GROUP BY a.user_id",
+    )
+    .bind(sale.0)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    let bought = bought
+        .into_iter()
+        .filter_map(|(user, n)| Some((UserId::parse(&user).ok()?, n as u32)))
+        .collect();
+    Ok((live, bought))
 }
 
 pub(super) async fn apply(

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
+use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Row, SqliteConnection};
 use uuid::Uuid;
 
@@ -10,15 +10,14 @@ use super::{db_error, from_ms, NOW_MS};
 use crate::domain::{AttemptId, AttemptState, DomainEvent, SaleId, UserId};
 use crate::ledger::transition::AttemptTx;
 use crate::ledger::{AttemptRecord, HeldStock, LedgerError, LedgerResult};
-use crate::queue::Take;
+use crate::queue::{LiveAttempt, Take};
 
-const SELECT: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
+const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
         a.admission_expires_at_ms, a.hold_expires_at_ms, a.payment_expires_at_ms,
         h.quantity AS hold_quantity, h.seat_ids AS hold_seats, p.reference AS payment_reference
     FROM attempts a
     LEFT JOIN holds h ON h.attempt_id = a.id
-    LEFT JOIN payments p ON p.attempt_id = a.id
-    WHERE a.id = ?";
+    LEFT JOIN payments p ON p.attempt_id = a.id";
 
 fn record_from_row(row: &SqliteRow) -> LedgerResult<AttemptRecord> {
     let bad = |what: &str| LedgerError::Other(format!("bad {what} in attempts row"));
@@ -55,7 +54,7 @@ pub(super) async fn load(
     conn: &mut SqliteConnection,
     id: AttemptId,
 ) -> LedgerResult<Option<AttemptRecord>> {
-    let row = sqlx::query(SELECT)
+    let row = sqlx::query(&format!("{SELECT_FROM} WHERE a.id = ?"))
         .bind(id.local)
         .fetch_optional(conn)
         .await
@@ -67,6 +66,37 @@ pub(super) async fn load(
         }
         None => Ok(None),
     }
+}
+
+/// A sale's live attempts and the units each user holds or bought.
+pub(super) async fn live(
+    pool: &SqlitePool,
+    sale: SaleId,
+) -> LedgerResult<(Vec<LiveAttempt>, Vec<(UserId, u32)>)> {
+    let rows = sqlx::query(&format!(
+        "{SELECT_FROM} WHERE a.sale_id = ? AND a.state IN ('ADMITTED', 'HOLD', 'PAYMENT_PENDING')"
+    ))
+    .bind(sale.0)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    let mut live = Vec::with_capacity(rows.len());
+    for row in &rows {
+        live.extend(record_from_row(row)?.live());
+    }
+    let bought: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT a.user_id, sum(h.quantity) FROM holds h JOIN attempts a ON a.id = h.attempt_id
+         WHERE h.sale_id = ? AND h.status IN ('held', 'confirmed') GROUP BY a.user_id",
+    )
+    .bind(sale.0)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    let bought = bought
+        .into_iter()
+        .filter_map(|(user, n)| Some((UserId::parse(&user).ok()?, n as u32)))
+        .collect();
+    Ok((live, bought))
 }
 
 #[async_trait]

@@ -127,8 +127,15 @@ impl Ledger for SqliteLedger {
         sales::stats(&self.pool, id).await
     }
 
-    async fn free_stock(&self, id: SaleId) -> LedgerResult<Stock> {
-        sales::free_stock(&self.pool, id).await
+    async fn snapshot(&self, id: SaleId) -> LedgerResult<SaleSnapshot> {
+        let free = sales::free_stock(&self.pool, id).await?;
+        let (live, bought) = attempts::live(&self.pool, id).await?;
+        Ok(SaleSnapshot {
+            free,
+            live,
+            bought,
+            reset: true,
+        })
     }
 
     async fn record_admissions(
