@@ -87,6 +87,9 @@ pub struct PaymentsConfig {
     pub webhook_secret: String,
     /// Webhooks whose timestamp is further than this from now are refused (replays).
     pub tolerance_secs: u64,
+    /// The sandbox payment provider (`/sandbox/payments/{reference}`): unset means on in
+    /// embedded mode and off with PostgreSQL. Never turn it on in production.
+    pub sandbox: Option<bool>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -146,6 +149,7 @@ impl Default for Config {
             payments: PaymentsConfig {
                 webhook_secret: String::new(),
                 tolerance_secs: 300,
+                sandbox: None,
             },
             workers: WorkersConfig {
                 enabled: true,
@@ -199,6 +203,11 @@ impl Config {
         }
         config.validate()?;
         Ok(config)
+    }
+
+    /// Whether the sandbox payment provider is served.
+    pub fn sandbox_enabled(&self) -> bool {
+        self.payments.sandbox.unwrap_or(self.ledger_is_embedded())
     }
 
     /// The ledger is the SQLite file of the data directory (no PostgreSQL configured).

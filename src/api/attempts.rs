@@ -21,6 +21,12 @@ pub struct AttemptsApi {
     pub app: App,
 }
 
+/// The answer body; payment URLs point at the sandbox when it is on.
+fn out(app: &App, mut view: AttemptView) -> AttemptOut {
+    view.sandbox = app.config.sandbox_enabled();
+    view.into()
+}
+
 /// Applies the caller's per-user limit of `kind`.
 fn limit(app: &App, kind: Limited, user: &UserId) -> Result<(), ApiError> {
     app.limits.check(kind, user).map_err(|wait| {
@@ -54,9 +60,9 @@ pub enum AttemptResponse {
 }
 
 impl AttemptResponse {
-    fn of(view: AttemptView) -> Self {
+    fn of(app: &App, view: AttemptView) -> Self {
         let retry = retry_after_secs(&view);
-        AttemptResponse::Ok(Json(view.into()), retry)
+        AttemptResponse::Ok(Json(out(app, view)), retry)
     }
 }
 
@@ -78,7 +84,11 @@ impl AttemptsApi {
         let view = service::join::join(&self.app, sale, &auth.0).await?;
         let retry = retry_after_secs(&view);
         let location = format!("/v1/attempts/{}", view.attempt);
-        Ok(JoinResponse::Accepted(Json(view.into()), location, retry))
+        Ok(JoinResponse::Accepted(
+            Json(out(&self.app, view)),
+            location,
+            retry,
+        ))
     }
 
     /// Get an attempt's status
@@ -98,6 +108,7 @@ impl AttemptsApi {
         let id = parse_attempt_id(&attempt_id)?;
         limit(&self.app, Limited::Status, &auth.0)?;
         Ok(AttemptResponse::of(
+            &self.app,
             service::status::status(&self.app, id, &auth.0).await?,
         ))
     }
@@ -140,6 +151,7 @@ impl AttemptsApi {
     ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
         Ok(AttemptResponse::of(
+            &self.app,
             service::leave::leave(&self.app, id, &auth.0).await?,
         ))
     }
@@ -171,7 +183,7 @@ impl AttemptsApi {
             service::hold::hold(app, id, user, &body.admission_token, take).await
         })
         .await?;
-        Ok(AttemptResponse::of(view))
+        Ok(AttemptResponse::of(&self.app, view))
     }
 
     /// Release a hold
@@ -189,6 +201,7 @@ impl AttemptsApi {
     ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
         Ok(AttemptResponse::of(
+            &self.app,
             service::hold::release(&self.app, id, &auth.0).await?,
         ))
     }
@@ -217,7 +230,7 @@ impl AttemptsApi {
             service::checkout::checkout(app, id, user).await
         })
         .await?;
-        Ok(AttemptResponse::of(view))
+        Ok(AttemptResponse::of(&self.app, view))
     }
 }
 
@@ -232,13 +245,10 @@ fn status_stream(
         let (app, user) = (app.clone(), user.clone());
         async move {
             let view = next?;
-            let following = if view.state.is_terminal() {
-                None
-            } else {
-                let wait = Duration::from_millis(view.poll_after_ms.min(5_000));
-                Some((app, user, wait))
-            };
-            let out = AttemptOut::from(view);
+            let terminal = view.state.is_terminal();
+            let wait = Duration::from_millis(view.poll_after_ms.min(5_000));
+            let body = out(&app, view);
+            let following = (!terminal).then_some((app, user, wait));
             let after = match following {
                 None => None,
                 Some((app, user, wait)) => {
@@ -246,7 +256,7 @@ fn status_stream(
                     service::status::status(&app, id, &user).await.ok()
                 }
             };
-            Some((out, after))
+            Some((body, after))
         }
     })
     .boxed()

@@ -5,6 +5,7 @@ mod attempts;
 mod ops;
 pub mod problem;
 mod sales;
+mod sandbox;
 mod security;
 pub mod types;
 mod webhooks;
@@ -32,6 +33,8 @@ pub enum ApiTags {
     Payments,
     /// Health and keys.
     Operations,
+    /// The sandbox payment provider (embedded default only).
+    Sandbox,
 }
 
 pub(crate) fn parse_sale_id(s: &str) -> Result<SaleId, ApiError> {
@@ -51,6 +54,7 @@ type Apis = (
     attempts::AttemptsApi,
     webhooks::WebhooksApi,
     ops::OpsApi,
+    sandbox::SandboxApi,
 );
 
 pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
@@ -60,6 +64,7 @@ pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
             attempts::AttemptsApi { app: app.clone() },
             webhooks::WebhooksApi { app: app.clone() },
             ops::OpsApi { app: app.clone() },
+            sandbox::SandboxApi { app: app.clone() },
         ),
         "sluice",
         env!("CARGO_PKG_VERSION"),

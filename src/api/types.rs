@@ -288,6 +288,9 @@ pub struct HoldOut {
 pub struct PaymentOut {
     /// Pass it to the payment provider; its webhook names it.
     pub reference: String,
+    /// Sandbox only: POST `{"outcome": "approve"}` (or `"decline"`) here to pay.
+    #[oai(skip_serializing_if_is_none)]
+    pub sandbox_url: Option<String>,
     /// The provider must report before this (while PAYMENT_PENDING).
     #[oai(skip_serializing_if_is_none)]
     pub expires_at: Option<DateTime<Utc>>,
@@ -368,6 +371,7 @@ impl From<AttemptView> for AttemptOut {
             }),
             payment: v.payment_reference.map(|r| PaymentOut {
                 reference: r.to_string(),
+                sandbox_url: v.sandbox.then(|| crate::payments::sandbox::payment_path(r)),
                 expires_at: v.payment_expires_at,
             }),
         }
@@ -389,4 +393,27 @@ pub struct WebhookAckOut {
     /// `applied` the first time a provider event id is seen, `duplicate` after.
     pub result: String,
     pub attempt_state: AttemptStateName,
+}
+
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq, serde::Serialize)]
+#[oai(rename_all = "snake_case")]
+pub enum SandboxOutcome {
+    Approve,
+    Decline,
+}
+
+/// What the sandbox provider should report.
+#[derive(Debug, Clone, Object)]
+pub struct SandboxPayment {
+    pub outcome: SandboxOutcome,
+    /// Wait this long before sending the webhook (0 to 60000 ms).
+    #[oai(default, validator(maximum(value = "60000")))]
+    pub delay_ms: u64,
+}
+
+/// The webhook the sandbox will send.
+#[derive(Debug, Clone, Object)]
+pub struct SandboxAccepted {
+    pub event_id: String,
+    pub payment_reference: String,
 }

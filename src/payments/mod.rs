@@ -1,5 +1,6 @@
 //! Payments: the provider's signed webhooks.
 
+pub mod sandbox;
 pub mod signature;
 pub mod webhook;
 

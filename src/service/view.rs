@@ -24,6 +24,9 @@ pub struct AttemptView {
     pub hold_expires_at: Option<DateTime<Utc>>,
     pub payment_reference: Option<Uuid>,
     pub payment_expires_at: Option<DateTime<Utc>>,
+    /// The sandbox provider is on: the payment can be made at its URL.
+    #[serde(default)]
+    pub sandbox: bool,
 }
 
 impl AttemptView {
@@ -56,6 +59,7 @@ impl AttemptView {
             hold_expires_at: None,
             payment_reference: None,
             payment_expires_at: None,
+            sandbox: false,
         }
     }
 

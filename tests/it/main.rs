@@ -12,4 +12,5 @@ mod queue_store;
 mod reapers;
 mod rebuild;
 mod redis_outage;
+mod sandbox;
 mod webhooks;

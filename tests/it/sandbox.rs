@@ -1,0 +1,93 @@
+//! The sandbox payment provider: on in the embedded default, absent with PostgreSQL.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::{assert_problem, Backend, TestApp};
+
+async fn paying(t: &TestApp, sale: &str, user: &str) -> (String, serde_json::Value) {
+    let (attempt, token) = t.admitted(sale, user).await;
+    assert_eq!(
+        t.hold(
+            &attempt,
+            user,
+            json!({ "admission_token": token, "quantity": 1 })
+        )
+        .await
+        .status(),
+        200
+    );
+    let paying: serde_json::Value = t.checkout(&attempt, user).await.json().await.unwrap();
+    (attempt, paying["payment"].clone())
+}
+
+#[tokio::test]
+async fn the_sandbox_approves_and_declines_with_signed_webhooks() {
+    let t = TestApp::spawn_on(Backend::Embedded).await;
+    let sale = t.create_sale(json!({ "quantity": 5 })).await;
+
+    let (a, payment) = paying(&t, &sale, "alice").await;
+    let url = payment["sandbox_url"]
+        .as_str()
+        .expect("checkout names the sandbox page");
+    let resp = t
+        .http
+        .post(t.url(url))
+        .json(&json!({ "outcome": "approve" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    t.wait_for(&a, "alice", "CONFIRMED", Duration::from_secs(5))
+        .await;
+
+    let (b, payment) = paying(&t, &sale, "bob").await;
+    let url = payment["sandbox_url"].as_str().unwrap();
+    let resp = t
+        .http
+        .post(t.url(url))
+        .json(&json!({ "outcome": "decline", "delay_ms": 300 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    assert_eq!(
+        t.status(&b, "bob").await["state"],
+        "PAYMENT_PENDING",
+        "the delay is honoured"
+    );
+    let expired = t
+        .wait_for(&b, "bob", "EXPIRED", Duration::from_secs(5))
+        .await;
+    assert_eq!(expired["reason"], "payment_failed");
+    assert_eq!(t.stats(&sale).await["remaining"], 4);
+
+    let bad = t
+        .http
+        .post(t.url(url))
+        .json(&json!({ "outcome": "maybe" }))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(bad, 400, "/problems/malformed-request").await;
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn the_sandbox_is_off_with_postgresql() {
+    let t = TestApp::spawn_on(Backend::Servers).await;
+    let sale = t.create_sale(json!({ "quantity": 5 })).await;
+    let (_, payment) = paying(&t, &sale, "alice").await;
+    assert!(payment.get("sandbox_url").is_none(), "{payment}");
+    let reference = payment["reference"].as_str().unwrap();
+    let resp = t
+        .admin(Method::POST, &format!("/sandbox/payments/{reference}"))
+        .json(&json!({ "outcome": "approve" }))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(resp, 404, "/problems/not-found").await;
+    t.stop().await;
+}
