@@ -21,6 +21,7 @@ pub struct Config {
     pub payments: PaymentsConfig,
     pub workers: WorkersConfig,
     pub limits: LimitsConfig,
+    pub events: EventsConfig,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -107,6 +108,18 @@ pub struct WorkersConfig {
     pub idempotency_ttl_secs: u64,
 }
 
+/// Where domain events go once committed to the outbox.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventsConfig {
+    /// JSON lines file the relay appends events to; empty: `<data_dir>/events.jsonl`.
+    pub file: PathBuf,
+    /// How often the relay looks for new outbox rows.
+    pub poll_ms: u64,
+    /// Rows relayed per batch.
+    pub batch: u32,
+}
+
 /// Per-user request limits (0 turns one off). A client that honours `poll_after_ms` stays far
 /// below them.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -158,6 +171,11 @@ impl Default for Config {
                 reaper_cron: "*/1 * * * * *".into(),
                 idempotency_ttl_secs: 24 * 3600,
             },
+            events: EventsConfig {
+                file: PathBuf::new(),
+                poll_ms: 200,
+                batch: 500,
+            },
             limits: LimitsConfig {
                 join_per_second: 2,
                 join_burst: 10,
@@ -203,6 +221,15 @@ impl Config {
         }
         config.validate()?;
         Ok(config)
+    }
+
+    /// The JSON lines file of the event sink.
+    pub fn events_file(&self) -> PathBuf {
+        if self.events.file.as_os_str().is_empty() {
+            self.embedded.data_dir.join("events.jsonl")
+        } else {
+            self.events.file.clone()
+        }
     }
 
     /// Whether the sandbox payment provider is served.
@@ -276,6 +303,9 @@ impl Config {
         }
         if self.ledger.max_connections == 0 {
             return bad("ledger.max_connections", "must be positive");
+        }
+        if self.events.poll_ms < 10 || self.events.batch == 0 {
+            return bad("events.poll_ms", "poll_ms at least 10 and batch positive");
         }
         if self.workers.admission_tick_ms < 10 {
             return bad("workers.admission_tick_ms", "must be at least 10");

@@ -35,6 +35,7 @@ pub mod api;
 pub mod auth;
 pub mod config;
 pub mod domain;
+pub mod events;
 pub mod ledger;
 pub mod payments;
 pub mod queue;

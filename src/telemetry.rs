@@ -76,6 +76,20 @@ fn describe() {
         "Queue store updates that failed after a ledger commit"
     );
     describe_counter!("sluice_webhooks_total", "Payment webhooks by outcome");
+    describe_gauge!("sluice_outbox_pending", "Outbox rows not yet published");
+    describe_gauge!(
+        "sluice_outbox_oldest_age_seconds",
+        Unit::Seconds,
+        "Age of the oldest unpublished outbox row"
+    );
+    describe_counter!(
+        "sluice_events_published_total",
+        "Events handed to the event sink"
+    );
+    describe_counter!(
+        "sluice_event_publish_errors_total",
+        "Failed attempts to publish a batch of events"
+    );
 }
 
 /// Counts a transition that changed an attempt's state.

@@ -212,4 +212,20 @@ pub trait Ledger: Send + Sync + 'static {
         saved: &SavedResponse,
     ) -> LedgerResult<()>;
     async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64>;
+
+    /// Unpublished outbox rows, oldest first.
+    async fn pending_events(&self, limit: u32) -> LedgerResult<Vec<OutboxEvent>>;
+    async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()>;
+    /// Unpublished rows and the age of the oldest, in seconds.
+    async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)>;
+}
+
+/// One outbox row: a domain event committed with the change it reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxEvent {
+    pub id: Uuid,
+    pub sale_id: SaleId,
+    pub event_type: String,
+    /// The event's envelope, as consumers receive it.
+    pub payload: serde_json::Value,
 }

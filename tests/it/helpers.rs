@@ -54,6 +54,11 @@ pub fn test_config() -> Config {
     c.workers.admission_tick_ms = 50;
     c.workers.lease_ttl_ms = 1000;
     c.workers.reaper_cron = "* * * * * *".into();
+    c.events.file = std::env::temp_dir().join(format!(
+        "sluice-events-{}.jsonl",
+        uuid::Uuid::new_v4().simple()
+    ));
+    c.events.poll_ms = 50;
     // The helpers poll fast; the limits have a test of their own.
     c.limits.status_per_second = 10_000;
     c.limits.status_burst = 10_000;
@@ -380,6 +385,14 @@ impl TestApp {
             .unwrap();
         assert_eq!(resp.status(), 200);
         resp.json().await.unwrap()
+    }
+
+    /// The events the relay wrote to the JSON lines sink so far.
+    pub fn published_events(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.app.config.events_file()).unwrap_or_default();
+        text.lines()
+            .map(|line| serde_json::from_str(line).expect("one JSON event per line"))
+            .collect()
     }
 
     /// The number of outbox rows of `event_type`.

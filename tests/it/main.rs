@@ -6,6 +6,7 @@ mod helpers;
 mod admin;
 mod contention;
 mod errors;
+mod events;
 mod ledger;
 mod lifecycle;
 mod queue_store;

@@ -169,4 +169,16 @@ impl Ledger for PgLedger {
     async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64> {
         idempotency::purge(&self.pool, older_than_secs).await
     }
+
+    async fn pending_events(&self, limit: u32) -> LedgerResult<Vec<OutboxEvent>> {
+        outbox::pending(&self.pool, limit).await
+    }
+
+    async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()> {
+        outbox::mark_published(&self.pool, ids).await
+    }
+
+    async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)> {
+        outbox::backlog(&self.pool).await
+    }
 }

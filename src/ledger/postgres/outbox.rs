@@ -1,10 +1,11 @@
 //! The outbox row written in the transaction of every change it reports.
 
-use sqlx::PgConnection;
+use sqlx::{PgConnection, PgPool, Row};
+use uuid::Uuid;
 
 use super::db_error;
-use crate::domain::DomainEvent;
-use crate::ledger::LedgerResult;
+use crate::domain::{DomainEvent, SaleId};
+use crate::ledger::{LedgerResult, OutboxEvent};
 
 pub(super) async fn insert(conn: &mut PgConnection, event: &DomainEvent) -> LedgerResult<()> {
     let payload = serde_json::to_value(event)
@@ -18,4 +19,43 @@ pub(super) async fn insert(conn: &mut PgConnection, event: &DomainEvent) -> Ledg
         .await
         .map_err(db_error)?;
     Ok(())
+}
+
+pub(super) async fn pending(pool: &PgPool, limit: u32) -> LedgerResult<Vec<OutboxEvent>> {
+    let rows = sqlx::query(
+        "SELECT id, sale_id, event_type, payload FROM outbox WHERE published_at IS NULL
+         ORDER BY created_at, id LIMIT $1",
+    )
+    .bind(limit as i64)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(rows
+        .iter()
+        .map(|r| OutboxEvent {
+            id: r.get("id"),
+            sale_id: SaleId(r.get("sale_id")),
+            event_type: r.get("event_type"),
+            payload: r.get("payload"),
+        })
+        .collect())
+}
+
+pub(super) async fn mark_published(pool: &PgPool, ids: &[Uuid]) -> LedgerResult<()> {
+    sqlx::query("UPDATE outbox SET published_at = now(), tries = tries + 1 WHERE id = ANY($1)")
+        .bind(ids)
+        .execute(pool)
+        .await
+        .map_err(db_error)?;
+    Ok(())
+}
+
+pub(super) async fn backlog(pool: &PgPool) -> LedgerResult<(u64, f64)> {
+    let (count, age): (i64, Option<f64>) = sqlx::query_as(
+        "SELECT count(*), EXTRACT(EPOCH FROM now() - min(created_at))::float8 FROM outbox WHERE published_at IS NULL",
+    )
+    .fetch_one(pool)
+    .await
+    .map_err(db_error)?;
+    Ok((count as u64, age.unwrap_or(0.0)))
 }

@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::{attempts, db_error, SqliteLedger, NOW_MS};
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, DomainEvent, SaleId, UserId};
 use crate::ledger::transition::{timeout_state, transition, AttemptTx};
+use crate::ledger::OutboxEvent;
 use crate::ledger::{
     AdmissionPlan, Applied, LedgerError, LedgerResult, PaymentApplied, SavedResponse,
 };
@@ -188,4 +189,59 @@ pub(super) async fn purge_saved_responses(
     .await
     .map_err(db_error)?;
     Ok(done.rows_affected())
+}
+
+pub(super) async fn pending_events(
+    pool: &SqlitePool,
+    limit: u32,
+) -> LedgerResult<Vec<OutboxEvent>> {
+    let rows = sqlx::query(
+        "SELECT id, sale_id, event_type, payload FROM outbox WHERE published_at_ms IS NULL
+         ORDER BY created_at_ms, id LIMIT ?",
+    )
+    .bind(limit as i64)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    rows.iter()
+        .map(|r| {
+            Ok(OutboxEvent {
+                id: r.get("id"),
+                sale_id: SaleId(r.get("sale_id")),
+                event_type: r.get("event_type"),
+                payload: serde_json::from_str(r.get("payload"))
+                    .map_err(|e| LedgerError::Other(e.to_string()))?,
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn mark_published(ledger: &SqliteLedger, ids: &[Uuid]) -> LedgerResult<()> {
+    let mut tx = ledger.write().await?;
+    for id in ids {
+        sqlx::query(&format!(
+            "UPDATE outbox SET published_at_ms = {NOW_MS}, tries = tries + 1 WHERE id = ?"
+        ))
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    }
+    tx.commit().await.map_err(db_error)
+}
+
+pub(super) async fn outbox_backlog(pool: &SqlitePool) -> LedgerResult<(u64, f64)> {
+    let (count, oldest): (i64, Option<i64>) = sqlx::query_as(
+        "SELECT count(*), min(created_at_ms) FROM outbox WHERE published_at_ms IS NULL",
+    )
+    .fetch_one(pool)
+    .await
+    .map_err(db_error)?;
+    let now = chrono::Utc::now().timestamp_millis();
+    Ok((
+        count as u64,
+        oldest
+            .map(|t| (now - t).max(0) as f64 / 1000.0)
+            .unwrap_or(0.0),
+    ))
 }

@@ -197,4 +197,16 @@ impl Ledger for SqliteLedger {
     async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64> {
         flows::purge_saved_responses(&self.pool, older_than_secs).await
     }
+
+    async fn pending_events(&self, limit: u32) -> LedgerResult<Vec<OutboxEvent>> {
+        flows::pending_events(&self.pool, limit).await
+    }
+
+    async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()> {
+        flows::mark_published(self, ids).await
+    }
+
+    async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)> {
+        flows::outbox_backlog(&self.pool).await
+    }
 }
