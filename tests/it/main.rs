@@ -14,4 +14,5 @@ mod reapers;
 mod rebuild;
 mod redis_outage;
 mod sandbox;
+mod tour;
 mod webhooks;
