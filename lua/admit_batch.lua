@@ -5,6 +5,8 @@
 --       entry is dropped, 5 measured admissions per minute (for the status ETA)
 -- Returns {'lease_lost'} or {'ok', attempt1, seq1, user1, deadline, attempt2, ...}
 if redis.call('GET', KEYS[5]) ~= ARGV[1] then return {'lease_lost'} end
+-- Paused or closed since the admitter looked: admit nobody (pausing takes effect at once).
+if redis.call('HGET', KEYS[1], 'status') ~= 'open' then return {'ok'} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- Entries whose deadline passed long ago lost their ledger row's reaper: free the slot.

@@ -66,15 +66,12 @@ impl Running {
         self.server.abort();
     }
 
-    /// Serves until the server ends or the process is asked to stop.
+    /// Serves until the process is asked to stop (Ctrl-C / SIGINT).
     pub async fn wait(self) -> anyhow::Result<()> {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {
-                tracing::info!("stopping");
-                self.stop().await;
-                Ok(())
-            }
-        }
+        tokio::signal::ctrl_c().await?;
+        tracing::info!("stopping");
+        self.stop().await;
+        Ok(())
     }
 }
 

@@ -37,16 +37,13 @@ pub enum ApiTags {
     Sandbox,
 }
 
+/// A malformed id names nothing: 404, like an id that names nothing.
 pub(crate) fn parse_sale_id(s: &str) -> Result<SaleId, ApiError> {
-    SaleId::parse(s).map_err(|e| ServiceError::NotFound(sale_or(e.to_string())).into())
+    SaleId::parse(s).map_err(|_| ServiceError::NotFound("sale").into())
 }
 
 pub(crate) fn parse_attempt_id(s: &str) -> Result<AttemptId, ApiError> {
     AttemptId::parse(s).map_err(|_| ServiceError::NotFound("attempt").into())
-}
-
-fn sale_or(_why: String) -> &'static str {
-    "sale"
 }
 
 type Apis = (

@@ -229,3 +229,42 @@ pub struct OutboxEvent {
     /// The event's envelope, as consumers receive it.
     pub payload: serde_json::Value,
 }
+
+impl LedgerStats {
+    /// Counts from `(state, reason, count)` rows of one sale's attempts.
+    pub(crate) fn tally(
+        remaining: u32,
+        total: u32,
+        rows: Vec<(String, Option<String>, i64)>,
+    ) -> Self {
+        let mut stats = LedgerStats {
+            remaining,
+            total,
+            expired: ExpiryReason::ALL.iter().map(|r| (*r, 0)).collect(),
+            ..LedgerStats::default()
+        };
+        for (state, reason, n) in rows {
+            let n = n as u64;
+            match AttemptState::from_parts(&state, reason.as_deref()) {
+                Some(AttemptState::Admitted { .. }) => stats.admitted += n,
+                Some(AttemptState::Hold { .. }) => stats.holding += n,
+                Some(AttemptState::PaymentPending { .. }) => stats.paying += n,
+                Some(AttemptState::Confirmed { .. }) => stats.confirmed += n,
+                Some(AttemptState::Expired { reason }) => {
+                    if let Some(slot) = stats.expired.iter_mut().find(|(r, _)| *r == reason) {
+                        slot.1 += n;
+                    }
+                }
+                Some(AttemptState::Queued { .. }) | None => {}
+            }
+        }
+        stats
+    }
+}
+
+/// `(user, units)` rows as the per-user counts of a snapshot (rows with a bad user are skipped).
+pub(crate) fn bought_from(rows: Vec<(String, i64)>) -> Vec<(UserId, u32)> {
+    rows.into_iter()
+        .filter_map(|(user, n)| Some((UserId::parse(&user).ok()?, n as u32)))
+        .collect()
+}

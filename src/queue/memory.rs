@@ -297,6 +297,9 @@ impl QueueStore for MemoryQueue {
             if !held {
                 return AdmitOutcome::LeaseLost;
             }
+            if q.status != SaleStatus::Open {
+                return AdmitOutcome::Admitted(Vec::new());
+            }
             q.active.retain(|_, deadline| *deadline >= now - FORGOTTEN_ACTIVE_GRACE_MS);
             q.measured_rate = measured_rate;
             let free = (q.max_active as usize).saturating_sub(q.active.len());

@@ -162,6 +162,19 @@ async fn admission_never_exceeds_max_active_and_needs_the_lease(q: Arc<dyn Queue
         AdmitOutcome::LeaseLost
     );
 
+    // Paused: nobody is admitted, whatever the admitter asks for.
+    q.set_admission(
+        s.id,
+        Admission {
+            rate_per_minute: 60,
+            max_active: 3,
+        },
+    )
+    .await
+    .unwrap();
+    q.set_status(s.id, SaleStatus::Paused).await.unwrap();
+    assert_eq!(admit_all(&q, &s, 10).await.len(), 0, "paused");
+    q.set_status(s.id, SaleStatus::Open).await.unwrap();
     // Raising the cap lets more in.
     q.set_admission(
         s.id,

@@ -16,7 +16,7 @@ async fn an_embedded_restart_keeps_the_ledger_and_rebuilds_the_counters() {
     let sale = t
         .create_sale(json!({ "quantity": 10, "max_active": 2, "per_user_limit": 3 }))
         .await;
-    // alice confirms 2, bob holds 3, carol waits (the cap of 2 is taken).
+    // alice confirms 2, bob holds 3, carol waits (admission paused).
     let (a, a_token) = t.admitted(&sale, "alice").await;
     t.hold(
         &a,
@@ -50,6 +50,12 @@ async fn an_embedded_restart_keeps_the_ledger_and_rebuilds_the_counters() {
         .status(),
         200
     );
+    let paused = t
+        .admin(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(paused.status(), 200);
     let carol = t.join(&sale, "carol").await["attempt_id"]
         .as_str()
         .unwrap()
@@ -80,6 +86,12 @@ async fn an_embedded_restart_keeps_the_ledger_and_rebuilds_the_counters() {
         .unwrap();
     assert_problem(lost, 410, "/problems/rejoin").await;
 
+    let resumed = t
+        .admin(Method::POST, &format!("/v1/sales/{sale}/resume"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
     // Bob's rebuilt hold gives its units back once; the rest sells, and no more.
     let released = t
         .as_user(Method::DELETE, &format!("/v1/attempts/{b}/hold"), "bob")

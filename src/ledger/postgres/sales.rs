@@ -4,9 +4,7 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Row};
 
 use super::{db_error, outbox};
-use crate::domain::{
-    Admission, DomainEvent, ExpiryReason, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
-};
+use crate::domain::{Admission, DomainEvent, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls};
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
 /// A sale's columns, with its free units counted.
@@ -195,43 +193,19 @@ pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>>
 }
 
 pub(super) async fn stats(pool: &PgPool, id: SaleId) -> LedgerResult<LedgerStats> {
-    let sale = sqlx::query(&format!("SELECT {COLUMNS} FROM sales WHERE id = $1"))
-        .bind(id.0)
-        .fetch_optional(pool)
-        .await
-        .map_err(db_error)?
-        .ok_or(LedgerError::NotFound)?;
-    let rows = sqlx::query(
-        "SELECT state, reason, count(*) AS n FROM attempts WHERE sale_id = $1 GROUP BY state, reason",
+    let sale = load(pool, id).await?.ok_or(LedgerError::NotFound)?;
+    let rows = sqlx::query_as(
+        "SELECT state, reason, count(*) FROM attempts WHERE sale_id = $1 GROUP BY state, reason",
     )
     .bind(id.0)
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    let mut stats = LedgerStats {
-        remaining: sale.get::<i64, _>("remaining") as u32,
-        total: sale.get::<i32, _>("total") as u32,
-        expired: ExpiryReason::ALL.iter().map(|r| (*r, 0)).collect(),
-        ..LedgerStats::default()
-    };
-    for row in rows {
-        let n = row.get::<i64, _>("n") as u64;
-        match row.get::<&str, _>("state") {
-            "ADMITTED" => stats.admitted += n,
-            "HOLD" => stats.holding += n,
-            "PAYMENT_PENDING" => stats.paying += n,
-            "CONFIRMED" => stats.confirmed += n,
-            _ => {
-                let reason = row
-                    .get::<Option<&str>, _>("reason")
-                    .and_then(ExpiryReason::parse);
-                if let Some(slot) = stats.expired.iter_mut().find(|(r, _)| Some(*r) == reason) {
-                    slot.1 += n;
-                }
-            }
-        }
-    }
-    Ok(stats)
+    Ok(LedgerStats::tally(
+        sale.remaining,
+        sale.sale.stock.total(),
+        rows,
+    ))
 }
 
 pub(super) async fn free_stock(pool: &PgPool, id: SaleId) -> LedgerResult<Stock> {

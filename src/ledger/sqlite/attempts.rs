@@ -92,11 +92,7 @@ pub(super) async fn live(
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    let bought = bought
-        .into_iter()
-        .filter_map(|(user, n)| Some((UserId::parse(&user).ok()?, n as u32)))
-        .collect();
-    Ok((live, bought))
+    Ok((live, crate::ledger::bought_from(bought)))
 }
 
 #[async_trait]

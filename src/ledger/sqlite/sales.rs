@@ -4,9 +4,7 @@ use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::Row;
 
 use super::{db_error, from_ms, SqliteLedger, NOW_MS};
-use crate::domain::{
-    Admission, DomainEvent, ExpiryReason, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
-};
+use crate::domain::{Admission, DomainEvent, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls};
 use crate::ledger::transition::AttemptTx;
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
@@ -201,35 +199,18 @@ pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPl
 
 pub(super) async fn stats(pool: &SqlitePool, id: SaleId) -> LedgerResult<LedgerStats> {
     let sale = load(pool, id).await?.ok_or(LedgerError::NotFound)?;
-    let rows = sqlx::query("SELECT state, reason, count(*) AS n FROM attempts WHERE sale_id = ? GROUP BY state, reason")
-        .bind(id.0)
-        .fetch_all(pool)
-        .await
-        .map_err(db_error)?;
-    let mut stats = LedgerStats {
-        remaining: sale.remaining,
-        total: sale.sale.stock.total(),
-        expired: ExpiryReason::ALL.iter().map(|r| (*r, 0)).collect(),
-        ..LedgerStats::default()
-    };
-    for row in rows {
-        let n = row.get::<i64, _>("n") as u64;
-        match row.get::<&str, _>("state") {
-            "ADMITTED" => stats.admitted += n,
-            "HOLD" => stats.holding += n,
-            "PAYMENT_PENDING" => stats.paying += n,
-            "CONFIRMED" => stats.confirmed += n,
-            _ => {
-                let reason = row
-                    .get::<Option<&str>, _>("reason")
-                    .and_then(ExpiryReason::parse);
-                if let Some(slot) = stats.expired.iter_mut().find(|(r, _)| Some(*r) == reason) {
-                    slot.1 += n;
-                }
-            }
-        }
-    }
-    Ok(stats)
+    let rows = sqlx::query_as(
+        "SELECT state, reason, count(*) FROM attempts WHERE sale_id = ? GROUP BY state, reason",
+    )
+    .bind(id.0)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(LedgerStats::tally(
+        sale.remaining,
+        sale.sale.stock.total(),
+        rows,
+    ))
 }
 
 pub(super) async fn free_stock(pool: &SqlitePool, id: SaleId) -> LedgerResult<Stock> {
