@@ -7,9 +7,74 @@ use uuid::Uuid;
 
 use super::attempt::{AttemptState, ExpiryReason};
 use super::ids::{AttemptId, SaleId};
+use super::sale::{Sale, SaleStatus};
 
 /// Bumped when the envelope or a `data` shape changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// Every kind of event sluice emits; `openapi/asyncapi.yaml` documents each (a test checks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventType {
+    SaleOpened,
+    SalePaused,
+    SaleClosed,
+    AttemptAdmitted,
+    AttemptHeld,
+    AttemptPaymentPending,
+    AttemptConfirmed,
+    AttemptExpired,
+    RefundRequired,
+}
+
+impl EventType {
+    pub const ALL: [EventType; 9] = [
+        EventType::SaleOpened,
+        EventType::SalePaused,
+        EventType::SaleClosed,
+        EventType::AttemptAdmitted,
+        EventType::AttemptHeld,
+        EventType::AttemptPaymentPending,
+        EventType::AttemptConfirmed,
+        EventType::AttemptExpired,
+        EventType::RefundRequired,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::SaleOpened => "sluice.sale.opened",
+            EventType::SalePaused => "sluice.sale.paused",
+            EventType::SaleClosed => "sluice.sale.closed",
+            EventType::AttemptAdmitted => "sluice.attempt.admitted",
+            EventType::AttemptHeld => "sluice.attempt.held",
+            EventType::AttemptPaymentPending => "sluice.attempt.payment_pending",
+            EventType::AttemptConfirmed => "sluice.attempt.confirmed",
+            EventType::AttemptExpired => "sluice.attempt.expired",
+            EventType::RefundRequired => "sluice.payment.refund_required",
+        }
+    }
+
+    /// The event announcing that an attempt entered `state` (none for QUEUED: waiting users
+    /// live only in the queue store).
+    pub fn entering(state: AttemptState) -> Option<EventType> {
+        match state {
+            AttemptState::Queued { .. } => None,
+            AttemptState::Admitted { .. } => Some(EventType::AttemptAdmitted),
+            AttemptState::Hold { .. } => Some(EventType::AttemptHeld),
+            AttemptState::PaymentPending { .. } => Some(EventType::AttemptPaymentPending),
+            AttemptState::Confirmed { .. } => Some(EventType::AttemptConfirmed),
+            AttemptState::Expired { .. } => Some(EventType::AttemptExpired),
+        }
+    }
+
+    /// The event announcing that a sale's status became `status`.
+    pub fn sale_status(status: SaleStatus) -> EventType {
+        match status {
+            SaleStatus::Open => EventType::SaleOpened,
+            SaleStatus::Paused => EventType::SalePaused,
+            SaleStatus::Closed => EventType::SaleClosed,
+        }
+    }
+}
 
 /// The envelope every event travels in. `id` is unique: consumers de-duplicate on it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -26,14 +91,14 @@ pub struct DomainEvent {
 
 impl DomainEvent {
     pub fn new(
-        kind: &str,
+        kind: EventType,
         sale_id: SaleId,
         attempt_id: Option<AttemptId>,
         data: serde_json::Value,
     ) -> Self {
         DomainEvent {
             id: Uuid::now_v7(),
-            kind: kind.to_owned(),
+            kind: kind.as_str().to_owned(),
             sale_id,
             attempt_id,
             occurred_at: Utc::now(),
@@ -42,22 +107,14 @@ impl DomainEvent {
         }
     }
 
-    /// The event announcing that an attempt entered `to`.
+    /// The event announcing that an attempt entered `to` (none for QUEUED).
     pub fn for_transition(
         attempt: AttemptId,
         user: &str,
         from: AttemptState,
         to: AttemptState,
         cause: &str,
-    ) -> Self {
-        let kind = match to {
-            AttemptState::Queued { .. } => "sluice.attempt.queued",
-            AttemptState::Admitted { .. } => "sluice.attempt.admitted",
-            AttemptState::Hold { .. } => "sluice.attempt.held",
-            AttemptState::PaymentPending { .. } => "sluice.attempt.payment_pending",
-            AttemptState::Confirmed { .. } => "sluice.attempt.confirmed",
-            AttemptState::Expired { .. } => "sluice.attempt.expired",
-        };
+    ) -> Option<Self> {
         let data = serde_json::json!({
             "user_id": user,
             "from": from.name(),
@@ -65,6 +122,27 @@ impl DomainEvent {
             "reason": to.reason().map(ExpiryReason::as_str),
             "cause": cause,
         });
-        DomainEvent::new(kind, attempt.sale, Some(attempt), data)
+        Some(DomainEvent::new(
+            EventType::entering(to)?,
+            attempt.sale,
+            Some(attempt),
+            data,
+        ))
+    }
+
+    /// A new sale.
+    pub fn sale_created(sale: &Sale) -> Self {
+        let data = serde_json::json!({ "name": sale.name, "opens_at": sale.opens_at, "total": sale.stock.total() });
+        DomainEvent::new(EventType::SaleOpened, sale.id, None, data)
+    }
+
+    /// A sale's status changed from `from` (its stored name) to `to`.
+    pub fn sale_status(sale: SaleId, from: &str, to: SaleStatus) -> Self {
+        DomainEvent::new(
+            EventType::sale_status(to),
+            sale,
+            None,
+            serde_json::json!({ "from": from }),
+        )
     }
 }

@@ -6,6 +6,6 @@ pub mod ids;
 pub mod sale;
 
 pub use attempt::{decide, AttemptEvent, AttemptState, Decision, Effect, ExpiryReason, Rejected};
-pub use events::DomainEvent;
+pub use events::{DomainEvent, EventType};
 pub use ids::{AttemptId, IdError, SaleId, UserId};
 pub use sale::{Admission, NewSale, Sale, SaleError, SaleStatus, Stock, StockKind, Ttls};

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::{Applied, AttemptRecord, LedgerError, LedgerResult};
+use crate::domain::events::EventType;
 use crate::domain::{decide, AttemptEvent, AttemptId, AttemptState, DomainEvent, Effect, UserId};
 use crate::queue::Take;
 
@@ -50,7 +51,7 @@ pub(crate) async fn transition<T: AttemptTx + ?Sized>(
             Effect::ReturnStock => tx.return_units(id).await?,
             Effect::RefundRequired => {
                 let event = DomainEvent::new(
-                    "sluice.payment.refund_required",
+                    EventType::RefundRequired,
                     id.sale,
                     Some(id),
                     serde_json::json!({
@@ -67,14 +68,12 @@ pub(crate) async fn transition<T: AttemptTx + ?Sized>(
         tx.enter_state(id, decision.to).await?;
         tx.audit(id, decision.from, decision.to, event.as_str())
             .await?;
-        let event = DomainEvent::for_transition(
-            id,
-            record.user.as_str(),
-            decision.from,
-            decision.to,
-            event.as_str(),
-        );
-        tx.insert_event(&event).await?;
+        let user = record.user.as_str();
+        if let Some(event) =
+            DomainEvent::for_transition(id, user, decision.from, decision.to, event.as_str())
+        {
+            tx.insert_event(&event).await?;
+        }
     }
     let record = tx.lock_attempt(id).await?.ok_or(LedgerError::NotFound)?;
     Ok(Applied { decision, record })

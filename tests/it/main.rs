@@ -4,6 +4,7 @@
 mod helpers;
 
 mod admin;
+mod catalogue;
 mod contention;
 mod errors;
 mod events;

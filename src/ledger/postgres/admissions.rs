@@ -53,8 +53,11 @@ pub(super) async fn record(
         .iter()
         .filter(|a| inserted.contains(&a.attempt.local))
     {
-        let event = DomainEvent::for_transition(a.attempt, a.user.as_str(), from, to, cause);
-        outbox::insert(&mut tx, &event).await?;
+        if let Some(event) =
+            DomainEvent::for_transition(a.attempt, a.user.as_str(), from, to, cause)
+        {
+            outbox::insert(&mut tx, &event).await?;
+        }
     }
     tx.commit().await.map_err(db_error)
 }

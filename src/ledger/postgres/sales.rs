@@ -52,12 +52,7 @@ pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
         .bind(*n as i32),
     };
     units.execute(&mut *tx).await.map_err(db_error)?;
-    let event = DomainEvent::new(
-        "sluice.sale.opened",
-        sale.id,
-        None,
-        serde_json::json!({ "name": sale.name, "opens_at": sale.opens_at, "total": total }),
-    );
+    let event = DomainEvent::sale_created(sale);
     outbox::insert(&mut tx, &event).await?;
     tx.commit().await.map_err(db_error)
 }
@@ -141,12 +136,7 @@ pub(super) async fn set_status(
             .execute(&mut *tx)
             .await
             .map_err(db_error)?;
-        let kind = match status {
-            SaleStatus::Open => "sluice.sale.opened",
-            SaleStatus::Paused => "sluice.sale.paused",
-            SaleStatus::Closed => "sluice.sale.closed",
-        };
-        let event = DomainEvent::new(kind, id, None, serde_json::json!({ "from": previous }));
+        let event = DomainEvent::sale_status(id, &previous, status);
         outbox::insert(&mut tx, &event).await?;
     }
     tx.commit().await.map_err(db_error)?;

@@ -40,14 +40,11 @@ pub(super) async fn record_admissions(
         .map_err(db_error)?;
         if inserted.rows_affected() == 1 {
             tx.audit(a.attempt, from, to, cause).await?;
-            tx.insert_event(&DomainEvent::for_transition(
-                a.attempt,
-                a.user.as_str(),
-                from,
-                to,
-                cause,
-            ))
-            .await?;
+            if let Some(event) =
+                DomainEvent::for_transition(a.attempt, a.user.as_str(), from, to, cause)
+            {
+                tx.insert_event(&event).await?;
+            }
         }
     }
     tx.commit().await.map_err(db_error)

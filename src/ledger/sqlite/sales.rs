@@ -51,12 +51,7 @@ pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<(
         .bind(sale.id.0),
     };
     units.execute(&mut *tx).await.map_err(db_error)?;
-    let event = DomainEvent::new(
-        "sluice.sale.opened",
-        sale.id,
-        None,
-        serde_json::json!({ "name": sale.name, "opens_at": sale.opens_at, "total": sale.stock.total() }),
-    );
+    let event = DomainEvent::sale_created(sale);
     tx.insert_event(&event).await?;
     tx.commit().await.map_err(db_error)
 }
@@ -139,18 +134,8 @@ pub(super) async fn set_status(
             .execute(&mut *tx)
             .await
             .map_err(db_error)?;
-        let kind = match status {
-            SaleStatus::Open => "sluice.sale.opened",
-            SaleStatus::Paused => "sluice.sale.paused",
-            SaleStatus::Closed => "sluice.sale.closed",
-        };
-        tx.insert_event(&DomainEvent::new(
-            kind,
-            id,
-            None,
-            serde_json::json!({ "from": previous }),
-        ))
-        .await?;
+        tx.insert_event(&DomainEvent::sale_status(id, &previous, status))
+            .await?;
     }
     tx.commit().await.map_err(db_error)?;
     load(ledger.pool(), id).await?.ok_or(LedgerError::NotFound)
