@@ -50,7 +50,8 @@ pub struct LedgerConfig {
     /// Empty: a SQLite file in `embedded.data_dir` (embedded). `postgres://…`: PostgreSQL.
     pub url: String,
     pub max_connections: u32,
-    /// Longest wait for a pooled connection before answering 503.
+    /// Longest wait for a pooled connection before answering 503: long enough to ride out a
+    /// burst of holds, short enough that a down database answers quickly.
     pub acquire_timeout_ms: u64,
     /// Run pending migrations when `serve` starts.
     pub migrate_on_start: bool,
@@ -118,6 +119,16 @@ pub struct EventsConfig {
     pub poll_ms: u64,
     /// Rows relayed per batch.
     pub batch: u32,
+    /// Kafka bootstrap servers (`127.0.0.1:9092`); empty: the JSON lines file.
+    pub kafka_brokers: String,
+    /// The topic every event goes to (key = sale id).
+    pub topic: String,
+    /// Partitions of the topic when sluice creates it.
+    pub partitions: i32,
+    /// Largest event Kafka is sent; larger ones are refused and, after `max_tries`, dead-lettered.
+    pub max_message_bytes: u32,
+    /// Refusals of one event before it goes to the dead letters (not counting outages).
+    pub max_tries: u32,
 }
 
 /// Per-user request limits (0 turns one off). A client that honours `poll_after_ms` stays far
@@ -146,7 +157,7 @@ impl Default for Config {
             ledger: LedgerConfig {
                 url: String::new(),
                 max_connections: 20,
-                acquire_timeout_ms: 1000,
+                acquire_timeout_ms: 3000,
                 migrate_on_start: true,
             },
             embedded: EmbeddedConfig {
@@ -175,6 +186,11 @@ impl Default for Config {
                 file: PathBuf::new(),
                 poll_ms: 200,
                 batch: 500,
+                kafka_brokers: String::new(),
+                topic: "sluice.events".into(),
+                partitions: 6,
+                max_message_bytes: 1_000_000,
+                max_tries: 5,
             },
             limits: LimitsConfig {
                 join_per_second: 2,

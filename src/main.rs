@@ -33,6 +33,11 @@ enum Command {
         #[arg(long)]
         sale: Option<String>,
     },
+    /// Domain events on Kafka.
+    Events {
+        #[command(subcommand)]
+        command: EventsCommand,
+    },
     /// Print the OpenAPI document.
     Openapi,
     /// Print a user bearer token signed with the configured HS256 secret (for development).
@@ -41,6 +46,28 @@ enum Command {
         /// Lifetime in seconds.
         #[arg(long, default_value_t = 86_400)]
         ttl_secs: i64,
+    },
+}
+
+#[derive(Subcommand)]
+enum EventsCommand {
+    /// Print the events of the topic, one JSON envelope a line, each event once (the reference
+    /// consumer).
+    Tail {
+        /// Kafka bootstrap servers; default: events.kafka_brokers from the configuration.
+        #[arg(long)]
+        brokers: Option<String>,
+        #[arg(long, default_value = "sluice-tail")]
+        group: String,
+        /// Start at the oldest event the topic keeps (else only new ones).
+        #[arg(long)]
+        from_beginning: bool,
+        /// Stop after this many events.
+        #[arg(long)]
+        max: Option<u64>,
+        /// Stop after this many seconds without an event.
+        #[arg(long)]
+        idle_secs: Option<u64>,
     },
 }
 
@@ -86,6 +113,32 @@ async fn main() -> anyhow::Result<()> {
                     }
                 );
             }
+            Ok(())
+        }
+        Command::Events {
+            command:
+                EventsCommand::Tail {
+                    brokers,
+                    group,
+                    from_beginning,
+                    max,
+                    idle_secs,
+                },
+        } => {
+            let brokers = brokers.unwrap_or_else(|| config.events.kafka_brokers.clone());
+            anyhow::ensure!(
+                !brokers.is_empty(),
+                "no Kafka brokers: pass --brokers or set events.kafka_brokers"
+            );
+            let options = sluice::events::tail::TailOptions {
+                brokers,
+                topic: config.events.topic.clone(),
+                group,
+                from_beginning,
+                max,
+                idle: idle_secs.map(std::time::Duration::from_secs),
+            };
+            sluice::events::tail::tail(options, &mut std::io::stdout().lock()).await?;
             Ok(())
         }
         Command::Openapi => {

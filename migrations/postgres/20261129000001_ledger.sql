@@ -110,8 +110,12 @@ CREATE TABLE outbox (
     sale_id       UUID NOT NULL,
     event_type    TEXT NOT NULL,
     payload       JSONB NOT NULL,
-    created_at    TIMESTAMPTZ NOT NULL DEFAULT now(),
+    -- The insert's own time (not the transaction's start): a transition that waited for a row
+    -- lock is stamped after the one it waited for, so relaying by created_at keeps their order.
+    created_at    TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
     published_at  TIMESTAMPTZ,
-    tries         INTEGER NOT NULL DEFAULT 0
+    -- Publishing attempts the sink refused; past the limit the row is dead-lettered.
+    tries         INTEGER NOT NULL DEFAULT 0,
+    dead_at       TIMESTAMPTZ
 );
-CREATE INDEX outbox_pending ON outbox (created_at) WHERE published_at IS NULL;
+CREATE INDEX outbox_pending ON outbox (created_at, id) WHERE published_at IS NULL AND dead_at IS NULL;

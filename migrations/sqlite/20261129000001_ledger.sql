@@ -103,6 +103,7 @@ CREATE TABLE outbox (
     payload          TEXT NOT NULL,
     created_at_ms    INTEGER NOT NULL,
     published_at_ms  INTEGER,
-    tries            INTEGER NOT NULL DEFAULT 0
+    tries            INTEGER NOT NULL DEFAULT 0,
+    dead_at_ms       INTEGER
 );
-CREATE INDEX outbox_pending ON outbox (created_at_ms) WHERE published_at_ms IS NULL;
+CREATE INDEX outbox_pending ON outbox (created_at_ms, id) WHERE published_at_ms IS NULL AND dead_at_ms IS NULL;

@@ -218,6 +218,19 @@ pub trait Ledger: Send + Sync + 'static {
     async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()>;
     /// Unpublished rows and the age of the oldest, in seconds.
     async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)>;
+    /// Counts a refusal of the sink for one row; at `max_tries` the row is dead-lettered.
+    /// Returns whether it was.
+    async fn record_refusal(&self, id: Uuid, max_tries: u32) -> LedgerResult<bool>;
+    /// The right to relay: one relay at a time publishes, so events keep their order. `None`
+    /// while another relay holds it.
+    async fn relay_lease(&self) -> LedgerResult<Option<Box<dyn RelayLease>>>;
+}
+
+/// Held by the one relay that publishes; dropping it lets another take over.
+#[async_trait]
+pub trait RelayLease: Send {
+    /// Whether the lease still holds (its connection may have died).
+    async fn alive(&mut self) -> bool;
 }
 
 /// One outbox row: a domain event committed with the change it reports.

@@ -19,10 +19,8 @@ pub struct Workers {
 impl Workers {
     pub async fn start(app: &App) -> anyhow::Result<Workers> {
         let admission = tokio::spawn(admission::run(app.clone()));
-        let relay = tokio::spawn(relay::run(
-            app.clone(),
-            crate::events::from_config(&app.config),
-        ));
+        let sink = crate::events::from_config(&app.config).await?;
+        let relay = tokio::spawn(relay::run(app.clone(), sink));
         let reapers = reapers::start(app.clone()).await?;
         Ok(Workers {
             admission,

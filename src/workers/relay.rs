@@ -1,11 +1,13 @@
 //! The outbox relay: committed events, oldest first, to the event sink; marked published only
-//! after the sink took them. A failing sink is retried with backoff (the backlog grows, nothing
-//! is lost); the backlog's size and age are metrics.
+//! after the sink took them. One relay publishes at a time (the ledger's relay lease), so events
+//! keep their order however many replicas run. A failing sink is retried with backoff (the
+//! backlog grows, nothing is lost); an event the sink refuses for good goes to the dead letters
+//! after `events.max_tries`, with a metric and a log line.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::events::EventSink;
+use crate::events::{EventSink, Refused};
 use crate::service::App;
 
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -13,7 +15,23 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 pub async fn run(app: App, sink: Arc<dyn EventSink>) {
     let poll = Duration::from_millis(app.config.events.poll_ms);
     let mut backoff = poll;
+    let mut lease = None;
     loop {
+        let held = match &mut lease {
+            Some(l) => l,
+            None => match app.ledger.relay_lease().await {
+                Ok(Some(l)) => lease.insert(l),
+                Ok(None) | Err(_) => {
+                    // Another relay publishes (or the ledger is down): stand by.
+                    tokio::time::sleep(poll * 5).await;
+                    continue;
+                }
+            },
+        };
+        if !held.alive().await {
+            lease = None;
+            continue;
+        }
         match relay_once(&app, sink.as_ref()).await {
             Ok(0) => {
                 backoff = poll;
@@ -40,9 +58,27 @@ pub async fn relay_once(app: &App, sink: &dyn EventSink) -> anyhow::Result<usize
     if batch.is_empty() {
         return Ok(0);
     }
-    sink.publish(&batch).await?;
-    let ids: Vec<_> = batch.iter().map(|e| e.id).collect();
-    app.ledger.mark_published(&ids).await?;
-    metrics::counter!("sluice_events_published_total").increment(batch.len() as u64);
-    Ok(batch.len())
+    let published = match sink.publish(&batch).await {
+        Ok(()) => batch.len(),
+        Err(e) => match e.downcast::<Refused>() {
+            Ok(refused) => {
+                let dead = app
+                    .ledger
+                    .record_refusal(refused.id, app.config.events.max_tries)
+                    .await?;
+                if dead {
+                    metrics::counter!("sluice_outbox_dead_letters_total").increment(1);
+                    tracing::error!(event = %refused.id, reason = %refused.reason, "event dead-lettered: the sink refuses it");
+                }
+                refused.published
+            }
+            Err(other) => return Err(other),
+        },
+    };
+    let ids: Vec<_> = batch[..published].iter().map(|e| e.id).collect();
+    if !ids.is_empty() {
+        app.ledger.mark_published(&ids).await?;
+    }
+    metrics::counter!("sluice_events_published_total").increment(published as u64);
+    Ok(published.max(1))
 }

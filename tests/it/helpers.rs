@@ -527,3 +527,89 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+pub fn kafka_brokers() -> String {
+    std::env::var("SLUICE_TEST_KAFKA")
+        .expect("SLUICE_TEST_KAFKA is unset: run the tests with scripts/test")
+}
+
+/// A tansu broker of the test's own (memory engine) on a free loopback port.
+pub struct PrivateBroker {
+    pub brokers: String,
+    child: std::process::Child,
+}
+
+impl PrivateBroker {
+    pub fn start() -> PrivateBroker {
+        let port = free_port();
+        let url = format!("tcp://127.0.0.1:{port}");
+        let child = std::process::Command::new("tansu")
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
+            .args(["--storage-engine", "memory://tansu/"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("tansu is installed (scripts/services installs it)");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "private broker did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        PrivateBroker {
+            brokers: format!("127.0.0.1:{port}"),
+            child,
+        }
+    }
+
+    /// SIGSTOP (`false`) or SIGCONT (`true`): the broker stops answering without losing data.
+    pub fn signal(&self, resume: bool) {
+        let signal = if resume { "-CONT" } else { "-STOP" };
+        let status = std::process::Command::new("kill")
+            .arg(signal)
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for PrivateBroker {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg("-CONT")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every distinct event of `topic`, in the order first seen (the reference consumer's way).
+pub async fn consume(brokers: &str, topic: &str, max: u64) -> Vec<Value> {
+    let options = sluice::events::tail::TailOptions {
+        brokers: brokers.to_owned(),
+        topic: topic.to_owned(),
+        group: format!("test-{}", uuid::Uuid::new_v4().simple()),
+        from_beginning: true,
+        max: Some(max),
+        idle: Some(std::time::Duration::from_secs(20)),
+    };
+    let mut out = Vec::new();
+    sluice::events::tail::tail(options, &mut out)
+        .await
+        .expect("the topic can be read");
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

@@ -8,6 +8,7 @@ mod catalogue;
 mod contention;
 mod errors;
 mod events;
+mod kafka;
 mod ledger;
 mod lifecycle;
 mod queue_store;

@@ -181,4 +181,12 @@ impl Ledger for PgLedger {
     async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)> {
         outbox::backlog(&self.pool).await
     }
+
+    async fn record_refusal(&self, id: Uuid, max_tries: u32) -> LedgerResult<bool> {
+        outbox::record_refusal(&self.pool, id, max_tries).await
+    }
+
+    async fn relay_lease(&self) -> LedgerResult<Option<Box<dyn RelayLease>>> {
+        outbox::relay_lease(&self.pool).await
+    }
 }

@@ -5,7 +5,7 @@ use uuid::Uuid;
 
 use super::db_error;
 use crate::domain::{DomainEvent, SaleId};
-use crate::ledger::{LedgerResult, OutboxEvent};
+use crate::ledger::{LedgerResult, OutboxEvent, RelayLease};
 
 pub(super) async fn insert(conn: &mut PgConnection, event: &DomainEvent) -> LedgerResult<()> {
     let payload = serde_json::to_value(event)
@@ -23,7 +23,7 @@ pub(super) async fn insert(conn: &mut PgConnection, event: &DomainEvent) -> Ledg
 
 pub(super) async fn pending(pool: &PgPool, limit: u32) -> LedgerResult<Vec<OutboxEvent>> {
     let rows = sqlx::query(
-        "SELECT id, sale_id, event_type, payload FROM outbox WHERE published_at IS NULL
+        "SELECT id, sale_id, event_type, payload FROM outbox WHERE published_at IS NULL AND dead_at IS NULL
          ORDER BY created_at, id LIMIT $1",
     )
     .bind(limit as i64)
@@ -52,10 +52,48 @@ pub(super) async fn mark_published(pool: &PgPool, ids: &[Uuid]) -> LedgerResult<
 
 pub(super) async fn backlog(pool: &PgPool) -> LedgerResult<(u64, f64)> {
     let (count, age): (i64, Option<f64>) = sqlx::query_as(
-        "SELECT count(*), EXTRACT(EPOCH FROM now() - min(created_at))::float8 FROM outbox WHERE published_at IS NULL",
+        "SELECT count(*), EXTRACT(EPOCH FROM now() - min(created_at))::float8 FROM outbox
+         WHERE published_at IS NULL AND dead_at IS NULL",
     )
     .fetch_one(pool)
     .await
     .map_err(db_error)?;
     Ok((count as u64, age.unwrap_or(0.0)))
+}
+
+pub(super) async fn record_refusal(pool: &PgPool, id: Uuid, max_tries: u32) -> LedgerResult<bool> {
+    let dead: Option<bool> = sqlx::query_scalar(
+        "UPDATE outbox SET tries = tries + 1, dead_at = CASE WHEN tries + 1 >= $2 THEN now() END
+         WHERE id = $1 RETURNING dead_at IS NOT NULL",
+    )
+    .bind(id)
+    .bind(max_tries as i32)
+    .fetch_optional(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(dead.unwrap_or(false))
+}
+
+/// Any constant shared by every sluice: the advisory lock of the relay.
+const RELAY_LOCK: i64 = 0x51_01_CE_0E_7E_47;
+
+/// A session advisory lock on a connection of its own: held while the connection lives, freed
+/// by PostgreSQL if the relay's process dies.
+struct PgRelayLease(sqlx::PgConnection);
+
+#[async_trait::async_trait]
+impl RelayLease for PgRelayLease {
+    async fn alive(&mut self) -> bool {
+        sqlx::query("SELECT 1").execute(&mut self.0).await.is_ok()
+    }
+}
+
+pub(super) async fn relay_lease(pool: &PgPool) -> LedgerResult<Option<Box<dyn RelayLease>>> {
+    let mut conn = pool.acquire().await.map_err(db_error)?.detach();
+    let held: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+        .bind(RELAY_LOCK)
+        .fetch_one(&mut conn)
+        .await
+        .map_err(db_error)?;
+    Ok(held.then(|| Box::new(PgRelayLease(conn)) as Box<dyn RelayLease>))
 }

@@ -193,7 +193,7 @@ pub(super) async fn pending_events(
     limit: u32,
 ) -> LedgerResult<Vec<OutboxEvent>> {
     let rows = sqlx::query(
-        "SELECT id, sale_id, event_type, payload FROM outbox WHERE published_at_ms IS NULL
+        "SELECT id, sale_id, event_type, payload FROM outbox WHERE published_at_ms IS NULL AND dead_at_ms IS NULL
          ORDER BY created_at_ms, id LIMIT ?",
     )
     .bind(limit as i64)
@@ -241,4 +241,23 @@ pub(super) async fn outbox_backlog(pool: &SqlitePool) -> LedgerResult<(u64, f64)
             .map(|t| (now - t).max(0) as f64 / 1000.0)
             .unwrap_or(0.0),
     ))
+}
+
+pub(super) async fn record_refusal(
+    ledger: &SqliteLedger,
+    id: Uuid,
+    max_tries: u32,
+) -> LedgerResult<bool> {
+    let mut tx = ledger.write().await?;
+    let dead: Option<bool> = sqlx::query_scalar(&format!(
+        "UPDATE outbox SET tries = tries + 1, dead_at_ms = CASE WHEN tries + 1 >= ? THEN {NOW_MS} END
+         WHERE id = ? RETURNING dead_at_ms IS NOT NULL"
+    ))
+    .bind(max_tries as i64)
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    tx.commit().await.map_err(db_error)?;
+    Ok(dead.unwrap_or(false))
 }

@@ -209,4 +209,20 @@ impl Ledger for SqliteLedger {
     async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)> {
         flows::outbox_backlog(&self.pool).await
     }
+
+    async fn record_refusal(&self, id: Uuid, max_tries: u32) -> LedgerResult<bool> {
+        flows::record_refusal(self, id, max_tries).await
+    }
+
+    /// One process owns the SQLite file: its relay always holds the lease.
+    async fn relay_lease(&self) -> LedgerResult<Option<Box<dyn RelayLease>>> {
+        struct Always;
+        #[async_trait]
+        impl RelayLease for Always {
+            async fn alive(&mut self) -> bool {
+                true
+            }
+        }
+        Ok(Some(Box::new(Always)))
+    }
 }
