@@ -172,12 +172,11 @@ async fn several_relays_keep_per_sale_order_over_ten_thousand_events() {
     let sales: Vec<uuid::Uuid> = (0..20).map(|_| uuid::Uuid::now_v7()).collect();
     sqlx::query(
         "INSERT INTO outbox (id, sale_id, event_type, payload)
-         SELECT e.id, s.sale, 'sluice.attempt.admitted',
-                jsonb_build_object('id', e.id, 'type', 'sluice.attempt.admitted', 'sale_id', s.sale,
+         SELECT id, sale, 'sluice.attempt.admitted',
+                jsonb_build_object('id', id, 'type', 'sluice.attempt.admitted', 'sale_id', sale,
                   'attempt_id', null, 'occurred_at', now(), 'schema_version', 1, 'data', jsonb_build_object('seq', g))
-         FROM generate_series(0, 9999) g
-         CROSS JOIN LATERAL (SELECT ($1::uuid[])[1 + g % 20] AS sale) s
-         CROSS JOIN LATERAL (SELECT gen_random_uuid() AS id) e
+         FROM (SELECT g, gen_random_uuid() AS id, ($1::uuid[])[1 + g % 20] AS sale
+               FROM generate_series(0, 9999) g) x
          ORDER BY g",
     )
     .bind(&sales)

@@ -1,0 +1,115 @@
+//! Relay throughput next to the raw producer's, on the same broker in the same run.
+//!
+//! `scripts/bench` runs it (it needs the broker and PostgreSQL of `scripts/services`):
+//! `cargo run --release --example bench_relay -- <brokers> <postgres admin url> [events]`.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::ClientConfig;
+use sluice::config::Config;
+use sluice::events::{EventSink, KafkaSink};
+use sqlx::Connection;
+
+const BATCH: usize = 500;
+
+fn payload(i: usize, sale: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "id": uuid::Uuid::now_v7(), "type": "sluice.attempt.admitted", "sale_id": sale,
+        "attempt_id": null, "occurred_at": chrono::Utc::now(), "schema_version": 1,
+        "data": { "user_id": format!("user-{i}"), "from": "QUEUED", "to": "ADMITTED", "reason": null, "cause": "admit" }
+    }))
+    .unwrap()
+}
+
+async fn raw_producer(brokers: &str, topic: &str, n: usize) -> f64 {
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("linger.ms", "5")
+        .create()
+        .unwrap();
+    let sales: Vec<String> = (0..20).map(|_| uuid::Uuid::now_v7().to_string()).collect();
+    let started = Instant::now();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(BATCH) {
+        let mut deliveries = Vec::new();
+        for &i in chunk {
+            let sale = &sales[i % sales.len()];
+            let body = payload(i, sale);
+            let record = FutureRecord::to(topic).key(sale).payload(&body);
+            deliveries.push(producer.send_result(record).map_err(|(e, _)| e).unwrap());
+        }
+        for d in deliveries {
+            d.await.unwrap().map_err(|(e, _)| e).unwrap();
+        }
+    }
+    n as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn relay(brokers: &str, pg_admin: &str, topic: &str, n: usize) -> f64 {
+    let db = format!("sluice_bench_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = sqlx::PgConnection::connect(pg_admin).await.unwrap();
+    sqlx::query(&format!("CREATE DATABASE {db}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let url = format!("{}/{db}", pg_admin.rsplit_once('/').unwrap().0);
+    let mut config = Config::default();
+    config.ledger.url = url.clone();
+    config.auth.admin_key = "bench-admin-key-0123456789".into();
+    config.auth.user_jwt_hs256_secret = Some("bench-user-secret-0123456789".into());
+    config.auth.admission_key_seed_hex = Some("00".repeat(32));
+    config.payments.webhook_secret = "bench-webhook-secret-0123456789".into();
+    config.events.batch = BATCH as u32;
+    let app = sluice::service::App::build(config).unwrap();
+    app.ledger.migrate().await.unwrap();
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO outbox (id, sale_id, event_type, payload)
+         SELECT id, sale, 'sluice.attempt.admitted', jsonb_build_object('id', id, 'type', 'sluice.attempt.admitted',
+           'sale_id', sale, 'attempt_id', null, 'occurred_at', now(), 'schema_version', 1,
+           'data', jsonb_build_object('user_id', 'user-' || g, 'from', 'QUEUED', 'to', 'ADMITTED', 'reason', null, 'cause', 'admit'))
+         FROM (SELECT g, gen_random_uuid() AS id, ('00000000-0000-7000-8000-' || lpad((g % 20)::text, 12, '0'))::uuid AS sale
+               FROM generate_series(1, $1) g) x
+         ORDER BY g",
+    )
+    .bind(n as i32)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let sink = KafkaSink::new(brokers, topic, 1_000_000).unwrap();
+    sink.ensure_topic(6).await.unwrap();
+    let started = Instant::now();
+    let mut relayed = 0;
+    while relayed < n {
+        relayed += sluice::workers::relay::relay_once(&app, &sink)
+            .await
+            .unwrap();
+    }
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    pool.close().await;
+    drop(app);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let _ = sqlx::query(&format!("DROP DATABASE {db} WITH (FORCE)"))
+        .execute(&mut admin)
+        .await;
+    rate
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let brokers = args.get(1).expect("brokers").clone();
+    let pg_admin = args.get(2).expect("postgres admin url").clone();
+    let n: usize = args.get(3).map(|s| s.parse().unwrap()).unwrap_or(20_000);
+    let topic = format!("sluice.bench.{}", uuid::Uuid::new_v4().simple());
+    let sink = KafkaSink::new(&brokers, &topic, 1_000_000).unwrap();
+    sink.ensure_topic(6).await.unwrap();
+    let raw = raw_producer(&brokers, &topic, n).await;
+    let relayed = relay(&brokers, &pg_admin, &topic, n).await;
+    println!("events: {n}");
+    println!("raw producer: {raw:.0} events/s");
+    println!("outbox relay: {relayed:.0} events/s");
+    println!("ratio: {:.2} (goal >= 0.5)", relayed / raw);
+}
