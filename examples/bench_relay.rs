@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::ClientConfig;
 use sluice::config::Config;
-use sluice::events::{EventSink, KafkaSink};
+use sluice::events::KafkaSink;
 use sqlx::Connection;
 
 const BATCH: usize = 500;

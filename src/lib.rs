@@ -19,7 +19,10 @@
 //!   sales). They call the queue store first where it is the gate and the ledger where it is
 //!   the truth, and bring the queue store back in line after each ledger transition.
 //! - [`api`]: HTTP (poem-openapi). Thin handlers; errors are problem+json.
-//! - [`workers`]: the admission loop (leased per sale) and the expiry reapers (cron).
+//! - [`workers`]: the admission loop (leased per sale), the expiry reapers (cron) and the
+//!   outbox relay (one at a time, by a lease in the ledger).
+//! - [`events`]: where relayed events go — Kafka, or a JSON lines file — and the reference
+//!   consumer.
 //! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), the admin key;
 //!   webhook signatures.
 //! - [`config`], [`telemetry`], [`server`]: layered configuration, logs and metrics, start-up.

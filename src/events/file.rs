@@ -34,7 +34,7 @@ impl EventSink for FileSink {
         }
         let mut lines = String::new();
         for event in batch {
-            lines.push_str(&serde_json::to_string(&event.payload)?);
+            lines.push_str(&event.payload);
             lines.push('\n');
         }
         let mut file = tokio::fs::OpenOptions::new()

@@ -115,7 +115,7 @@ impl EventSink for KafkaSink {
         let version = SCHEMA_VERSION.to_string();
         'batch: for event in batch {
             let key = event.sale_id.to_string();
-            let payload = serde_json::to_vec(&event.payload)?;
+            let payload = event.payload.as_bytes();
             let id = event.id.to_string();
             let headers = OwnedHeaders::new()
                 .insert(Header {
@@ -132,7 +132,7 @@ impl EventSink for KafkaSink {
                 });
             let mut record = FutureRecord::to(&self.topic)
                 .key(&key)
-                .payload(&payload)
+                .payload(payload)
                 .headers(headers);
             // Enqueue in order; a full local queue drains while we wait.
             loop {

@@ -239,8 +239,9 @@ pub struct OutboxEvent {
     pub id: Uuid,
     pub sale_id: SaleId,
     pub event_type: String,
-    /// The event's envelope, as consumers receive it.
-    pub payload: serde_json::Value,
+    /// The event's envelope as JSON text, exactly as consumers receive it (passed through
+    /// untouched: the relay neither parses nor re-serialises it).
+    pub payload: String,
 }
 
 impl LedgerStats {

@@ -11,12 +11,22 @@ use crate::events::{EventSink, Refused};
 use crate::service::App;
 
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+const BACKLOG_EVERY: Duration = Duration::from_secs(1);
 
 pub async fn run(app: App, sink: Arc<dyn EventSink>) {
     let poll = Duration::from_millis(app.config.events.poll_ms);
     let mut backoff = poll;
     let mut lease = None;
+    let mut measured = std::time::Instant::now() - BACKLOG_EVERY;
     loop {
+        // The backlog is counted once a second, not per batch: counting is the costly part.
+        if measured.elapsed() >= BACKLOG_EVERY {
+            measured = std::time::Instant::now();
+            if let Ok((pending, oldest)) = app.ledger.outbox_backlog().await {
+                metrics::gauge!("sluice_outbox_pending").set(pending as f64);
+                metrics::gauge!("sluice_outbox_oldest_age_seconds").set(oldest);
+            }
+        }
         let held = match &mut lease {
             Some(l) => l,
             None => match app.ledger.relay_lease().await {
@@ -50,10 +60,6 @@ pub async fn run(app: App, sink: Arc<dyn EventSink>) {
 
 /// Relays one batch; returns how many events went out.
 pub async fn relay_once(app: &App, sink: &dyn EventSink) -> anyhow::Result<usize> {
-    if let Ok((pending, oldest)) = app.ledger.outbox_backlog().await {
-        metrics::gauge!("sluice_outbox_pending").set(pending as f64);
-        metrics::gauge!("sluice_outbox_oldest_age_seconds").set(oldest);
-    }
     let batch = app.ledger.pending_events(app.config.events.batch).await?;
     if batch.is_empty() {
         return Ok(0);

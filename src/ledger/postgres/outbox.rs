@@ -23,7 +23,7 @@ pub(super) async fn insert(conn: &mut PgConnection, event: &DomainEvent) -> Ledg
 
 pub(super) async fn pending(pool: &PgPool, limit: u32) -> LedgerResult<Vec<OutboxEvent>> {
     let rows = sqlx::query(
-        "SELECT id, sale_id, event_type, payload FROM outbox WHERE published_at IS NULL AND dead_at IS NULL
+        "SELECT id, sale_id, event_type, payload::text AS payload FROM outbox WHERE published_at IS NULL AND dead_at IS NULL
          ORDER BY created_at, id LIMIT $1",
     )
     .bind(limit as i64)

@@ -206,8 +206,7 @@ pub(super) async fn pending_events(
                 id: r.get("id"),
                 sale_id: SaleId(r.get("sale_id")),
                 event_type: r.get("event_type"),
-                payload: serde_json::from_str(r.get("payload"))
-                    .map_err(|e| LedgerError::Other(e.to_string()))?,
+                payload: r.get("payload"),
             })
         })
         .collect()
