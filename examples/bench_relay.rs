@@ -62,6 +62,7 @@ async fn relay(brokers: &str, pg_admin: &str, topic: &str, n: usize) -> f64 {
     config.auth.admission_key_seed_hex = Some("00".repeat(32));
     config.payments.webhook_secret = "bench-webhook-secret-0123456789".into();
     config.events.batch = BATCH as u32;
+    config.events.poll_ms = 10;
     let app = sluice::service::App::build(config).unwrap();
     app.ledger.migrate().await.unwrap();
     let pool = sqlx::PgPool::connect(&url).await.unwrap();
@@ -80,14 +81,17 @@ async fn relay(brokers: &str, pg_admin: &str, topic: &str, n: usize) -> f64 {
     .unwrap();
     let sink = KafkaSink::new(brokers, topic, 1_000_000).unwrap();
     sink.ensure_topic(6).await.unwrap();
+    // The relay as it runs in sluice, until the outbox is empty.
     let started = Instant::now();
-    let mut relayed = 0;
-    while relayed < n {
-        relayed += sluice::workers::relay::relay_once(&app, &sink)
-            .await
-            .unwrap();
+    let relay = tokio::spawn(sluice::workers::relay::run(
+        app.clone(),
+        std::sync::Arc::new(sink),
+    ));
+    while app.ledger.outbox_backlog().await.unwrap().0 > 0 {
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
     let rate = n as f64 / started.elapsed().as_secs_f64();
+    relay.abort();
     pool.close().await;
     drop(app);
     tokio::time::sleep(Duration::from_millis(100)).await;

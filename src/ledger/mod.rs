@@ -213,8 +213,13 @@ pub trait Ledger: Send + Sync + 'static {
     ) -> LedgerResult<()>;
     async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64>;
 
-    /// Unpublished outbox rows, oldest first.
-    async fn pending_events(&self, limit: u32) -> LedgerResult<Vec<OutboxEvent>>;
+    /// Unpublished outbox rows, oldest first; with `after`, only those after that row (the
+    /// relay reads the next batch while the previous one is still being published).
+    async fn pending_events(
+        &self,
+        limit: u32,
+        after: Option<Uuid>,
+    ) -> LedgerResult<Vec<OutboxEvent>>;
     async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()>;
     /// Unpublished rows and the age of the oldest, in seconds.
     async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)>;

@@ -170,8 +170,12 @@ impl Ledger for PgLedger {
         idempotency::purge(&self.pool, older_than_secs).await
     }
 
-    async fn pending_events(&self, limit: u32) -> LedgerResult<Vec<OutboxEvent>> {
-        outbox::pending(&self.pool, limit).await
+    async fn pending_events(
+        &self,
+        limit: u32,
+        after: Option<Uuid>,
+    ) -> LedgerResult<Vec<OutboxEvent>> {
+        outbox::pending(&self.pool, limit, after).await
     }
 
     async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()> {

@@ -21,12 +21,19 @@ pub(super) async fn insert(conn: &mut PgConnection, event: &DomainEvent) -> Ledg
     Ok(())
 }
 
-pub(super) async fn pending(pool: &PgPool, limit: u32) -> LedgerResult<Vec<OutboxEvent>> {
+pub(super) async fn pending(
+    pool: &PgPool,
+    limit: u32,
+    after: Option<Uuid>,
+) -> LedgerResult<Vec<OutboxEvent>> {
     let rows = sqlx::query(
-        "SELECT id, sale_id, event_type, payload::text AS payload FROM outbox WHERE published_at IS NULL AND dead_at IS NULL
+        "SELECT id, sale_id, event_type, payload::text AS payload FROM outbox
+         WHERE published_at IS NULL AND dead_at IS NULL
+           AND ($2::uuid IS NULL OR (created_at, id) > (SELECT created_at, id FROM outbox WHERE id = $2))
          ORDER BY created_at, id LIMIT $1",
     )
     .bind(limit as i64)
+    .bind(after)
     .fetch_all(pool)
     .await
     .map_err(db_error)?;

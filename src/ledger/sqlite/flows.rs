@@ -191,25 +191,28 @@ pub(super) async fn purge_saved_responses(
 pub(super) async fn pending_events(
     pool: &SqlitePool,
     limit: u32,
+    after: Option<Uuid>,
 ) -> LedgerResult<Vec<OutboxEvent>> {
     let rows = sqlx::query(
-        "SELECT id, sale_id, event_type, payload FROM outbox WHERE published_at_ms IS NULL AND dead_at_ms IS NULL
-         ORDER BY created_at_ms, id LIMIT ?",
+        "SELECT id, sale_id, event_type, payload FROM outbox
+         WHERE published_at_ms IS NULL AND dead_at_ms IS NULL
+           AND (?2 IS NULL OR (created_at_ms, id) > (SELECT created_at_ms, id FROM outbox WHERE id = ?2))
+         ORDER BY created_at_ms, id LIMIT ?1",
     )
     .bind(limit as i64)
+    .bind(after)
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    rows.iter()
-        .map(|r| {
-            Ok(OutboxEvent {
-                id: r.get("id"),
-                sale_id: SaleId(r.get("sale_id")),
-                event_type: r.get("event_type"),
-                payload: r.get("payload"),
-            })
+    Ok(rows
+        .iter()
+        .map(|r| OutboxEvent {
+            id: r.get("id"),
+            sale_id: SaleId(r.get("sale_id")),
+            event_type: r.get("event_type"),
+            payload: r.get("payload"),
         })
-        .collect()
+        .collect())
 }
 
 pub(super) async fn mark_published(ledger: &SqliteLedger, ids: &[Uuid]) -> LedgerResult<()> {

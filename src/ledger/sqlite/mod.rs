@@ -198,8 +198,12 @@ impl Ledger for SqliteLedger {
         flows::purge_saved_responses(&self.pool, older_than_secs).await
     }
 
-    async fn pending_events(&self, limit: u32) -> LedgerResult<Vec<OutboxEvent>> {
-        flows::pending_events(&self.pool, limit).await
+    async fn pending_events(
+        &self,
+        limit: u32,
+        after: Option<Uuid>,
+    ) -> LedgerResult<Vec<OutboxEvent>> {
+        flows::pending_events(&self.pool, limit, after).await
     }
 
     async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()> {
