@@ -15,7 +15,7 @@ use crate::ledger::OutboxEvent;
 use crate::service::App;
 
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
-const BACKLOG_EVERY: Duration = Duration::from_secs(1);
+const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// A batch handed to the sink, and the sink's answer to come.
 type InFlight = (Vec<OutboxEvent>, JoinHandle<anyhow::Result<()>>);
@@ -23,32 +23,32 @@ type InFlight = (Vec<OutboxEvent>, JoinHandle<anyhow::Result<()>>);
 pub async fn run(app: App, sink: Arc<dyn EventSink>) {
     let poll = Duration::from_millis(app.config.events.poll_ms);
     let mut backoff = poll;
-    let mut lease = None;
+    let mut lease: Option<Box<dyn crate::ledger::RelayLease>> = None;
     let mut in_flight: Option<InFlight> = None;
-    let mut measured = Instant::now() - BACKLOG_EVERY;
+    let mut checked = Instant::now() - CHECK_EVERY;
     loop {
-        // The backlog is counted once a second, not per batch: counting is the costly part.
-        if measured.elapsed() >= BACKLOG_EVERY {
-            measured = Instant::now();
+        // Once a second: the backlog metrics, and whether the lease still holds.
+        if checked.elapsed() >= CHECK_EVERY {
+            checked = Instant::now();
             if let Ok((pending, oldest)) = app.ledger.outbox_backlog().await {
                 metrics::gauge!("sluice_outbox_pending").set(pending as f64);
                 metrics::gauge!("sluice_outbox_oldest_age_seconds").set(oldest);
             }
+            if let Some(held) = &mut lease {
+                if !held.alive().await {
+                    lease = None;
+                }
+            }
         }
-        let held = match &mut lease {
-            Some(l) => l,
-            None => match app.ledger.relay_lease().await {
-                Ok(Some(l)) => lease.insert(l),
+        if lease.is_none() {
+            match app.ledger.relay_lease().await {
+                Ok(Some(l)) => lease = Some(l),
                 Ok(None) | Err(_) => {
                     // Another relay publishes (or the ledger is down): stand by.
                     tokio::time::sleep(poll * 5).await;
                     continue;
                 }
-            },
-        };
-        if !held.alive().await {
-            lease = None;
-            continue;
+            }
         }
         // Read the next batch while the previous one is being published.
         let after = in_flight
@@ -59,24 +59,29 @@ pub async fn run(app: App, sink: Arc<dyn EventSink>) {
             .ledger
             .pending_events(app.config.events.batch, after)
             .await;
+        let mut done = None;
         if let Some((batch, answer)) = in_flight.take() {
             let answer = answer
                 .await
                 .unwrap_or_else(|e| Err(anyhow::anyhow!("publishing task: {e}")));
-            match settle(&app, &batch, answer).await {
-                Ok(true) => backoff = poll,
-                // Not all of it went out: read again from the oldest pending row.
-                Ok(false) => continue,
-                Err(e) => {
-                    metrics::counter!("sluice_event_publish_errors_total").increment(1);
-                    tracing::warn!(error = %e, retry_in = ?backoff, "relaying events failed");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                    continue;
+            if answer.is_ok() {
+                // The whole batch is out: send the next one, then mark this one published.
+                done = Some(batch);
+            } else {
+                match settle(&app, &batch, answer).await {
+                    // Part of it went out: read again from the oldest pending row.
+                    Ok(_) => continue,
+                    Err(e) => {
+                        metrics::counter!("sluice_event_publish_errors_total").increment(1);
+                        tracing::warn!(error = %e, retry_in = ?backoff, "relaying events failed");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                        continue;
+                    }
                 }
             }
         }
-        match next {
+        let idle = match next {
             Ok(batch) if !batch.is_empty() => {
                 let sink = sink.clone();
                 let to_send = batch.clone();
@@ -84,12 +89,23 @@ pub async fn run(app: App, sink: Arc<dyn EventSink>) {
                     batch,
                     tokio::spawn(async move { sink.publish(&to_send).await }),
                 ));
+                false
             }
-            Ok(_) => tokio::time::sleep(poll).await,
+            Ok(_) => true,
             Err(e) => {
                 tracing::warn!(error = %e, "reading the outbox failed");
-                tokio::time::sleep(backoff).await;
+                true
             }
+        };
+        if let Some(batch) = done {
+            // A failure here only re-sends the batch later (consumers de-duplicate).
+            if let Err(e) = settle(&app, &batch, Ok(())).await {
+                tracing::warn!(error = %e, "marking events published failed");
+            }
+            backoff = poll;
+        }
+        if idle {
+            tokio::time::sleep(poll).await;
         }
     }
 }
