@@ -20,6 +20,14 @@ impl Stock {
             Stock::Seats(seats) => seats.len() as u32,
         }
     }
+    /// The free part of a sale's stock, from the ids of its free units.
+    pub fn from_free_units(kind: StockKind, free: Vec<String>) -> Stock {
+        match kind {
+            StockKind::Seats => Stock::Seats(free),
+            StockKind::Quantity => Stock::Quantity(free.len() as u32),
+        }
+    }
+
     pub fn kind(&self) -> StockKind {
         match self {
             Stock::Quantity(_) => StockKind::Quantity,

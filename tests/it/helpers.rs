@@ -348,6 +348,23 @@ impl TestApp {
         .unwrap()
     }
 
+    /// Joins, waits for admission, holds `quantity` and checks out; returns the attempt id and
+    /// its `payment` object.
+    pub async fn paying(&self, sale: &str, user: &str, quantity: u32) -> (String, Value) {
+        let (attempt, token) = self.admitted(sale, user).await;
+        let held = self
+            .hold(
+                &attempt,
+                user,
+                json!({ "admission_token": token, "quantity": quantity }),
+            )
+            .await;
+        assert_eq!(held.status(), 200);
+        let paying: Value = self.checkout(&attempt, user).await.json().await.unwrap();
+        assert_eq!(paying["state"], "PAYMENT_PENDING");
+        (attempt, paying["payment"].clone())
+    }
+
     pub async fn checkout(&self, attempt: &str, user: &str) -> reqwest::Response {
         self.as_user(
             reqwest::Method::POST,

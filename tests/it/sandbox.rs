@@ -7,28 +7,12 @@ use serde_json::json;
 
 use crate::helpers::{assert_problem, Backend, TestApp};
 
-async fn paying(t: &TestApp, sale: &str, user: &str) -> (String, serde_json::Value) {
-    let (attempt, token) = t.admitted(sale, user).await;
-    assert_eq!(
-        t.hold(
-            &attempt,
-            user,
-            json!({ "admission_token": token, "quantity": 1 })
-        )
-        .await
-        .status(),
-        200
-    );
-    let paying: serde_json::Value = t.checkout(&attempt, user).await.json().await.unwrap();
-    (attempt, paying["payment"].clone())
-}
-
 #[tokio::test]
 async fn the_sandbox_approves_and_declines_with_signed_webhooks() {
     let t = TestApp::spawn_on(Backend::Embedded).await;
     let sale = t.create_sale(json!({ "quantity": 5 })).await;
 
-    let (a, payment) = paying(&t, &sale, "alice").await;
+    let (a, payment) = t.paying(&sale, "alice", 1).await;
     let url = payment["sandbox_url"]
         .as_str()
         .expect("checkout names the sandbox page");
@@ -43,7 +27,7 @@ async fn the_sandbox_approves_and_declines_with_signed_webhooks() {
     t.wait_for(&a, "alice", "CONFIRMED", Duration::from_secs(5))
         .await;
 
-    let (b, payment) = paying(&t, &sale, "bob").await;
+    let (b, payment) = t.paying(&sale, "bob", 1).await;
     let url = payment["sandbox_url"].as_str().unwrap();
     let resp = t
         .http
@@ -79,7 +63,7 @@ async fn the_sandbox_approves_and_declines_with_signed_webhooks() {
 async fn the_sandbox_is_off_with_postgresql() {
     let t = TestApp::spawn_on(Backend::Servers).await;
     let sale = t.create_sale(json!({ "quantity": 5 })).await;
-    let (_, payment) = paying(&t, &sale, "alice").await;
+    let (_, payment) = t.paying(&sale, "alice", 1).await;
     assert!(payment.get("sandbox_url").is_none(), "{payment}");
     let reference = payment["reference"].as_str().unwrap();
     let resp = t

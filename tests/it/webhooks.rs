@@ -16,20 +16,8 @@ crate::on_both_configurations!(
 
 /// An attempt in PAYMENT_PENDING; returns (attempt id, payment reference).
 async fn paying(t: &TestApp, sale: &str, user: &str) -> (String, String) {
-    let (attempt, token) = t.admitted(sale, user).await;
-    let held = t
-        .hold(
-            &attempt,
-            user,
-            json!({ "admission_token": token, "quantity": 1 }),
-        )
-        .await;
-    assert_eq!(held.status(), 200);
-    let paying: serde_json::Value = t.checkout(&attempt, user).await.json().await.unwrap();
-    (
-        attempt,
-        paying["payment"]["reference"].as_str().unwrap().to_owned(),
-    )
+    let (attempt, payment) = t.paying(sale, user, 1).await;
+    (attempt, payment["reference"].as_str().unwrap().to_owned())
 }
 
 async fn the_same_webhook_five_times_at_once_confirms_once(backend: Backend) {

@@ -212,8 +212,7 @@ pub(super) async fn free_stock(pool: &SqlitePool, id: SaleId) -> LedgerResult<St
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    Ok(match kind.as_str() {
-        "seats" => Stock::Seats(free),
-        _ => Stock::Quantity(free.len() as u32),
-    })
+    let kind = StockKind::parse(&kind)
+        .ok_or_else(|| LedgerError::Other("bad stock_kind in sales row".into()))?;
+    Ok(Stock::from_free_units(kind, free))
 }
