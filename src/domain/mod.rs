@@ -4,6 +4,7 @@ pub mod attempt;
 pub mod events;
 pub mod ids;
 pub mod sale;
+pub mod valve;
 
 pub use attempt::{decide, AttemptEvent, AttemptState, Decision, Effect, ExpiryReason, Rejected};
 pub use events::{DomainEvent, EventType};
