@@ -130,12 +130,13 @@ pub(crate) async fn apply_in<T: AttemptTx + ?Sized>(
     }
 }
 
-/// Which timeout a reaper pass handles, as the state it expires.
-pub(crate) fn timeout_state(event: AttemptEvent) -> LedgerResult<&'static str> {
+/// What a reaper pass for a timeout event looks at: the state it expires, and the deadline
+/// column's name (PostgreSQL's; SQLite's adds `_ms`).
+pub(crate) fn timeout_state(event: AttemptEvent) -> LedgerResult<(&'static str, &'static str)> {
     match event {
-        AttemptEvent::AdmissionTimeout => Ok("ADMITTED"),
-        AttemptEvent::HoldTimeout => Ok("HOLD"),
-        AttemptEvent::PaymentTimeout => Ok("PAYMENT_PENDING"),
+        AttemptEvent::AdmissionTimeout => Ok(("ADMITTED", "admission_expires_at")),
+        AttemptEvent::HoldTimeout => Ok(("HOLD", "hold_expires_at")),
+        AttemptEvent::PaymentTimeout => Ok(("PAYMENT_PENDING", "payment_expires_at")),
         AttemptEvent::Admit
         | AttemptEvent::Leave
         | AttemptEvent::Abandon

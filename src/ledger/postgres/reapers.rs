@@ -13,12 +13,7 @@ pub(super) async fn expire_due(
     event: AttemptEvent,
     limit: u32,
 ) -> LedgerResult<Vec<Applied>> {
-    let state = timeout_state(event)?;
-    let deadline = match event {
-        AttemptEvent::AdmissionTimeout => "admission_expires_at",
-        AttemptEvent::HoldTimeout => "hold_expires_at",
-        _ => "payment_expires_at",
-    };
+    let (state, deadline) = timeout_state(event)?;
     let mut tx = pool.begin().await.map_err(db_error)?;
     let rows = sqlx::query(&format!(
         "SELECT id, sale_id FROM attempts WHERE state = $1 AND {deadline} <= now()

@@ -99,12 +99,8 @@ pub(super) async fn expire_due(
     event: AttemptEvent,
     limit: u32,
 ) -> LedgerResult<Vec<Applied>> {
-    let state = timeout_state(event)?;
-    let deadline = match event {
-        AttemptEvent::AdmissionTimeout => "admission_expires_at_ms",
-        AttemptEvent::HoldTimeout => "hold_expires_at_ms",
-        _ => "payment_expires_at_ms",
-    };
+    let (state, deadline) = timeout_state(event)?;
+    let deadline = format!("{deadline}_ms");
     let mut tx = ledger.write().await?;
     let rows = sqlx::query(&format!(
         "SELECT id, sale_id FROM attempts WHERE state = ? AND {deadline} <= {NOW_MS} ORDER BY {deadline} LIMIT ?"
