@@ -2,6 +2,7 @@
 //! `SLUICE__SECTION__KEY` environment variables (`SLUICE__REDIS__URL=redis://…`).
 //! [`Config::load`] validates the result and names the offending key in its error.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +23,7 @@ pub struct Config {
     pub workers: WorkersConfig,
     pub limits: LimitsConfig,
     pub events: EventsConfig,
+    pub valve: ValveConfig,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -131,6 +133,41 @@ pub struct EventsConfig {
     pub max_tries: u32,
 }
 
+/// The adaptive admission controller (sales in `adaptive` mode; manual sales ignore it).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValveConfig {
+    /// Prometheus (`http://127.0.0.1:9090`) to read the signals from with PromQL; empty: the
+    /// process's own metrics (embedded, one process).
+    pub prometheus_url: String,
+    /// How often the signals are read and each adaptive sale's rate moves. No faster than
+    /// Prometheus scrapes sluice, or one scrape is counted several times.
+    pub tick_ms: u64,
+    /// Longest wait for one Prometheus query; a slower one reads as stale (rate held).
+    pub query_timeout_ms: u64,
+    /// Fraction of a sale's max rate added per tick while every signal is comfortable.
+    pub increase_fraction: f64,
+    /// Factor applied to the rate per tick while a signal is over its target (0 to 1).
+    pub backoff: f64,
+    /// Fraction of its target under which a signal counts as comfortable; between it and the
+    /// target the rate holds.
+    pub hold_band: f64,
+    /// The pressure signals by name. The built-in ones (see `signals/catalogue.rs`) can be
+    /// re-targeted, re-queried or disabled; others can be added with a PromQL query
+    /// (Prometheus only).
+    pub signals: BTreeMap<String, SignalConfig>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignalConfig {
+    /// PromQL giving an instant vector or scalar; its largest value is the reading.
+    pub query: String,
+    /// The level the reading should stay under.
+    pub target: f64,
+    pub enabled: bool,
+}
+
 /// Per-user request limits (0 turns one off). A client that honours `poll_after_ms` stays far
 /// below them.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -191,6 +228,25 @@ impl Default for Config {
                 partitions: 6,
                 max_message_bytes: 1_000_000,
                 max_tries: 5,
+            },
+            valve: ValveConfig {
+                prometheus_url: String::new(),
+                tick_ms: 5000,
+                query_timeout_ms: 2000,
+                increase_fraction: 0.05,
+                backoff: 0.7,
+                hold_band: 0.8,
+                signals: crate::signals::catalogue::BUILTINS
+                    .iter()
+                    .map(|b| {
+                        let signal = SignalConfig {
+                            query: b.query.into(),
+                            target: b.target,
+                            enabled: true,
+                        };
+                        (b.name.to_owned(), signal)
+                    })
+                    .collect(),
             },
             limits: LimitsConfig {
                 join_per_second: 2,
@@ -335,6 +391,54 @@ impl Config {
         if self.workers.reaper_cron.split_whitespace().count() != 6 {
             return bad("workers.reaper_cron", "needs six fields, seconds first");
         }
+        self.validate_valve()
+    }
+
+    fn validate_valve(&self) -> Result<(), ConfigError> {
+        let bad = |key: &'static str, message: String| Err(ConfigError::Invalid { key, message });
+        let v = &self.valve;
+        if !v.prometheus_url.is_empty() && !v.prometheus_url.starts_with("http://") {
+            return bad(
+                "valve.prometheus_url",
+                "empty (own metrics) or http://…".into(),
+            );
+        }
+        if v.tick_ms < 100 || v.query_timeout_ms == 0 {
+            return bad(
+                "valve.tick_ms",
+                "tick_ms at least 100 and query_timeout_ms positive".into(),
+            );
+        }
+        if !(v.backoff > 0.0 && v.backoff < 1.0) {
+            return bad("valve.backoff", "must be between 0 and 1".into());
+        }
+        if !(v.hold_band > 0.0 && v.hold_band <= 1.0) {
+            return bad("valve.hold_band", "must be above 0, at most 1".into());
+        }
+        if !(v.increase_fraction > 0.0 && v.increase_fraction <= 1.0) {
+            return bad(
+                "valve.increase_fraction",
+                "must be above 0, at most 1".into(),
+            );
+        }
+        for (name, signal) in v.signals.iter().filter(|(_, s)| s.enabled) {
+            if !(signal.target.is_finite() && signal.target > 0.0) {
+                return bad(
+                    "valve.signals",
+                    format!("`{name}`: target must be positive"),
+                );
+            }
+            let known = crate::signals::catalogue::builtin(name).is_some();
+            if v.prometheus_url.is_empty() && !known {
+                return bad(
+                    "valve.signals",
+                    format!("`{name}` is not built in: it needs valve.prometheus_url"),
+                );
+            }
+            if signal.query.trim().is_empty() {
+                return bad("valve.signals", format!("`{name}`: query is empty"));
+            }
+        }
         Ok(())
     }
 
@@ -420,6 +524,35 @@ mod tests {
             jail.set_env("SLUICE__PAYMENTS__WEBHOOK_SECRET", "whsec-0123456789abcdef");
             let err = Config::load(None).unwrap_err().to_string();
             assert!(err.contains("auth.admin_key"), "{err}");
+            Ok(())
+        });
+        Jail::expect_with(|jail| {
+            jail.clear_env();
+            valid_env(jail);
+            jail.set_env("SLUICE__VALVE__SIGNALS__HTTP_5XX_RATIO__TARGET", "-1");
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(
+                err.contains("valve.signals") && err.contains("http_5xx_ratio"),
+                "{err}"
+            );
+            Ok(())
+        });
+        Jail::expect_with(|jail| {
+            jail.clear_env();
+            valid_env(jail);
+            // A custom PromQL signal cannot be computed from the process's own metrics.
+            jail.set_env("SLUICE__VALVE__SIGNALS__CPU__QUERY", "max(cpu)");
+            jail.set_env("SLUICE__VALVE__SIGNALS__CPU__TARGET", "0.8");
+            jail.set_env("SLUICE__VALVE__SIGNALS__CPU__ENABLED", "true");
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(
+                err.contains("`cpu`") && err.contains("prometheus_url"),
+                "{err}"
+            );
+            jail.set_env("SLUICE__VALVE__PROMETHEUS_URL", "http://127.0.0.1:9090");
+            let c = Config::load(None).expect("valid with Prometheus");
+            assert_eq!(c.valve.signals["cpu"].target, 0.8);
+            assert_eq!(c.valve.signals.len(), 7, "built-ins kept beside it");
             Ok(())
         });
         Jail::expect_with(|jail| {

@@ -19,8 +19,11 @@
 //!   sales). They call the queue store first where it is the gate and the ledger where it is
 //!   the truth, and bring the queue store back in line after each ledger transition.
 //! - [`api`]: HTTP (poem-openapi). Thin handlers; errors are problem+json.
-//! - [`workers`]: the admission loop (leased per sale), the expiry reapers (cron) and the
-//!   outbox relay (one at a time, by a lease in the ledger).
+//! - [`workers`]: the admission loop (leased per sale; the rate set by hand or by the adaptive
+//!   controller), the expiry reapers (cron) and the outbox relay (one at a time, by a lease in
+//!   the ledger).
+//! - [`signals`]: the back end's pressure for the adaptive valve ([`domain::valve`]) — PromQL
+//!   through the Prometheus HTTP API, or the process's own metrics.
 //! - [`events`]: where relayed events go — Kafka, or a JSON lines file — and the reference
 //!   consumer.
 //! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), the admin key;
@@ -45,5 +48,6 @@ pub mod queue;
 pub mod secrets;
 pub mod server;
 pub mod service;
+pub mod signals;
 pub mod telemetry;
 pub mod workers;

@@ -64,7 +64,7 @@ fn describe() {
     );
     describe_gauge!(
         "sluice_admission_rate_per_minute",
-        "Configured admission rate, by sale"
+        "Users actually admitted per minute (smoothed), by sale"
     );
     describe_counter!("sluice_reaper_runs_total", "Reaper runs");
     describe_counter!(
@@ -76,6 +76,39 @@ fn describe() {
         "Queue store updates that failed after a ledger commit"
     );
     describe_counter!("sluice_webhooks_total", "Payment webhooks by outcome");
+    describe_counter!(
+        "sluice_payments_total",
+        "Payments settled by the provider's webhook, by result (succeeded, failed)"
+    );
+    describe_histogram!(
+        "sluice_ledger_commit_duration_seconds",
+        Unit::Seconds,
+        "Ledger write transactions, begin to commit, by operation"
+    );
+    describe_gauge!(
+        "sluice_admission_target_rate_per_minute",
+        "The admission rate in force (the controller's, or the manual setting), by sale"
+    );
+    describe_gauge!(
+        "sluice_admission_adaptive",
+        "1 when the sale's rate is set by the controller, 0 when manual"
+    );
+    describe_gauge!(
+        "sluice_admission_last_change",
+        "1 for the reason of the controller's last move (increase, decrease, hold, stale, manual)"
+    );
+    describe_gauge!(
+        "sluice_valve_signal_value",
+        "Latest reading of each back-end pressure signal"
+    );
+    describe_gauge!(
+        "sluice_valve_signal_target",
+        "Target of each pressure signal"
+    );
+    describe_gauge!(
+        "sluice_valve_signal_stale",
+        "1 while a pressure signal cannot be read (the rate is held)"
+    );
     describe_gauge!("sluice_outbox_pending", "Outbox rows not yet published");
     describe_gauge!(
         "sluice_outbox_oldest_age_seconds",

@@ -6,7 +6,9 @@ use poem_openapi::{ApiResponse, OpenApi};
 
 use super::problem::ApiError;
 use super::security::AdminAuth;
-use super::types::{AdmissionSettings, CreateSale, SaleOut, SaleStatsOut};
+use super::types::{
+    adaptive_bounds, AdmissionOut, AdmissionSettings, CreateSale, SaleOut, SaleStatsOut,
+};
 use super::{parse_sale_id, ApiTags};
 use crate::domain::{NewSale, SaleStatus, Ttls, UserId};
 use crate::service::{self, idempotent, App, IdempotencyKey};
@@ -26,6 +28,12 @@ pub enum SaleCreated {
 pub enum SaleResponse {
     #[oai(status = 200)]
     Ok(Json<SaleOut>),
+}
+
+#[derive(ApiResponse)]
+pub enum AdmissionResponse {
+    #[oai(status = 200)]
+    Ok(Json<AdmissionOut>),
 }
 
 #[derive(ApiResponse)]
@@ -66,6 +74,11 @@ impl SalesApi {
             },
             rate_per_minute: b.rate_per_minute,
             max_active: b.max_active,
+            adaptive: adaptive_bounds(
+                b.admission_mode,
+                b.min_rate_per_minute,
+                b.max_rate_per_minute,
+            ),
         };
         let app = &self.app;
         let sale_id = idempotent(
@@ -133,10 +146,33 @@ impl SalesApi {
         self.set_status(&sale_id, SaleStatus::Closed).await
     }
 
+    /// Get a sale's admission
+    ///
+    /// The admission settings and, in adaptive mode, the controller: the rate in force, what
+    /// its last tick did and why, and each pressure signal against its target.
+    #[oai(
+        path = "/:sale_id/admission",
+        method = "get",
+        operation_id = "getAdmission"
+    )]
+    async fn get_admission(
+        &self,
+        _auth: AdminAuth,
+        sale_id: Path<String>,
+    ) -> Result<AdmissionResponse, ApiError> {
+        let id = parse_sale_id(&sale_id)?;
+        let (admission, controller) = service::sales::admission(&self.app, id).await?;
+        Ok(AdmissionResponse::Ok(Json(AdmissionOut::new(
+            admission, controller,
+        ))))
+    }
+
     /// Set admission settings
     ///
-    /// Changes the admission rate (users per minute) and the cap on active users; the admitter
-    /// uses them from its next tick.
+    /// Changes the admission rate (users per minute), the cap on active users, and who sets
+    /// the rate: `manual` (this rate) or `adaptive` (the controller, between
+    /// `min_rate_per_minute` and `max_rate_per_minute`, following the back end's pressure).
+    /// The admitter uses them from its next tick.
     #[oai(
         path = "/:sale_id/admission",
         method = "put",
@@ -149,8 +185,10 @@ impl SalesApi {
         body: Json<AdmissionSettings>,
     ) -> Result<SaleResponse, ApiError> {
         let id = parse_sale_id(&sale_id)?;
+        let b = body.0;
+        let adaptive = adaptive_bounds(b.mode, b.min_rate_per_minute, b.max_rate_per_minute);
         let record =
-            service::sales::set_admission(&self.app, id, body.rate_per_minute, body.max_active)
+            service::sales::set_admission(&self.app, id, b.rate_per_minute, b.max_active, adaptive)
                 .await?;
         Ok(SaleResponse::Ok(Json(record.into())))
     }

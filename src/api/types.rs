@@ -4,7 +4,8 @@
 use chrono::{DateTime, Utc};
 use poem_openapi::{Enum, Object};
 
-use crate::domain::{AttemptState, ExpiryReason, SaleStatus, Stock};
+use crate::domain::valve::{Change, ControllerState};
+use crate::domain::{Admission, AdmissionMode, AttemptState, ExpiryReason, SaleStatus, Stock};
 use crate::ledger::SaleRecord;
 use crate::service::sales::SaleStats;
 use crate::service::AttemptView;
@@ -60,6 +61,55 @@ pub struct CreateSale {
     /// Cap on admitted + holding + paying users.
     #[oai(default = "default_max_active")]
     pub max_active: u32,
+    /// Who sets the admission rate. Default: `manual`.
+    #[oai(default)]
+    pub admission_mode: AdmissionModeName,
+    /// Adaptive mode: the lowest rate the controller goes to (users per minute).
+    pub min_rate_per_minute: Option<u32>,
+    /// Adaptive mode: the highest rate the controller climbs to (users per minute).
+    pub max_rate_per_minute: Option<u32>,
+}
+
+/// Who sets a sale's admission rate.
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq, Default, serde::Serialize)]
+#[oai(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
+pub enum AdmissionModeName {
+    /// The admin: `rate_per_minute` as set.
+    #[default]
+    Manual,
+    /// The controller: it moves the rate between `min_rate_per_minute` and
+    /// `max_rate_per_minute` with the back end's pressure, starting from `rate_per_minute`.
+    Adaptive,
+}
+
+/// The adaptive bounds a request asks for (`None`: manual). A missing bound reads 0, which the
+/// domain refuses with a message naming both fields.
+pub fn adaptive_bounds(
+    mode: AdmissionModeName,
+    min: Option<u32>,
+    max: Option<u32>,
+) -> Option<(u32, u32)> {
+    match mode {
+        AdmissionModeName::Manual => None,
+        AdmissionModeName::Adaptive => Some((min.unwrap_or(0), max.unwrap_or(0))),
+    }
+}
+
+impl From<AdmissionMode> for AdmissionModeName {
+    fn from(mode: AdmissionMode) -> Self {
+        match mode {
+            AdmissionMode::Manual => AdmissionModeName::Manual,
+            AdmissionMode::Adaptive { .. } => AdmissionModeName::Adaptive,
+        }
+    }
+}
+
+fn bounds(mode: AdmissionMode) -> (Option<u32>, Option<u32>) {
+    match mode {
+        AdmissionMode::Manual => (None, None),
+        AdmissionMode::Adaptive { min, max } => (Some(min), Some(max)),
+    }
 }
 
 impl poem_openapi::types::Example for CreateSale {
@@ -76,6 +126,9 @@ impl poem_openapi::types::Example for CreateSale {
             payment_ttl_secs: 600,
             rate_per_minute: 600,
             max_active: 1000,
+            admission_mode: AdmissionModeName::Manual,
+            min_rate_per_minute: None,
+            max_rate_per_minute: None,
         }
     }
 }
@@ -120,6 +173,11 @@ pub struct SaleOut {
     pub payment_ttl_secs: u32,
     pub rate_per_minute: u32,
     pub max_active: u32,
+    pub admission_mode: AdmissionModeName,
+    #[oai(skip_serializing_if_is_none)]
+    pub min_rate_per_minute: Option<u32>,
+    #[oai(skip_serializing_if_is_none)]
+    pub max_rate_per_minute: Option<u32>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -152,6 +210,9 @@ impl From<SaleRecord> for SaleOut {
             payment_ttl_secs: s.ttls.payment_secs,
             rate_per_minute: s.admission.rate_per_minute,
             max_active: s.admission.max_active,
+            admission_mode: s.admission.mode.into(),
+            min_rate_per_minute: bounds(s.admission.mode).0,
+            max_rate_per_minute: bounds(s.admission.mode).1,
             created_at: s.created_at,
         }
     }
@@ -159,11 +220,128 @@ impl From<SaleRecord> for SaleOut {
 
 /// New admission settings.
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct AdmissionSettings {
-    /// Users admitted per minute (1 to 1,000,000).
+    /// Users admitted per minute (1 to 1,000,000); in adaptive mode, where the controller
+    /// starts.
     pub rate_per_minute: u32,
     /// Cap on admitted + holding + paying users (1 to 1,000,000).
     pub max_active: u32,
+    /// Who sets the rate from now on. Default: `manual`.
+    #[oai(default)]
+    pub mode: AdmissionModeName,
+    /// Adaptive mode (required there): the lowest rate, users per minute.
+    pub min_rate_per_minute: Option<u32>,
+    /// Adaptive mode (required there): the highest rate, users per minute.
+    pub max_rate_per_minute: Option<u32>,
+}
+
+impl poem_openapi::types::Example for AdmissionSettings {
+    fn example() -> Self {
+        AdmissionSettings {
+            rate_per_minute: 600,
+            max_active: 1000,
+            mode: AdmissionModeName::Adaptive,
+            min_rate_per_minute: Some(60),
+            max_rate_per_minute: Some(3000),
+        }
+    }
+}
+
+/// A sale's admission: its settings and, in adaptive mode, what the controller is doing.
+#[derive(Debug, Clone, Object)]
+pub struct AdmissionOut {
+    pub mode: AdmissionModeName,
+    /// The manual rate, or where the controller started.
+    pub rate_per_minute: u32,
+    #[oai(skip_serializing_if_is_none)]
+    pub min_rate_per_minute: Option<u32>,
+    #[oai(skip_serializing_if_is_none)]
+    pub max_rate_per_minute: Option<u32>,
+    pub max_active: u32,
+    /// The rate in force now, users per minute: the controller's in adaptive mode, else
+    /// `rate_per_minute`.
+    pub current_rate_per_minute: f64,
+    /// The controller as the sale's admitter last published it; absent in manual mode, and
+    /// before the first controller tick.
+    #[oai(skip_serializing_if_is_none)]
+    pub controller: Option<ControllerOut>,
+}
+
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
+#[oai(rename_all = "snake_case")]
+pub enum RateChange {
+    /// Every signal comfortably under its target: one step up.
+    Increase,
+    /// A signal over its target: backed off.
+    Decrease,
+    /// A signal near its target: unchanged.
+    Hold,
+    /// A signal could not be read: unchanged until it can.
+    Stale,
+}
+
+/// The adaptive controller of a sale.
+#[derive(Debug, Clone, Object)]
+pub struct ControllerOut {
+    /// What the last tick did.
+    pub last_change: RateChange,
+    /// The signal behind a decrease or a stale hold.
+    #[oai(skip_serializing_if_is_none)]
+    pub signal: Option<String>,
+    /// Each signal's reading against its target at the last tick.
+    pub signals: Vec<SignalOut>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Object)]
+pub struct SignalOut {
+    pub name: String,
+    /// Absent when it could not be read.
+    #[oai(skip_serializing_if_is_none)]
+    pub value: Option<f64>,
+    pub target: f64,
+    pub stale: bool,
+}
+
+impl AdmissionOut {
+    pub fn new(admission: Admission, controller: Option<ControllerState>) -> Self {
+        let (min, max) = bounds(admission.mode);
+        let controller = match admission.mode {
+            AdmissionMode::Manual => None,
+            AdmissionMode::Adaptive { .. } => controller,
+        };
+        AdmissionOut {
+            mode: admission.mode.into(),
+            rate_per_minute: admission.rate_per_minute,
+            min_rate_per_minute: min,
+            max_rate_per_minute: max,
+            max_active: admission.max_active,
+            current_rate_per_minute: controller
+                .as_ref()
+                .map_or(admission.rate_per_minute as f64, |c| c.rate),
+            controller: controller.map(|c| ControllerOut {
+                last_change: match c.last {
+                    Change::Increase => RateChange::Increase,
+                    Change::Decrease { .. } => RateChange::Decrease,
+                    Change::Hold => RateChange::Hold,
+                    Change::Stale { .. } => RateChange::Stale,
+                },
+                signal: c.last.signal().map(str::to_owned),
+                signals: c
+                    .readings
+                    .into_iter()
+                    .map(|r| SignalOut {
+                        stale: r.value.is_none(),
+                        name: r.name,
+                        value: r.value,
+                        target: r.target,
+                    })
+                    .collect(),
+                updated_at: DateTime::from_timestamp_millis(c.updated_at_ms).unwrap_or_default(),
+            }),
+        }
+    }
 }
 
 /// Attempts that ended EXPIRED, by reason.

@@ -9,4 +9,6 @@ pub mod valve;
 pub use attempt::{decide, AttemptEvent, AttemptState, Decision, Effect, ExpiryReason, Rejected};
 pub use events::{DomainEvent, EventType};
 pub use ids::{AttemptId, IdError, SaleId, UserId};
-pub use sale::{Admission, NewSale, Sale, SaleError, SaleStatus, Stock, StockKind, Ttls};
+pub use sale::{
+    Admission, AdmissionMode, NewSale, Sale, SaleError, SaleStatus, Stock, StockKind, Ttls,
+};

@@ -89,30 +89,93 @@ impl SaleStatus {
 /// How fast the valve lets people in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Admission {
-    /// Users admitted per minute while the queue is not empty.
+    /// Users admitted per minute while the queue is not empty (manual), or where the adaptive
+    /// controller starts from.
     pub rate_per_minute: u32,
     /// Cap on admitted + holding + paying users at once.
     pub max_active: u32,
+    pub mode: AdmissionMode,
 }
 
+/// Who sets the rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AdmissionMode {
+    /// The admin: `rate_per_minute` as set.
+    Manual,
+    /// The controller, from the back end's pressure, within these bounds (users per minute).
+    Adaptive { min: u32, max: u32 },
+}
+
+const RATE_RANGE: std::ops::RangeInclusive<u32> = 1..=1_000_000;
+
 impl Admission {
-    pub fn parse(rate_per_minute: u32, max_active: u32) -> Result<Self, SaleError> {
-        if !(1..=1_000_000).contains(&rate_per_minute) {
-            return Err(SaleError::new(
-                "rate_per_minute",
-                "must be between 1 and 1000000",
-            ));
+    /// `adaptive`: the controller's `(min, max)` users per minute; `None`: manual.
+    pub fn parse(
+        rate_per_minute: u32,
+        max_active: u32,
+        adaptive: Option<(u32, u32)>,
+    ) -> Result<Self, SaleError> {
+        for (field, value) in [
+            ("rate_per_minute", rate_per_minute),
+            ("max_active", max_active),
+        ] {
+            if !RATE_RANGE.contains(&value) {
+                return Err(SaleError::new(field, "must be between 1 and 1000000"));
+            }
         }
-        if !(1..=1_000_000).contains(&max_active) {
-            return Err(SaleError::new(
-                "max_active",
-                "must be between 1 and 1000000",
-            ));
-        }
+        let mode = match adaptive {
+            None => AdmissionMode::Manual,
+            Some((min, max)) => {
+                if !RATE_RANGE.contains(&min) || !RATE_RANGE.contains(&max) {
+                    return Err(SaleError::new(
+                        "min_rate_per_minute",
+                        "adaptive mode needs min_rate_per_minute and max_rate_per_minute, \
+                         each between 1 and 1000000",
+                    ));
+                }
+                if min > max {
+                    return Err(SaleError::new(
+                        "min_rate_per_minute",
+                        "must not be above max_rate_per_minute",
+                    ));
+                }
+                AdmissionMode::Adaptive { min, max }
+            }
+        };
         Ok(Admission {
             rate_per_minute,
             max_active,
+            mode,
         })
+    }
+
+    /// From the ledger's columns (adaptive when both bounds are stored); trusted, not checked.
+    pub fn from_stored(
+        rate_per_minute: i64,
+        max_active: i64,
+        adaptive_min: Option<i64>,
+        adaptive_max: Option<i64>,
+    ) -> Self {
+        let mode = match (adaptive_min, adaptive_max) {
+            (Some(min), Some(max)) => AdmissionMode::Adaptive {
+                min: min as u32,
+                max: max as u32,
+            },
+            _ => AdmissionMode::Manual,
+        };
+        Admission {
+            rate_per_minute: rate_per_minute as u32,
+            max_active: max_active as u32,
+            mode,
+        }
+    }
+
+    /// The adaptive bounds as the ledger stores them (`None` in manual mode).
+    pub fn stored_bounds(&self) -> (Option<i64>, Option<i64>) {
+        match self.mode {
+            AdmissionMode::Manual => (None, None),
+            AdmissionMode::Adaptive { min, max } => (Some(min as i64), Some(max as i64)),
+        }
     }
 }
 
@@ -150,6 +213,8 @@ pub struct NewSale {
     pub ttls: Ttls,
     pub rate_per_minute: u32,
     pub max_active: u32,
+    /// The adaptive controller's `(min, max)` users per minute; `None`: manual.
+    pub adaptive: Option<(u32, u32)>,
 }
 
 impl NewSale {
@@ -186,7 +251,7 @@ impl NewSale {
                 return Err(SaleError::new(field, "must be between 1 and 86400 seconds"));
             }
         }
-        let admission = Admission::parse(self.rate_per_minute, self.max_active)?;
+        let admission = Admission::parse(self.rate_per_minute, self.max_active, self.adaptive)?;
         let opens_at = self.opens_at.unwrap_or(now);
         if let Some(closes_at) = self.closes_at {
             if closes_at <= opens_at {
@@ -277,6 +342,7 @@ mod tests {
             },
             rate_per_minute: 600,
             max_active: 100,
+            adaptive: None,
         }
     }
 
@@ -312,6 +378,14 @@ mod tests {
             (Box::new(|s| s.rate_per_minute = 0), "rate_per_minute"),
             (Box::new(|s| s.max_active = 0), "max_active"),
             (
+                Box::new(|s| s.adaptive = Some((600, 60))),
+                "min_rate_per_minute",
+            ),
+            (
+                Box::new(|s| s.adaptive = Some((0, 60))),
+                "min_rate_per_minute",
+            ),
+            (
                 Box::new(|s| {
                     s.opens_at = Some(Utc::now());
                     s.closes_at = Some(Utc::now() - chrono::Duration::hours(1))
@@ -319,6 +393,14 @@ mod tests {
                 "closes_at",
             ),
         ];
+        let adaptive = NewSale {
+            adaptive: Some((60, 6000)),
+            ..new_sale()
+        };
+        assert_eq!(
+            adaptive.parse(Utc::now()).unwrap().admission.mode,
+            AdmissionMode::Adaptive { min: 60, max: 6000 }
+        );
         for (mutate, field) in cases {
             let mut spec = new_sale();
             mutate(&mut spec);

@@ -8,14 +8,15 @@
 //! `limit × (target / measured)`) reacts faster to slow creep but amplifies noisy signals; the
 //! signals here (queue ages, ratios, p99s) are noisy and scraped every few seconds, so AIMD's
 //! bounded steps are the safer law. The rate never leaves `[min, max]`, and a stale signal
-//! (Prometheus unreachable) holds the last rate rather than guessing: the valve never stalls.
+//! (Prometheus unreachable) holds the last rate rather than guessing: the valve never stalls. A
+//! signal that is read and over its target still backs the rate off when another is stale.
 //!
 //! Pure and deterministic: the caller feeds readings and applies the result.
 
 /// One pressure reading against its target (say outbox pending age: 3.2 s vs 5 s).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Reading {
-    pub name: &'static str,
+    pub name: String,
     /// `None`: the signal could not be read this tick.
     pub value: Option<f64>,
     pub target: f64,
@@ -35,12 +36,47 @@ pub struct ValveSettings {
 }
 
 /// Why the rate moved (or did not) on the last tick; exported as a metric label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Change {
+    /// Every signal comfortably under its target: one step up.
     Increase,
-    Decrease { signal: &'static str },
+    /// `signal` is over its target: multiplied by `backoff`.
+    Decrease { signal: String },
+    /// Some signal is between the hold band and its target: unchanged.
     Hold,
-    Stale { signal: &'static str },
+    /// `signal` could not be read (and none read is over): unchanged.
+    Stale { signal: String },
+}
+
+impl Change {
+    /// The metric label of the change.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Change::Increase => "increase",
+            Change::Decrease { .. } => "decrease",
+            Change::Hold => "hold",
+            Change::Stale { .. } => "stale",
+        }
+    }
+
+    /// The signal that caused it, if one did.
+    pub fn signal(&self) -> Option<&str> {
+        match self {
+            Change::Decrease { signal } | Change::Stale { signal } => Some(signal),
+            Change::Increase | Change::Hold => None,
+        }
+    }
+}
+
+/// What a sale's admitter publishes of its controller after each tick, for admins and for
+/// the replica that takes over the sale's lease (it starts from `rate`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ControllerState {
+    pub rate: f64,
+    pub last: Change,
+    pub readings: Vec<Reading>,
+    pub updated_at_ms: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -62,14 +98,19 @@ impl Valve {
     /// One control step.
     pub fn tick(&mut self, readings: &[Reading]) -> Change {
         let s = self.settings;
-        let change = if let Some(stale) = readings.iter().find(|r| r.value.is_none()) {
-            Change::Stale { signal: stale.name }
-        } else if let Some(over) = readings
+        // Known pressure wins over a missing reading: backing off is always safe.
+        let change = if let Some(over) = readings
             .iter()
             .find(|r| r.value.is_some_and(|v| v > r.target))
         {
             self.rate = (self.rate * s.backoff).max(s.min);
-            Change::Decrease { signal: over.name }
+            Change::Decrease {
+                signal: over.name.clone(),
+            }
+        } else if let Some(stale) = readings.iter().find(|r| r.value.is_none()) {
+            Change::Stale {
+                signal: stale.name.clone(),
+            }
         } else if readings
             .iter()
             .all(|r| r.value.is_some_and(|v| v <= r.target * s.hold_band))
@@ -79,7 +120,7 @@ impl Valve {
         } else {
             Change::Hold
         };
-        self.last = change;
+        self.last = change.clone();
         change
     }
 }
@@ -113,7 +154,7 @@ mod tests {
 
     fn reading(latency: f64) -> Vec<Reading> {
         vec![Reading {
-            name: "ledger_latency_p99",
+            name: "ledger_latency_p99".into(),
             value: Some(latency),
             target: 2.0,
         }]
@@ -181,12 +222,12 @@ mod tests {
         let mut valve = Valve::new(SETTINGS, 1000.0);
         let stale = vec![
             Reading {
-                name: "outbox_age",
+                name: "outbox_age".into(),
                 value: Some(0.1),
                 target: 5.0,
             },
             Reading {
-                name: "kafka_lag",
+                name: "kafka_lag".into(),
                 value: None,
                 target: 100.0,
             },
@@ -194,7 +235,7 @@ mod tests {
         assert_eq!(
             valve.tick(&stale),
             Change::Stale {
-                signal: "kafka_lag"
+                signal: "kafka_lag".into()
             }
         );
         assert_eq!(valve.rate, 1000.0);
@@ -203,6 +244,43 @@ mod tests {
             Change::Increase,
             "control resumes"
         );
+    }
+
+    #[test]
+    fn known_pressure_backs_off_even_when_another_signal_is_stale() {
+        let mut valve = Valve::new(SETTINGS, 1000.0);
+        let mut readings = reading(9.0);
+        readings.insert(
+            0,
+            Reading {
+                name: "kafka_lag".into(),
+                value: None,
+                target: 100.0,
+            },
+        );
+        assert_eq!(
+            valve.tick(&readings),
+            Change::Decrease {
+                signal: "ledger_latency_p99".into()
+            }
+        );
+        assert_eq!(valve.rate, 700.0);
+    }
+
+    proptest::proptest! {
+        /// Whatever the readings, the rate stays a finite number within [min, max].
+        #[test]
+        fn no_reading_sequence_leaves_the_bounds(
+            initial in -1e9f64..1e9,
+            values in proptest::collection::vec(proptest::option::of(0.0f64..20.0), 1..200),
+        ) {
+            let mut valve = Valve::new(SETTINGS, initial);
+            for value in values {
+                valve.tick(&[Reading { name: "x".into(), value, target: 2.0 }]);
+                proptest::prop_assert!(valve.rate.is_finite());
+                proptest::prop_assert!(valve.rate >= SETTINGS.min && valve.rate <= SETTINGS.max);
+            }
+        }
     }
 
     #[test]

@@ -62,6 +62,20 @@ pub enum LedgerError {
 
 pub type LedgerResult<T> = Result<T, LedgerError>;
 
+/// Times one write transaction, begin to commit, into `sluice_ledger_commit_duration_seconds`
+/// (refused ones too: a slow refusal is as much database pressure). The adaptive valve reads
+/// its p99.
+pub(crate) async fn metered<T>(
+    op: &'static str,
+    work: impl std::future::Future<Output = LedgerResult<T>>,
+) -> LedgerResult<T> {
+    let started = std::time::Instant::now();
+    let result = work.await;
+    metrics::histogram!("sluice_ledger_commit_duration_seconds", "op" => op)
+        .record(started.elapsed().as_secs_f64());
+    result
+}
+
 /// A sale with its live stock count.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SaleRecord {

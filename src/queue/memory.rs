@@ -49,6 +49,8 @@ struct SaleQueue {
     fence: u64,
     /// When the sale was rebuilt from the ledger (ms; 0 = never).
     rebuilt_at_ms: i64,
+    /// The admission controller's published state and its expiry (ms).
+    controller: Option<(String, i64)>,
 }
 
 fn now_ms() -> i64 {
@@ -97,6 +99,7 @@ impl SaleQueue {
             lease: None,
             fence: 0,
             rebuilt_at_ms: 0,
+            controller: None,
         }
     }
 
@@ -433,5 +436,20 @@ impl QueueStore for MemoryQueue {
 
     async fn ping(&self) -> QueueResult<()> {
         Ok(())
+    }
+
+    async fn put_controller(&self, sale: SaleId, state: &str, ttl_ms: u64) -> QueueResult<()> {
+        self.with(sale, |q| {
+            q.controller = Some((state.to_owned(), now_ms() + ttl_ms as i64));
+        });
+        Ok(())
+    }
+
+    async fn controller(&self, sale: SaleId) -> QueueResult<Option<String>> {
+        let state = self.with(sale, |q| match &q.controller {
+            Some((state, expires)) if *expires > now_ms() => Some(state.clone()),
+            _ => None,
+        });
+        Ok(state.flatten())
     }
 }

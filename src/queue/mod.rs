@@ -9,7 +9,8 @@
 //! - `active`: sorted set, admitted/holding/paying attempt → deadline (ms), capped by
 //!   `max_active`; `holds`: attempt → what it holds; `stock` / `seats`: what is still free;
 //! - `bought`: user → units held or confirmed (the per-user limit);
-//! - `lease`, `fence`: who admits for the sale (one admitter across replicas).
+//! - `lease`, `fence`: who admits for the sale (one admitter across replicas);
+//! - `controller`: the adaptive controller's state as JSON, expiring unless its admitter renews it.
 //!
 //! Attempts are stored by their local UUID (32 hex digits): the sale is in the key already.
 
@@ -247,4 +248,9 @@ pub trait QueueStore: Send + Sync + 'static {
 
     async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats>;
     async fn ping(&self) -> QueueResult<()>;
+
+    /// Publishes the sale's admission controller state (JSON) for `ttl_ms`, so whichever
+    /// replica an admin asks can show it; it vanishes when its admitter stops publishing.
+    async fn put_controller(&self, sale: SaleId, state: &str, ttl_ms: u64) -> QueueResult<()>;
+    async fn controller(&self, sale: SaleId) -> QueueResult<Option<String>>;
 }

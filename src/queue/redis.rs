@@ -490,4 +490,23 @@ impl QueueStore for RedisQueue {
             Err(protocol("PING", &pong))
         }
     }
+
+    async fn put_controller(&self, sale: SaleId, state: &str, ttl_ms: u64) -> QueueResult<()> {
+        let key = self.keys(sale).key("controller");
+        let _: () = self
+            .cmd(
+                ::redis::cmd("SET")
+                    .arg(key)
+                    .arg(state)
+                    .arg("PX")
+                    .arg(ttl_ms),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn controller(&self, sale: SaleId) -> QueueResult<Option<String>> {
+        let key = self.keys(sale).key("controller");
+        self.cmd(::redis::cmd("GET").arg(key)).await
+    }
 }

@@ -4,6 +4,7 @@
 use chrono::Utc;
 
 use super::{App, ServiceError, ServiceResult};
+use crate::domain::valve::ControllerState;
 use crate::domain::{Admission, NewSale, SaleId, SaleStatus};
 use crate::ledger::{LedgerError, LedgerStats, SaleRecord};
 use crate::queue::SaleSnapshot;
@@ -42,8 +43,9 @@ pub async fn set_admission(
     id: SaleId,
     rate_per_minute: u32,
     max_active: u32,
+    adaptive: Option<(u32, u32)>,
 ) -> ServiceResult<SaleRecord> {
-    let admission = Admission::parse(rate_per_minute, max_active)
+    let admission = Admission::parse(rate_per_minute, max_active, adaptive)
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
     let record = app
         .ledger
@@ -52,6 +54,20 @@ pub async fn set_admission(
         .map_err(not_found_sale)?;
     app.queue.set_admission(id, admission).await?;
     Ok(record)
+}
+
+/// A sale's admission settings, and its controller as the admitter last published it.
+pub async fn admission(
+    app: &App,
+    id: SaleId,
+) -> ServiceResult<(Admission, Option<ControllerState>)> {
+    let record = get(app, id).await?;
+    let controller = app
+        .queue
+        .controller(id)
+        .await?
+        .and_then(|json| serde_json::from_str(&json).ok());
+    Ok((record.sale.admission, controller))
 }
 
 /// A sale's counters: waiting from the queue store, the rest from the ledger.

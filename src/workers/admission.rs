@@ -1,15 +1,21 @@
 //! The admission loop: every tick, for each sale that is open now, the holder of the sale's
-//! lease moves the head of the queue to the active set at the sale's rate, never beyond
-//! max_active, and records the admissions in the ledger. If the ledger cannot record them,
-//! they go back to their places in the queue.
+//! lease moves the head of the queue to the active set at the sale's rate (set by hand, or by
+//! the adaptive controller: [`super::controller`]), never beyond max_active, and records the
+//! admissions in the ledger. If the ledger cannot record them, they go back to their places in
+//! the queue.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use tokio::sync::watch;
+
+use super::controller;
+use crate::domain::valve::Valve;
 use crate::domain::SaleId;
 use crate::ledger::AdmissionPlan;
 use crate::queue::AdmitOutcome;
 use crate::service::App;
+use crate::signals::Round;
 
 /// Per-sale memory of the loop between ticks.
 #[derive(Default)]
@@ -18,12 +24,14 @@ struct SaleTicker {
     credit: f64,
     /// Exponentially weighted admissions per minute while people wait: the ETA's rate.
     measured_rate: f64,
+    /// The adaptive controller, while this process admits for an adaptive sale.
+    valve: Option<Valve>,
 }
 
 /// At most this many ticks' worth of credit is kept, so a pause does not end in a burst.
 const MAX_CREDIT_TICKS: f64 = 2.0;
 
-pub async fn run(app: App) {
+pub async fn run(app: App, mut rounds: watch::Receiver<Round>) {
     let tick = Duration::from_millis(app.config.workers.admission_tick_ms);
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -38,9 +46,14 @@ pub async fn run(app: App) {
             }
         };
         tickers.retain(|sale, _| plans.iter().any(|p| p.sale == *sale));
+        // A round of signals the controllers have not seen yet.
+        let fresh = match rounds.has_changed() {
+            Ok(true) => Some(rounds.borrow_and_update().clone()),
+            Ok(false) | Err(_) => None,
+        };
         for plan in plans {
             let ticker = tickers.entry(plan.sale).or_default();
-            if let Err(e) = admit(&app, &plan, ticker, tick).await {
+            if let Err(e) = admit(&app, &plan, ticker, tick, fresh.as_ref()).await {
                 tracing::warn!(sale = %plan.sale, error = %e, "admission tick failed");
             }
         }
@@ -52,11 +65,10 @@ async fn admit(
     plan: &AdmissionPlan,
     ticker: &mut SaleTicker,
     tick: Duration,
+    fresh: Option<&Round>,
 ) -> anyhow::Result<()> {
     let sale = plan.sale;
     let sale_label = sale.to_string();
-    metrics::gauge!("sluice_admission_rate_per_minute", "sale" => sale_label.clone())
-        .set(plan.admission.rate_per_minute as f64);
     let stats = app.queue.stats(sale).await?;
     metrics::gauge!("sluice_queue_waiting", "sale" => sale_label.clone()).set(stats.waiting as f64);
     metrics::gauge!("sluice_active_users", "sale" => sale_label.clone()).set(stats.active as f64);
@@ -67,7 +79,10 @@ async fn admit(
     let Some(lease) = app.queue.lease(sale, &app.instance_id, ttl_ms).await? else {
         return Ok(()); // another replica admits for this sale
     };
-    let per_tick = plan.admission.rate_per_minute as f64 * tick.as_secs_f64() / 60.0;
+    let rate = controller::rate(app, plan, &mut ticker.valve, fresh).await;
+    metrics::gauge!("sluice_admission_rate_per_minute", "sale" => sale_label.clone())
+        .set(ticker.measured_rate);
+    let per_tick = rate * tick.as_secs_f64() / 60.0;
     ticker.credit = (ticker.credit + per_tick).min(per_tick * MAX_CREDIT_TICKS + 1.0);
     let wanted = ticker.credit.floor() as u32;
     if wanted == 0 {

@@ -20,6 +20,19 @@ const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// A batch handed to the sink, and the sink's answer to come.
 type InFlight = (Vec<OutboxEvent>, JoinHandle<anyhow::Result<()>>);
 
+/// The backlog gauges, once a second, apart from the relay: a relay stuck on a dead broker
+/// must not freeze the very figures (and the valve's signals) that show it is stuck.
+pub async fn watch_backlog(app: App) {
+    let mut interval = tokio::time::interval(CHECK_EVERY);
+    loop {
+        interval.tick().await;
+        if let Ok((pending, oldest)) = app.ledger.outbox_backlog().await {
+            metrics::gauge!("sluice_outbox_pending").set(pending as f64);
+            metrics::gauge!("sluice_outbox_oldest_age_seconds").set(oldest);
+        }
+    }
+}
+
 pub async fn run(app: App, sink: Arc<dyn EventSink>) {
     let poll = Duration::from_millis(app.config.events.poll_ms);
     let mut backoff = poll;
@@ -27,13 +40,9 @@ pub async fn run(app: App, sink: Arc<dyn EventSink>) {
     let mut in_flight: Option<InFlight> = None;
     let mut checked = Instant::now() - CHECK_EVERY;
     loop {
-        // Once a second: the backlog metrics, and whether the lease still holds.
+        // Once a second: whether the lease still holds.
         if checked.elapsed() >= CHECK_EVERY {
             checked = Instant::now();
-            if let Ok((pending, oldest)) = app.ledger.outbox_backlog().await {
-                metrics::gauge!("sluice_outbox_pending").set(pending as f64);
-                metrics::gauge!("sluice_outbox_oldest_age_seconds").set(oldest);
-            }
             if let Some(held) = &mut lease {
                 if !held.alive().await {
                     lease = None;

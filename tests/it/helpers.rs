@@ -630,3 +630,84 @@ pub async fn consume(brokers: &str, topic: &str, max: u64) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// A Prometheus of the test's own on a loopback port, scraping one sluice every second
+/// (`scripts/services` installs the Debian package). Stop and start it again to play an
+/// outage; its data directory survives.
+pub struct PrivatePrometheus {
+    pub port: u16,
+    dir: std::path::PathBuf,
+    child: Option<std::process::Child>,
+}
+
+impl PrivatePrometheus {
+    /// The address to give sluice's `valve.prometheus_url` before anything runs.
+    pub fn reserve() -> PrivatePrometheus {
+        let dir =
+            std::env::temp_dir().join(format!("sluice-prom-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        PrivatePrometheus {
+            port: free_port(),
+            dir,
+            child: None,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts scraping `target` (`host:port` of a sluice) and waits until it is ready.
+    pub async fn start(&mut self, target: &str) {
+        let config = self.dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+                 scrape_configs:\n  - job_name: sluice\n    static_configs:\n      - targets: ['{target}']\n"
+            ),
+        )
+        .unwrap();
+        let child = std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                self.dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{}", self.port))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(self.dir.join("prometheus.log")).unwrap())
+            .spawn()
+            .expect("prometheus is installed (scripts/services installs it)");
+        self.child = Some(child);
+        let ready = format!("{}/-/ready", self.url());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(r) = reqwest::get(&ready).await {
+                if r.status().is_success() {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "prometheus did not start; see {}",
+                self.dir.display()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for PrivatePrometheus {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use futures_util::future::join_all;
-use sluice::domain::{AttemptEvent, AttemptId, NewSale, Sale, Stock, Ttls, UserId};
+use sluice::domain::{
+    Admission, AdmissionMode, AttemptEvent, AttemptId, NewSale, Sale, Stock, Ttls, UserId,
+};
 use sluice::ledger::{AdmissionPlan, Ledger, LedgerError, PgLedger, SqliteLedger};
 use sluice::queue::{Admitted, Take};
 
@@ -47,7 +49,28 @@ macro_rules! on_every_ledger {
 on_every_ledger!(
     concurrent_holds_without_the_queue_store_never_oversell,
     a_seat_has_one_holder_and_unknown_seats_are_named,
+    admission_mode_and_bounds_are_kept,
 );
+
+/// Adaptive bounds are stored, read back with the sale and by the admission loop, and
+/// cleared when the sale goes back to manual.
+async fn admission_mode_and_bounds_are_kept(ledger: Arc<dyn Ledger>) {
+    let sale = new_sale(Stock::Quantity(5));
+    ledger.create_sale(&sale).await.unwrap();
+    let adaptive = Admission::parse(600, 50, Some((60, 3000))).unwrap();
+    let record = ledger.set_admission(sale.id, adaptive).await.unwrap();
+    assert_eq!(
+        record.sale.admission.mode,
+        AdmissionMode::Adaptive { min: 60, max: 3000 }
+    );
+    let plans = ledger.admitting_sales().await.unwrap();
+    let plan = plans.iter().find(|p| p.sale == sale.id).expect("open sale");
+    assert_eq!(plan.admission, adaptive);
+    let manual = Admission::parse(120, 50, None).unwrap();
+    ledger.set_admission(sale.id, manual).await.unwrap();
+    let record = ledger.sale(sale.id).await.unwrap().unwrap();
+    assert_eq!(record.sale.admission, manual);
+}
 
 fn new_sale(stock: Stock) -> Sale {
     let (quantity, seats) = match stock {
@@ -68,6 +91,7 @@ fn new_sale(stock: Stock) -> Sale {
         },
         rate_per_minute: 60,
         max_active: 1000,
+        adaptive: None,
     }
     .parse(Utc::now())
     .unwrap()

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod adaptive;
 mod admin;
 mod catalogue;
 mod contention;

@@ -43,6 +43,7 @@ on_every_queue_store!(
     unadmit_puts_attempts_back_at_their_place,
     holds_are_all_or_nothing_limited_and_restored_once,
     init_keeps_a_live_sale_and_rebuilds_from_a_snapshot,
+    controller_state_expires_unless_renewed,
 );
 
 fn sale(stock: Stock, max_active: u32) -> Sale {
@@ -64,6 +65,7 @@ fn sale(stock: Stock, max_active: u32) -> Sale {
         },
         rate_per_minute: 60,
         max_active,
+        adaptive: None,
     }
     .parse(Utc::now())
     .unwrap()
@@ -163,29 +165,33 @@ async fn admission_never_exceeds_max_active_and_needs_the_lease(q: Arc<dyn Queue
     );
 
     // Paused: nobody is admitted, whatever the admitter asks for.
-    q.set_admission(
-        s.id,
-        Admission {
-            rate_per_minute: 60,
-            max_active: 3,
-        },
-    )
-    .await
-    .unwrap();
+    q.set_admission(s.id, Admission::parse(60, 3, None).unwrap())
+        .await
+        .unwrap();
     q.set_status(s.id, SaleStatus::Paused).await.unwrap();
     assert_eq!(admit_all(&q, &s, 10).await.len(), 0, "paused");
     q.set_status(s.id, SaleStatus::Open).await.unwrap();
     // Raising the cap lets more in.
-    q.set_admission(
-        s.id,
-        Admission {
-            rate_per_minute: 60,
-            max_active: 3,
-        },
-    )
-    .await
-    .unwrap();
+    q.set_admission(s.id, Admission::parse(60, 3, None).unwrap())
+        .await
+        .unwrap();
     assert_eq!(admit_all(&q, &s, 10).await.len(), 1);
+}
+
+/// The adaptive controller's published state is kept for its TTL and then gone.
+async fn controller_state_expires_unless_renewed(q: Arc<dyn QueueStore>) {
+    let s = sale(Stock::Quantity(1), 1);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    assert_eq!(q.controller(s.id).await.unwrap(), None);
+    q.put_controller(s.id, r#"{"rate":60}"#, 300).await.unwrap();
+    assert_eq!(
+        q.controller(s.id).await.unwrap().as_deref(),
+        Some(r#"{"rate":60}"#)
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(450)).await;
+    assert_eq!(q.controller(s.id).await.unwrap(), None, "expired");
 }
 
 async fn unadmit_puts_attempts_back_at_their_place(q: Arc<dyn QueueStore>) {

@@ -12,6 +12,7 @@ mod payments;
 mod reapers;
 mod sales;
 
+use crate::ledger::metered;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -119,7 +120,11 @@ impl Ledger for PgLedger {
         plan: &AdmissionPlan,
         admitted: &[Admitted],
     ) -> LedgerResult<()> {
-        admissions::record(&self.pool, plan, admitted).await
+        metered(
+            "record_admissions",
+            admissions::record(&self.pool, plan, admitted),
+        )
+        .await
     }
 
     async fn attempt(&self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
@@ -133,7 +138,7 @@ impl Ledger for PgLedger {
         event: AttemptEvent,
         take: Option<&Take>,
     ) -> LedgerResult<Applied> {
-        attempts::apply(&self.pool, id, user, event, take).await
+        metered("apply", attempts::apply(&self.pool, id, user, event, take)).await
     }
 
     async fn payment_event(
@@ -142,11 +147,12 @@ impl Ledger for PgLedger {
         reference: Uuid,
         succeeded: bool,
     ) -> LedgerResult<PaymentApplied> {
-        payments::apply(&self.pool, provider_event_id, reference, succeeded).await
+        let work = payments::apply(&self.pool, provider_event_id, reference, succeeded);
+        metered("payment_event", work).await
     }
 
     async fn expire_due(&self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<Applied>> {
-        reapers::expire_due(&self.pool, event, limit).await
+        metered("expire_due", reapers::expire_due(&self.pool, event, limit)).await
     }
 
     async fn saved_response(

@@ -11,7 +11,7 @@ use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleR
 const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total,
     (SELECT count(*) FROM stock_units u WHERE u.sale_id = sales.id AND u.attempt_id IS NULL) AS remaining,
     per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
-    max_active, status, created_at";
+    max_active, adaptive_min_rate, adaptive_max_rate, status, created_at";
 
 pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
     let mut tx = pool.begin().await.map_err(db_error)?;
@@ -19,8 +19,8 @@ pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
     sqlx::query(
         "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total,
             per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
-            max_active, status, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+            max_active, adaptive_min_rate, adaptive_max_rate, status, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
     )
     .bind(sale.id.0)
     .bind(&sale.name)
@@ -34,6 +34,8 @@ pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
     .bind(sale.ttls.payment_secs as i32)
     .bind(sale.admission.rate_per_minute as i32)
     .bind(sale.admission.max_active as i32)
+    .bind(sale.admission.stored_bounds().0.map(|v| v as i32))
+    .bind(sale.admission.stored_bounds().1.map(|v| v as i32))
     .bind(sale.status.as_str())
     .bind(sale.created_at)
     .execute(&mut *tx)
@@ -77,10 +79,7 @@ fn sale_from_row(row: &PgRow, seats: Option<Vec<String>>) -> LedgerResult<SaleRe
             hold_secs: row.get::<i32, _>("hold_ttl_secs") as u32,
             payment_secs: row.get::<i32, _>("payment_ttl_secs") as u32,
         },
-        admission: Admission {
-            rate_per_minute: row.get::<i32, _>("rate_per_minute") as u32,
-            max_active: row.get::<i32, _>("max_active") as u32,
-        },
+        admission: admission_from_row(row),
         status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
         created_at: row.get("created_at"),
     };
@@ -148,13 +147,20 @@ pub(super) async fn set_admission(
     id: SaleId,
     admission: Admission,
 ) -> LedgerResult<SaleRecord> {
-    let done = sqlx::query("UPDATE sales SET rate_per_minute = $2, max_active = $3 WHERE id = $1")
-        .bind(id.0)
-        .bind(admission.rate_per_minute as i32)
-        .bind(admission.max_active as i32)
-        .execute(pool)
-        .await
-        .map_err(db_error)?;
+    let (min, max) = admission.stored_bounds();
+    let done = sqlx::query(
+        "UPDATE sales SET rate_per_minute = $2, max_active = $3, adaptive_min_rate = $4,
+            adaptive_max_rate = $5
+         WHERE id = $1",
+    )
+    .bind(id.0)
+    .bind(admission.rate_per_minute as i32)
+    .bind(admission.max_active as i32)
+    .bind(min.map(|v| v as i32))
+    .bind(max.map(|v| v as i32))
+    .execute(pool)
+    .await
+    .map_err(db_error)?;
     if done.rows_affected() == 0 {
         return Err(LedgerError::NotFound);
     }
@@ -163,7 +169,8 @@ pub(super) async fn set_admission(
 
 pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>> {
     let rows = sqlx::query(
-        "SELECT id, rate_per_minute, max_active, admission_ttl_secs FROM sales
+        "SELECT id, rate_per_minute, max_active, adaptive_min_rate, adaptive_max_rate,
+                admission_ttl_secs FROM sales
          WHERE status = 'open' AND opens_at <= now() AND (closes_at IS NULL OR closes_at > now())",
     )
     .fetch_all(pool)
@@ -173,10 +180,7 @@ pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>>
         .iter()
         .map(|r| AdmissionPlan {
             sale: SaleId(r.get("id")),
-            admission: Admission {
-                rate_per_minute: r.get::<i32, _>("rate_per_minute") as u32,
-                max_active: r.get::<i32, _>("max_active") as u32,
-            },
+            admission: admission_from_row(r),
             admission_ttl_secs: r.get::<i32, _>("admission_ttl_secs") as u32,
         })
         .collect())
@@ -215,4 +219,15 @@ pub(super) async fn free_stock(pool: &PgPool, id: SaleId) -> LedgerResult<Stock>
     let kind = StockKind::parse(&kind)
         .ok_or_else(|| LedgerError::Other("bad stock_kind in sales row".into()))?;
     Ok(Stock::from_free_units(kind, free))
+}
+
+fn admission_from_row(row: &PgRow) -> Admission {
+    let int = |name: &str| row.get::<i32, _>(name) as i64;
+    let bound = |name: &str| row.get::<Option<i32>, _>(name).map(i64::from);
+    Admission::from_stored(
+        int("rate_per_minute"),
+        int("max_active"),
+        bound("adaptive_min_rate"),
+        bound("adaptive_max_rate"),
+    )
 }

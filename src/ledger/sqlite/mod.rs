@@ -10,6 +10,7 @@ mod attempts;
 mod flows;
 mod sales;
 
+use crate::ledger::metered;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -143,7 +144,11 @@ impl Ledger for SqliteLedger {
         plan: &AdmissionPlan,
         admitted: &[Admitted],
     ) -> LedgerResult<()> {
-        flows::record_admissions(self, plan, admitted).await
+        metered(
+            "record_admissions",
+            flows::record_admissions(self, plan, admitted),
+        )
+        .await
     }
 
     async fn attempt(&self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
@@ -158,10 +163,13 @@ impl Ledger for SqliteLedger {
         event: AttemptEvent,
         take: Option<&Take>,
     ) -> LedgerResult<Applied> {
-        let mut tx = self.write().await?;
-        let outcome = super::transition::apply_in(&mut *tx, id, user, event, take).await?;
-        tx.commit().await.map_err(db_error)?;
-        outcome
+        metered("apply", async {
+            let mut tx = self.write().await?;
+            let outcome = super::transition::apply_in(&mut *tx, id, user, event, take).await?;
+            tx.commit().await.map_err(db_error)?;
+            outcome
+        })
+        .await
     }
 
     async fn payment_event(
@@ -170,11 +178,12 @@ impl Ledger for SqliteLedger {
         reference: Uuid,
         succeeded: bool,
     ) -> LedgerResult<PaymentApplied> {
-        flows::payment_event(self, provider_event_id, reference, succeeded).await
+        let work = flows::payment_event(self, provider_event_id, reference, succeeded);
+        metered("payment_event", work).await
     }
 
     async fn expire_due(&self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<Applied>> {
-        flows::expire_due(self, event, limit).await
+        metered("expire_due", flows::expire_due(self, event, limit)).await
     }
 
     async fn saved_response(

@@ -11,14 +11,15 @@ use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleR
 const COLUMNS: &str = "id, name, opens_at_ms, closes_at_ms, stock_kind, total,
     (SELECT count(*) FROM stock_units u WHERE u.sale_id = sales.id AND u.attempt_id IS NULL) AS remaining,
     per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
-    max_active, status, created_at_ms";
+    max_active, adaptive_min_rate, adaptive_max_rate, status, created_at_ms";
 
 pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<()> {
     let mut tx = ledger.write().await?;
     sqlx::query(
         "INSERT INTO sales (id, name, opens_at_ms, closes_at_ms, stock_kind, total, per_user_limit,
-            admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active, status, created_at_ms)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active, adaptive_min_rate,
+            adaptive_max_rate, status, created_at_ms)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(sale.id.0)
     .bind(&sale.name)
@@ -32,6 +33,8 @@ pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<(
     .bind(sale.ttls.payment_secs as i64)
     .bind(sale.admission.rate_per_minute as i64)
     .bind(sale.admission.max_active as i64)
+    .bind(sale.admission.stored_bounds().0)
+    .bind(sale.admission.stored_bounds().1)
     .bind(sale.status.as_str())
     .bind(sale.created_at.timestamp_millis())
     .execute(&mut *tx)
@@ -78,10 +81,7 @@ fn sale_from_row(row: &SqliteRow, seats: Option<Vec<String>>) -> LedgerResult<Sa
                 hold_secs: int("hold_ttl_secs"),
                 payment_secs: int("payment_ttl_secs"),
             },
-            admission: Admission {
-                rate_per_minute: int("rate_per_minute"),
-                max_active: int("max_active"),
-            },
+            admission: admission_from_row(row),
             status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
             created_at: from_ms(row.get("created_at_ms")),
         },
@@ -147,13 +147,20 @@ pub(super) async fn set_admission(
     admission: Admission,
 ) -> LedgerResult<SaleRecord> {
     let mut tx = ledger.write().await?;
-    let done = sqlx::query("UPDATE sales SET rate_per_minute = ?, max_active = ? WHERE id = ?")
-        .bind(admission.rate_per_minute as i64)
-        .bind(admission.max_active as i64)
-        .bind(id.0)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+    let (min, max) = admission.stored_bounds();
+    let done = sqlx::query(
+        "UPDATE sales SET rate_per_minute = ?, max_active = ?, adaptive_min_rate = ?,
+            adaptive_max_rate = ?
+         WHERE id = ?",
+    )
+    .bind(admission.rate_per_minute as i64)
+    .bind(admission.max_active as i64)
+    .bind(min)
+    .bind(max)
+    .bind(id.0)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
     tx.commit().await.map_err(db_error)?;
     if done.rows_affected() == 0 {
         return Err(LedgerError::NotFound);
@@ -163,7 +170,8 @@ pub(super) async fn set_admission(
 
 pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPlan>> {
     let rows = sqlx::query(&format!(
-        "SELECT id, rate_per_minute, max_active, admission_ttl_secs FROM sales
+        "SELECT id, rate_per_minute, max_active, adaptive_min_rate, adaptive_max_rate,
+                admission_ttl_secs FROM sales
          WHERE status = 'open' AND opens_at_ms <= {NOW_MS} AND (closes_at_ms IS NULL OR closes_at_ms > {NOW_MS})"
     ))
     .fetch_all(pool)
@@ -173,10 +181,7 @@ pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPl
         .iter()
         .map(|r| AdmissionPlan {
             sale: SaleId(r.get("id")),
-            admission: Admission {
-                rate_per_minute: r.get::<i64, _>("rate_per_minute") as u32,
-                max_active: r.get::<i64, _>("max_active") as u32,
-            },
+            admission: admission_from_row(r),
             admission_ttl_secs: r.get::<i64, _>("admission_ttl_secs") as u32,
         })
         .collect())
@@ -215,4 +220,13 @@ pub(super) async fn free_stock(pool: &SqlitePool, id: SaleId) -> LedgerResult<St
     let kind = StockKind::parse(&kind)
         .ok_or_else(|| LedgerError::Other("bad stock_kind in sales row".into()))?;
     Ok(Stock::from_free_units(kind, free))
+}
+
+fn admission_from_row(row: &SqliteRow) -> Admission {
+    Admission::from_stored(
+        row.get("rate_per_minute"),
+        row.get("max_active"),
+        row.get("adaptive_min_rate"),
+        row.get("adaptive_max_rate"),
+    )
 }
