@@ -10,6 +10,11 @@ use crate::ledger::SaleRecord;
 use crate::service::sales::SaleStats;
 use crate::service::AttemptView;
 
+/// The instant the examples of the spec show.
+fn example_time() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_785_000_000, 0).unwrap_or_default()
+}
+
 fn default_per_user_limit() -> u32 {
     4
 }
@@ -154,6 +159,7 @@ pub enum StockKindName {
 
 /// A sale.
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct SaleOut {
     pub id: String,
     pub name: String,
@@ -179,6 +185,32 @@ pub struct SaleOut {
     #[oai(skip_serializing_if_is_none)]
     pub max_rate_per_minute: Option<u32>,
     pub created_at: DateTime<Utc>,
+}
+
+impl poem_openapi::types::Example for SaleOut {
+    fn example() -> Self {
+        SaleOut {
+            id: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60".into(),
+            name: "Summer tour — Berlin".into(),
+            status: SaleStatusName::Open,
+            opens_at: example_time(),
+            closes_at: None,
+            stock_kind: StockKindName::Quantity,
+            total: 3000,
+            remaining: 2712,
+            seats: None,
+            per_user_limit: 4,
+            admission_ttl_secs: 120,
+            hold_ttl_secs: 300,
+            payment_ttl_secs: 600,
+            rate_per_minute: 600,
+            max_active: 1000,
+            admission_mode: AdmissionModeName::Adaptive,
+            min_rate_per_minute: Some(60),
+            max_rate_per_minute: Some(3000),
+            created_at: example_time(),
+        }
+    }
 }
 
 impl From<SaleRecord> for SaleOut {
@@ -250,6 +282,7 @@ impl poem_openapi::types::Example for AdmissionSettings {
 
 /// A sale's admission: its settings and, in adaptive mode, what the controller is doing.
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct AdmissionOut {
     pub mode: AdmissionModeName,
     /// The manual rate, or where the controller started.
@@ -266,6 +299,38 @@ pub struct AdmissionOut {
     /// before the first controller tick.
     #[oai(skip_serializing_if_is_none)]
     pub controller: Option<ControllerOut>,
+}
+
+impl poem_openapi::types::Example for AdmissionOut {
+    fn example() -> Self {
+        AdmissionOut {
+            mode: AdmissionModeName::Adaptive,
+            rate_per_minute: 600,
+            min_rate_per_minute: Some(60),
+            max_rate_per_minute: Some(3000),
+            max_active: 1000,
+            current_rate_per_minute: 1470.0,
+            controller: Some(ControllerOut {
+                last_change: RateChange::Decrease,
+                signal: Some("outbox_pending_age".into()),
+                signals: vec![
+                    SignalOut {
+                        name: "outbox_pending_age".into(),
+                        value: Some(14.2),
+                        target: 10.0,
+                        stale: false,
+                    },
+                    SignalOut {
+                        name: "ledger_commit_p99".into(),
+                        value: Some(0.031),
+                        target: 0.25,
+                        stale: false,
+                    },
+                ],
+                updated_at: example_time(),
+            }),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
@@ -358,6 +423,7 @@ pub struct ExpiredCounts {
 
 /// A sale's counters.
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct SaleStatsOut {
     pub waiting: u64,
     pub admitted: u64,
@@ -367,6 +433,29 @@ pub struct SaleStatsOut {
     pub expired: ExpiredCounts,
     pub remaining: u32,
     pub total: u32,
+}
+
+impl poem_openapi::types::Example for SaleStatsOut {
+    fn example() -> Self {
+        SaleStatsOut {
+            waiting: 48210,
+            admitted: 212,
+            holding: 96,
+            paying: 41,
+            confirmed: 2563,
+            expired: ExpiredCounts {
+                left: 310,
+                abandoned: 0,
+                admission_timeout: 88,
+                hold_timeout: 17,
+                released: 5,
+                payment_failed: 12,
+                payment_timeout: 3,
+            },
+            remaining: 300,
+            total: 3000,
+        }
+    }
 }
 
 impl From<SaleStats> for SaleStatsOut {
@@ -558,6 +647,7 @@ impl From<AttemptView> for AttemptOut {
 
 /// What to hold: exactly one of `quantity` or `seat_ids`.
 #[derive(Debug, Clone, Object, serde::Serialize)]
+#[oai(example)]
 pub struct HoldRequest {
     /// The `admission_token` of the attempt's status.
     pub admission_token: String,
@@ -565,12 +655,32 @@ pub struct HoldRequest {
     pub seat_ids: Option<Vec<String>>,
 }
 
+impl poem_openapi::types::Example for HoldRequest {
+    fn example() -> Self {
+        HoldRequest {
+            admission_token: "eyJhbGciOiJFZERTQSIsImtpZCI6ImFkbWlzc2lvbi0xIn0.eyJzdWIiOiJ1c2VyLTQyIn0.c2lnbmF0dXJl".into(),
+            quantity: Some(2),
+            seat_ids: None,
+        }
+    }
+}
+
 /// The webhook's answer.
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct WebhookAckOut {
     /// `applied` the first time a provider event id is seen, `duplicate` after.
     pub result: String,
     pub attempt_state: AttemptStateName,
+}
+
+impl poem_openapi::types::Example for WebhookAckOut {
+    fn example() -> Self {
+        WebhookAckOut {
+            result: "applied".into(),
+            attempt_state: AttemptStateName::Confirmed,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Enum, PartialEq, Eq, serde::Serialize)]
@@ -582,6 +692,7 @@ pub enum SandboxOutcome {
 
 /// What the sandbox provider should report.
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct SandboxPayment {
     pub outcome: SandboxOutcome,
     /// Wait this long before sending the webhook (0 to 60000 ms).
@@ -589,9 +700,28 @@ pub struct SandboxPayment {
     pub delay_ms: u64,
 }
 
+impl poem_openapi::types::Example for SandboxPayment {
+    fn example() -> Self {
+        SandboxPayment {
+            outcome: SandboxOutcome::Approve,
+            delay_ms: 500,
+        }
+    }
+}
+
 /// The webhook the sandbox will send.
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct SandboxAccepted {
     pub event_id: String,
     pub payment_reference: String,
+}
+
+impl poem_openapi::types::Example for SandboxAccepted {
+    fn example() -> Self {
+        SandboxAccepted {
+            event_id: "sandbox-evt-0193a0c4e1b27c3d".into(),
+            payment_reference: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f62".into(),
+        }
+    }
 }

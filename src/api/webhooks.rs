@@ -41,9 +41,16 @@ pub enum WebhookResponse {
 impl WebhooksApi {
     /// Receive a payment event
     ///
-    /// The provider posts `{"id": "<event id>", "type": "payment.succeeded" | "payment.failed",
-    /// "payment_reference": "<uuid>"}`, signed in `Sluice-Signature: t=<unix>,v1=<hex>` with
-    /// HMAC-SHA256 over `<t>.<raw body>`. Timestamps more than 5 minutes off are refused.
+    /// The provider posts the event, signed in `Sluice-Signature: t=<unix>,v1=<hex>` with
+    /// HMAC-SHA256 over `<t>.<raw body>`; timestamps more than 5 minutes off are refused.
+    /// `type` is `payment.succeeded` or `payment.failed`; `payment_reference` is the one the
+    /// checkout returned:
+    ///
+    /// ```json
+    /// {"id": "evt_3PqX9b2", "type": "payment.succeeded",
+    ///  "payment_reference": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f62"}
+    /// ```
+    ///
     /// Each event id is applied once: re-deliveries answer `duplicate`. Success → CONFIRMED;
     /// failure → EXPIRED with the stock given back; success after expiry → a
     /// `sluice.payment.refund_required` event (the attempt stays EXPIRED).

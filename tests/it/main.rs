@@ -7,6 +7,7 @@ mod adaptive;
 mod admin;
 mod catalogue;
 mod contention;
+mod ecosystem;
 mod errors;
 mod events;
 mod kafka;
