@@ -27,6 +27,7 @@ pub fn metrics_handle() -> PrometheusHandle {
             // Another recorder may already be installed (a test harness); then ours stays unused.
             let _ = metrics::set_global_recorder(recorder);
             describe();
+            zero_counters();
             handle
         })
         .clone()
@@ -77,6 +78,15 @@ fn describe() {
     );
     describe_counter!("sluice_webhooks_total", "Payment webhooks by outcome");
     describe_counter!(
+        "sluice_outbox_dead_letters_total",
+        "Events the sink refused events.max_tries times, set aside as dead letters"
+    );
+    describe_histogram!(
+        "sluice_event_publish_duration_seconds",
+        Unit::Seconds,
+        "Time for the sink to take one batch of events"
+    );
+    describe_counter!(
         "sluice_payments_total",
         "Payments settled by the provider's webhook, by result (succeeded, failed)"
     );
@@ -88,6 +98,14 @@ fn describe() {
     describe_gauge!(
         "sluice_admission_target_rate_per_minute",
         "The admission rate in force (the controller's, or the manual setting), by sale"
+    );
+    describe_gauge!(
+        "sluice_admission_max_active",
+        "Cap on admitted + holding + paying users, by sale"
+    );
+    describe_gauge!(
+        "sluice_admission_open",
+        "1 while the sale admits (open, past opens_at); 0 once paused, closed or ended"
     );
     describe_gauge!(
         "sluice_admission_adaptive",
@@ -126,6 +144,20 @@ fn describe() {
 }
 
 /// Counts a transition that changed an attempt's state.
+/// Counters that may stay at zero for a long time exist from the start, so `rate()` and the
+/// alert rules see 0 rather than no series at all.
+fn zero_counters() {
+    for name in [
+        "sluice_reaper_runs_total",
+        "sluice_queue_sync_errors_total",
+        "sluice_events_published_total",
+        "sluice_event_publish_errors_total",
+        "sluice_outbox_dead_letters_total",
+    ] {
+        metrics::counter!(name).increment(0);
+    }
+}
+
 pub fn record_transition(decision: &Decision, cause: &str) {
     if decision.changed {
         metrics::counter!(

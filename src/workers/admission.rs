@@ -45,7 +45,13 @@ pub async fn run(app: App, mut rounds: watch::Receiver<Round>) {
                 continue;
             }
         };
-        tickers.retain(|sale, _| plans.iter().any(|p| p.sale == *sale));
+        tickers.retain(|sale, _| {
+            let open = plans.iter().any(|p| p.sale == *sale);
+            if !open {
+                metrics::gauge!("sluice_admission_open", "sale" => sale.to_string()).set(0.0);
+            }
+            open
+        });
         // A round of signals the controllers have not seen yet.
         let fresh = match rounds.has_changed() {
             Ok(true) => Some(rounds.borrow_and_update().clone()),
@@ -69,6 +75,9 @@ async fn admit(
 ) -> anyhow::Result<()> {
     let sale = plan.sale;
     let sale_label = sale.to_string();
+    metrics::gauge!("sluice_admission_open", "sale" => sale_label.clone()).set(1.0);
+    metrics::gauge!("sluice_admission_max_active", "sale" => sale_label.clone())
+        .set(plan.admission.max_active as f64);
     let stats = app.queue.stats(sale).await?;
     metrics::gauge!("sluice_queue_waiting", "sale" => sale_label.clone()).set(stats.waiting as f64);
     metrics::gauge!("sluice_active_users", "sale" => sale_label.clone()).set(stats.active as f64);

@@ -3,3 +3,4 @@
 //! metrics, alert rules and dashboards, k6, and the production docker-compose file.
 
 mod contract;
+mod prometheus;

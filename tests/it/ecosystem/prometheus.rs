@@ -1,0 +1,192 @@
+//! What SREs run: `/metrics` passes `promtool check metrics`; the alert rules pass `promtool
+//! check rules` and their unit tests; every PromQL expression of the Grafana dashboards and the
+//! rules parses, and every metric they name is one a running sluice exports.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::helpers::TestApp;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs promtool; fails the test with its output unless it succeeds.
+fn promtool(args: &[&str], dir: &Path, stdin: Option<&str>) -> String {
+    let mut child = Command::new("promtool")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool is installed (scripts/services installs prometheus)");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "promtool {args:?}:\n{text}");
+    text
+}
+
+#[test]
+fn alert_rules_and_scrape_config_pass_promtool_and_their_unit_tests() {
+    let dir = root().join("prometheus");
+    promtool(
+        &["check", "config", "--syntax-only", "prometheus.yml"],
+        &dir,
+        None,
+    );
+    let rules = dir.join("rules");
+    let checked = promtool(&["check", "rules", "sluice.yml"], &rules, None);
+    assert!(checked.contains("5 rules found"), "{checked}");
+    let tested = promtool(&["test", "rules", "sluice_test.yml"], &rules, None);
+    assert!(tested.contains("SUCCESS"), "{tested}");
+}
+
+/// Every `expr` of the dashboards, with Grafana's variables given a value.
+fn dashboard_exprs() -> Vec<String> {
+    let mut exprs = Vec::new();
+    for entry in std::fs::read_dir(root().join("grafana/dashboards")).unwrap() {
+        let dashboard: Value =
+            serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap())
+                .expect("dashboard JSON");
+        for panel in dashboard["panels"].as_array().unwrap() {
+            for target in panel["targets"].as_array().into_iter().flatten() {
+                let expr = target["expr"].as_str().unwrap();
+                exprs.push(
+                    expr.replace("$__rate_interval", "1m")
+                        .replace("$sale", ".*"),
+                );
+            }
+        }
+    }
+    exprs
+}
+
+fn rule_exprs() -> Vec<String> {
+    let rules: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(root().join("prometheus/rules/sluice.yml")).unwrap(),
+    )
+    .unwrap();
+    let mut exprs = Vec::new();
+    for group in rules["groups"].as_sequence().unwrap() {
+        for rule in group["rules"].as_sequence().unwrap() {
+            exprs.push(rule["expr"].as_str().unwrap().to_owned());
+        }
+    }
+    exprs
+}
+
+/// The `sluice_…` metric names an expression reads (histogram series by their family).
+fn metric_names(expr: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for (i, _) in expr.match_indices("sluice_") {
+        let name: String = expr[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .unwrap_or(&name)
+            .to_owned();
+        names.insert(family);
+    }
+    names
+}
+
+#[tokio::test]
+async fn metrics_pass_promtool_and_every_dashboard_and_alert_metric_is_exported() {
+    let app = TestApp::spawn_with(|c| c.valve.tick_ms = 200).await;
+    let sale = app
+        .create_sale(json!({
+            "quantity": 10, "admission_mode": "adaptive",
+            "min_rate_per_minute": 60, "max_rate_per_minute": 600000
+        }))
+        .await;
+    // A purchase, a declined payment and a user who leaves: every family gets its series.
+    let (_, payment) = app.paying(&sale, "alice", 1).await;
+    let reference = payment["reference"].as_str().unwrap();
+    assert_eq!(
+        app.webhook("evt-ok", "payment.succeeded", reference)
+            .await
+            .status(),
+        200
+    );
+    let (_, payment) = app.paying(&sale, "bob", 1).await;
+    let reference = payment["reference"].as_str().unwrap();
+    assert_eq!(
+        app.webhook("evt-no", "payment.failed", reference)
+            .await
+            .status(),
+        200
+    );
+    let joined = app.join(&sale, "carol").await;
+    let attempt = joined["attempt_id"].as_str().unwrap();
+    app.as_user(
+        reqwest::Method::DELETE,
+        &format!("/v1/attempts/{attempt}"),
+        "carol",
+    )
+    .send()
+    .await
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await; // a few valve rounds
+
+    let metrics = app
+        .http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    promtool(&["check", "metrics"], &root(), Some(&metrics));
+    let exported: BTreeSet<&str> = metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+
+    let dashboards = dashboard_exprs();
+    let alerts = rule_exprs();
+    assert!(
+        dashboards.len() >= 20,
+        "{} dashboard queries",
+        dashboards.len()
+    );
+    // Each expression parses: promtool checks them as recording rules.
+    let mut rules = String::from("groups:\n  - name: parse\n    rules:\n");
+    for (i, expr) in dashboards.iter().chain(&alerts).enumerate() {
+        let quoted = serde_json::to_string(expr).unwrap();
+        rules.push_str(&format!(
+            "      - record: parse_{i}\n        expr: {quoted}\n"
+        ));
+    }
+    let dir = std::env::temp_dir().join(format!("sluice-promql-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("parse.yml"), rules).unwrap();
+    promtool(&["check", "rules", "parse.yml"], &dir, None);
+
+    let mut missing = BTreeSet::new();
+    for expr in dashboards.iter().chain(&alerts) {
+        for name in metric_names(expr) {
+            if !exported.contains(name.as_str()) {
+                missing.insert(name);
+            }
+        }
+    }
+    assert!(missing.is_empty(), "named but not exported: {missing:?}");
+    app.stop().await;
+}
