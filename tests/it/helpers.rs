@@ -11,6 +11,7 @@ use sqlx::Connection;
 
 pub const ADMIN_KEY: &str = "test-admin-key-0123456789";
 pub const WEBHOOK_SECRET: &str = "whsec-test-0123456789abcdef";
+pub const USER_SECRET: &str = "user-secret-0123456789abcdef";
 
 pub fn redis_url() -> String {
     std::env::var("SLUICE_TEST_REDIS_URL")
@@ -47,7 +48,7 @@ pub fn test_config() -> Config {
     c.queue.timeout_ms = 2000;
     c.ledger.max_connections = 30;
     c.auth.admin_key = ADMIN_KEY.into();
-    c.auth.user_jwt_hs256_secret = Some("user-secret-0123456789abcdef".into());
+    c.auth.user_jwt_hs256_secret = Some(USER_SECRET.into());
     c.payments.webhook_secret = WEBHOOK_SECRET.into();
     // Replicas must share the admission key (each test has its own).
     c.auth.admission_key_seed_hex = Some(hex::encode(rand::random::<[u8; 32]>()));

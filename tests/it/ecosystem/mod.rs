@@ -3,4 +3,6 @@
 //! metrics, alert rules and dashboards, k6, and the production docker-compose file.
 
 mod contract;
+mod k6;
 mod prometheus;
+mod typescript;

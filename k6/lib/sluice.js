@@ -1,0 +1,127 @@
+// Shared helpers of the k6 scripts: configuration from the environment, user tokens (HS256,
+// minted here as the customer's identity provider would), signed payment webhooks, and the
+// client side of the waiting room (polling that honours `poll_after_ms`).
+//
+//   SLUICE_URL            http://127.0.0.1:8080
+//   SLUICE_ADMIN_KEY      the X-Admin-Key
+//   SLUICE_USER_SECRET    auth.user_jwt_hs256_secret
+//   SLUICE_WEBHOOK_SECRET payments.webhook_secret
+// Defaults are config/dev.toml's public development values.
+
+import http from 'k6/http';
+import crypto from 'k6/crypto';
+import encoding from 'k6/encoding';
+import { check, sleep } from 'k6';
+
+export const BASE = __ENV.SLUICE_URL || 'http://127.0.0.1:8080';
+const ADMIN_KEY = __ENV.SLUICE_ADMIN_KEY || 'dev-admin-key-change-me';
+const USER_SECRET = __ENV.SLUICE_USER_SECRET || 'dev-user-secret-change-me';
+const WEBHOOK_SECRET = __ENV.SLUICE_WEBHOOK_SECRET || 'dev-webhook-secret-change-me';
+
+/// Operation ids as request tags, so k6's figures line up with sluice's `operation` label.
+const tagged = (name) => ({ tags: { name } });
+
+function b64url(text) {
+  return encoding.b64encode(text, 'rawurl');
+}
+
+/// A user token for `user`, valid for an hour.
+export function userToken(user) {
+  const header = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
+  const claims = b64url(JSON.stringify({ sub: user, exp: Math.floor(Date.now() / 1000) + 3600 }));
+  const signature = crypto.hmac('sha256', USER_SECRET, `${header}.${claims}`, 'base64rawurl');
+  return `${header}.${claims}.${signature}`;
+}
+
+function asUser(token, extra = {}) {
+  return { headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, ...extra };
+}
+
+/// Creates a sale (admin); returns its id.
+export function createSale(overrides = {}) {
+  const body = {
+    name: 'k6 sale', quantity: 1000, per_user_limit: 4, rate_per_minute: 60000, max_active: 10000,
+    admission_ttl_secs: 120, hold_ttl_secs: 300, payment_ttl_secs: 600, ...overrides,
+  };
+  const res = http.post(`${BASE}/v1/sales`, JSON.stringify(body), {
+    headers: { 'X-Admin-Key': ADMIN_KEY, 'Content-Type': 'application/json' }, ...tagged('createSale'),
+  });
+  check(res, { 'sale created': (r) => r.status === 201 });
+  return res.json('id');
+}
+
+export function join(sale, token) {
+  const res = http.post(`${BASE}/v1/sales/${sale}/attempts`, null, asUser(token, tagged('joinSale')));
+  check(res, { 'joined (202)': (r) => r.status === 202 });
+  return res.status === 202 ? res.json() : null;
+}
+
+export function status(attempt, token) {
+  return http.get(`${BASE}/v1/attempts/${attempt}`, asUser(token, tagged('getAttempt')));
+}
+
+/// Polls until the attempt leaves QUEUED (or `deadlineSecs` pass), sleeping what the server
+/// asks (`poll_after_ms`) — the behaviour sluice's rate limits and ETA assume of clients.
+export function waitWhileQueued(attempt, token, deadlineSecs = 60) {
+  const until = Date.now() + deadlineSecs * 1000;
+  let current = null;
+  while (Date.now() < until) {
+    const res = status(attempt, token);
+    if (res.status !== 200) {
+      // 429 / 503 carry Retry-After: honour it too.
+      sleep(Number(res.headers['Retry-After'] || 1));
+      continue;
+    }
+    current = res.json();
+    if (current.state !== 'QUEUED') return current;
+    sleep(Math.min(current.poll_after_ms, 5000) / 1000);
+  }
+  return current;
+}
+
+export function hold(attempt, token, admissionToken, quantity) {
+  const body = JSON.stringify({ admission_token: admissionToken, quantity });
+  const res = http.post(`${BASE}/v1/attempts/${attempt}/hold`, body, asUser(token, tagged('holdStock')));
+  check(res, { 'held (200) or sold out (409)': (r) => r.status === 200 || r.status === 409 });
+  return res;
+}
+
+export function checkout(attempt, token) {
+  const res = http.post(`${BASE}/v1/attempts/${attempt}/checkout`, null, asUser(token, tagged('checkout')));
+  check(res, { 'checked out (200)': (r) => r.status === 200 });
+  return res.status === 200 ? res.json() : null;
+}
+
+/// Posts the payment provider's signed webhook.
+export function paymentWebhook(eventId, type, reference) {
+  const body = JSON.stringify({ id: eventId, type, payment_reference: reference });
+  const t = Math.floor(Date.now() / 1000);
+  const v1 = crypto.hmac('sha256', WEBHOOK_SECRET, `${t}.${body}`, 'hex');
+  const res = http.post(`${BASE}/v1/webhooks/payments`, body, {
+    headers: { 'Sluice-Signature': `t=${t},v1=${v1}`, 'Content-Type': 'application/json' },
+    ...tagged('receivePaymentWebhook'),
+  });
+  check(res, { 'webhook accepted (200)': (r) => r.status === 200 });
+  return res;
+}
+
+/// One user's whole way: join, wait, hold, check out, pay (or fail to); returns the final
+/// state. `fail` makes the provider report a failed payment.
+export function buy(sale, user, { quantity = 1, fail = false } = {}) {
+  const token = userToken(user);
+  const joined = join(sale, token);
+  if (!joined) return null;
+  const admitted = waitWhileQueued(joined.attempt_id, token);
+  if (!admitted || admitted.state !== 'ADMITTED') return admitted && admitted.state;
+  const held = hold(joined.attempt_id, token, admitted.admission_token, quantity);
+  if (held.status !== 200) return 'SOLD_OUT';
+  const paying = checkout(joined.attempt_id, token);
+  if (!paying) return null;
+  const type = fail ? 'payment.failed' : 'payment.succeeded';
+  paymentWebhook(`k6-${user}-${Date.now()}`, type, paying.payment.reference);
+  const final = status(joined.attempt_id, token).json();
+  check(final, {
+    'ends CONFIRMED or EXPIRED': (s) => s.state === (fail ? 'EXPIRED' : 'CONFIRMED'),
+  });
+  return final.state;
+}

