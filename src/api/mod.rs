@@ -2,7 +2,9 @@
 //! parse and delegate to [`crate::service`]. Every error has one shape, problem+json.
 
 mod attempts;
+mod offer;
 mod ops;
+mod page;
 pub mod problem;
 mod sales;
 mod sandbox;
@@ -49,6 +51,7 @@ pub(crate) fn parse_attempt_id(s: &str) -> Result<AttemptId, ApiError> {
 type Apis = (
     sales::SalesApi,
     attempts::AttemptsApi,
+    offer::OfferApi,
     webhooks::WebhooksApi,
     ops::OpsApi,
     sandbox::SandboxApi,
@@ -59,6 +62,7 @@ pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
         (
             sales::SalesApi { app: app.clone() },
             attempts::AttemptsApi { app: app.clone() },
+            offer::OfferApi { app: app.clone() },
             webhooks::WebhooksApi { app: app.clone() },
             ops::OpsApi { app: app.clone() },
             sandbox::SandboxApi { app: app.clone() },
@@ -81,6 +85,7 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
     let body_limit = app.config.http.body_limit_bytes;
     Route::new()
         .nest("/", api)
+        .at("/waiting-room/:file", get(page::asset))
         .at("/openapi.json", spec)
         .nest("/docs", docs)
         .at(
@@ -94,6 +99,8 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
         .data(app)
         .around(move |ep, req| limit_body(ep, req, body_limit))
         .around(measure)
+        // The API is nested at "/", which takes the bare "/" too: the page is answered first.
+        .around(page::at_root)
         .catch_all_error(|err: poem::Error| async move { as_problem(err) })
         .with(Tracing)
         .boxed()

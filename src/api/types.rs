@@ -7,6 +7,7 @@ use poem_openapi::{Enum, Object};
 use crate::domain::valve::{Change, ControllerState};
 use crate::domain::{Admission, AdmissionMode, AttemptState, ExpiryReason, SaleStatus, Stock};
 use crate::ledger::SaleRecord;
+use crate::service::offer::Offer;
 use crate::service::sales::SaleStats;
 use crate::service::AttemptView;
 
@@ -722,6 +723,59 @@ impl poem_openapi::types::Example for SandboxAccepted {
         SandboxAccepted {
             event_id: "sandbox-evt-0193a0c4e1b27c3d".into(),
             payment_reference: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f62".into(),
+        }
+    }
+}
+
+/// A sale as a buyer sees it.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct OfferOut {
+    pub sale_id: String,
+    pub name: String,
+    pub status: SaleStatusName,
+    pub opens_at: DateTime<Utc>,
+    pub stock_kind: StockKindName,
+    /// Most units one user may hold or buy.
+    pub per_user_limit: u32,
+    /// Units free to hold now.
+    pub remaining: u32,
+    /// Seats still free (seated sales only).
+    #[oai(skip_serializing_if_is_none)]
+    pub free_seats: Option<Vec<String>>,
+}
+
+impl poem_openapi::types::Example for OfferOut {
+    fn example() -> Self {
+        OfferOut {
+            sale_id: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60".into(),
+            name: "Summer tour — Berlin".into(),
+            status: SaleStatusName::Open,
+            opens_at: example_time(),
+            stock_kind: StockKindName::Seats,
+            per_user_limit: 4,
+            remaining: 3,
+            free_seats: Some(vec!["A-1".into(), "A-2".into(), "B-7".into()]),
+        }
+    }
+}
+
+impl From<Offer> for OfferOut {
+    fn from(offer: Offer) -> Self {
+        let record = SaleRecord {
+            sale: offer.sale,
+            remaining: offer.remaining,
+        };
+        let sale = SaleOut::from(record);
+        OfferOut {
+            sale_id: sale.id,
+            name: sale.name,
+            status: sale.status,
+            opens_at: sale.opens_at,
+            stock_kind: sale.stock_kind,
+            per_user_limit: sale.per_user_limit,
+            remaining: sale.remaining,
+            free_seats: offer.free_seats,
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod checkout;
 pub mod hold;
 pub mod join;
 pub mod leave;
+pub mod offer;
 pub mod payment;
 pub mod sales;
 pub mod status;

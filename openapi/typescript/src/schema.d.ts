@@ -271,6 +271,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sales/{sale_id}/offer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a sale's offer
+         * @description The sale as a buyer sees it: its name and status, how many units one user may take,
+         *     how many are left and, for a seated sale, which seats are still free. Counts as a
+         *     status request for the per-user limit.
+         */
+        get: operations["getOffer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/payments": {
         parameters: {
             query?: never;
@@ -701,6 +723,44 @@ export interface components {
             /** Format: uint32 */
             quantity?: number;
             seat_ids?: string[];
+        };
+        /**
+         * OfferOut
+         * @description A sale as a buyer sees it.
+         * @example {
+         *       "free_seats": [
+         *         "A-1",
+         *         "A-2",
+         *         "B-7"
+         *       ],
+         *       "name": "Summer tour — Berlin",
+         *       "opens_at": "2026-07-25T17:20:00+00:00",
+         *       "per_user_limit": 4,
+         *       "remaining": 3,
+         *       "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
+         *       "status": "open",
+         *       "stock_kind": "seats"
+         *     }
+         */
+        OfferOut: {
+            sale_id: string;
+            name: string;
+            status: components["schemas"]["SaleStatusName"];
+            /** Format: date-time */
+            opens_at: string;
+            stock_kind: components["schemas"]["StockKindName"];
+            /**
+             * Format: uint32
+             * @description Most units one user may hold or buy.
+             */
+            per_user_limit: number;
+            /**
+             * Format: uint32
+             * @description Units free to hold now.
+             */
+            remaining: number;
+            /** @description Seats still free (seated sales only). */
+            free_seats?: string[];
         };
         /**
          * PaymentOut
@@ -2670,6 +2730,128 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The attempt or its admission has expired. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests; retry after the given seconds. */
+            429: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getOffer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["OfferOut"];
                 };
             };
             /** @description The request is malformed (not JSON, wrong types, bad path parameter). */

@@ -103,6 +103,7 @@ fn operation_ids_are_stable() {
         "getAdmission",
         "getAttempt",
         "getJwks",
+        "getOffer",
         "getSale",
         "getSaleStats",
         "holdStock",

@@ -2,6 +2,7 @@
 //! a client generated from it, the waiting-room page in headless Chromium, promtool on the
 //! metrics, alert rules and dashboards, k6, and the production docker-compose file.
 
+mod browser;
 mod contract;
 mod k6;
 mod prometheus;

@@ -1,0 +1,191 @@
+// The waiting-room page end to end in headless Chromium on a phone-sized screen, driven by
+// the keyboard where a user would: join → live place in line → admitted → hold → pay in the
+// sandbox → confirmed; a sale that sells out under the user; an admission that times out;
+// the page opened without a sign-in. Each key state is screenshotted into $SHOTS (the Rust
+// test checks the images) and its text and focus are asserted here.
+//
+//   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… SHOTS=dir node waiting-room.mjs
+
+import { createHmac } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+
+const BASE = process.env.SLUICE_URL;
+const ADMIN_KEY = process.env.SLUICE_ADMIN_KEY;
+const USER_SECRET = process.env.SLUICE_USER_SECRET;
+const SHOTS = process.env.SHOTS;
+const PHONE = { width: 390, height: 844 };
+mkdirSync(SHOTS, { recursive: true });
+
+function token(user) {
+  const b64 = (v) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const head = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub: user, exp: Math.floor(Date.now() / 1000) + 600 })}`;
+  return `${head}.${createHmac('sha256', USER_SECRET).update(head).digest('base64url')}`;
+}
+
+function check(ok, message) {
+  if (!ok) throw new Error(`check failed: ${message}`);
+  console.log(`ok - ${message}`);
+}
+
+async function admin(method, path, body) {
+  const res = await fetch(`${BASE}${path}`, {
+    method,
+    headers: { 'X-Admin-Key': ADMIN_KEY, 'Content-Type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+async function asUser(user, method, path, body) {
+  const res = await fetch(`${BASE}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${token(user)}`, 'Content-Type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+async function sale(overrides) {
+  return (await admin('POST', '/v1/sales', {
+    name: 'Summer tour — Berlin', quantity: 10, per_user_limit: 4, rate_per_minute: 60000,
+    max_active: 1000, admission_ttl_secs: 60, hold_ttl_secs: 120, payment_ttl_secs: 120,
+    ...overrides,
+  })).id;
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+
+async function phone(user, saleId) {
+  const context = await browser.newContext({ viewport: PHONE, deviceScaleFactor: 1, hasTouch: true, isMobile: true });
+  const page = await context.newPage();
+  page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+  const streams = [];
+  page.on('request', (r) => { if (r.url().endsWith('/events')) streams.push(r.url()); });
+  await page.goto(`${BASE}/?sale=${saleId}#token=${token(user)}`);
+  return { page, context, streams };
+}
+
+const title = (page) => page.locator('h1');
+const status = (page) => page.getByRole('status');
+async function waitTitle(page, text) {
+  await title(page).filter({ hasText: text }).waitFor({ timeout: 20000 });
+}
+async function focusedId(page) {
+  return page.evaluate(() => document.activeElement && document.activeElement.id);
+}
+async function shot(page, name) {
+  await page.screenshot({ path: `${SHOTS}/${name}.png` });
+}
+
+try {
+  // 1. The whole way, by keyboard, on a phone.
+  {
+    const id = await sale({});
+    await admin('POST', `/v1/sales/${id}/pause`); // joins wait: the queue is visible
+    const { page, context, streams } = await phone('browser-alice', id);
+    await waitTitle(page, 'Summer tour');
+    check(!page.url().includes('token='), 'the token is gone from the address bar');
+    check(await page.evaluate(() => document.documentElement.lang) === 'en', 'the page declares its language');
+    await page.keyboard.press('Tab');
+    check(await focusedId(page) === 'join', 'Tab reaches "Join the queue" first');
+    await page.keyboard.press('Enter');
+    await waitTitle(page, "You're in line");
+    check(await focusedId(page) === 'title', 'focus moves to the new step\'s heading');
+    await status(page).filter({ hasText: 'number 1 in line' }).waitFor();
+    check(await page.locator('#position').textContent() === '1', 'the place in line is shown');
+    check(!(await page.getByRole('button', { name: 'Join the queue' }).isVisible()), 'only the current step is shown');
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(width <= PHONE.width, `no sideways scrolling on a phone (${width}px)`);
+    await shot(page, 'queued');
+
+    await admin('POST', `/v1/sales/${id}/resume`);
+    await waitTitle(page, "It's your turn");
+    check(streams.length >= 1, 'status arrives over Server-Sent Events');
+    await status(page).filter({ hasText: 'It is your turn' }).waitFor();
+    check(await page.getByLabel(/How many tickets/).isVisible(), 'the quantity field is labelled');
+    await shot(page, 'admitted');
+
+    await page.keyboard.press('Tab'); // the quantity field
+    check(await focusedId(page) === 'quantity', 'Tab reaches the quantity field');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('2');
+    await page.keyboard.press('Tab');
+    check(await focusedId(page) === 'hold', 'then the Hold button');
+    await page.keyboard.press('Enter');
+    await waitTitle(page, 'Held for you');
+    check((await page.locator('#held-what').textContent()).startsWith('2 tickets held'), 'the hold says what is held');
+    check(/^\d+:\d\d$/.test(await page.locator('#hold-countdown').textContent()), 'the hold counts down');
+    await shot(page, 'held');
+
+    await page.keyboard.press('Tab');
+    check(await focusedId(page) === 'checkout', 'Tab reaches "Go to payment"');
+    await page.keyboard.press('Enter');
+    await waitTitle(page, 'Payment');
+    await page.getByRole('button', { name: 'Pay now' }).click();
+    await waitTitle(page, 'Confirmed');
+    await status(page).filter({ hasText: 'Confirmed' }).waitFor();
+    check((await page.locator('#done-text').textContent()).startsWith('2 tickets'), 'the confirmation says what was bought');
+    check(!(await page.getByRole('button', { name: 'Join again' }).isVisible()), 'a confirmed buyer is not offered to join again');
+    await shot(page, 'confirmed');
+    const stats = await admin('GET', `/v1/sales/${id}/stats`);
+    check(stats.confirmed === 1 && stats.remaining === 8, 'the ledger agrees: 1 confirmed, 8 left');
+    await context.close();
+  }
+
+  // 2. Sold out under the user: someone else takes the last unit first.
+  {
+    const id = await sale({ quantity: 1 });
+    const { page, context } = await phone('browser-bob', id);
+    await waitTitle(page, 'Summer tour');
+    await page.getByRole('button', { name: 'Join the queue' }).click();
+    await waitTitle(page, "It's your turn");
+    const joined = await asUser('browser-carol', 'POST', `/v1/sales/${id}/attempts`);
+    let carol = joined.body;
+    for (let i = 0; i < 100 && carol.state !== 'ADMITTED'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      carol = (await asUser('browser-carol', 'GET', `/v1/attempts/${carol.attempt_id}`)).body;
+    }
+    const held = await asUser('browser-carol', 'POST', `/v1/attempts/${carol.attempt_id}/hold`,
+      { admission_token: carol.admission_token, quantity: 1 });
+    check(held.status === 200, 'another buyer holds the last unit');
+    await page.getByRole('button', { name: 'Hold my tickets' }).click();
+    await waitTitle(page, 'Sold out');
+    await status(page).filter({ hasText: 'Sold out' }).waitFor();
+    check((await page.locator('#done-text').textContent()).includes('Nothing was charged'), 'sold out is explained');
+    check(!(await page.getByRole('button', { name: 'Join again' }).isVisible()), 'sold out offers no dead end button');
+    await shot(page, 'sold-out');
+    await context.close();
+  }
+
+  // 3. Admitted, then idle: the turn passes and the page says so.
+  {
+    const id = await sale({ admission_ttl_secs: 1 });
+    const { page, context } = await phone('browser-dave', id);
+    await waitTitle(page, 'Summer tour');
+    await page.getByRole('button', { name: 'Join the queue' }).click();
+    await waitTitle(page, "Time's up");
+    check((await page.locator('#done-text').textContent()).includes('Your turn passed'), 'the expiry reason is explained');
+    check(await page.getByRole('button', { name: 'Join again' }).isVisible(), 'the user can join again');
+    await shot(page, 'expired');
+    await context.close();
+  }
+
+  // 4. Opened without a sign-in: a clear message, no crash.
+  {
+    const context = await browser.newContext({ viewport: PHONE, deviceScaleFactor: 1 });
+    const page = await context.newPage();
+    await page.goto(`${BASE}/?sale=whatever`);
+    await waitTitle(page, 'Open this page from the shop');
+    await shot(page, 'no-sign-in');
+    await context.close();
+  }
+  console.log('all checks passed');
+} finally {
+  await browser.close();
+}
