@@ -28,7 +28,7 @@ fn out(app: &App, mut view: AttemptView) -> AttemptOut {
 }
 
 /// Applies the caller's per-user limit of `kind`.
-fn limit(app: &App, kind: Limited, user: &UserId) -> Result<(), ApiError> {
+pub(super) fn limit(app: &App, kind: Limited, user: &UserId) -> Result<(), ApiError> {
     app.limits.check(kind, user).map_err(|wait| {
         ServiceError::RateLimited {
             retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64,

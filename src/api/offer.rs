@@ -9,7 +9,7 @@ use super::security::UserAuth;
 use super::types::OfferOut;
 use super::{parse_sale_id, ApiTags};
 use crate::service::limits::Limited;
-use crate::service::{self, App, ServiceError};
+use crate::service::{self, App};
 
 pub struct OfferApi {
     pub app: App,
@@ -39,12 +39,7 @@ impl OfferApi {
         sale_id: Path<String>,
     ) -> Result<OfferResponse, ApiError> {
         let id = parse_sale_id(&sale_id)?;
-        self.app
-            .limits
-            .check(Limited::Status, &auth.0)
-            .map_err(|wait| ServiceError::RateLimited {
-                retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64,
-            })?;
+        super::attempts::limit(&self.app, Limited::Status, &auth.0)?;
         let offer = service::offer::offer(&self.app, id).await?;
         Ok(OfferResponse::Ok(Json(offer.into())))
     }

@@ -45,11 +45,7 @@ async fn the_waiting_room_works_in_a_phone_sized_headless_chromium() {
     })
     .await
     .unwrap();
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let log = super::output_text(&out);
     assert!(out.status.success(), "browser test failed:\n{log}");
     assert!(log.contains("all checks passed"), "{log}");
 

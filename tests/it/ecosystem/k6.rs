@@ -53,11 +53,7 @@ async fn the_smoke_script_passes_against_a_live_sluice() {
     })
     .await
     .unwrap();
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let log = super::output_text(&out);
     assert!(
         out.status.success(),
         "k6 smoke failed (thresholds?):\n{log}"

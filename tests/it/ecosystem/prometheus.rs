@@ -29,11 +29,7 @@ fn promtool(args: &[&str], dir: &Path, stdin: Option<&str>) -> String {
     input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
     drop(input);
     let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = super::output_text(&out);
     assert!(out.status.success(), "promtool {args:?}:\n{text}");
     text
 }

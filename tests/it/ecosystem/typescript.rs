@@ -27,14 +27,6 @@ fn npx(args: &[&str], env: &[(&str, &str)]) -> Output {
         .expect("node and npx are installed (scripts/tools)")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 #[test]
 fn the_generated_client_is_current_and_type_checks() {
     let fresh = std::env::temp_dir().join(format!(
@@ -50,14 +42,14 @@ fn the_generated_client_is_current_and_type_checks() {
         ],
         &[],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", super::output_text(&out));
     let committed = std::fs::read_to_string(package().join("src/schema.d.ts")).unwrap();
     assert!(
         std::fs::read_to_string(&fresh).unwrap() == committed,
         "openapi/typescript/src/schema.d.ts is stale: run scripts/openapi and commit it"
     );
     let out = npx(&["tsc", "--noEmit"], &[]);
-    assert!(out.status.success(), "tsc:\n{}", text(&out));
+    assert!(out.status.success(), "tsc:\n{}", super::output_text(&out));
 }
 
 #[tokio::test]
@@ -76,7 +68,7 @@ async fn the_typescript_lifecycle_runs_against_a_live_sluice() {
     })
     .await
     .unwrap();
-    let log = text(&out);
+    let log = super::output_text(&out);
     assert!(out.status.success(), "{log}");
     for line in [
         "joined QUEUED",
