@@ -3,6 +3,7 @@
 //! metrics, alert rules and dashboards, k6, and the production docker-compose file.
 
 mod browser;
+mod compose;
 mod contract;
 mod k6;
 mod prometheus;
