@@ -1,7 +1,7 @@
 // The waiting-room page end to end in headless Chromium on a phone-sized screen, driven by
 // the keyboard where a user would: join → live place in line → admitted → hold → pay in the
 // sandbox → confirmed; a sale that sells out under the user; an admission that times out;
-// the page opened without a sign-in. Each key state is screenshotted into $SHOTS (the Rust
+// seats chosen by keyboard; the page opened without a sign-in. Each key state is screenshotted into $SHOTS (the Rust
 // test checks the images) and its text and focus are asserted here.
 //
 //   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… SHOTS=dir node waiting-room.mjs
@@ -176,7 +176,26 @@ try {
     await context.close();
   }
 
-  // 4. Opened without a sign-in: a clear message, no crash.
+  // 4. A seated sale: the free seats are checkboxes; pick one by keyboard and hold it.
+  {
+    const id = await sale({ quantity: undefined, seats: ['A-1', 'A-2', 'A-3', 'B-1'] });
+    const { page, context } = await phone('browser-erin', id);
+    await waitTitle(page, 'Summer tour');
+    await page.getByRole('button', { name: 'Join the queue' }).click();
+    await waitTitle(page, "It's your turn");
+    const seats = page.getByRole('checkbox');
+    check(await seats.count() === 4, 'every free seat is offered');
+    check(await page.getByRole('group', { name: /Choose your seats/ }).isVisible(), 'the seats form a labelled group');
+    await page.getByRole('checkbox', { name: 'A-2' }).focus();
+    await page.keyboard.press('Space');
+    await shot(page, 'seats');
+    await page.getByRole('button', { name: 'Hold my tickets' }).click();
+    await waitTitle(page, 'Held for you');
+    check((await page.locator('#held-what').textContent()).startsWith('Seats A-2 held'), 'the chosen seat is held');
+    await context.close();
+  }
+
+  // 5. Opened without a sign-in: a clear message, no crash.
   {
     const context = await browser.newContext({ viewport: PHONE, deviceScaleFactor: 1 });
     const page = await context.newPage();

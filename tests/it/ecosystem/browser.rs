@@ -7,13 +7,14 @@ use std::process::Command;
 
 use crate::helpers::{Backend, TestApp, ADMIN_KEY, USER_SECRET};
 
-const STATES: [&str; 7] = [
+const STATES: [&str; 8] = [
     "queued",
     "admitted",
     "held",
     "confirmed",
     "sold-out",
     "expired",
+    "seats",
     "no-sign-in",
 ];
 
