@@ -33,6 +33,9 @@ pub struct HttpConfig {
     pub listen: SocketAddr,
     /// Largest request body accepted, in bytes; larger bodies get 413.
     pub body_limit_bytes: usize,
+    /// Take the client's address from the first `X-Forwarded-For` entry (per-IP limits). Only
+    /// behind a proxy you run, which sets the header; otherwise clients could pick their own.
+    pub trust_forwarded_for: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -177,6 +180,12 @@ pub struct LimitsConfig {
     pub join_burst: u32,
     pub status_per_second: u32,
     pub status_burst: u32,
+    /// Per client IP, over all its users: generous, since many buyers can share one address
+    /// (an office, a campus, a carrier's NAT).
+    pub ip_join_per_second: u32,
+    pub ip_join_burst: u32,
+    pub ip_status_per_second: u32,
+    pub ip_status_burst: u32,
 }
 
 impl Default for Config {
@@ -185,6 +194,7 @@ impl Default for Config {
             http: HttpConfig {
                 listen: "127.0.0.1:8080".parse().expect("static address"),
                 body_limit_bytes: 64 * 1024,
+                trust_forwarded_for: false,
             },
             queue: QueueConfig {
                 url: String::new(),
@@ -253,6 +263,10 @@ impl Default for Config {
                 join_burst: 10,
                 status_per_second: 5,
                 status_burst: 20,
+                ip_join_per_second: 20,
+                ip_join_burst: 100,
+                ip_status_per_second: 200,
+                ip_status_burst: 1000,
             },
         }
     }

@@ -12,16 +12,18 @@ mod security;
 pub mod types;
 mod webhooks;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use poem::endpoint::BoxEndpoint;
-use poem::http::StatusCode;
+use poem::http::{Method, StatusCode};
 use poem::middleware::Tracing;
 use poem::{get, Endpoint, EndpointExt, IntoResponse, Request, Response, Route};
 use poem_openapi::{OpenApiService, OperationId, Tags};
 
 use crate::domain::{AttemptId, SaleId};
+use crate::service::limits::Limited;
 use crate::service::{App, ServiceError};
 use problem::{problem_response, ApiError};
 
@@ -96,8 +98,9 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
                     .body(metrics.render())
             })),
         )
-        .data(app)
+        .data(app.clone())
         .around(move |ep, req| limit_body(ep, req, body_limit))
+        .around(move |ep, req| limit_by_ip(ep, req, app.clone()))
         .around(measure)
         // The API is nested at "/", which takes the bare "/" too: the page is answered first.
         .around(page::at_root)
@@ -157,6 +160,44 @@ async fn limit_body<E: Endpoint>(
         }
     }
     ep.call(req).await.map(IntoResponse::into_response)
+}
+
+/// Per-IP limits on join and on status (poll, stream, offer), before any work is done.
+async fn limit_by_ip<E: Endpoint>(ep: Arc<E>, req: Request, app: App) -> poem::Result<Response> {
+    let path = req.uri().path();
+    let kind = match *req.method() {
+        Method::POST if path.starts_with("/v1/sales/") && path.ends_with("/attempts") => {
+            Some(Limited::Join)
+        }
+        Method::GET if path.starts_with("/v1/attempts/") || path.ends_with("/offer") => {
+            Some(Limited::Status)
+        }
+        _ => None,
+    };
+    if let (Some(kind), Some(ip)) = (kind, client_ip(&req, app.config.http.trust_forwarded_for)) {
+        if let Err(wait) = app.limits.check_ip(kind, ip) {
+            let retry_after_secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+            let error: ApiError = ServiceError::RateLimited { retry_after_secs }.into();
+            return Ok(error.into_response());
+        }
+    }
+    ep.call(req).await.map(IntoResponse::into_response)
+}
+
+/// The client's address: the peer, or the first `X-Forwarded-For` entry behind a trusted proxy.
+fn client_ip(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
+    if trust_forwarded_for {
+        let forwarded = req
+            .headers()
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .and_then(|first| first.trim().parse().ok());
+        if forwarded.is_some() {
+            return forwarded;
+        }
+    }
+    req.remote_addr().as_socket_addr().map(|a| a.ip())
 }
 
 /// Request count and latency by operation id (bounded label values, unlike raw paths).

@@ -1,7 +1,10 @@
-//! Per-user request limits on the hot, unauthenticated-cost paths (join, status, events), so
-//! one client cannot poll a waiting room to death. GCRA (governor), keyed by user id, in
-//! process: each replica limits what reaches it.
+//! Request limits on the hot, unauthenticated-cost paths (join, status, events, offer), so one
+//! client cannot poll a waiting room to death: per user (the token's subject) and per client
+//! IP (a bot farm cycling accounts). GCRA (governor), keyed, in process: each replica limits
+//! what reaches it.
 
+use std::hash::Hash;
+use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
@@ -18,13 +21,51 @@ pub enum Limited {
     Status,
 }
 
+/// A join limiter and a status limiter for one kind of key; `None` is off.
+struct ByKind<K: Hash + Eq + Clone> {
+    join: Option<DefaultKeyedRateLimiter<K>>,
+    status: Option<DefaultKeyedRateLimiter<K>>,
+}
+
+impl<K: Hash + Eq + Clone> ByKind<K> {
+    fn new(join: (u32, u32), status: (u32, u32)) -> Self {
+        ByKind {
+            join: limiter(join.0, join.1),
+            status: limiter(status.0, status.1),
+        }
+    }
+
+    fn check(&self, kind: Limited, key: &K, clock: &DefaultClock) -> Result<(), Duration> {
+        let limiter = match kind {
+            Limited::Join => &self.join,
+            Limited::Status => &self.status,
+        };
+        match limiter {
+            None => Ok(()),
+            Some(l) => l
+                .check_key(key)
+                .map_err(|not_until| not_until.wait_time_from(clock.now())),
+        }
+    }
+
+    fn shrink(&self) {
+        for l in [&self.join, &self.status].into_iter().flatten() {
+            l.retain_recent();
+            l.shrink_to_fit();
+        }
+    }
+}
+
 pub struct Limits {
-    join: Option<DefaultKeyedRateLimiter<UserId>>,
-    status: Option<DefaultKeyedRateLimiter<UserId>>,
+    by_user: ByKind<UserId>,
+    by_ip: ByKind<IpAddr>,
     clock: DefaultClock,
 }
 
-fn limiter(per_second: u32, burst: u32) -> Option<DefaultKeyedRateLimiter<UserId>> {
+fn limiter<K: Hash + Eq + Clone>(
+    per_second: u32,
+    burst: u32,
+) -> Option<DefaultKeyedRateLimiter<K>> {
     let rate = NonZeroU32::new(per_second)?;
     let burst = NonZeroU32::new(burst.max(per_second)).unwrap_or(rate);
     Some(RateLimiter::keyed(
@@ -33,34 +74,34 @@ fn limiter(per_second: u32, burst: u32) -> Option<DefaultKeyedRateLimiter<UserId
 }
 
 impl Limits {
-    pub fn new(config: &LimitsConfig) -> Self {
+    pub fn new(c: &LimitsConfig) -> Self {
         Limits {
-            join: limiter(config.join_per_second, config.join_burst),
-            status: limiter(config.status_per_second, config.status_burst),
+            by_user: ByKind::new(
+                (c.join_per_second, c.join_burst),
+                (c.status_per_second, c.status_burst),
+            ),
+            by_ip: ByKind::new(
+                (c.ip_join_per_second, c.ip_join_burst),
+                (c.ip_status_per_second, c.ip_status_burst),
+            ),
             clock: DefaultClock::default(),
         }
     }
 
     /// `Err(wait)` when the user must wait before asking again.
     pub fn check(&self, kind: Limited, user: &UserId) -> Result<(), Duration> {
-        let limiter = match kind {
-            Limited::Join => &self.join,
-            Limited::Status => &self.status,
-        };
-        match limiter {
-            None => Ok(()),
-            Some(l) => l
-                .check_key(user)
-                .map_err(|not_until| not_until.wait_time_from(self.clock.now())),
-        }
+        self.by_user.check(kind, user, &self.clock)
     }
 
-    /// Forgets users who have been quiet long enough to be back at a full burst.
+    /// `Err(wait)` when requests from this address must wait.
+    pub fn check_ip(&self, kind: Limited, ip: IpAddr) -> Result<(), Duration> {
+        self.by_ip.check(kind, &ip, &self.clock)
+    }
+
+    /// Forgets keys that have been quiet long enough to be back at a full burst.
     pub fn shrink(&self) {
-        for l in [&self.join, &self.status].into_iter().flatten() {
-            l.retain_recent();
-            l.shrink_to_fit();
-        }
+        self.by_user.shrink();
+        self.by_ip.shrink();
     }
 }
 
@@ -75,6 +116,10 @@ mod tests {
             join_burst: 3,
             status_per_second: 0,
             status_burst: 0,
+            ip_join_per_second: 0,
+            ip_join_burst: 0,
+            ip_status_per_second: 1,
+            ip_status_burst: 1,
         });
         let alice = UserId::parse("alice").unwrap();
         let bob = UserId::parse("bob").unwrap();
@@ -98,5 +143,12 @@ mod tests {
                 "0 turns a limit off"
             );
         }
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        assert_eq!(limits.check_ip(Limited::Status, ip), Ok(()));
+        assert!(limits.check_ip(Limited::Status, ip).is_err(), "per address");
+        assert_eq!(
+            limits.check_ip(Limited::Status, "192.0.2.8".parse().unwrap()),
+            Ok(())
+        );
     }
 }

@@ -318,3 +318,29 @@ async fn per_user_limits_answer_429_with_retry_after() {
     );
     t.stop().await;
 }
+
+#[tokio::test]
+async fn per_ip_limits_hold_across_users_and_honour_a_trusted_proxy() {
+    let t = TestApp::spawn_with(|c| {
+        c.limits.ip_join_per_second = 1;
+        c.limits.ip_join_burst = 3;
+        c.http.trust_forwarded_for = true;
+    })
+    .await;
+    let sale = t.create_sale(json!({ "rate_per_minute": 1 })).await;
+    let join = |user: &str, ip: &str| {
+        t.as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), user)
+            .header("X-Forwarded-For", format!("{ip}, 10.0.0.1"))
+            .send()
+    };
+    for user in ["bot-1", "bot-2", "bot-3"] {
+        assert_eq!(join(user, "198.51.100.9").await.unwrap().status(), 202);
+    }
+    let fourth = join("bot-4", "198.51.100.9").await.unwrap();
+    assert!(fourth.headers().contains_key("retry-after"));
+    assert_problem(fourth, 429, "/problems/rate-limited").await;
+    // Another address is not affected, and the limited join changed nothing.
+    assert_eq!(join("bot-4", "198.51.100.10").await.unwrap().status(), 202);
+    assert_eq!(t.stats(&sale).await["waiting"], 4);
+    t.stop().await;
+}

@@ -65,6 +65,11 @@ pub fn test_config() -> Config {
     c.limits.status_burst = 10_000;
     c.limits.join_per_second = 10_000;
     c.limits.join_burst = 10_000;
+    // Every test client is 127.0.0.1.
+    c.limits.ip_join_per_second = 100_000;
+    c.limits.ip_join_burst = 100_000;
+    c.limits.ip_status_per_second = 100_000;
+    c.limits.ip_status_burst = 100_000;
     c
 }
 
