@@ -34,7 +34,7 @@ async fn someone_elses_attempt_is_not_found() {
 }
 
 #[tokio::test]
-async fn forged_altered_and_foreign_admission_tokens_are_refused() {
+async fn forged_altered_expired_and_foreign_admission_tokens_are_refused() {
     let t = TestApp::spawn().await;
     let sale = t.create_sale(json!({ "quantity": 2 })).await;
     let (a, a_token) = t.admitted(&sale, "alice").await;
@@ -58,6 +58,29 @@ async fn forged_altered_and_foreign_admission_tokens_are_refused() {
             .await;
         assert_problem(resp, 403, "/problems/admission-token-invalid").await;
     }
+    // Signed by sluice's own key but expired: refused as expired.
+    let expired = t.app.admission.issue(
+        sluice::domain::AttemptId::parse(&a).unwrap(),
+        &sluice::domain::UserId::parse("alice").unwrap(),
+        chrono::Utc::now().timestamp() - 5,
+    );
+    let resp = t
+        .hold(
+            &a,
+            "alice",
+            json!({ "admission_token": expired, "quantity": 1 }),
+        )
+        .await;
+    assert_problem(resp, 410, "/problems/admission-expired").await;
+    // Alice's valid token does not work for Bob's attempt, even when Bob sends it.
+    let resp = t
+        .hold(
+            &b,
+            "bob",
+            json!({ "admission_token": a_token, "quantity": 1 }),
+        )
+        .await;
+    assert_problem(resp, 403, "/problems/admission-token-invalid").await;
     assert_eq!(t.status(&a, "alice").await["state"], "ADMITTED");
     assert_eq!(t.status(&b, "bob").await["state"], "ADMITTED");
     assert_eq!(t.stats(&sale).await["remaining"], 2);

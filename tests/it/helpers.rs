@@ -717,3 +717,89 @@ impl Drop for PrivatePrometheus {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// sluice as a separate process of the real binary (`serve`), for what needs a real process:
+/// SIGKILL and restart, and reading everything it logs. The configuration is the test's,
+/// written to a TOML file.
+pub struct SluiceProcess {
+    pub base: String,
+    pub config: Config,
+    pub log: std::path::PathBuf,
+    config_file: std::path::PathBuf,
+    child: Option<std::process::Child>,
+}
+
+impl SluiceProcess {
+    pub async fn start(mut config: Config, rust_log: &str) -> SluiceProcess {
+        let port = free_port();
+        config.http.listen = format!("127.0.0.1:{port}").parse().unwrap();
+        let dir =
+            std::env::temp_dir().join(format!("sluice-proc-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config_file = dir.join("sluice.toml");
+        std::fs::write(&config_file, toml::to_string(&config).unwrap()).unwrap();
+        let mut process = SluiceProcess {
+            base: format!("http://127.0.0.1:{port}"),
+            config,
+            log: dir.join("sluice.log"),
+            config_file,
+            child: None,
+        };
+        process.spawn(rust_log).await;
+        process
+    }
+
+    /// Starts the binary (again) and waits until it answers ready.
+    pub async fn spawn(&mut self, rust_log: &str) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .arg("--config")
+            .arg(&self.config_file)
+            .arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RUST_LOG", rust_log)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("the sluice binary");
+        self.child = Some(child);
+        let ready = format!("{}/health/ready", self.base);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(r) = reqwest::get(&ready).await {
+                if r.status().is_success() {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "sluice did not start: {}",
+                self.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// SIGKILL: no shutdown, no flushing, as a crashed host.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for SluiceProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

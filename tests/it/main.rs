@@ -17,6 +17,7 @@ mod queue_store;
 mod reapers;
 mod rebuild;
 mod redis_outage;
+mod reliability;
 mod sandbox;
 mod tour;
 mod webhooks;
