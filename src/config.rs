@@ -465,6 +465,67 @@ impl Config {
 mod tests {
     use super::*;
     use figment::Jail;
+    use proptest::prelude::*;
+
+    /// A production base (PostgreSQL, every secret set), so no secrets file is written.
+    fn production_base() -> Figment {
+        let mut base = Config::default();
+        base.ledger.url = "postgres://sluice@127.0.0.1/sluice".into();
+        base.auth.admin_key = "admin-key-0123456789".into();
+        base.auth.user_jwt_hs256_secret = Some("user-secret-0123456789".into());
+        base.payments.webhook_secret = "whsec-0123456789abcdef".into();
+        Figment::from(Serialized::defaults(base))
+    }
+
+    const KEYS: &[&str] = &[
+        "http.listen",
+        "http.body_limit_bytes",
+        "queue.url",
+        "queue.timeout_ms",
+        "ledger.max_connections",
+        "workers.admission_tick_ms",
+        "workers.reaper_cron",
+        "events.batch",
+        "limits.join_burst",
+        "valve.backoff",
+        "valve.tick_ms",
+        "valve.signals.relay_lag.target",
+    ];
+
+    fn toml_value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<f64>()
+                .prop_filter("TOML floats", |f| f.is_finite())
+                .prop_map(|f| format!("{f:?}")),
+            any::<bool>().prop_map(|b| b.to_string()),
+            "[ -~]{0,20}".prop_map(|s| format!("{s:?}")),
+        ]
+    }
+
+    proptest! {
+        /// Whatever a configuration file holds, loading it answers a Config or an error; it
+        /// never panics.
+        #[test]
+        fn any_file_loads_or_is_refused(text in "(?s).{0,300}") {
+            let _ = Config::from_figment(production_base().merge(Toml::string(&text)));
+        }
+
+        /// A bad value of a known key is refused with that key named.
+        #[test]
+        fn a_refused_value_names_its_key(key in prop::sample::select(KEYS), value in toml_value()) {
+            let (section, field) = key.split_once('.').unwrap();
+            let text = match field.split_once('.') {
+                Some((table, rest)) => format!("[{section}.{table}]\n{rest} = {value}\n"),
+                None => format!("[{section}]\n{field} = {value}\n"),
+            };
+            if let Err(e) = Config::from_figment(production_base().merge(Toml::string(&text))) {
+                let message = e.to_string();
+                let last = key.rsplit('.').next().unwrap();
+                prop_assert!(message.contains(last) || message.contains(section), "{} → {}", text, message);
+            }
+        }
+    }
 
     fn valid_env(jail: &mut Jail) {
         jail.set_env("SLUICE__AUTH__ADMIN_KEY", "admin-key-0123456789");

@@ -159,6 +159,18 @@ mod tests {
             let _ = SignatureHeader::parse(&header);
         }
 
+        /// Any change to the signed body is caught, whichever byte it touches.
+        #[test]
+        fn any_tampered_body_fails(body in prop::collection::vec(any::<u8>(), 1..256), at in any::<prop::sample::Index>(), flip in 1u8..=255) {
+            let signer = WebhookSigner::new("whsec-0123456789abcdef", 300);
+            let header = signer.sign(1_000_000, &body);
+            let mut tampered = body.clone();
+            let i = at.index(tampered.len());
+            tampered[i] ^= flip;
+            prop_assert_eq!(signer.verify(&header, &body, 1_000_000), Ok(()));
+            prop_assert_eq!(signer.verify(&header, &tampered, 1_000_000), Err(SignatureError::Mismatch));
+        }
+
         #[test]
         fn parsing_round_trips(t in any::<i64>(), sig in prop::collection::vec(any::<u8>(), 1..64)) {
             let header = format!("t={t},v1={}", hex::encode(&sig));
