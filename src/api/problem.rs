@@ -62,6 +62,9 @@ pub enum ApiError {
     /// The request body is larger than the limit.
     #[oai(status = 413, content_type = "application/problem+json")]
     PayloadTooLarge(Json<Problem>),
+    /// The body's Content-Type is not one the operation takes (send `application/json`).
+    #[oai(status = 415, content_type = "application/problem+json")]
+    UnsupportedMediaType(Json<Problem>),
     /// The request is well-formed but a value is not acceptable.
     #[oai(status = 422, content_type = "application/problem+json")]
     Unprocessable(Json<Problem>),

@@ -166,6 +166,7 @@ pub struct SaleOut {
     pub name: String,
     pub status: SaleStatusName,
     pub opens_at: DateTime<Utc>,
+    #[oai(skip_serializing_if_is_none)]
     pub closes_at: Option<DateTime<Utc>>,
     pub stock_kind: StockKindName,
     pub total: u32,

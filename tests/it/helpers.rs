@@ -803,3 +803,12 @@ impl Drop for SluiceProcess {
         self.kill();
     }
 }
+
+/// A tool's stdout and stderr together, for assertion messages.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}

@@ -810,7 +810,6 @@ export interface components {
          * @example {
          *       "admission_mode": "adaptive",
          *       "admission_ttl_secs": 120,
-         *       "closes_at": null,
          *       "created_at": "2026-07-25T17:20:00+00:00",
          *       "hold_ttl_secs": 300,
          *       "id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
@@ -1062,6 +1061,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
@@ -1177,6 +1185,15 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1306,6 +1323,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
@@ -1421,6 +1447,15 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1550,6 +1585,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
@@ -1665,6 +1709,15 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1798,6 +1851,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
@@ -1913,6 +1975,15 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2045,6 +2116,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
@@ -2162,6 +2242,15 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2293,6 +2382,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
@@ -2408,6 +2506,15 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2545,6 +2652,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
@@ -2662,6 +2778,15 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2795,6 +2920,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
@@ -2910,6 +3044,15 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3039,6 +3182,15 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3233,6 +3385,15 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -46,7 +46,7 @@ async fn the_waiting_room_works_in_a_phone_sized_headless_chromium() {
     })
     .await
     .unwrap();
-    let log = super::output_text(&out);
+    let log = crate::helpers::output_text(&out);
     assert!(out.status.success(), "browser test failed:\n{log}");
     assert!(log.contains("all checks passed"), "{log}");
 

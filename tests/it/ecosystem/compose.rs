@@ -40,7 +40,11 @@ fn compose() -> Value {
 #[test]
 fn the_compose_file_follows_the_compose_specification() {
     let out = dclint(&root().join("docker-compose.yml"));
-    assert!(out.status.success(), "{}", super::output_text(&out));
+    assert!(
+        out.status.success(),
+        "{}",
+        crate::helpers::output_text(&out)
+    );
 
     let broken =
         std::env::temp_dir().join(format!("compose-{}.yml", uuid::Uuid::new_v4().simple()));
@@ -52,7 +56,7 @@ fn the_compose_file_follows_the_compose_specification() {
     );
     std::fs::write(&broken, text).unwrap();
     let out = dclint(&broken);
-    let report = super::output_text(&out);
+    let report = crate::helpers::output_text(&out);
     assert!(
         !out.status.success() && report.contains("must be array"),
         "{report}"

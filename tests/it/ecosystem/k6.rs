@@ -53,7 +53,7 @@ async fn the_smoke_script_passes_against_a_live_sluice() {
     })
     .await
     .unwrap();
-    let log = super::output_text(&out);
+    let log = crate::helpers::output_text(&out);
     assert!(
         out.status.success(),
         "k6 smoke failed (thresholds?):\n{log}"

@@ -8,12 +8,3 @@ mod contract;
 mod k6;
 mod prometheus;
 mod typescript;
-
-/// A tool's stdout and stderr together, for assertion messages.
-fn output_text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}

@@ -29,7 +29,7 @@ fn promtool(args: &[&str], dir: &Path, stdin: Option<&str>) -> String {
     input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
     drop(input);
     let out = child.wait_with_output().unwrap();
-    let text = super::output_text(&out);
+    let text = crate::helpers::output_text(&out);
     assert!(out.status.success(), "promtool {args:?}:\n{text}");
     text
 }

@@ -42,14 +42,22 @@ fn the_generated_client_is_current_and_type_checks() {
         ],
         &[],
     );
-    assert!(out.status.success(), "{}", super::output_text(&out));
+    assert!(
+        out.status.success(),
+        "{}",
+        crate::helpers::output_text(&out)
+    );
     let committed = std::fs::read_to_string(package().join("src/schema.d.ts")).unwrap();
     assert!(
         std::fs::read_to_string(&fresh).unwrap() == committed,
         "openapi/typescript/src/schema.d.ts is stale: run scripts/openapi and commit it"
     );
     let out = npx(&["tsc", "--noEmit"], &[]);
-    assert!(out.status.success(), "tsc:\n{}", super::output_text(&out));
+    assert!(
+        out.status.success(),
+        "tsc:\n{}",
+        crate::helpers::output_text(&out)
+    );
 }
 
 #[tokio::test]
@@ -68,7 +76,7 @@ async fn the_typescript_lifecycle_runs_against_a_live_sluice() {
     })
     .await
     .unwrap();
-    let log = super::output_text(&out);
+    let log = crate::helpers::output_text(&out);
     assert!(out.status.success(), "{log}");
     for line in [
         "joined QUEUED",
