@@ -438,6 +438,29 @@ impl TestApp {
         }
     }
 
+    /// How many `refund_required` events the ledger wrote for the attempt.
+    pub async fn refunds_for(&self, attempt: &str) -> i64 {
+        const KIND: &str = "sluice.payment.refund_required";
+        match self.ledger_pool().await {
+            Pool::Pg(pool) => sqlx::query_scalar(
+                "SELECT count(*) FROM outbox WHERE event_type = $1 AND payload->>'attempt_id' = $2",
+            )
+            .bind(KIND)
+            .bind(attempt)
+            .fetch_one(&pool)
+            .await
+            .unwrap(),
+            Pool::Sqlite(pool) => sqlx::query_scalar(
+                "SELECT count(*) FROM outbox WHERE event_type = ? AND json_extract(payload, '$.attempt_id') = ?",
+            )
+            .bind(KIND)
+            .bind(attempt)
+            .fetch_one(&pool)
+            .await
+            .unwrap(),
+        }
+    }
+
     /// The attempt's audit trail: (from, to, cause), in order.
     pub async fn audit_trail(&self, attempt: &str) -> Vec<(String, String, String)> {
         let local = sluice::domain::AttemptId::parse(attempt).unwrap().local;

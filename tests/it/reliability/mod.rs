@@ -6,6 +6,7 @@
 mod fuzz;
 mod logs;
 mod sql;
+mod webhook_storm;
 
 /// Appends one fault's figures to the report file, when one is being written.
 pub fn record(fault: &str, measured: &[(&str, String)]) {
