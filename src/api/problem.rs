@@ -116,6 +116,13 @@ impl From<ServiceError> for ApiError {
                 detail,
                 Some("Idempotency-Key"),
             )),
+            ServiceError::IdempotencyKeyInProgress => ApiError::Conflict(problem(
+                409,
+                "idempotency-key-in-progress",
+                "Request in progress",
+                detail,
+                Some("Idempotency-Key"),
+            )),
             ServiceError::AdmissionTokenInvalid => ApiError::Forbidden(problem(
                 403,
                 "admission-token-invalid",

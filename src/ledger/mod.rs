@@ -217,8 +217,21 @@ pub trait Ledger: Send + Sync + 'static {
     /// run at once: rows are claimed with SKIP LOCKED).
     async fn expire_due(&self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<Applied>>;
 
+    /// The saved answer of (user, key); `status` 0 while its first request is in progress.
     async fn saved_response(&self, user: &UserId, key: &str)
         -> LedgerResult<Option<SavedResponse>>;
+    /// Claims (user, key) for a request: true if this caller now runs it — the key was new,
+    /// or its earlier claim is older than `stale_after_secs` (its process died).
+    async fn reserve_key(
+        &self,
+        user: &UserId,
+        key: &str,
+        request_hash: &str,
+        stale_after_secs: u64,
+    ) -> LedgerResult<bool>;
+    /// Drops an unfinished claim (the request failed: a retry may run it again).
+    async fn release_key(&self, user: &UserId, key: &str) -> LedgerResult<()>;
+    /// Completes the claim with the answer (or saves it, if there was no claim).
     async fn save_response(
         &self,
         user: &UserId,

@@ -36,6 +36,9 @@ pub enum ServiceError {
     NotAdmitted,
     #[error("this Idempotency-Key was used with a different request")]
     IdempotencyKeyReused,
+    /// The same key's first request is still being processed (by this or another replica).
+    #[error("a request with this Idempotency-Key is still being processed")]
+    IdempotencyKeyInProgress,
     #[error("the webhook signature is not valid: {0}")]
     BadSignature(String),
     #[error("too many requests; retry in {retry_after_secs} s")]

@@ -1,6 +1,10 @@
 //! `Idempotency-Key`: the first successful answer to a (user, key) is saved with a hash of the
 //! request; a retry with the same request gets that answer again, the same key with a different
-//! request gets 422.
+//! request gets 422. The key is claimed before the work starts, so a duplicate sent while the
+//! first is running waits for its answer (409 if it takes over 10 s); a failed request frees
+//! the key, and a claim left by a crashed process is taken over after 30 s.
+
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -9,6 +13,14 @@ use sha2::{Digest, Sha256};
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::UserId;
 use crate::ledger::SavedResponse;
+
+/// The saved status of a key whose first request is still running.
+const IN_PROGRESS: u16 = 0;
+/// A claim this old was left by a process that died mid-request: a retry may take it over.
+const STALE_CLAIM_SECS: u64 = 30;
+/// How long a duplicate waits for the first request's answer before answering 409.
+const WAIT_FOR_FIRST: Duration = Duration::from_secs(10);
+const POLL: Duration = Duration::from_millis(20);
 
 /// A client's key: 1..=255 printable ASCII characters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,14 +54,38 @@ where
     let request_hash = hex::encode(Sha256::digest(
         serde_json::to_vec(request).map_err(|e| ServiceError::Internal(e.to_string()))?,
     ));
-    if let Some(saved) = app.ledger.saved_response(user, &key.0).await? {
-        if saved.request_hash != request_hash {
-            return Err(ServiceError::IdempotencyKeyReused);
+    // Claim the key before working, so concurrent duplicates (a double click, a retry racing
+    // the original) wait for the first answer instead of doing the work again.
+    let deadline = Instant::now() + WAIT_FOR_FIRST;
+    while !app
+        .ledger
+        .reserve_key(user, &key.0, &request_hash, STALE_CLAIM_SECS)
+        .await?
+    {
+        match app.ledger.saved_response(user, &key.0).await? {
+            Some(saved) if saved.request_hash != request_hash => {
+                return Err(ServiceError::IdempotencyKeyReused)
+            }
+            Some(saved) if saved.status != IN_PROGRESS => {
+                return serde_json::from_value(saved.body)
+                    .map_err(|e| ServiceError::Internal(e.to_string()));
+            }
+            // In progress elsewhere, or just released: ask again shortly.
+            Some(_) | None => {}
         }
-        return serde_json::from_value(saved.body)
-            .map_err(|e| ServiceError::Internal(e.to_string()));
+        if Instant::now() >= deadline {
+            return Err(ServiceError::IdempotencyKeyInProgress);
+        }
+        tokio::time::sleep(POLL).await;
     }
-    let answer = work.await?;
+    let answer = match work.await {
+        Ok(answer) => answer,
+        Err(e) => {
+            // Errors are not saved: free the key so a retry runs the request again.
+            app.ledger.release_key(user, &key.0).await?;
+            return Err(e);
+        }
+    };
     let body = serde_json::to_value(&answer).map_err(|e| ServiceError::Internal(e.to_string()))?;
     let saved = SavedResponse {
         request_hash,

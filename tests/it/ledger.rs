@@ -50,7 +50,60 @@ on_every_ledger!(
     concurrent_holds_without_the_queue_store_never_oversell,
     a_seat_has_one_holder_and_unknown_seats_are_named,
     admission_mode_and_bounds_are_kept,
+    idempotency_claims_are_exclusive_and_stale_ones_are_taken_over,
 );
+
+/// One request per (user, key) runs; the others find its claim, then its answer. A failed
+/// request frees its key; a claim whose process died is taken over once stale.
+async fn idempotency_claims_are_exclusive_and_stale_ones_are_taken_over(ledger: Arc<dyn Ledger>) {
+    let user = UserId::parse("claimer").unwrap();
+    assert!(ledger.reserve_key(&user, "k1", "h1", 30).await.unwrap());
+    assert!(
+        !ledger.reserve_key(&user, "k1", "h1", 30).await.unwrap(),
+        "claimed"
+    );
+    assert_eq!(
+        ledger
+            .saved_response(&user, "k1")
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        0
+    );
+    let answer = sluice::ledger::SavedResponse {
+        request_hash: "h1".into(),
+        status: 200,
+        body: serde_json::json!({"ok": true}),
+    };
+    ledger.save_response(&user, "k1", &answer).await.unwrap();
+    ledger.release_key(&user, "k1").await.unwrap(); // a finished answer stays
+    let saved = ledger.saved_response(&user, "k1").await.unwrap().unwrap();
+    assert_eq!(
+        (saved.status, saved.body),
+        (200, serde_json::json!({"ok": true}))
+    );
+    assert!(
+        !ledger.reserve_key(&user, "k1", "h1", 0).await.unwrap(),
+        "never taken over once answered"
+    );
+
+    assert!(ledger.reserve_key(&user, "k2", "h2", 30).await.unwrap());
+    ledger.release_key(&user, "k2").await.unwrap();
+    assert!(
+        ledger.reserve_key(&user, "k2", "h2", 30).await.unwrap(),
+        "free again after a failure"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert!(
+        !ledger.reserve_key(&user, "k2", "h2", 30).await.unwrap(),
+        "fresh claim holds"
+    );
+    assert!(
+        ledger.reserve_key(&user, "k2", "h2", 1).await.unwrap(),
+        "stale claim taken over"
+    );
+}
 
 /// Adaptive bounds are stored, read back with the sale and by the admission loop, and
 /// cleared when the sale goes back to manual.

@@ -26,7 +26,53 @@ pub(super) async fn load(
     }))
 }
 
-/// Saves a response; the first save of a key wins (a racing duplicate keeps the first answer).
+/// Inserts an in-progress claim (status 0), or takes over one that went stale.
+pub(super) async fn reserve(
+    pool: &PgPool,
+    user: &UserId,
+    key: &str,
+    request_hash: &str,
+    stale_after_secs: u64,
+) -> LedgerResult<bool> {
+    let inserted = sqlx::query(
+        "INSERT INTO idempotency_keys (user_id, key, request_hash, status, body)
+         VALUES ($1, $2, $3, 0, 'null') ON CONFLICT (user_id, key) DO NOTHING",
+    )
+    .bind(user.as_str())
+    .bind(key)
+    .bind(request_hash)
+    .execute(pool)
+    .await
+    .map_err(db_error)?;
+    if inserted.rows_affected() == 1 {
+        return Ok(true);
+    }
+    let taken_over = sqlx::query(
+        "UPDATE idempotency_keys SET request_hash = $3, created_at = now()
+         WHERE user_id = $1 AND key = $2 AND status = 0
+           AND created_at < now() - make_interval(secs => $4)",
+    )
+    .bind(user.as_str())
+    .bind(key)
+    .bind(request_hash)
+    .bind(stale_after_secs as f64)
+    .execute(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(taken_over.rows_affected() == 1)
+}
+
+pub(super) async fn release(pool: &PgPool, user: &UserId, key: &str) -> LedgerResult<()> {
+    sqlx::query("DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND status = 0")
+        .bind(user.as_str())
+        .bind(key)
+        .execute(pool)
+        .await
+        .map_err(db_error)?;
+    Ok(())
+}
+
+/// Completes a claim with the answer; a finished answer is never overwritten.
 pub(super) async fn save(
     pool: &PgPool,
     user: &UserId,
@@ -35,7 +81,9 @@ pub(super) async fn save(
 ) -> LedgerResult<()> {
     sqlx::query(
         "INSERT INTO idempotency_keys (user_id, key, request_hash, status, body)
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, key) DO NOTHING",
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (user_id, key) DO UPDATE SET status = EXCLUDED.status, body = EXCLUDED.body
+         WHERE idempotency_keys.status = 0",
     )
     .bind(user.as_str())
     .bind(key)

@@ -163,6 +163,20 @@ impl Ledger for PgLedger {
         idempotency::load(&self.pool, user, key).await
     }
 
+    async fn reserve_key(
+        &self,
+        user: &UserId,
+        key: &str,
+        request_hash: &str,
+        stale_after_secs: u64,
+    ) -> LedgerResult<bool> {
+        idempotency::reserve(&self.pool, user, key, request_hash, stale_after_secs).await
+    }
+
+    async fn release_key(&self, user: &UserId, key: &str) -> LedgerResult<()> {
+        idempotency::release(&self.pool, user, key).await
+    }
+
     async fn save_response(
         &self,
         user: &UserId,

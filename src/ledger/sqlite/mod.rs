@@ -194,6 +194,20 @@ impl Ledger for SqliteLedger {
         flows::saved_response(&self.pool, user, key).await
     }
 
+    async fn reserve_key(
+        &self,
+        user: &UserId,
+        key: &str,
+        request_hash: &str,
+        stale_after_secs: u64,
+    ) -> LedgerResult<bool> {
+        flows::reserve_key(&self.pool, user, key, request_hash, stale_after_secs).await
+    }
+
+    async fn release_key(&self, user: &UserId, key: &str) -> LedgerResult<()> {
+        flows::release_key(&self.pool, user, key).await
+    }
+
     async fn save_response(
         &self,
         user: &UserId,

@@ -3,6 +3,7 @@
 //! (one JSON line per fault); `scripts/reliability` runs them so and writes
 //! `docs/reliability.md`.
 
+mod client_storm;
 mod fuzz;
 mod logs;
 mod sql;
