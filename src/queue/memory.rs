@@ -396,9 +396,22 @@ impl QueueStore for MemoryQueue {
         Ok(())
     }
 
-    async fn restore(&self, attempt: AttemptId) -> QueueResult<bool> {
+    async fn restore(
+        &self,
+        attempt: AttemptId,
+        keep_slot_until_ms: Option<i64>,
+    ) -> QueueResult<bool> {
         let restored = self.with(attempt.sale, |q| {
-            q.active.remove(&attempt.local);
+            match keep_slot_until_ms {
+                None => {
+                    q.active.remove(&attempt.local);
+                }
+                Some(until) => {
+                    if let Some(deadline) = q.active.get_mut(&attempt.local) {
+                        *deadline = until;
+                    }
+                }
+            }
             let Some((take, user)) = q.holds.remove(&attempt.local) else {
                 return false;
             };

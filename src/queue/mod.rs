@@ -241,8 +241,13 @@ pub trait QueueStore: Send + Sync + 'static {
     ) -> QueueResult<HoldOutcome>;
     /// Moves the attempt's active deadline to now + the sale's payment TTL (checkout).
     async fn extend(&self, attempt: AttemptId) -> QueueResult<()>;
-    /// Gives the attempt's held stock back (at most once) and frees its slot.
-    async fn restore(&self, attempt: AttemptId) -> QueueResult<bool>;
+    /// Gives the attempt's held stock back (at most once) and frees its slot; with
+    /// `keep_slot_until_ms`, the attempt keeps its slot (admitted) until then instead.
+    async fn restore(
+        &self,
+        attempt: AttemptId,
+        keep_slot_until_ms: Option<i64>,
+    ) -> QueueResult<bool>;
     /// Frees the attempt's slot, keeping what it bought.
     async fn finish(&self, attempt: AttemptId) -> QueueResult<()>;
 

@@ -438,7 +438,11 @@ impl QueueStore for RedisQueue {
         Ok(())
     }
 
-    async fn restore(&self, attempt: AttemptId) -> QueueResult<bool> {
+    async fn restore(
+        &self,
+        attempt: AttemptId,
+        keep_slot_until_ms: Option<i64>,
+    ) -> QueueResult<bool> {
         let k = self.keys(attempt.sale);
         let mut inv = RESTORE.prepare_invoke();
         inv.key(k.key("holds"))
@@ -446,7 +450,12 @@ impl QueueStore for RedisQueue {
             .key(k.key("seats"))
             .key(k.key("bought"))
             .key(k.key("active"))
-            .arg(local(attempt));
+            .arg(local(attempt))
+            .arg(
+                keep_slot_until_ms
+                    .map(|ms| ms.to_string())
+                    .unwrap_or_default(),
+            );
         let restored: i64 = self.run(&inv).await?;
         Ok(restored == 1)
     }

@@ -49,13 +49,13 @@ pub async fn hold(
     admission_token: &str,
     take: Take,
 ) -> ServiceResult<AttemptView> {
-    match app.admission.verify(admission_token, attempt, user) {
-        Ok(_) => {}
+    let admitted_until_ms = match app.admission.verify(admission_token, attempt, user) {
+        Ok(claims) => claims.exp * 1000,
         Err(AdmissionTokenError::Expired) => return Err(ServiceError::AdmissionExpired),
         Err(AdmissionTokenError::Invalid | AdmissionTokenError::WrongAttempt) => {
             return Err(ServiceError::AdmissionTokenInvalid)
         }
-    }
+    };
     let outcome = app.queue.hold(attempt, user, &take).await?;
     let label = match &outcome {
         HoldOutcome::Held { .. } => "held",
@@ -92,8 +92,20 @@ pub async fn hold(
         }
         Err(e) => {
             // Whatever the ledger said, it holds nothing for this attempt now (a refused or
-            // failed transaction rolled back; an expired attempt had its hold returned).
-            if let Err(restore) = app.queue.restore(attempt).await {
+            // failed transaction rolled back; an expired attempt had its hold returned). If the
+            // attempt is still admitted there (units refused, or the ledger unreachable), it
+            // keeps its slot to try again; otherwise the slot goes too.
+            let still_admitted = match &e {
+                LedgerError::Unavailable(_)
+                | LedgerError::SoldOut
+                | LedgerError::SeatTaken(_)
+                | LedgerError::UnknownSeat(_) => Some(admitted_until_ms),
+                LedgerError::NotFound
+                | LedgerError::Rejected(_)
+                | LedgerError::SaleClosed
+                | LedgerError::Other(_) => None,
+            };
+            if let Err(restore) = app.queue.restore(attempt, still_admitted).await {
                 tracing::error!(%attempt, error = %restore, "could not give queue-store stock back after a refused hold");
             }
             Err(match e {

@@ -15,7 +15,7 @@ pub async fn sync_queue(queue: &dyn QueueStore, applied: &Applied) {
     }
     let id = applied.record.id;
     let result = match decision.to {
-        AttemptState::Expired { .. } => queue.restore(id).await.map(|_| ()),
+        AttemptState::Expired { .. } => queue.restore(id, None).await.map(|_| ()),
         AttemptState::Confirmed { .. } => queue.finish(id).await,
         AttemptState::PaymentPending { .. } => queue.extend(id).await,
         AttemptState::Queued { .. } | AttemptState::Admitted { .. } | AttemptState::Hold { .. } => {

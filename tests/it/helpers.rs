@@ -835,3 +835,121 @@ pub fn output_text(out: &std::process::Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// A PostgreSQL cluster of the test's own (initdb into a temp dir, a free loopback port), to
+/// stop and start without disturbing other tests. Runs as the `postgres` user when root.
+/// Commits are synchronous (as in production): an immediate stop loses no committed
+/// transaction. (fsync is off: the OS, not the database, is what never crashes here.)
+pub struct PrivatePostgres {
+    pub url: String,
+    dir: std::path::PathBuf,
+    bin: std::path::PathBuf,
+}
+
+impl PrivatePostgres {
+    pub fn start() -> PrivatePostgres {
+        let bin = [
+            "/usr/lib/postgresql/15/bin",
+            "/usr/lib/postgresql/16/bin",
+            "/usr/lib/postgresql/17/bin",
+        ]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.join("initdb").exists())
+        .expect("PostgreSQL binaries (scripts/services installs them)");
+        let dir = std::env::temp_dir().join(format!("sluice-pg-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = free_port();
+        let pg = PrivatePostgres {
+            url: format!("postgres://sluice@127.0.0.1:{port}/postgres"),
+            dir,
+            bin,
+        };
+        pg.chown();
+        pg.run(
+            "initdb",
+            &[
+                "-D",
+                "data",
+                "-U",
+                "sluice",
+                "--auth=trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ],
+        );
+        std::fs::write(
+            pg.dir.join("data/postgresql.auto.conf"),
+            format!(
+                "port = {port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\n\
+                 fsync = off\nmax_connections = 100\n",
+                pg.dir.display()
+            ),
+        )
+        .unwrap();
+        pg.chown();
+        pg.start_again();
+        pg
+    }
+
+    fn chown(&self) {
+        if is_root() {
+            let _ = std::process::Command::new("chown")
+                .args(["-R", "postgres"])
+                .arg(&self.dir)
+                .status();
+        }
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) {
+        let program = self.bin.join(tool);
+        let mut command = if is_root() {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            std::process::Command::new(program)
+        };
+        let out = command.args(args).current_dir(&self.dir).output().unwrap();
+        assert!(out.status.success(), "{tool}: {}", output_text(&out));
+    }
+
+    pub fn start_again(&self) {
+        self.run(
+            "pg_ctl",
+            &["-D", "data", "-l", "pg.log", "-w", "-t", "30", "start"],
+        );
+    }
+
+    /// Stops at once, as a crashed or unreachable database would.
+    pub fn stop(&self) {
+        self.run("pg_ctl", &["-D", "data", "-m", "immediate", "-w", "stop"]);
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(self.bin.join("pg_ctl"))
+            .args(["-D", "data", "-m", "immediate", "stop"])
+            .current_dir(&self.dir)
+            .output();
+        if is_root() {
+            let _ = std::process::Command::new("runuser")
+                .args(["-u", "postgres", "--"])
+                .arg(self.bin.join("pg_ctl"))
+                .args(["-D", "data", "-m", "immediate", "stop"])
+                .current_dir(&self.dir)
+                .output();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn is_root() -> bool {
+    std::env::var("USER").map(|u| u == "root").unwrap_or(false)
+        || std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"0"))
+}

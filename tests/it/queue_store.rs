@@ -251,8 +251,19 @@ async fn holds_are_all_or_nothing_limited_and_restored_once(q: Arc<dyn QueueStor
         HoldOutcome::NotAdmitted
     );
 
-    assert!(q.restore(a).await.unwrap());
-    assert!(!q.restore(a).await.unwrap(), "restored once");
+    // A hold the ledger could not take: the seats come back, the attempt stays admitted and
+    // can hold again.
+    let far = chrono::Utc::now().timestamp_millis() + 60_000;
+    assert!(q.restore(a, Some(far)).await.unwrap());
+    assert_eq!(q.stats(s.id).await.unwrap().remaining, 3);
+    assert_eq!(q.stats(s.id).await.unwrap().active, 3, "a keeps its slot");
+    assert!(matches!(
+        q.hold(a, &user("a"), &seats(&["A1"])).await.unwrap(),
+        HoldOutcome::Held { .. }
+    ));
+
+    assert!(q.restore(a, None).await.unwrap());
+    assert!(!q.restore(a, None).await.unwrap(), "restored once");
     assert_eq!(q.stats(s.id).await.unwrap().remaining, 3);
     assert_eq!(q.stats(s.id).await.unwrap().active, 2, "a's slot is free");
 
@@ -352,9 +363,9 @@ async fn init_keeps_a_live_sale_and_rebuilds_from_a_snapshot(q: Arc<dyn QueueSto
         "a's hold is known"
     );
     assert!(
-        q.restore(a).await.unwrap(),
+        q.restore(a, None).await.unwrap(),
         "the rebuilt hold gives its units back"
     );
-    assert!(!q.restore(a).await.unwrap(), "once");
+    assert!(!q.restore(a, None).await.unwrap(), "once");
     assert_eq!(q.stats(s.id).await.unwrap().remaining, 4);
 }

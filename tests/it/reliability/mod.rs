@@ -6,6 +6,7 @@
 mod client_storm;
 mod fuzz;
 mod logs;
+mod postgres_outage;
 mod sql;
 mod webhook_storm;
 

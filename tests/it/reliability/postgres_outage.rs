@@ -1,0 +1,131 @@
+//! PostgreSQL stops mid-sale (its own cluster, stopped at once): the paths that need it answer
+//! 503 + Retry-After within the ledger's acquire timeout, never hang; join and the status of
+//! waiting users keep answering from Redis; admissions wait. Back up, it all resumes by
+//! itself and nothing is oversold.
+
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::{assert_problem, PrivatePostgres, TestApp};
+
+#[tokio::test]
+async fn postgres_down_fails_fast_where_needed_and_the_waiting_room_keeps_answering() {
+    let pg = PrivatePostgres::start();
+    let t = TestApp::spawn_with(|c| {
+        c.ledger.url = pg.url.clone();
+        c.ledger.acquire_timeout_ms = 200;
+    })
+    .await;
+    let sale = t
+        .create_sale(json!({ "quantity": 10, "max_active": 2 }))
+        .await;
+    let (holder, holder_token) = t.admitted(&sale, "holder").await;
+    let (late, late_token) = t.admitted(&sale, "late").await;
+    let held = t
+        .hold(
+            &holder,
+            "holder",
+            json!({ "admission_token": holder_token, "quantity": 2 }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    let waiter = t.join(&sale, "waiter").await;
+    let waiter_id = waiter["attempt_id"].as_str().unwrap().to_owned();
+
+    pg.stop();
+    // The waiting room answers from Redis alone.
+    let mut answered = 0;
+    for i in 0..20 {
+        let joined = t
+            .as_user(
+                Method::POST,
+                &format!("/v1/sales/{sale}/attempts"),
+                &format!("walk-in-{i}"),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(joined.status(), 202);
+        let status = t.status(&waiter_id, "waiter").await;
+        assert_eq!(status["state"], "QUEUED");
+        answered += 2;
+    }
+    // What needs the ledger fails fast, with Retry-After.
+    let mut slowest = Duration::ZERO;
+    let calls: Vec<(&str, reqwest::RequestBuilder)> = vec![
+        (
+            "hold",
+            t.as_user(Method::POST, &format!("/v1/attempts/{late}/hold"), "late")
+                .json(&json!({ "admission_token": late_token, "quantity": 1 })),
+        ),
+        (
+            "checkout",
+            t.as_user(
+                Method::POST,
+                &format!("/v1/attempts/{holder}/checkout"),
+                "holder",
+            ),
+        ),
+        (
+            "stats",
+            t.admin(Method::GET, &format!("/v1/sales/{sale}/stats")),
+        ),
+    ];
+    for (what, call) in calls {
+        let started = Instant::now();
+        let resp = call.send().await.unwrap();
+        slowest = slowest.max(started.elapsed());
+        assert!(resp.headers().contains_key("retry-after"), "{what}");
+        assert_problem(resp, 503, "/problems/unavailable").await;
+    }
+    assert!(slowest < Duration::from_secs(2), "503 took {slowest:?}");
+    let ready = t.http.get(t.url("/health/ready")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+
+    // Back: the same requests go through, with no unit taken twice.
+    pg.start_again();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let recovered = loop {
+        let resp = t
+            .hold(
+                &late,
+                "late",
+                json!({ "admission_token": late_token, "quantity": 1 }),
+            )
+            .await;
+        if resp.status() == 200 {
+            break Instant::now();
+        }
+        if Instant::now() >= deadline {
+            let status = resp.status();
+            let body = resp.text().await.unwrap();
+            let view = t.status(&late, "late").await;
+            panic!("no recovery: {status} {body}; attempt: {view}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let stats = t.stats(&sale).await;
+    assert_eq!(stats["remaining"], 7, "2 + 1 held of 10: {stats}");
+    assert_eq!(stats["holding"], 2);
+    let ready = t.http.get(t.url("/health/ready")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let _ = recovered;
+    super::record(
+        "PostgreSQL stopped mid-sale",
+        &[
+            (
+                "joins and waiting statuses answered while down",
+                answered.to_string(),
+            ),
+            (
+                "slowest 503 (acquire timeout 200 ms)",
+                format!("{} ms", slowest.as_millis()),
+            ),
+            ("recovered by itself", "yes".into()),
+            ("units oversold", "0".into()),
+        ],
+    );
+    t.stop().await;
+}
