@@ -1,8 +1,8 @@
 //! `Idempotency-Key`: the first successful answer to a (user, key) is saved with a hash of the
 //! request; a retry with the same request gets that answer again, the same key with a different
 //! request gets 422. The key is claimed before the work starts, so a duplicate sent while the
-//! first is running waits for its answer (409 if it takes over 10 s); a failed request frees
-//! the key, and a claim left by a crashed process is taken over after 30 s.
+//! first is running waits for its answer (409 if it takes over 5 s); a failed request frees
+//! the key, and a claim left by a crashed process is taken over after 10 s.
 
 use std::time::{Duration, Instant};
 
@@ -16,10 +16,11 @@ use crate::ledger::SavedResponse;
 
 /// The saved status of a key whose first request is still running.
 const IN_PROGRESS: u16 = 0;
-/// A claim this old was left by a process that died mid-request: a retry may take it over.
-const STALE_CLAIM_SECS: u64 = 30;
+/// A claim this old was left by a process that died mid-request (no request runs this long:
+/// store calls time out in seconds): a retry may take it over.
+const STALE_CLAIM_SECS: u64 = 10;
 /// How long a duplicate waits for the first request's answer before answering 409.
-const WAIT_FOR_FIRST: Duration = Duration::from_secs(10);
+const WAIT_FOR_FIRST: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(20);
 
 /// A client's key: 1..=255 printable ASCII characters.

@@ -4,6 +4,7 @@
 //! `docs/reliability.md`.
 
 mod client_storm;
+mod crash;
 mod fuzz;
 mod logs;
 mod postgres_outage;
