@@ -71,6 +71,17 @@ async fn redis_down_answers_503_quickly_and_recovers() {
     }
     let ready = t.http.get(t.url("/health/ready")).send().await.unwrap();
     assert_eq!(ready.status(), 200);
+    crate::reliability::record(
+        "Redis killed mid-sale, back empty",
+        &[
+            (
+                "slowest 503 + Retry-After",
+                format!("{} ms", slowest.as_millis()),
+            ),
+            ("hangs", "0".into()),
+            ("recovered and rebuilt from the ledger", "yes".into()),
+        ],
+    );
     t.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
