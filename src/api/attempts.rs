@@ -241,22 +241,26 @@ fn status_stream(
     user: UserId,
     first: AttemptView,
 ) -> BoxStream<'static, AttemptOut> {
-    stream::unfold(Some(first), move |next| {
+    /// What the stream does next: send a status now, wait and ask again, or end.
+    enum Next {
+        Send(AttemptView),
+        After(Duration),
+    }
+    stream::unfold(Some(Next::Send(first)), move |next| {
         let (app, user) = (app.clone(), user.clone());
         async move {
-            let view = next?;
-            let terminal = view.state.is_terminal();
-            let wait = Duration::from_millis(view.poll_after_ms.min(5_000));
-            let body = out(&app, view);
-            let following = (!terminal).then_some((app, user, wait));
-            let after = match following {
-                None => None,
-                Some((app, user, wait)) => {
+            let view = match next? {
+                Next::Send(view) => view,
+                Next::After(wait) => {
                     tokio::time::sleep(wait).await;
-                    service::status::status(&app, id, &user).await.ok()
+                    // An error (a store down) ends the stream; the client reconnects or polls.
+                    service::status::status(&app, id, &user).await.ok()?
                 }
             };
-            Some((body, after))
+            // Sent at once; the wait comes before the next one (never in front of this one).
+            let after = (!view.state.is_terminal())
+                .then(|| Next::After(Duration::from_millis(view.poll_after_ms.min(5_000))));
+            Some((out(&app, view), after))
         }
     })
     .boxed()

@@ -186,9 +186,21 @@ async fn spec_docs_health_keys_and_metrics_are_served() {
 #[tokio::test]
 async fn status_streams_over_server_sent_events() {
     let t = TestApp::spawn().await;
-    let sale = t.create_sale(json!({})).await;
+    let sale = t.create_sale(json!({ "rate_per_minute": 60 })).await;
+    // Someone far back in a paused sale is told to poll slowly; the stream still sends the
+    // current status at once, not one interval late.
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    for i in 0..30 {
+        t.join(&sale, &format!("ahead-{i}")).await;
+    }
     let joined = t.join(&sale, "alice").await;
+    assert!(
+        joined["poll_after_ms"].as_u64().unwrap() >= 1000,
+        "{joined}"
+    );
     let attempt = joined["attempt_id"].as_str().unwrap();
+    let opened = std::time::Instant::now();
     let mut resp = t
         .as_user(
             Method::GET,
@@ -203,6 +215,26 @@ async fn status_streams_over_server_sent_events() {
         .to_str()
         .unwrap()
         .starts_with("text/event-stream"));
+    let first = resp.chunk().await.unwrap().expect("a first event");
+    let first = String::from_utf8_lossy(&first).to_string();
+    assert!(
+        first.contains("\"QUEUED\"") && first.contains("\"position\":31"),
+        "{first}"
+    );
+    assert!(
+        opened.elapsed() < std::time::Duration::from_millis(900),
+        "the first event came after {:?}",
+        opened.elapsed()
+    );
+    let faster = t
+        .admin(Method::PUT, &format!("/v1/sales/{sale}/admission"))
+        .json(&json!({ "rate_per_minute": 600000, "max_active": 1000 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(faster.status(), 200);
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/resume"))
+        .await;
     let mut seen = String::new();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     while !seen.contains("\"ADMITTED\"") {
