@@ -4,7 +4,9 @@
 //! - `join-all <base url> <sale> <tokens file> <pairs file>`: joins every user (64 at a time)
 //!   and writes `<attempt> <token>` lines for the status benchmark;
 //! - `sse <base url> <pairs file> <streams> <server pid>`: opens that many status streams,
-//!   waits for an event on each, and prints the server's RSS per stream.
+//!   waits for an event on each, and prints the server's RSS per stream;
+//! - `admission-tokens <base url> <pairs file> <holds file>`: waits until each attempt is
+//!   admitted and writes `<attempt> <token> <admission token>` lines for the hold benchmark.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -18,6 +20,7 @@ async fn main() -> anyhow::Result<()> {
         Some("tokens") => tokens(&args[2], args[3].parse()?, &args[4]),
         Some("join-all") => join_all(&args[2], &args[3], &args[4], &args[5]).await,
         Some("sse") => sse(&args[2], &args[3], args[4].parse()?, args[5].parse()?).await,
+        Some("admission-tokens") => admission_tokens(&args[2], &args[3], &args[4]).await,
         _ => anyhow::bail!("usage: tokens | join-all | sse (see the file's doc)"),
     }
 }
@@ -139,5 +142,43 @@ async fn sse(base: &str, pairs: &str, streams: usize, pid: u32) -> anyhow::Resul
         "status pushes still flowing: {pushed} of {} sampled streams got another event",
         sample.len()
     );
+    Ok(())
+}
+
+async fn admission_tokens(base: &str, pairs: &str, holds: &str) -> anyhow::Result<()> {
+    let http = reqwest::Client::new();
+    let pairs: Vec<(String, String)> = std::fs::read_to_string(pairs)?
+        .lines()
+        .filter_map(|l| l.split_once(' ').map(|(a, t)| (a.to_owned(), t.to_owned())))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let admitted: Vec<String> = stream::iter(pairs)
+        .map(|(attempt, token)| {
+            let http = http.clone();
+            async move {
+                while Instant::now() < deadline {
+                    let status: serde_json::Value = http
+                        .get(format!("{base}/v1/attempts/{attempt}"))
+                        .bearer_auth(&token)
+                        .send()
+                        .await
+                        .ok()?
+                        .json()
+                        .await
+                        .ok()?;
+                    if let Some(admission) = status["admission_token"].as_str() {
+                        return Some(format!("{attempt} {token} {admission}"));
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                None
+            }
+        })
+        .buffer_unordered(64)
+        .filter_map(|line| async move { line })
+        .collect()
+        .await;
+    std::fs::write(holds, admitted.join("\n") + "\n")?;
+    eprintln!("admitted {}", admitted.len());
     Ok(())
 }
