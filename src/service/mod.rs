@@ -55,6 +55,9 @@ pub struct App {
     pub limits: Arc<limits::Limits>,
     /// This process's name in admission leases.
     pub instance_id: String,
+    /// Recent offers by sale: every waiting-room page asks for one, the ledger answers at most
+    /// once a second per sale and replica.
+    pub offers: Arc<offer::OfferCache>,
 }
 
 impl App {
@@ -84,6 +87,7 @@ impl App {
             metrics: crate::telemetry::metrics_handle(),
             limits: Arc::new(limits::Limits::new(&config.limits)),
             instance_id: uuid::Uuid::now_v7().simple().to_string(),
+            offers: Arc::default(),
             queue,
             ledger,
             config: Arc::new(config),

@@ -1,8 +1,22 @@
 //! What a user may buy in a sale: its name, limits and free stock — for the waiting-room page
-//! and any storefront. Free seats come from the ledger (the truth), read only for seated sales.
+//! and any storefront. It comes from the ledger (free seats only for seated sales), but every
+//! waiting user's page asks for it, and the ledger must only see admitted traffic: answers are
+//! kept for a second per sale, so a crowd costs the ledger one read a second.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::{Sale, SaleId, Stock};
+
+/// How long an offer is served from memory: remaining stock may be this stale.
+const FRESH_FOR: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+pub struct OfferCache {
+    offers: Mutex<HashMap<SaleId, (Instant, Offer)>>,
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Offer {
@@ -13,6 +27,19 @@ pub struct Offer {
 }
 
 pub async fn offer(app: &App, id: SaleId) -> ServiceResult<Offer> {
+    if let Some((at, offer)) = app.offers.offers.lock().expect("not poisoned").get(&id) {
+        if at.elapsed() < FRESH_FOR {
+            return Ok(offer.clone());
+        }
+    }
+    let offer = read(app, id).await?;
+    let mut offers = app.offers.offers.lock().expect("not poisoned");
+    offers.retain(|_, (at, _)| at.elapsed() < FRESH_FOR);
+    offers.insert(id, (Instant::now(), offer.clone()));
+    Ok(offer)
+}
+
+async fn read(app: &App, id: SaleId) -> ServiceResult<Offer> {
     let record = app
         .ledger
         .sale(id)

@@ -265,3 +265,42 @@ async fn the_committed_spec_matches_the_served_one() {
     );
     t.stop().await;
 }
+
+/// Every waiting user's page asks for the offer, so it is served from memory for a second:
+/// the ledger sees one read a second per sale, and a buyer sees stock at most a second old.
+#[tokio::test]
+async fn offers_are_kept_for_a_second() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({ "quantity": 5 })).await;
+    let offer = |user: &'static str| {
+        let t = &t;
+        let sale = sale.clone();
+        async move {
+            t.as_user(Method::GET, &format!("/v1/sales/{sale}/offer"), user)
+                .send()
+                .await
+                .unwrap()
+                .json::<serde_json::Value>()
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(offer("shopper").await["remaining"], 5);
+    let (attempt, token) = t.admitted(&sale, "buyer").await;
+    let held = t
+        .hold(
+            &attempt,
+            "buyer",
+            json!({ "admission_token": token, "quantity": 2 }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    assert_eq!(offer("shopper").await["remaining"], 5, "served from memory");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(
+        offer("shopper").await["remaining"],
+        3,
+        "fresh after a second"
+    );
+    t.stop().await;
+}
