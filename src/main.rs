@@ -6,6 +6,11 @@ use clap::{Parser, Subcommand};
 use sluice::config::Config;
 use sluice::domain::UserId;
 
+/// mimalloc: allocation-heavy request handling (JSON, JWT, headers) on many threads; glibc's
+/// malloc showed up as a fifth of the CPU under load (see docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "sluice",
