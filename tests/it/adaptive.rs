@@ -29,9 +29,9 @@ async fn watch_until(
     let mut seen: Vec<Value> = Vec::new();
     loop {
         let now = admission(app, sale).await;
-        let fresh = seen.last().map_or(true, |last| {
-            last["controller"]["updated_at"] != now["controller"]["updated_at"]
-        });
+        let fresh = seen
+            .last()
+            .is_none_or(|last| last["controller"]["updated_at"] != now["controller"]["updated_at"]);
         if fresh && !now["controller"].is_null() {
             seen.push(now.clone());
         }
