@@ -82,8 +82,12 @@ where
     let answer = match work.await {
         Ok(answer) => answer,
         Err(e) => {
-            // Errors are not saved: free the key so a retry runs the request again.
-            app.ledger.release_key(user, &key.0).await?;
+            // Errors are not saved: free the key so a retry runs the request again. If even
+            // that fails (the ledger is down), the claim goes stale and is taken over later;
+            // the caller gets the request's own error either way.
+            if let Err(release) = app.ledger.release_key(user, &key.0).await {
+                tracing::warn!(error = %release, "idempotency key not released");
+            }
             return Err(e);
         }
     };

@@ -69,10 +69,9 @@ pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn SignalSource>> {
     }
 }
 
-/// One round of readings; `round` counts up so the admitter applies each round once.
+/// One round of readings (the `watch` channel tells the admitter which it has not applied).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Round {
-    pub round: u64,
     pub readings: Vec<Reading>,
 }
 
@@ -87,7 +86,7 @@ pub fn spawn_reader(
         let mut interval = tokio::time::interval(every);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut stale: HashMap<String, bool> = HashMap::new();
-        for round in 1.. {
+        loop {
             interval.tick().await;
             let readings = source.read().await;
             for r in &readings {
@@ -100,7 +99,7 @@ pub fn spawn_reader(
                     tracing::info!(signal = %r.name, "admission signal readable again");
                 }
             }
-            if tx.send(Round { round, readings }).is_err() {
+            if tx.send(Round { readings }).is_err() {
                 return; // nobody listens any more
             }
         }
