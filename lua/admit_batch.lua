@@ -1,5 +1,5 @@
 -- admit_batch: move the head of the queue to the active set, never beyond max_active.
--- KEYS: 1 meta, 2 queue, 3 active (zset attempt -> deadline ms), 4 owners, 5 lease
+-- KEYS: 1 meta, 2 queue, 3 active (zset attempt -> deadline ms), 4 owners, 5 lease, 6 seen
 -- ARGV: 1 lease value "<fence>:<holder>" (fencing: a stale admitter admits nobody),
 --       2 how many are wanted, 3 admission ttl (ms), 4 grace (ms) before a forgotten active
 --       entry is dropped, 5 measured admissions per minute (for the status ETA)
@@ -22,6 +22,7 @@ local popped = redis.call('ZPOPMIN', KEYS[2], n)
 for i = 1, #popped, 2 do
   local attempt = popped[i]
   redis.call('ZADD', KEYS[3], deadline, attempt)
+  redis.call('ZREM', KEYS[6], attempt)
   table.insert(out, attempt)
   table.insert(out, popped[i + 1])
   table.insert(out, redis.call('HGET', KEYS[4], attempt) or '')

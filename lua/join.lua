@@ -1,7 +1,9 @@
 -- join: put a user in a sale's queue, idempotently per user.
 -- KEYS: 1 meta (hash), 2 queue (zset attempt -> seq), 3 seq (counter),
---       4 users (hash user -> attempt), 5 owners (hash attempt -> user), 6 active (zset)
--- ARGV: 1 user id, 2 attempt id to use if the user has no live attempt, 3 now (ms)
+--       4 users (hash user -> attempt), 5 owners (hash attempt -> user), 6 active (zset),
+--       7 seen (zset waiting attempt -> last sign of life, ms; only when abandonment is on)
+-- ARGV: 1 user id, 2 attempt id to use if the user has no live attempt, 3 now (ms),
+--       4 '1' to track presence for abandonment
 -- Returns {status, attempt, position, waiting}; status is
 --   queued | active (already admitted: position 0) | unknown (no such sale) | closed
 -- A sale whose stock was never written here (unknown, or lost in a flush) is unknown: the
@@ -16,6 +18,7 @@ local existing = redis.call('HGET', KEYS[4], ARGV[1])
 if existing then
   local rank = redis.call('ZRANK', KEYS[2], existing)
   if rank then
+    if ARGV[4] == '1' then redis.call('ZADD', KEYS[7], ARGV[3], existing) end
     return {'queued', existing, rank + 1, redis.call('ZCARD', KEYS[2])}
   end
   if redis.call('ZSCORE', KEYS[6], existing) then
@@ -27,5 +30,6 @@ local seq = redis.call('INCR', KEYS[3])
 redis.call('ZADD', KEYS[2], seq, ARGV[2])
 redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[5], ARGV[2], ARGV[1])
+if ARGV[4] == '1' then redis.call('ZADD', KEYS[7], ARGV[3], ARGV[2]) end
 local rank = redis.call('ZRANK', KEYS[2], ARGV[2])
 return {'queued', ARGV[2], rank + 1, redis.call('ZCARD', KEYS[2])}

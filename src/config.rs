@@ -112,6 +112,10 @@ pub struct WorkersConfig {
     pub reaper_cron: String,
     /// How long saved idempotent responses are kept.
     pub idempotency_ttl_secs: u64,
+    /// A waiting user who shows no sign of life (join, status poll, status stream) for this
+    /// long loses the place: EXPIRED, reason abandoned. 0 turns it off. While on, clients are
+    /// told to poll at least three times within it.
+    pub abandon_after_secs: u64,
 }
 
 /// Where domain events go once committed to the outbox.
@@ -228,6 +232,7 @@ impl Default for Config {
                 lease_ttl_ms: 5000,
                 reaper_cron: "*/1 * * * * *".into(),
                 idempotency_ttl_secs: 24 * 3600,
+                abandon_after_secs: 0,
             },
             events: EventsConfig {
                 file: PathBuf::new(),
@@ -400,6 +405,12 @@ impl Config {
             return bad(
                 "workers.lease_ttl_ms",
                 "must be at least twice admission_tick_ms",
+            );
+        }
+        if (1..3).contains(&self.workers.abandon_after_secs) {
+            return bad(
+                "workers.abandon_after_secs",
+                "0 (off) or at least 3 seconds",
             );
         }
         if self.workers.reaper_cron.split_whitespace().count() != 6 {

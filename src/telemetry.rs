@@ -51,6 +51,10 @@ fn describe() {
     describe_counter!("sluice_joins_total", "Joins by outcome");
     describe_counter!("sluice_holds_total", "Hold requests by outcome");
     describe_counter!("sluice_admitted_total", "Attempts admitted, by sale");
+    describe_counter!(
+        "sluice_abandoned_total",
+        "Waiting attempts that lost their place for showing no sign of life, by sale"
+    );
     describe_gauge!(
         "sluice_queue_waiting",
         "Users waiting in the queue, by sale"

@@ -18,6 +18,8 @@ const FORGOTTEN_ACTIVE_GRACE_MS: i64 = 60_000;
 pub struct MemoryQueue {
     /// One state per sale, each behind its own lock.
     sales: RwLock<HashMap<SaleId, Arc<Mutex<SaleQueue>>>>,
+    /// Waiting attempts idle this long lose their place (0: never; presence is not tracked).
+    abandon_after_ms: u64,
 }
 
 /// One sale, as the Redis keys of `queue/mod.rs` hold it.
@@ -51,6 +53,10 @@ struct SaleQueue {
     rebuilt_at_ms: i64,
     /// The admission controller's published state and its expiry (ms).
     controller: Option<(String, i64)>,
+    /// Waiting attempt → last sign of life (ms), when abandonment is on; and those that lost
+    /// their place for want of one.
+    seen: HashMap<Uuid, i64>,
+    abandoned: HashSet<Uuid>,
 }
 
 fn now_ms() -> i64 {
@@ -60,6 +66,12 @@ fn now_ms() -> i64 {
 impl MemoryQueue {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Waiting attempts idle for `ms` lose their place (0: off).
+    pub fn with_abandonment(mut self, ms: u64) -> Self {
+        self.abandon_after_ms = ms;
+        self
     }
 
     fn sale(&self, id: SaleId) -> Option<Arc<Mutex<SaleQueue>>> {
@@ -100,6 +112,8 @@ impl SaleQueue {
             fence: 0,
             rebuilt_at_ms: 0,
             controller: None,
+            seen: HashMap::new(),
+            abandoned: HashSet::new(),
         }
     }
 
@@ -176,12 +190,16 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
+        let track = self.abandon_after_ms > 0;
         let outcome = self.with(sale, |q| {
             if q.status == SaleStatus::Closed || (q.closes_at_ms > 0 && now_ms >= q.closes_at_ms) {
                 return JoinOutcome::Closed;
             }
             if let Some(existing) = q.users.get(user).copied() {
                 if let Some(position) = q.position(&existing) {
+                    if track {
+                        q.seen.insert(existing, now_ms);
+                    }
                     let attempt = AttemptId {
                         sale,
                         local: existing,
@@ -208,6 +226,9 @@ impl QueueStore for MemoryQueue {
             q.queued.insert(attempt.local, seq);
             q.users.insert(user.clone(), attempt.local);
             q.owners.insert(attempt.local, user.clone());
+            if track {
+                q.seen.insert(attempt.local, now_ms);
+            }
             let position = q.position(&attempt.local).unwrap_or(0);
             JoinOutcome::Queued {
                 attempt,
@@ -219,15 +240,23 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn view(&self, attempt: AttemptId) -> QueueResult<QueueView> {
-        let view = self.with(attempt.sale, |q| QueueView {
-            owner: q.owners.get(&attempt.local).cloned(),
-            position: q.position(&attempt.local),
-            waiting: q.queue.len() as u64,
-            active: q.active.contains_key(&attempt.local),
-            measured_rate: q.measured_rate,
-            configured_rate: q.rate_per_minute as f64,
-            known_sale: true,
-            rebuilt_at_ms: q.rebuilt_at_ms,
+        let view = self.with(attempt.sale, |q| {
+            let position = q.position(&attempt.local);
+            // Asking is a sign of life.
+            if let (Some(_), Some(seen)) = (position, q.seen.get_mut(&attempt.local)) {
+                *seen = now_ms();
+            }
+            QueueView {
+                owner: q.owners.get(&attempt.local).cloned(),
+                position,
+                waiting: q.queue.len() as u64,
+                active: q.active.contains_key(&attempt.local),
+                measured_rate: q.measured_rate,
+                configured_rate: q.rate_per_minute as f64,
+                known_sale: true,
+                rebuilt_at_ms: q.rebuilt_at_ms,
+                abandoned: q.abandoned.contains(&attempt.local),
+            }
         });
         Ok(view.unwrap_or(QueueView {
             owner: None,
@@ -238,6 +267,7 @@ impl QueueStore for MemoryQueue {
             configured_rate: 0.0,
             known_sale: false,
             rebuilt_at_ms: 0,
+            abandoned: false,
         }))
     }
 
@@ -249,6 +279,7 @@ impl QueueStore for MemoryQueue {
             match q.queued.remove(&attempt.local) {
                 Some(seq) => {
                     q.queue.remove(&seq);
+                    q.seen.remove(&attempt.local);
                     if q.users.get(user) == Some(&attempt.local) {
                         q.users.remove(user);
                     }
@@ -312,6 +343,7 @@ impl QueueStore for MemoryQueue {
             for _ in 0..n {
                 let Some((seq, local)) = q.queue.pop_first() else { break };
                 q.queued.remove(&local);
+                q.seen.remove(&local);
                 q.active.insert(local, deadline);
                 let Some(user) = q.owners.get(&local).cloned() else { continue };
                 admitted.push(Admitted { attempt: AttemptId { sale, local }, seq, user, deadline_ms: deadline });
@@ -449,6 +481,41 @@ impl QueueStore for MemoryQueue {
 
     async fn ping(&self) -> QueueResult<()> {
         Ok(())
+    }
+
+    async fn abandon(&self, sale: SaleId, limit: u32) -> QueueResult<u64> {
+        if self.abandon_after_ms == 0 {
+            return Ok(0);
+        }
+        let cutoff = now_ms() - self.abandon_after_ms as i64;
+        let n = self.with(sale, |q| {
+            // A scan of the waiting: fine at the embedded default's scale.
+            let mut idle: Vec<(i64, Uuid)> = q
+                .seen
+                .iter()
+                .filter(|(_, at)| **at <= cutoff)
+                .map(|(a, at)| (*at, *a))
+                .collect();
+            idle.sort();
+            idle.truncate(limit as usize);
+            let mut n = 0;
+            for (_, attempt) in idle {
+                q.seen.remove(&attempt);
+                let Some(seq) = q.queued.remove(&attempt) else {
+                    continue;
+                };
+                q.queue.remove(&seq);
+                if let Some(user) = q.owners.get(&attempt).cloned() {
+                    if q.users.get(&user) == Some(&attempt) {
+                        q.users.remove(&user);
+                    }
+                }
+                q.abandoned.insert(attempt);
+                n += 1;
+            }
+            n
+        });
+        Ok(n.unwrap_or(0))
     }
 
     async fn put_controller(&self, sale: SaleId, state: &str, ttl_ms: u64) -> QueueResult<()> {

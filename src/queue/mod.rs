@@ -9,6 +9,8 @@
 //! - `active`: sorted set, admitted/holding/paying attempt → deadline (ms), capped by
 //!   `max_active`; `holds`: attempt → what it holds; `stock` / `seats`: what is still free;
 //! - `bought`: user → units held or confirmed (the per-user limit);
+//! - `seen`: sorted set, waiting attempt → last sign of life (ms), only when abandonment is on;
+//!   `abandoned`: attempts that lost their place that way (their status says so);
 //! - `lease`, `fence`: who admits for the sale (one admitter across replicas);
 //! - `controller`: the adaptive controller's state as JSON, expiring unless its admitter renews it.
 //!
@@ -29,14 +31,14 @@ pub use self::redis::RedisQueue;
 /// The queue store named by the configuration: in-process when `queue.url` is empty.
 pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Arc<dyn QueueStore>> {
     let queue = &config.queue;
+    let abandon_after_ms = config.workers.abandon_after_secs * 1000;
     Ok(if queue.url.is_empty() {
-        Arc::new(MemoryQueue::new())
+        Arc::new(MemoryQueue::new().with_abandonment(abandon_after_ms))
     } else {
-        Arc::new(RedisQueue::new(
-            &queue.url,
-            &queue.key_prefix,
-            config.queue_timeout(),
-        )?)
+        Arc::new(
+            RedisQueue::new(&queue.url, &queue.key_prefix, config.queue_timeout())?
+                .with_abandonment(abandon_after_ms),
+        )
     })
 }
 
@@ -89,6 +91,8 @@ pub struct QueueView {
     /// When the sale was last rebuilt from the ledger (ms; 0 = never): attempts created before
     /// and no longer known lost their place in the queue.
     pub rebuilt_at_ms: i64,
+    /// Lost its place for showing no sign of life (see [`QueueStore::abandon`]).
+    pub abandoned: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,6 +257,11 @@ pub trait QueueStore: Send + Sync + 'static {
 
     async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats>;
     async fn ping(&self) -> QueueResult<()>;
+
+    /// Takes out of the queue up to `limit` waiting attempts that showed no sign of life (join,
+    /// status poll or stream) for the store's abandonment time; returns how many. Nothing when
+    /// abandonment is off.
+    async fn abandon(&self, sale: SaleId, limit: u32) -> QueueResult<u64>;
 
     /// Publishes the sale's admission controller state (JSON) for `ttl_ms`, so whichever
     /// replica an admin asks can show it; it vanishes when its admitter stops publishing.

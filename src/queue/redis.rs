@@ -31,6 +31,7 @@ lua!(RESTORE, "restore.lua");
 lua!(FINISH, "finish.lua");
 lua!(INIT_SALE, "init_sale.lua");
 lua!(EXTEND, "extend.lua");
+lua!(ABANDON, "abandon.lua");
 
 /// How long past its deadline an active entry may linger before admit_batch drops it; the
 /// reapers normally free it long before (they own the ledger side of the expiry).
@@ -43,6 +44,8 @@ pub struct RedisQueue {
     prefix: String,
     /// Bound of each call.
     timeout: Duration,
+    /// Waiting attempts idle this long lose their place (0: never; presence is not tracked).
+    abandon_after_ms: u64,
 }
 
 /// The keys of one sale, all in the `{sale:<id>}` hash slot.
@@ -75,7 +78,14 @@ impl RedisQueue {
             conn,
             prefix: prefix.to_owned(),
             timeout,
+            abandon_after_ms: 0,
         })
+    }
+
+    /// Waiting attempts idle for `ms` lose their place (0: off).
+    pub fn with_abandonment(mut self, ms: u64) -> Self {
+        self.abandon_after_ms = ms;
+        self
     }
 
     fn keys(&self, sale: SaleId) -> SaleKeys {
@@ -248,9 +258,11 @@ impl QueueStore for RedisQueue {
             .key(k.key("users"))
             .key(k.key("owners"))
             .key(k.key("active"))
+            .key(k.key("seen"))
             .arg(user.as_str())
             .arg(local(fresh))
-            .arg(now_ms);
+            .arg(now_ms)
+            .arg(if self.abandon_after_ms > 0 { "1" } else { "0" });
         let reply: Vec<Value> = self.run(&inv).await?;
         let [status, attempt, position, waiting] = reply.as_slice() else {
             return Err(protocol("join", &reply));
@@ -277,9 +289,11 @@ impl QueueStore for RedisQueue {
             .key(k.key("queue"))
             .key(k.key("owners"))
             .key(k.key("active"))
+            .key(k.key("seen"))
+            .key(k.key("abandoned"))
             .arg(local(attempt));
         let reply: Vec<Value> = self.run(&inv).await?;
-        let [owner, position, waiting, active, measured, configured, known, rebuilt] =
+        let [owner, position, waiting, active, measured, configured, known, rebuilt, abandoned] =
             reply.as_slice()
         else {
             return Err(protocol("position", &reply));
@@ -295,6 +309,7 @@ impl QueueStore for RedisQueue {
             configured_rate: text(configured).parse().unwrap_or(0.0),
             known_sale: number(known) == 1,
             rebuilt_at_ms: text(rebuilt).parse().unwrap_or(0),
+            abandoned: number(abandoned) == 1,
         })
     }
 
@@ -304,6 +319,7 @@ impl QueueStore for RedisQueue {
         inv.key(k.key("queue"))
             .key(k.key("users"))
             .key(k.key("owners"))
+            .key(k.key("seen"))
             .arg(local(attempt))
             .arg(user.as_str());
         let reply: String = self.run(&inv).await?;
@@ -344,6 +360,7 @@ impl QueueStore for RedisQueue {
             .key(k.key("active"))
             .key(k.key("owners"))
             .key(k.key("lease"))
+            .key(k.key("seen"))
             .arg(&lease.value)
             .arg(wanted)
             .arg(admission_ttl_ms)
@@ -498,6 +515,23 @@ impl QueueStore for RedisQueue {
         } else {
             Err(protocol("PING", &pong))
         }
+    }
+
+    async fn abandon(&self, sale: SaleId, limit: u32) -> QueueResult<u64> {
+        if self.abandon_after_ms == 0 {
+            return Ok(0);
+        }
+        let k = self.keys(sale);
+        let mut inv = ABANDON.prepare_invoke();
+        inv.key(k.key("queue"))
+            .key(k.key("seen"))
+            .key(k.key("users"))
+            .key(k.key("owners"))
+            .key(k.key("abandoned"))
+            .arg(self.abandon_after_ms)
+            .arg(limit);
+        let n: u64 = self.run(&inv).await?;
+        Ok(n)
     }
 
     async fn put_controller(&self, sale: SaleId, state: &str, ttl_ms: u64) -> QueueResult<()> {

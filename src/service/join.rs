@@ -27,7 +27,9 @@ pub async fn join(app: &App, sale: SaleId, user: &UserId) -> ServiceResult<Attem
         } => {
             let view = app.queue.view(attempt).await?;
             let rate = best_rate(view.measured_rate, view.configured_rate);
-            Ok(AttemptView::queued(attempt, position, waiting, rate))
+            Ok(super::status::waiting(
+                app, attempt, position, waiting, rate,
+            ))
         }
         JoinOutcome::Active { attempt } => super::status::status(app, attempt, user).await,
         JoinOutcome::UnknownSale => Err(ServiceError::NotFound("sale")),

@@ -15,7 +15,7 @@ pub async fn status(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResu
         Some(_) => {
             if let Some(position) = view.position {
                 let rate = best_rate(view.measured_rate, view.configured_rate);
-                return Ok(AttemptView::queued(attempt, position, view.waiting, rate));
+                return Ok(waiting(app, attempt, position, view.waiting, rate));
             }
         }
         None => {}
@@ -33,11 +33,19 @@ pub async fn status(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResu
         None if view.owner.is_some() && view.active => {
             Ok(AttemptView::queued(attempt, 1, view.waiting, 0.0))
         }
-        // Known to the queue store, neither waiting nor admitted: the user left.
-        None if view.owner.is_some() => Ok(AttemptView::bare(
-            attempt,
-            AttemptState::expired_because(ExpiryReason::Left),
-        )),
+        // Known to the queue store, neither waiting nor admitted: the user left, or showed no
+        // sign of life for too long.
+        None if view.owner.is_some() => {
+            let reason = if view.abandoned {
+                ExpiryReason::Abandoned
+            } else {
+                ExpiryReason::Left
+            };
+            Ok(AttemptView::bare(
+                attempt,
+                AttemptState::expired_because(reason),
+            ))
+        }
         // Created before the sale was rebuilt from the ledger: its place was lost with the
         // queue store's data (UUIDv7 ids carry their creation time).
         None if created_ms(attempt).is_some_and(|t| t < view.rebuilt_at_ms) => {
@@ -45,6 +53,23 @@ pub async fn status(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResu
         }
         None => Err(ServiceError::NotFound("attempt")),
     }
+}
+
+/// A waiting attempt's answer. With abandonment on, the client is told to come back at least
+/// three times within the abandonment time, so a client that does as told never loses its place.
+pub(super) fn waiting(
+    app: &App,
+    attempt: AttemptId,
+    position: u64,
+    waiting: u64,
+    rate: f64,
+) -> AttemptView {
+    let mut view = AttemptView::queued(attempt, position, waiting, rate);
+    let abandon_ms = app.config.workers.abandon_after_secs * 1000;
+    if abandon_ms > 0 {
+        view.poll_after_ms = view.poll_after_ms.min(abandon_ms / 3);
+    }
+    view
 }
 
 fn created_ms(attempt: AttemptId) -> Option<i64> {

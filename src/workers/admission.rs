@@ -28,6 +28,9 @@ struct SaleTicker {
     valve: Option<Valve>,
 }
 
+/// Most waiting attempts dropped for inactivity per sale and tick (bounds one script's work).
+const ABANDON_PER_TICK: u32 = 1000;
+
 /// At most this many ticks' worth of credit is kept, so a pause does not end in a burst.
 const MAX_CREDIT_TICKS: f64 = 2.0;
 
@@ -88,6 +91,13 @@ async fn admit(
     let Some(lease) = app.queue.lease(sale, &app.instance_id, ttl_ms).await? else {
         return Ok(()); // another replica admits for this sale
     };
+    if app.config.workers.abandon_after_secs > 0 {
+        let abandoned = app.queue.abandon(sale, ABANDON_PER_TICK).await?;
+        if abandoned > 0 {
+            metrics::counter!("sluice_abandoned_total", "sale" => sale_label.clone())
+                .increment(abandoned);
+        }
+    }
     let rate = controller::rate(app, plan, &mut ticker.valve, fresh).await;
     metrics::gauge!("sluice_admission_rate_per_minute", "sale" => sale_label.clone())
         .set(ticker.measured_rate);

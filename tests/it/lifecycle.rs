@@ -380,3 +380,35 @@ async fn per_user_limit_is_enforced(backend: Backend) {
     assert_eq!(ok.status(), 200);
     t.stop().await;
 }
+
+/// A waiting user who stops polling loses the place (EXPIRED, abandoned); one who polls as told
+/// (`poll_after_ms` is capped to a third of the abandonment time) keeps it.
+#[tokio::test]
+async fn waiting_users_who_stop_polling_lose_their_place() {
+    let t = TestApp::spawn_with(|c| c.workers.abandon_after_secs = 3).await;
+    let sale = t.create_sale(json!({ "rate_per_minute": 1 })).await;
+    t.admin_json(reqwest::Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    let gone = t.join(&sale, "wanders-off").await;
+    let stays = t.join(&sale, "stays").await;
+    let gone = gone["attempt_id"].as_str().unwrap().to_owned();
+    let stays_id = stays["attempt_id"].as_str().unwrap().to_owned();
+    assert!(stays["poll_after_ms"].as_u64().unwrap() <= 1000, "{stays}");
+    t.admin_json(reqwest::Method::POST, &format!("/v1/sales/{sale}/resume"))
+        .await;
+    // Only "stays" asks (asking is a sign of life), for longer than the abandonment time.
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(4500);
+    while std::time::Instant::now() < until {
+        let status = t.status(&stays_id, "stays").await;
+        assert_eq!(status["state"], "QUEUED", "{status}");
+        let poll = status["poll_after_ms"].as_u64().unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(poll.min(1000))).await;
+    }
+    let other = t.status(&gone, "wanders-off").await;
+    assert_eq!(other["state"], "EXPIRED", "{other}");
+    assert_eq!(other["reason"], "abandoned", "{other}");
+    let status = t.status(&stays_id, "stays").await;
+    assert_eq!(status["state"], "QUEUED");
+    assert_eq!(status["position"], 1, "moved up: {status}");
+    t.stop().await;
+}

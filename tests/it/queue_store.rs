@@ -369,3 +369,58 @@ async fn init_keeps_a_live_sale_and_rebuilds_from_a_snapshot(q: Arc<dyn QueueSto
     assert!(!q.restore(a, None).await.unwrap(), "once");
     assert_eq!(q.stats(s.id).await.unwrap().remaining, 4);
 }
+
+/// Abandonment: a waiting attempt with no sign of life (join, status) for the store's time
+/// loses its place; one that asks keeps it; the user may join again.
+mod abandonment {
+    use super::*;
+
+    const IDLE_MS: u64 = 400;
+
+    #[tokio::test]
+    async fn redis() {
+        let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
+        let store = RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2))
+            .unwrap()
+            .with_abandonment(IDLE_MS);
+        idle_waiters_lose_their_place(Arc::new(store)).await
+    }
+
+    #[tokio::test]
+    async fn in_process() {
+        idle_waiters_lose_their_place(Arc::new(MemoryQueue::new().with_abandonment(IDLE_MS))).await
+    }
+
+    async fn idle_waiters_lose_their_place(q: Arc<dyn QueueStore>) {
+        let s = sale(Stock::Quantity(5), 10);
+        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+            .await
+            .unwrap();
+        let now = || chrono::Utc::now().timestamp_millis();
+        let joined = |name: &'static str| {
+            let q = q.clone();
+            async move {
+                match q.join(s.id, &user(name), now()).await.unwrap() {
+                    JoinOutcome::Queued { attempt, .. } => attempt,
+                    other => panic!("{other:?}"),
+                }
+            }
+        };
+        let gone = joined("gone").await;
+        let present = joined("present").await;
+        for _ in 0..4 {
+            tokio::time::sleep(std::time::Duration::from_millis(IDLE_MS / 3)).await;
+            assert!(q.view(present).await.unwrap().position.is_some());
+        }
+        assert_eq!(q.abandon(s.id, 100).await.unwrap(), 1);
+        let view = q.view(gone).await.unwrap();
+        assert!(view.abandoned && view.position.is_none(), "{view:?}");
+        let view = q.view(present).await.unwrap();
+        assert_eq!((view.abandoned, view.position), (false, Some(1)));
+        assert_eq!(q.abandon(s.id, 100).await.unwrap(), 0, "once");
+        // The user may join again, at the back.
+        let again = joined("gone").await;
+        assert_ne!(again, gone);
+        assert_eq!(q.view(again).await.unwrap().position, Some(2));
+    }
+}
