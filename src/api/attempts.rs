@@ -72,16 +72,25 @@ impl AttemptsApi {
     ///
     /// Puts the caller in the sale's queue and answers their attempt with its position. Joining
     /// again while waiting (or admitted) answers the same attempt. Joins before `opens_at` wait
-    /// for the opening; a closed sale answers 409.
+    /// for the opening; a closed sale answers 409. A sale may ask for proof of work (428
+    /// without it).
     #[oai(
         path = "/v1/sales/:sale_id/attempts",
         method = "post",
         operation_id = "joinSale"
     )]
-    async fn join(&self, auth: UserAuth, sale_id: Path<String>) -> Result<JoinResponse, ApiError> {
+    async fn join(
+        &self,
+        auth: UserAuth,
+        sale_id: Path<String>,
+        /// When the sale asks for proof of work (see `getOffer`): a nonce making SHA-256 of
+        /// `<salt>:<sale id>:<user id>:<nonce>` start with the asked number of zero bits.
+        #[oai(name = "Sluice-Proof-Of-Work")]
+        work: Header<Option<String>>,
+    ) -> Result<JoinResponse, ApiError> {
         let sale = parse_sale_id(&sale_id)?;
         limit(&self.app, Limited::Join, &auth.0)?;
-        let view = service::join::join(&self.app, sale, &auth.0).await?;
+        let view = service::join::join(&self.app, sale, &auth.0, work.0.as_deref()).await?;
         let retry = retry_after_secs(&view);
         let location = format!("/v1/attempts/{}", view.attempt);
         Ok(JoinResponse::Accepted(

@@ -65,6 +65,9 @@ pub enum ApiError {
     /// The body's Content-Type is not one the operation takes (send `application/json`).
     #[oai(status = 415, content_type = "application/problem+json")]
     UnsupportedMediaType(Json<Problem>),
+    /// The sale asks for proof of work on join (see `getOffer` for the difficulty and salt).
+    #[oai(status = 428, content_type = "application/problem+json")]
+    PreconditionRequired(Json<Problem>),
     /// The request is well-formed but a value is not acceptable.
     #[oai(status = 422, content_type = "application/problem+json")]
     Unprocessable(Json<Problem>),
@@ -115,6 +118,13 @@ impl From<ServiceError> for ApiError {
                 "Idempotency-Key reused with another request",
                 detail,
                 Some("Idempotency-Key"),
+            )),
+            ServiceError::ProofOfWorkRequired { .. } => ApiError::PreconditionRequired(problem(
+                428,
+                "proof-of-work-required",
+                "Proof of work required",
+                detail,
+                Some("Sluice-Proof-Of-Work"),
             )),
             ServiceError::IdempotencyKeyInProgress => ApiError::Conflict(problem(
                 409,

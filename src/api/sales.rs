@@ -7,7 +7,8 @@ use poem_openapi::{ApiResponse, OpenApi};
 use super::problem::ApiError;
 use super::security::AdminAuth;
 use super::types::{
-    adaptive_bounds, AdmissionOut, AdmissionSettings, CreateSale, SaleOut, SaleStatsOut,
+    adaptive_bounds, AdmissionOut, AdmissionSettings, CreateSale, ProofOfWorkSettings, SaleOut,
+    SaleStatsOut,
 };
 use super::{parse_sale_id, ApiTags};
 use crate::domain::{NewSale, SaleStatus, Ttls, UserId};
@@ -190,6 +191,27 @@ impl SalesApi {
         let record =
             service::sales::set_admission(&self.app, id, b.rate_per_minute, b.max_active, adaptive)
                 .await?;
+        Ok(SaleResponse::Ok(Json(record.into())))
+    }
+
+    /// Set proof of work on join
+    ///
+    /// Asks every join for a proof of work of `difficulty_bits` zero bits (0 turns it off), so
+    /// a bot farm pays for each place. Raise it live during an attack: a new salt is drawn,
+    /// and work done in advance is lost. Buyers' clients read the difficulty from `getOffer`.
+    #[oai(
+        path = "/:sale_id/proof-of-work",
+        method = "put",
+        operation_id = "setProofOfWork"
+    )]
+    async fn proof_of_work(
+        &self,
+        _auth: AdminAuth,
+        sale_id: Path<String>,
+        body: Json<ProofOfWorkSettings>,
+    ) -> Result<SaleResponse, ApiError> {
+        let id = parse_sale_id(&sale_id)?;
+        let record = service::sales::set_proof_of_work(&self.app, id, body.difficulty_bits).await?;
         Ok(SaleResponse::Ok(Json(record.into())))
     }
 

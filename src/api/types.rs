@@ -186,6 +186,8 @@ pub struct SaleOut {
     pub min_rate_per_minute: Option<u32>,
     #[oai(skip_serializing_if_is_none)]
     pub max_rate_per_minute: Option<u32>,
+    /// Zero bits a join's proof of work needs (0: none asked).
+    pub proof_of_work_bits: u32,
     pub created_at: DateTime<Utc>,
 }
 
@@ -210,6 +212,7 @@ impl poem_openapi::types::Example for SaleOut {
             admission_mode: AdmissionModeName::Adaptive,
             min_rate_per_minute: Some(60),
             max_rate_per_minute: Some(3000),
+            proof_of_work_bits: 0,
             created_at: example_time(),
         }
     }
@@ -247,6 +250,7 @@ impl From<SaleRecord> for SaleOut {
             admission_mode: s.admission.mode.into(),
             min_rate_per_minute: bounds(s.admission.mode).0,
             max_rate_per_minute: bounds(s.admission.mode).1,
+            proof_of_work_bits: u32::from(s.proof_of_work.bits),
             created_at: s.created_at,
         }
     }
@@ -744,6 +748,33 @@ pub struct OfferOut {
     /// Seats still free (seated sales only).
     #[oai(skip_serializing_if_is_none)]
     pub free_seats: Option<Vec<String>>,
+    /// The work a join must show, when the sale asks for it.
+    #[oai(skip_serializing_if_is_none)]
+    pub proof_of_work: Option<ProofOfWorkOut>,
+}
+
+/// Proof of work on join: find a nonce making SHA-256 of `<salt>:<sale id>:<user id>:<nonce>`
+/// start with `difficulty_bits` zero bits; send it as `Sluice-Proof-Of-Work`.
+#[derive(Debug, Clone, Object)]
+pub struct ProofOfWorkOut {
+    pub difficulty_bits: u32,
+    pub salt: String,
+}
+
+/// A new proof-of-work difficulty.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct ProofOfWorkSettings {
+    /// Zero bits a join's hash needs: 0 (off) to 32. Each step doubles a join's work.
+    pub difficulty_bits: u32,
+}
+
+impl poem_openapi::types::Example for ProofOfWorkSettings {
+    fn example() -> Self {
+        ProofOfWorkSettings {
+            difficulty_bits: 16,
+        }
+    }
 }
 
 impl poem_openapi::types::Example for OfferOut {
@@ -757,12 +788,17 @@ impl poem_openapi::types::Example for OfferOut {
             per_user_limit: 4,
             remaining: 3,
             free_seats: Some(vec!["A-1".into(), "A-2".into(), "B-7".into()]),
+            proof_of_work: Some(ProofOfWorkOut {
+                difficulty_bits: 16,
+                salt: "9f2c41d07be35a18c6e0f4a2d1b87c3e".into(),
+            }),
         }
     }
 }
 
 impl From<Offer> for OfferOut {
     fn from(offer: Offer) -> Self {
+        let pow = offer.sale.proof_of_work.clone();
         let record = SaleRecord {
             sale: offer.sale,
             remaining: offer.remaining,
@@ -777,6 +813,10 @@ impl From<Offer> for OfferOut {
             per_user_limit: sale.per_user_limit,
             remaining: sale.remaining,
             free_seats: offer.free_seats,
+            proof_of_work: pow.is_on().then(|| ProofOfWorkOut {
+                difficulty_bits: u32::from(pow.bits),
+                salt: pow.salt,
+            }),
         }
     }
 }

@@ -3,12 +3,14 @@
 pub mod attempt;
 pub mod events;
 pub mod ids;
+pub mod proof_of_work;
 pub mod sale;
 pub mod valve;
 
 pub use attempt::{decide, AttemptEvent, AttemptState, Decision, Effect, ExpiryReason, Rejected};
 pub use events::{DomainEvent, EventType};
 pub use ids::{AttemptId, IdError, SaleId, UserId};
+pub use proof_of_work::ProofOfWork;
 pub use sale::{
     Admission, AdmissionMode, NewSale, Sale, SaleError, SaleStatus, Stock, StockKind, Ttls,
 };

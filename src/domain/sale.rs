@@ -198,6 +198,8 @@ pub struct Sale {
     pub per_user_limit: u32,
     pub ttls: Ttls,
     pub admission: Admission,
+    /// The work a join must show (off unless an admin asks for it).
+    pub proof_of_work: super::ProofOfWork,
     pub status: SaleStatus,
     pub created_at: DateTime<Utc>,
 }
@@ -267,6 +269,7 @@ impl NewSale {
             per_user_limit: self.per_user_limit,
             ttls: self.ttls,
             admission,
+            proof_of_work: super::ProofOfWork::default(),
             status: SaleStatus::Open,
             created_at: now,
         })

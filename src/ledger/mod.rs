@@ -12,8 +12,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::domain::{
-    Admission, AttemptEvent, AttemptId, AttemptState, Decision, ExpiryReason, Rejected, Sale,
-    SaleId, SaleStatus, UserId,
+    Admission, AttemptEvent, AttemptId, AttemptState, Decision, ExpiryReason, ProofOfWork,
+    Rejected, Sale, SaleId, SaleStatus, UserId,
 };
 use crate::queue::{Admitted, LiveAttempt, SaleSnapshot, Take};
 
@@ -183,6 +183,7 @@ pub trait Ledger: Send + Sync + 'static {
     async fn sale(&self, id: SaleId) -> LedgerResult<Option<SaleRecord>>;
     async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord>;
     async fn set_admission(&self, id: SaleId, admission: Admission) -> LedgerResult<SaleRecord>;
+    async fn set_proof_of_work(&self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<SaleRecord>;
     /// Sales that are open now (status open, opened, not past closes_at).
     async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>>;
     async fn stats(&self, id: SaleId) -> LedgerResult<LedgerStats>;

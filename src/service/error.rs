@@ -36,6 +36,9 @@ pub enum ServiceError {
     NotAdmitted,
     #[error("this Idempotency-Key was used with a different request")]
     IdempotencyKeyReused,
+    /// The sale asks joins for proof of work and this one has none (or not enough).
+    #[error("this sale asks for proof of work: a nonce making SHA-256 of `{salt}:<sale id>:<user id>:<nonce>` start with {bits} zero bits, in the Sluice-Proof-Of-Work header")]
+    ProofOfWorkRequired { bits: u8, salt: String },
     /// The same key's first request is still being processed (by this or another replica).
     #[error("a request with this Idempotency-Key is still being processed")]
     IdempotencyKeyInProgress,

@@ -1,4 +1,5 @@
-//! Join a sale's queue. Touches only the queue store (unless the store lost the sale).
+//! Join a sale's queue. Touches only the queue store (unless the store lost the sale), after
+//! checking the proof of work the sale asks for (its settings kept in memory for a second).
 
 use chrono::Utc;
 
@@ -6,7 +7,22 @@ use super::{sales, App, AttemptView, ServiceError, ServiceResult};
 use crate::domain::{SaleId, UserId};
 use crate::queue::JoinOutcome;
 
-pub async fn join(app: &App, sale: SaleId, user: &UserId) -> ServiceResult<AttemptView> {
+/// Joins `sale`; `work` is the proof-of-work nonce, needed when the sale asks for one.
+pub async fn join(
+    app: &App,
+    sale: SaleId,
+    user: &UserId,
+    work: Option<&str>,
+) -> ServiceResult<AttemptView> {
+    if let Some(pow) = super::offer::proof_of_work(app, sale).await {
+        if !pow.verify(sale, user, work.unwrap_or("")) {
+            metrics::counter!("sluice_joins_total", "outcome" => "no_proof_of_work").increment(1);
+            return Err(ServiceError::ProofOfWorkRequired {
+                bits: pow.bits,
+                salt: pow.salt,
+            });
+        }
+    }
     let now_ms = Utc::now().timestamp_millis();
     let mut outcome = app.queue.join(sale, user, now_ms).await?;
     if outcome == JoinOutcome::UnknownSale && sales::restore_in_queue(app, sale, false).await? {

@@ -8,10 +8,12 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::{App, ServiceError, ServiceResult};
-use crate::domain::{Sale, SaleId, Stock};
+use crate::domain::{ProofOfWork, Sale, SaleId, Stock};
 
 /// How long an offer is served from memory: remaining stock may be this stale.
 const FRESH_FOR: Duration = Duration::from_secs(1);
+/// How long an offer is kept at all.
+const KEEP_FOR: Duration = Duration::from_secs(600);
 
 #[derive(Default)]
 pub struct OfferCache {
@@ -34,9 +36,38 @@ pub async fn offer(app: &App, id: SaleId) -> ServiceResult<Offer> {
     }
     let offer = read(app, id).await?;
     let mut offers = app.offers.offers.lock().expect("not poisoned");
-    offers.retain(|_, (at, _)| at.elapsed() < FRESH_FOR);
+    // Old entries stay a while: the fallback of `proof_of_work` while the ledger is down.
+    offers.retain(|_, (at, _)| at.elapsed() < KEEP_FOR);
     offers.insert(id, (Instant::now(), offer.clone()));
     Ok(offer)
+}
+
+/// The work a join to `id` must show. From the offers kept in memory; when the ledger cannot
+/// be read, the last one known (or none: joins keep answering from the queue store alone
+/// while the ledger is down, and stop asking for work rather than stop taking joins).
+pub async fn proof_of_work(app: &App, id: SaleId) -> Option<ProofOfWork> {
+    match offer(app, id).await {
+        Ok(offer) => Some(offer.sale.proof_of_work),
+        Err(ServiceError::NotFound(_)) => None,
+        Err(e) => {
+            let known = app
+                .offers
+                .offers
+                .lock()
+                .expect("not poisoned")
+                .get(&id)
+                .cloned();
+            tracing::debug!(sale = %id, error = %e, "proof of work from the last known offer");
+            known.map(|(_, offer)| offer.sale.proof_of_work)
+        }
+    }
+}
+
+impl OfferCache {
+    /// Forgets a sale's offer (its settings changed here).
+    pub fn forget(&self, id: SaleId) {
+        self.offers.lock().expect("not poisoned").remove(&id);
+    }
 }
 
 async fn read(app: &App, id: SaleId) -> ServiceResult<Offer> {

@@ -5,7 +5,7 @@ use chrono::Utc;
 
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::valve::ControllerState;
-use crate::domain::{Admission, NewSale, SaleId, SaleStatus};
+use crate::domain::{Admission, NewSale, ProofOfWork, SaleId, SaleStatus};
 use crate::ledger::{LedgerError, LedgerStats, SaleRecord};
 use crate::queue::SaleSnapshot;
 
@@ -53,6 +53,19 @@ pub async fn set_admission(
         .await
         .map_err(not_found_sale)?;
     app.queue.set_admission(id, admission).await?;
+    Ok(record)
+}
+
+/// Sets (or, with 0, removes) the proof of work a join must show; a new salt each time, so
+/// work done in advance is lost. Other replicas follow within a second.
+pub async fn set_proof_of_work(app: &App, id: SaleId, bits: u32) -> ServiceResult<SaleRecord> {
+    let pow = ProofOfWork::parse(bits).map_err(|e| ServiceError::validation(e.field, e.message))?;
+    let record = app
+        .ledger
+        .set_proof_of_work(id, &pow)
+        .await
+        .map_err(not_found_sale)?;
+    app.offers.forget(id);
     Ok(record)
 }
 

@@ -367,3 +367,91 @@ async fn per_ip_limits_hold_across_users_and_honour_a_trusted_proxy() {
     assert_eq!(t.stats(&sale).await["waiting"], 4);
     t.stop().await;
 }
+
+/// Proof of work on join: off by default; once asked for, a join without it (or with work for
+/// another user) is 428 and changes nothing; solved, it joins; raised live, the old work no
+/// longer counts.
+#[tokio::test]
+async fn proof_of_work_is_asked_checked_and_raisable_live() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({ "rate_per_minute": 1 })).await;
+    let sale_id = sluice::domain::SaleId::parse(&sale).unwrap();
+    let set = |bits: u32| {
+        t.admin(Method::PUT, &format!("/v1/sales/{sale}/proof-of-work"))
+            .json(&json!({ "difficulty_bits": bits }))
+            .send()
+    };
+    let offer = |user: &'static str| {
+        t.as_user(Method::GET, &format!("/v1/sales/{sale}/offer"), user)
+            .send()
+    };
+    let join = |user: &'static str, nonce: Option<String>| {
+        let mut req = t.as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), user);
+        if let Some(nonce) = nonce {
+            req = req.header("Sluice-Proof-Of-Work", nonce);
+        }
+        req.send()
+    };
+    let solve = |salt: &str, bits: u32, user: &str| {
+        let pow = sluice::domain::ProofOfWork {
+            bits: bits as u8,
+            salt: salt.to_owned(),
+        };
+        let user = sluice::domain::UserId::parse(user).unwrap();
+        (0u64..)
+            .map(|n| n.to_string())
+            .find(|nonce| pow.verify(sale_id, &user, nonce))
+            .unwrap()
+    };
+    assert_eq!(
+        join("early", None).await.unwrap().status(),
+        202,
+        "off by default"
+    );
+
+    assert_problem(set(40).await.unwrap(), 422, "/problems/validation").await;
+    let sale_out: serde_json::Value = set(12).await.unwrap().json().await.unwrap();
+    assert_eq!(sale_out["proof_of_work_bits"], 12);
+    let challenge: serde_json::Value = offer("bot").await.unwrap().json().await.unwrap();
+    let salt = challenge["proof_of_work"]["salt"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(challenge["proof_of_work"]["difficulty_bits"], 12);
+
+    let refused = join("bot", None).await.unwrap();
+    let problem = assert_problem(refused, 428, "/problems/proof-of-work-required").await;
+    assert!(
+        problem["detail"].as_str().unwrap().contains(&salt),
+        "{problem}"
+    );
+    let someone_elses = solve(&salt, 12, "human");
+    assert_problem(
+        join("bot", Some(someone_elses.clone())).await.unwrap(),
+        428,
+        "/problems/proof-of-work-required",
+    )
+    .await;
+    assert_eq!(t.stats(&sale).await["waiting"], 1, "refusals queued nobody");
+    assert_eq!(
+        join("human", Some(someone_elses)).await.unwrap().status(),
+        202
+    );
+
+    // Raised live: a new salt, and work done for the old one no longer counts.
+    let old_work = solve(&salt, 12, "latecomer");
+    set(14).await.unwrap();
+    assert_problem(
+        join("latecomer", Some(old_work)).await.unwrap(),
+        428,
+        "/problems/proof-of-work-required",
+    )
+    .await;
+    let fresh: serde_json::Value = offer("latecomer").await.unwrap().json().await.unwrap();
+    let new_salt = fresh["proof_of_work"]["salt"].as_str().unwrap();
+    assert_ne!(new_salt, salt);
+    let work = solve(new_salt, 14, "latecomer");
+    assert_eq!(join("latecomer", Some(work)).await.unwrap().status(), 202);
+    assert_eq!(t.stats(&sale).await["waiting"], 3);
+    t.stop().await;
+}

@@ -135,6 +135,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sales/{sale_id}/proof-of-work": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set proof of work on join
+         * @description Asks every join for a proof of work of `difficulty_bits` zero bits (0 turns it off), so
+         *     a bot farm pays for each place. Raise it live during an attack: a new salt is drawn,
+         *     and work done in advance is lost. Buyers' clients read the difficulty from `getOffer`.
+         */
+        put: operations["setProofOfWork"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sales/{sale_id}/stats": {
         parameters: {
             query?: never;
@@ -168,7 +190,8 @@ export interface paths {
          * Join a sale
          * @description Puts the caller in the sale's queue and answers their attempt with its position. Joining
          *     again while waiting (or admitted) answers the same attempt. Joins before `opens_at` wait
-         *     for the opening; a closed sale answers 409.
+         *     for the opening; a closed sale answers 409. A sale may ask for proof of work (428
+         *     without it).
          */
         post: operations["joinSale"];
         delete?: never;
@@ -736,6 +759,10 @@ export interface components {
          *       "name": "Summer tour — Berlin",
          *       "opens_at": "2026-07-25T17:20:00+00:00",
          *       "per_user_limit": 4,
+         *       "proof_of_work": {
+         *         "difficulty_bits": 16,
+         *         "salt": "9f2c41d07be35a18c6e0f4a2d1b87c3e"
+         *       },
          *       "remaining": 3,
          *       "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
          *       "status": "open",
@@ -761,6 +788,8 @@ export interface components {
             remaining: number;
             /** @description Seats still free (seated sales only). */
             free_seats?: string[];
+            /** @description The work a join must show, when the sale asks for it. */
+            proof_of_work?: components["schemas"]["ProofOfWorkOut"] & unknown;
         };
         /**
          * PaymentOut
@@ -802,6 +831,30 @@ export interface components {
             /** @description The request field at fault, for validation problems. */
             field?: string;
         };
+        /**
+         * ProofOfWorkOut
+         * @description Proof of work on join: find a nonce making SHA-256 of `<salt>:<sale id>:<user id>:<nonce>`
+         *     start with `difficulty_bits` zero bits; send it as `Sluice-Proof-Of-Work`.
+         */
+        ProofOfWorkOut: {
+            /** Format: uint32 */
+            difficulty_bits: number;
+            salt: string;
+        };
+        /**
+         * ProofOfWorkSettings
+         * @description A new proof-of-work difficulty.
+         * @example {
+         *       "difficulty_bits": 16
+         *     }
+         */
+        ProofOfWorkSettings: {
+            /**
+             * Format: uint32
+             * @description Zero bits a join's hash needs: 0 (off) to 32. Each step doubles a join's work.
+             */
+            difficulty_bits: number;
+        };
         /** @enum {string} */
         RateChange: "increase" | "decrease" | "hold" | "stale";
         /**
@@ -820,6 +873,7 @@ export interface components {
          *       "opens_at": "2026-07-25T17:20:00+00:00",
          *       "payment_ttl_secs": 600,
          *       "per_user_limit": 4,
+         *       "proof_of_work_bits": 0,
          *       "rate_per_minute": 600,
          *       "remaining": 2712,
          *       "status": "open",
@@ -862,6 +916,11 @@ export interface components {
             min_rate_per_minute?: number;
             /** Format: uint32 */
             max_rate_per_minute?: number;
+            /**
+             * Format: uint32
+             * @description Zero bits a join's proof of work needs (0: none asked).
+             */
+            proof_of_work_bits: number;
             /** Format: date-time */
             created_at: string;
         };
@@ -1079,6 +1138,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests; retry after the given seconds. */
             429: {
                 headers: {
@@ -1203,6 +1271,15 @@ export interface operations {
             };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1341,6 +1418,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests; retry after the given seconds. */
             429: {
                 headers: {
@@ -1465,6 +1551,15 @@ export interface operations {
             };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1603,6 +1698,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests; retry after the given seconds. */
             429: {
                 headers: {
@@ -1727,6 +1831,15 @@ export interface operations {
             };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1869,6 +1982,159 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests; retry after the given seconds. */
+            429: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setProofOfWork: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["ProofOfWorkSettings"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The attempt or its admission has expired. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests; retry after the given seconds. */
             429: {
                 headers: {
@@ -2000,6 +2266,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests; retry after the given seconds. */
             429: {
                 headers: {
@@ -2034,7 +2309,13 @@ export interface operations {
     joinSale: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description When the sale asks for proof of work (see `getOffer`): a nonce making SHA-256 of
+                 *     `<salt>:<sale id>:<user id>:<nonce>` start with the asked number of zero bits.
+                 */
+                "Sluice-Proof-Of-Work"?: string;
+            };
             path: {
                 sale_id: string;
             };
@@ -2127,6 +2408,15 @@ export interface operations {
             };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2267,6 +2557,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests; retry after the given seconds. */
             429: {
                 headers: {
@@ -2400,6 +2699,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests; retry after the given seconds. */
             429: {
                 headers: {
@@ -2524,6 +2832,15 @@ export interface operations {
             };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2670,6 +2987,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests; retry after the given seconds. */
             429: {
                 headers: {
@@ -2796,6 +3122,15 @@ export interface operations {
             };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2938,6 +3273,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many requests; retry after the given seconds. */
             429: {
                 headers: {
@@ -3062,6 +3406,15 @@ export interface operations {
             };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3200,6 +3553,15 @@ export interface operations {
             };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3403,6 +3765,15 @@ export interface operations {
             };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
+            428: {
                 headers: {
                     [name: string]: unknown;
                 };

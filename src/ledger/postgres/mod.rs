@@ -96,6 +96,10 @@ impl Ledger for PgLedger {
         sales::set_admission(&self.pool, id, admission).await
     }
 
+    async fn set_proof_of_work(&self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<SaleRecord> {
+        sales::set_proof_of_work(&self.pool, id, pow).await
+    }
+
     async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>> {
         sales::admitting(&self.pool).await
     }

@@ -4,14 +4,16 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Row};
 
 use super::{db_error, outbox};
-use crate::domain::{Admission, DomainEvent, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls};
+use crate::domain::{
+    Admission, DomainEvent, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+};
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
 /// A sale's columns, with its free units counted.
 const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total,
     (SELECT count(*) FROM stock_units u WHERE u.sale_id = sales.id AND u.attempt_id IS NULL) AS remaining,
     per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
-    max_active, adaptive_min_rate, adaptive_max_rate, status, created_at";
+    max_active, adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, status, created_at";
 
 pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
     let mut tx = pool.begin().await.map_err(db_error)?;
@@ -80,6 +82,10 @@ fn sale_from_row(row: &PgRow, seats: Option<Vec<String>>) -> LedgerResult<SaleRe
             payment_secs: row.get::<i32, _>("payment_ttl_secs") as u32,
         },
         admission: admission_from_row(row),
+        proof_of_work: ProofOfWork {
+            bits: row.get::<i32, _>("pow_bits") as u8,
+            salt: row.get("pow_salt"),
+        },
         status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
         created_at: row.get("created_at"),
     };
@@ -230,4 +236,22 @@ fn admission_from_row(row: &PgRow) -> Admission {
         bound("adaptive_min_rate"),
         bound("adaptive_max_rate"),
     )
+}
+
+pub(super) async fn set_proof_of_work(
+    pool: &PgPool,
+    id: SaleId,
+    pow: &ProofOfWork,
+) -> LedgerResult<SaleRecord> {
+    let done = sqlx::query("UPDATE sales SET pow_bits = $2, pow_salt = $3 WHERE id = $1")
+        .bind(id.0)
+        .bind(i32::from(pow.bits))
+        .bind(&pow.salt)
+        .execute(pool)
+        .await
+        .map_err(db_error)?;
+    if done.rows_affected() == 0 {
+        return Err(LedgerError::NotFound);
+    }
+    load(pool, id).await?.ok_or(LedgerError::NotFound)
 }

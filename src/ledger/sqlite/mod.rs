@@ -120,6 +120,10 @@ impl Ledger for SqliteLedger {
         sales::set_admission(self, id, admission).await
     }
 
+    async fn set_proof_of_work(&self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<SaleRecord> {
+        sales::set_proof_of_work(self, id, pow).await
+    }
+
     async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>> {
         sales::admitting(&self.pool).await
     }

@@ -4,14 +4,16 @@ use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::Row;
 
 use super::{db_error, from_ms, SqliteLedger, NOW_MS};
-use crate::domain::{Admission, DomainEvent, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls};
+use crate::domain::{
+    Admission, DomainEvent, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+};
 use crate::ledger::transition::AttemptTx;
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
 const COLUMNS: &str = "id, name, opens_at_ms, closes_at_ms, stock_kind, total,
     (SELECT count(*) FROM stock_units u WHERE u.sale_id = sales.id AND u.attempt_id IS NULL) AS remaining,
     per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
-    max_active, adaptive_min_rate, adaptive_max_rate, status, created_at_ms";
+    max_active, adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, status, created_at_ms";
 
 pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<()> {
     let mut tx = ledger.write().await?;
@@ -82,6 +84,10 @@ fn sale_from_row(row: &SqliteRow, seats: Option<Vec<String>>) -> LedgerResult<Sa
                 payment_secs: int("payment_ttl_secs"),
             },
             admission: admission_from_row(row),
+            proof_of_work: ProofOfWork {
+                bits: row.get::<i64, _>("pow_bits") as u8,
+                salt: row.get("pow_salt"),
+            },
             status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
             created_at: from_ms(row.get("created_at_ms")),
         },
@@ -229,4 +235,24 @@ fn admission_from_row(row: &SqliteRow) -> Admission {
         row.get("adaptive_min_rate"),
         row.get("adaptive_max_rate"),
     )
+}
+
+pub(super) async fn set_proof_of_work(
+    ledger: &SqliteLedger,
+    id: SaleId,
+    pow: &ProofOfWork,
+) -> LedgerResult<SaleRecord> {
+    let mut tx = ledger.write().await?;
+    let done = sqlx::query("UPDATE sales SET pow_bits = ?, pow_salt = ? WHERE id = ?")
+        .bind(i64::from(pow.bits))
+        .bind(&pow.salt)
+        .bind(id.0)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    tx.commit().await.map_err(db_error)?;
+    if done.rows_affected() == 0 {
+        return Err(LedgerError::NotFound);
+    }
+    load(ledger.pool(), id).await?.ok_or(LedgerError::NotFound)
 }

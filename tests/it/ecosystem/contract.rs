@@ -117,6 +117,7 @@ fn operation_ids_are_stable() {
         "releaseHold",
         "resumeSale",
         "setAdmission",
+        "setProofOfWork",
         "streamAttempt",
     ];
     assert_eq!(ids, expected, "operation ids changed: add, never rename");
