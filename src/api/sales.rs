@@ -7,8 +7,8 @@ use poem_openapi::{ApiResponse, OpenApi};
 use super::problem::ApiError;
 use super::security::AdminAuth;
 use super::types::{
-    adaptive_bounds, AdmissionOut, AdmissionSettings, CreateSale, ProofOfWorkSettings, SaleOut,
-    SaleStatsOut,
+    adaptive_bounds, AdmissionOut, AdmissionSettings, CreateSale, OpeningName, ProofOfWorkSettings,
+    SaleOut, SaleStatsOut,
 };
 use super::{parse_sale_id, ApiTags};
 use crate::domain::{NewSale, SaleStatus, Ttls, UserId};
@@ -80,6 +80,10 @@ impl SalesApi {
                 b.min_rate_per_minute,
                 b.max_rate_per_minute,
             ),
+            lottery: match b.opening {
+                OpeningName::Fifo => None,
+                OpeningName::LotteryAtOpen => Some(b.lottery_seed.clone().unwrap_or_default()),
+            },
         };
         let app = &self.app;
         let sale_id = idempotent(

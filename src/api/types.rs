@@ -5,7 +5,9 @@ use chrono::{DateTime, Utc};
 use poem_openapi::{Enum, Object};
 
 use crate::domain::valve::{Change, ControllerState};
-use crate::domain::{Admission, AdmissionMode, AttemptState, ExpiryReason, SaleStatus, Stock};
+use crate::domain::{
+    Admission, AdmissionMode, AttemptState, ExpiryReason, Opening, SaleStatus, Stock,
+};
 use crate::ledger::SaleRecord;
 use crate::service::offer::Offer;
 use crate::service::sales::SaleStats;
@@ -74,6 +76,25 @@ pub struct CreateSale {
     pub min_rate_per_minute: Option<u32>,
     /// Adaptive mode: the highest rate the controller climbs to (users per minute).
     pub max_rate_per_minute: Option<u32>,
+    /// How the queue opens. Default: `fifo`.
+    #[oai(default)]
+    pub opening: OpeningName,
+    /// A lottery's seed, published with the sale so anyone can re-derive the order (default:
+    /// drawn now). Publish it before the opening, e.g. a value announced in advance.
+    pub lottery_seed: Option<String>,
+}
+
+/// How a sale's queue opens.
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq, Default, serde::Serialize)]
+#[oai(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
+pub enum OpeningName {
+    /// Join order.
+    #[default]
+    Fifo,
+    /// Everyone who joined before `opens_at` in the order of SHA-1 (hex) of
+    /// `<lottery_seed>:<user id>`; later joins after them, in join order.
+    LotteryAtOpen,
 }
 
 /// Who sets a sale's admission rate.
@@ -135,6 +156,8 @@ impl poem_openapi::types::Example for CreateSale {
             admission_mode: AdmissionModeName::Manual,
             min_rate_per_minute: None,
             max_rate_per_minute: None,
+            opening: OpeningName::Fifo,
+            lottery_seed: None,
         }
     }
 }
@@ -188,6 +211,11 @@ pub struct SaleOut {
     pub max_rate_per_minute: Option<u32>,
     /// Zero bits a join's proof of work needs (0: none asked).
     pub proof_of_work_bits: u32,
+    pub opening: OpeningName,
+    /// The lottery's seed (lottery sales): the order at the opening is SHA-1 (hex) of
+    /// `<lottery_seed>:<user id>`, ascending.
+    #[oai(skip_serializing_if_is_none)]
+    pub lottery_seed: Option<String>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -213,6 +241,8 @@ impl poem_openapi::types::Example for SaleOut {
             min_rate_per_minute: Some(60),
             max_rate_per_minute: Some(3000),
             proof_of_work_bits: 0,
+            opening: OpeningName::Fifo,
+            lottery_seed: None,
             created_at: example_time(),
         }
     }
@@ -251,6 +281,11 @@ impl From<SaleRecord> for SaleOut {
             min_rate_per_minute: bounds(s.admission.mode).0,
             max_rate_per_minute: bounds(s.admission.mode).1,
             proof_of_work_bits: u32::from(s.proof_of_work.bits),
+            opening: match s.opening {
+                Opening::Fifo => OpeningName::Fifo,
+                Opening::LotteryAtOpen { .. } => OpeningName::LotteryAtOpen,
+            },
+            lottery_seed: s.opening.seed().map(str::to_owned),
             created_at: s.created_at,
         }
     }

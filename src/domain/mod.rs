@@ -12,5 +12,5 @@ pub use events::{DomainEvent, EventType};
 pub use ids::{AttemptId, IdError, SaleId, UserId};
 pub use proof_of_work::ProofOfWork;
 pub use sale::{
-    Admission, AdmissionMode, NewSale, Sale, SaleError, SaleStatus, Stock, StockKind, Ttls,
+    Admission, AdmissionMode, NewSale, Opening, Sale, SaleError, SaleStatus, Stock, StockKind, Ttls,
 };

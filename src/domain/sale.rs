@@ -200,8 +200,43 @@ pub struct Sale {
     pub admission: Admission,
     /// The work a join must show (off unless an admin asks for it).
     pub proof_of_work: super::ProofOfWork,
+    pub opening: Opening,
     pub status: SaleStatus,
     pub created_at: DateTime<Utc>,
+}
+
+/// How a sale opens.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Opening {
+    /// Join order, from the first join to the last.
+    Fifo,
+    /// Everyone who joined before the opening, in the order of SHA-1 of `<seed>:<user id>`;
+    /// later joins after them in join order. The seed is published with the sale.
+    LotteryAtOpen { seed: String },
+}
+
+impl Opening {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Opening::Fifo => "fifo",
+            Opening::LotteryAtOpen { .. } => "lottery_at_open",
+        }
+    }
+
+    /// From the ledger's columns.
+    pub fn from_stored(opening: &str, seed: String) -> Self {
+        match opening {
+            "lottery_at_open" => Opening::LotteryAtOpen { seed },
+            _ => Opening::Fifo,
+        }
+    }
+
+    pub fn seed(&self) -> Option<&str> {
+        match self {
+            Opening::Fifo => None,
+            Opening::LotteryAtOpen { seed } => Some(seed),
+        }
+    }
 }
 
 /// What an admin asks for; [`NewSale::parse`] turns the raw request into a [`Sale`].
@@ -217,6 +252,8 @@ pub struct NewSale {
     pub max_active: u32,
     /// The adaptive controller's `(min, max)` users per minute; `None`: manual.
     pub adaptive: Option<(u32, u32)>,
+    /// `Some(seed)`: a lottery at the opening (an empty seed draws one); `None`: FIFO.
+    pub lottery: Option<String>,
 }
 
 impl NewSale {
@@ -270,6 +307,19 @@ impl NewSale {
             ttls: self.ttls,
             admission,
             proof_of_work: super::ProofOfWork::default(),
+            opening: match self.lottery {
+                None => Opening::Fifo,
+                Some(seed) if seed.is_empty() => Opening::LotteryAtOpen {
+                    seed: hex::encode(rand::random::<[u8; 16]>()),
+                },
+                Some(seed) if seed.len() > 128 || !seed.bytes().all(|b| b.is_ascii_graphic()) => {
+                    return Err(SaleError::new(
+                        "lottery_seed",
+                        "1 to 128 printable characters",
+                    ))
+                }
+                Some(seed) => Opening::LotteryAtOpen { seed },
+            },
             status: SaleStatus::Open,
             created_at: now,
         })
@@ -346,6 +396,7 @@ mod tests {
             rate_per_minute: 600,
             max_active: 100,
             adaptive: None,
+            lottery: None,
         }
     }
 

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::domain::{
-    Admission, AttemptEvent, AttemptId, AttemptState, Decision, ExpiryReason, ProofOfWork,
+    Admission, AttemptEvent, AttemptId, AttemptState, Decision, ExpiryReason, Opening, ProofOfWork,
     Rejected, Sale, SaleId, SaleStatus, UserId,
 };
 use crate::queue::{Admitted, LiveAttempt, SaleSnapshot, Take};
@@ -84,11 +84,13 @@ pub struct SaleRecord {
 }
 
 /// What the admission loop needs of an open sale.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AdmissionPlan {
     pub sale: SaleId,
     pub admission: Admission,
     pub admission_ttl_secs: u32,
+    /// A lottery sale's draw is made by its admitter before the first admission.
+    pub opening: Opening,
 }
 
 /// What an attempt holds.

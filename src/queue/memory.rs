@@ -57,6 +57,17 @@ struct SaleQueue {
     /// their place for want of one.
     seen: HashMap<Uuid, i64>,
     abandoned: HashSet<Uuid>,
+    /// A lottery sale's draw was made.
+    lottery_drawn: bool,
+}
+
+/// A lottery rank, as `lottery.lua` computes it: SHA-1 (hex) of `<seed>:<user id>`.
+fn lottery_key(seed: &str, user: &str) -> String {
+    let digest = ring::digest::digest(
+        &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+        format!("{seed}:{user}").as_bytes(),
+    );
+    hex::encode(digest.as_ref())
 }
 
 fn now_ms() -> i64 {
@@ -114,6 +125,7 @@ impl SaleQueue {
             controller: None,
             seen: HashMap::new(),
             abandoned: HashSet::new(),
+            lottery_drawn: false,
         }
     }
 
@@ -516,6 +528,33 @@ impl QueueStore for MemoryQueue {
             n
         });
         Ok(n.unwrap_or(0))
+    }
+
+    async fn draw_lottery(&self, sale: SaleId, seed: &str) -> QueueResult<Option<u64>> {
+        let drawn = self.with(sale, |q| {
+            if q.lottery_drawn {
+                return None;
+            }
+            let mut ranked: Vec<(String, Uuid)> = q
+                .queue
+                .values()
+                .map(|attempt| {
+                    let user = q.owners.get(attempt).map_or("", UserId::as_str);
+                    (lottery_key(seed, user), *attempt)
+                })
+                .collect();
+            ranked.sort();
+            // Ranks 1..n are below every sequence number given so far: later joins follow.
+            q.queue.clear();
+            for (rank, (_, attempt)) in ranked.iter().enumerate() {
+                let rank = rank as u64 + 1;
+                q.queue.insert(rank, *attempt);
+                q.queued.insert(*attempt, rank);
+            }
+            q.lottery_drawn = true;
+            Some(ranked.len() as u64)
+        });
+        Ok(drawn.flatten())
     }
 
     async fn put_controller(&self, sale: SaleId, state: &str, ttl_ms: u64) -> QueueResult<()> {

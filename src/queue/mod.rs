@@ -263,6 +263,11 @@ pub trait QueueStore: Send + Sync + 'static {
     /// abandonment is off.
     async fn abandon(&self, sale: SaleId, limit: u32) -> QueueResult<u64>;
 
+    /// A lottery sale's draw, once: everyone waiting ordered by SHA-1 (hex) of
+    /// `<seed>:<user id>`; later joins come after them. `Some(n)` when this call drew (n
+    /// ordered), `None` when the draw was made before.
+    async fn draw_lottery(&self, sale: SaleId, seed: &str) -> QueueResult<Option<u64>>;
+
     /// Publishes the sale's admission controller state (JSON) for `ttl_ms`, so whichever
     /// replica an admin asks can show it; it vanishes when its admitter stops publishing.
     async fn put_controller(&self, sale: SaleId, state: &str, ttl_ms: u64) -> QueueResult<()>;

@@ -32,6 +32,7 @@ lua!(FINISH, "finish.lua");
 lua!(INIT_SALE, "init_sale.lua");
 lua!(EXTEND, "extend.lua");
 lua!(ABANDON, "abandon.lua");
+lua!(LOTTERY, "lottery.lua");
 
 /// How long past its deadline an active entry may linger before admit_batch drops it; the
 /// reapers normally free it long before (they own the ledger side of the expiry).
@@ -532,6 +533,17 @@ impl QueueStore for RedisQueue {
             .arg(limit);
         let n: u64 = self.run(&inv).await?;
         Ok(n)
+    }
+
+    async fn draw_lottery(&self, sale: SaleId, seed: &str) -> QueueResult<Option<u64>> {
+        let k = self.keys(sale);
+        let mut inv = LOTTERY.prepare_invoke();
+        inv.key(k.key("meta"))
+            .key(k.key("queue"))
+            .key(k.key("owners"))
+            .arg(seed);
+        let n: i64 = self.run(&inv).await?;
+        Ok((n >= 0).then_some(n as u64))
     }
 
     async fn put_controller(&self, sale: SaleId, state: &str, ttl_ms: u64) -> QueueResult<()> {

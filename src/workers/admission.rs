@@ -91,6 +91,11 @@ async fn admit(
     let Some(lease) = app.queue.lease(sale, &app.instance_id, ttl_ms).await? else {
         return Ok(()); // another replica admits for this sale
     };
+    if let Some(seed) = plan.opening.seed() {
+        if let Some(n) = app.queue.draw_lottery(sale, seed).await? {
+            tracing::info!(%sale, ordered = n, "lottery drawn at the opening");
+        }
+    }
     if app.config.workers.abandon_after_secs > 0 {
         let abandoned = app.queue.abandon(sale, ABANDON_PER_TICK).await?;
         if abandoned > 0 {

@@ -145,6 +145,7 @@ fn new_sale(stock: Stock) -> Sale {
         rate_per_minute: 60,
         max_active: 1000,
         adaptive: None,
+        lottery: None,
     }
     .parse(Utc::now())
     .unwrap()
@@ -164,6 +165,7 @@ async fn admitted(ledger: &Arc<dyn Ledger>, sale: &Sale, n: usize) -> Vec<(Attem
         sale: sale.id,
         admission: sale.admission,
         admission_ttl_secs: 60,
+        opening: sale.opening.clone(),
     };
     ledger.record_admissions(&plan, &admitted).await.unwrap();
     admitted.into_iter().map(|a| (a.attempt, a.user)).collect()

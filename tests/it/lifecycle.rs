@@ -412,3 +412,78 @@ async fn waiting_users_who_stop_polling_lose_their_place() {
     assert_eq!(status["position"], 1, "moved up: {status}");
     t.stop().await;
 }
+
+/// A lottery at the opening: everyone who joined before `opens_at` is ordered by SHA-1 of
+/// `<seed>:<user id>` (re-derivable from the published seed, not arrival order); a later join
+/// comes after them.
+#[tokio::test]
+async fn a_lottery_orders_the_early_joiners_by_the_published_seed() {
+    let t = TestApp::spawn().await;
+    let opens_at = chrono::Utc::now() + chrono::Duration::seconds(2);
+    let sale = t
+        .create_sale(json!({
+            "opens_at": opens_at, "rate_per_minute": 1, "quantity": 100,
+            "opening": "lottery_at_open", "lottery_seed": "drand-round-4242"
+        }))
+        .await;
+    let got = t
+        .admin_json(reqwest::Method::GET, &format!("/v1/sales/{sale}"))
+        .await;
+    assert_eq!(got["opening"], "lottery_at_open");
+    assert_eq!(got["lottery_seed"], "drand-round-4242");
+    let users: Vec<String> = (0..12).map(|i| format!("early-{i:02}")).collect();
+    let mut attempts = Vec::new();
+    for user in &users {
+        attempts.push(
+            t.join(&sale, user).await["attempt_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    // Anyone can re-derive the order from the seed.
+    let key = |user: &str| {
+        let d = ring::digest::digest(
+            &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+            format!("drand-round-4242:{user}").as_bytes(),
+        );
+        hex::encode(d.as_ref())
+    };
+    let mut expected = users.clone();
+    expected.sort_by_key(|u| key(u));
+    assert_ne!(expected, users, "the draw differs from arrival order");
+
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let late = t.join(&sale, "late-comer").await;
+    // Rate 1/min: at most the first is admitted; everyone else stands in the drawn order.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let order = loop {
+        let mut placed: Vec<(u64, String)> = Vec::new();
+        for (user, attempt) in users.iter().zip(&attempts) {
+            let status = t.status(attempt, user).await;
+            let position = match status["state"].as_str() {
+                Some("QUEUED") => status["position"].as_u64().unwrap(),
+                _ => 0, // admitted: the head of the draw
+            };
+            placed.push((position, user.clone()));
+        }
+        placed.sort();
+        let order: Vec<String> = placed.into_iter().map(|(_, u)| u).collect();
+        if order == expected || std::time::Instant::now() > deadline {
+            break order;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        order, expected,
+        "the order at the opening is the published draw"
+    );
+    let late = t
+        .status(late["attempt_id"].as_str().unwrap(), "late-comer")
+        .await;
+    assert_eq!(
+        late["position"], late["waiting"],
+        "the late join is last: {late}"
+    );
+    t.stop().await;
+}

@@ -44,7 +44,50 @@ on_every_queue_store!(
     holds_are_all_or_nothing_limited_and_restored_once,
     init_keeps_a_live_sale_and_rebuilds_from_a_snapshot,
     controller_state_expires_unless_renewed,
+    a_lottery_draw_orders_the_waiting_once_by_the_seed,
 );
+
+/// The lottery draw: everyone waiting, ordered by SHA-1 (hex) of `<seed>:<user id>`, once;
+/// a join after the draw comes last.
+async fn a_lottery_draw_orders_the_waiting_once_by_the_seed(q: Arc<dyn QueueStore>) {
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let names: Vec<String> = (0..10).map(|i| format!("u{i}")).collect();
+    let mut attempts = Vec::new();
+    for name in &names {
+        match q.join(s.id, &user(name), 0).await.unwrap() {
+            JoinOutcome::Queued { attempt, .. } => attempts.push(attempt),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(q.draw_lottery(s.id, "seed-1").await.unwrap(), Some(10));
+    assert_eq!(q.draw_lottery(s.id, "seed-1").await.unwrap(), None, "once");
+    let key = |name: &str| {
+        let d = ring::digest::digest(
+            &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+            format!("seed-1:{name}").as_bytes(),
+        );
+        hex::encode(d.as_ref())
+    };
+    let mut expected = names.clone();
+    expected.sort_by_key(|n| key(n));
+    let mut placed = Vec::new();
+    for (name, attempt) in names.iter().zip(&attempts) {
+        placed.push((
+            q.view(*attempt).await.unwrap().position.unwrap(),
+            name.clone(),
+        ));
+    }
+    placed.sort();
+    let order: Vec<String> = placed.into_iter().map(|(_, n)| n).collect();
+    assert_eq!(order, expected);
+    match q.join(s.id, &user("later"), 0).await.unwrap() {
+        JoinOutcome::Queued { position, .. } => assert_eq!(position, 11),
+        other => panic!("{other:?}"),
+    }
+}
 
 fn sale(stock: Stock, max_active: u32) -> Sale {
     let (quantity, seats) = match stock {
@@ -66,6 +109,7 @@ fn sale(stock: Stock, max_active: u32) -> Sale {
         rate_per_minute: 60,
         max_active,
         adaptive: None,
+        lottery: None,
     }
     .parse(Utc::now())
     .unwrap()

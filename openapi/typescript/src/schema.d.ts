@@ -523,7 +523,7 @@ export interface components {
              * @description Who sets the rate from now on. Default: `manual`.
              * @default manual
              */
-            mode: components["schemas"]["AdmissionModeName"] & unknown;
+            mode?: components["schemas"]["AdmissionModeName"] & unknown;
             /**
              * Format: uint32
              * @description Adaptive mode (required there): the lowest rate, users per minute.
@@ -611,10 +611,12 @@ export interface components {
          *       "admission_ttl_secs": 120,
          *       "closes_at": null,
          *       "hold_ttl_secs": 300,
+         *       "lottery_seed": null,
          *       "max_active": 1000,
          *       "max_rate_per_minute": null,
          *       "min_rate_per_minute": null,
          *       "name": "Summer tour — Berlin",
+         *       "opening": "fifo",
          *       "opens_at": null,
          *       "payment_ttl_secs": 600,
          *       "per_user_limit": 4,
@@ -648,42 +650,42 @@ export interface components {
              * @description Most units one user may hold or buy.
              * @default 4
              */
-            per_user_limit: number;
+            per_user_limit?: number;
             /**
              * Format: uint32
              * @description How long an admitted user has to hold, in seconds.
              * @default 120
              */
-            admission_ttl_secs: number;
+            admission_ttl_secs?: number;
             /**
              * Format: uint32
              * @description How long a hold lasts before checkout, in seconds.
              * @default 300
              */
-            hold_ttl_secs: number;
+            hold_ttl_secs?: number;
             /**
              * Format: uint32
              * @description How long a payment may take, in seconds.
              * @default 600
              */
-            payment_ttl_secs: number;
+            payment_ttl_secs?: number;
             /**
              * Format: uint32
              * @description Users admitted per minute.
              * @default 600
              */
-            rate_per_minute: number;
+            rate_per_minute?: number;
             /**
              * Format: uint32
              * @description Cap on admitted + holding + paying users.
              * @default 1000
              */
-            max_active: number;
+            max_active?: number;
             /**
              * @description Who sets the admission rate. Default: `manual`.
              * @default manual
              */
-            admission_mode: components["schemas"]["AdmissionModeName"] & unknown;
+            admission_mode?: components["schemas"]["AdmissionModeName"] & unknown;
             /**
              * Format: uint32
              * @description Adaptive mode: the lowest rate the controller goes to (users per minute).
@@ -694,6 +696,16 @@ export interface components {
              * @description Adaptive mode: the highest rate the controller climbs to (users per minute).
              */
             max_rate_per_minute?: number;
+            /**
+             * @description How the queue opens. Default: `fifo`.
+             * @default fifo
+             */
+            opening?: components["schemas"]["OpeningName"] & unknown;
+            /**
+             * @description A lottery's seed, published with the sale so anyone can re-derive the order (default:
+             *     drawn now). Publish it before the opening, e.g. a value announced in advance.
+             */
+            lottery_seed?: string;
         };
         /**
          * ExpiredCounts
@@ -792,6 +804,11 @@ export interface components {
             proof_of_work?: components["schemas"]["ProofOfWorkOut"] & unknown;
         };
         /**
+         * @description How a sale's queue opens.
+         * @enum {string}
+         */
+        OpeningName: "fifo" | "lottery_at_open";
+        /**
          * PaymentOut
          * @description The payment the provider is expected to report on.
          */
@@ -870,6 +887,7 @@ export interface components {
          *       "max_rate_per_minute": 3000,
          *       "min_rate_per_minute": 60,
          *       "name": "Summer tour — Berlin",
+         *       "opening": "fifo",
          *       "opens_at": "2026-07-25T17:20:00+00:00",
          *       "payment_ttl_secs": 600,
          *       "per_user_limit": 4,
@@ -921,6 +939,12 @@ export interface components {
              * @description Zero bits a join's proof of work needs (0: none asked).
              */
             proof_of_work_bits: number;
+            opening: components["schemas"]["OpeningName"];
+            /**
+             * @description The lottery's seed (lottery sales): the order at the opening is SHA-1 (hex) of
+             *     `<lottery_seed>:<user id>`, ascending.
+             */
+            lottery_seed?: string;
             /** Format: date-time */
             created_at: string;
         };
@@ -994,7 +1018,7 @@ export interface components {
              * @description Wait this long before sending the webhook (0 to 60000 ms).
              * @default 0
              */
-            delay_ms: number;
+            delay_ms?: number;
         };
         /** SignalOut */
         SignalOut: {

@@ -5,7 +5,7 @@ use sqlx::{PgPool, Row};
 
 use super::{db_error, outbox};
 use crate::domain::{
-    Admission, DomainEvent, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+    Admission, DomainEvent, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
 };
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
@@ -13,7 +13,7 @@ use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleR
 const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total,
     (SELECT count(*) FROM stock_units u WHERE u.sale_id = sales.id AND u.attempt_id IS NULL) AS remaining,
     per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
-    max_active, adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, status, created_at";
+    max_active, adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status, created_at";
 
 pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
     let mut tx = pool.begin().await.map_err(db_error)?;
@@ -21,8 +21,9 @@ pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
     sqlx::query(
         "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total,
             per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
-            max_active, adaptive_min_rate, adaptive_max_rate, status, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+            max_active, adaptive_min_rate, adaptive_max_rate, status, created_at, opening,
+            lottery_seed)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
     )
     .bind(sale.id.0)
     .bind(&sale.name)
@@ -40,6 +41,8 @@ pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
     .bind(sale.admission.stored_bounds().1.map(|v| v as i32))
     .bind(sale.status.as_str())
     .bind(sale.created_at)
+    .bind(sale.opening.as_str())
+    .bind(sale.opening.seed().unwrap_or_default())
     .execute(&mut *tx)
     .await
     .map_err(db_error)?;
@@ -86,6 +89,7 @@ fn sale_from_row(row: &PgRow, seats: Option<Vec<String>>) -> LedgerResult<SaleRe
             bits: row.get::<i32, _>("pow_bits") as u8,
             salt: row.get("pow_salt"),
         },
+        opening: Opening::from_stored(row.get("opening"), row.get("lottery_seed")),
         status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
         created_at: row.get("created_at"),
     };
@@ -176,7 +180,7 @@ pub(super) async fn set_admission(
 pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>> {
     let rows = sqlx::query(
         "SELECT id, rate_per_minute, max_active, adaptive_min_rate, adaptive_max_rate,
-                admission_ttl_secs FROM sales
+                admission_ttl_secs, opening, lottery_seed FROM sales
          WHERE status = 'open' AND opens_at <= now() AND (closes_at IS NULL OR closes_at > now())",
     )
     .fetch_all(pool)
@@ -188,6 +192,7 @@ pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>>
             sale: SaleId(r.get("id")),
             admission: admission_from_row(r),
             admission_ttl_secs: r.get::<i32, _>("admission_ttl_secs") as u32,
+            opening: Opening::from_stored(r.get("opening"), r.get("lottery_seed")),
         })
         .collect())
 }

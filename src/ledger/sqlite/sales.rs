@@ -5,7 +5,7 @@ use sqlx::Row;
 
 use super::{db_error, from_ms, SqliteLedger, NOW_MS};
 use crate::domain::{
-    Admission, DomainEvent, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+    Admission, DomainEvent, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
 };
 use crate::ledger::transition::AttemptTx;
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
@@ -13,15 +13,15 @@ use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleR
 const COLUMNS: &str = "id, name, opens_at_ms, closes_at_ms, stock_kind, total,
     (SELECT count(*) FROM stock_units u WHERE u.sale_id = sales.id AND u.attempt_id IS NULL) AS remaining,
     per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
-    max_active, adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, status, created_at_ms";
+    max_active, adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status, created_at_ms";
 
 pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<()> {
     let mut tx = ledger.write().await?;
     sqlx::query(
         "INSERT INTO sales (id, name, opens_at_ms, closes_at_ms, stock_kind, total, per_user_limit,
             admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active, adaptive_min_rate,
-            adaptive_max_rate, status, created_at_ms)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            adaptive_max_rate, status, created_at_ms, opening, lottery_seed)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(sale.id.0)
     .bind(&sale.name)
@@ -39,6 +39,8 @@ pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<(
     .bind(sale.admission.stored_bounds().1)
     .bind(sale.status.as_str())
     .bind(sale.created_at.timestamp_millis())
+    .bind(sale.opening.as_str())
+    .bind(sale.opening.seed().unwrap_or_default())
     .execute(&mut *tx)
     .await
     .map_err(db_error)?;
@@ -88,6 +90,7 @@ fn sale_from_row(row: &SqliteRow, seats: Option<Vec<String>>) -> LedgerResult<Sa
                 bits: row.get::<i64, _>("pow_bits") as u8,
                 salt: row.get("pow_salt"),
             },
+            opening: Opening::from_stored(row.get("opening"), row.get("lottery_seed")),
             status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
             created_at: from_ms(row.get("created_at_ms")),
         },
@@ -177,7 +180,7 @@ pub(super) async fn set_admission(
 pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPlan>> {
     let rows = sqlx::query(&format!(
         "SELECT id, rate_per_minute, max_active, adaptive_min_rate, adaptive_max_rate,
-                admission_ttl_secs FROM sales
+                admission_ttl_secs, opening, lottery_seed FROM sales
          WHERE status = 'open' AND opens_at_ms <= {NOW_MS} AND (closes_at_ms IS NULL OR closes_at_ms > {NOW_MS})"
     ))
     .fetch_all(pool)
@@ -189,6 +192,7 @@ pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPl
             sale: SaleId(r.get("id")),
             admission: admission_from_row(r),
             admission_ttl_secs: r.get::<i64, _>("admission_ttl_secs") as u32,
+            opening: Opening::from_stored(r.get("opening"), r.get("lottery_seed")),
         })
         .collect())
 }
