@@ -55,6 +55,11 @@ where
     let request_hash = hex::encode(Sha256::digest(
         serde_json::to_vec(request).map_err(|e| ServiceError::Internal(e.to_string()))?,
     ));
+    // A retry of a finished request: its answer, in one read.
+    let saved = app.ledger.saved_response(user, &key.0).await?;
+    if let Some(answer) = settled(saved, &request_hash) {
+        return answer;
+    }
     // Claim the key before working, so concurrent duplicates (a double click, a retry racing
     // the original) wait for the first answer instead of doing the work again.
     let deadline = Instant::now() + WAIT_FOR_FIRST;
@@ -63,17 +68,11 @@ where
         .reserve_key(user, &key.0, &request_hash, STALE_CLAIM_SECS)
         .await?
     {
-        match app.ledger.saved_response(user, &key.0).await? {
-            Some(saved) if saved.request_hash != request_hash => {
-                return Err(ServiceError::IdempotencyKeyReused)
-            }
-            Some(saved) if saved.status != IN_PROGRESS => {
-                return serde_json::from_value(saved.body)
-                    .map_err(|e| ServiceError::Internal(e.to_string()));
-            }
-            // In progress elsewhere, or just released: ask again shortly.
-            Some(_) | None => {}
+        let saved = app.ledger.saved_response(user, &key.0).await?;
+        if let Some(answer) = settled(saved, &request_hash) {
+            return answer;
         }
+        // In progress elsewhere, or just released: ask again shortly.
         if Instant::now() >= deadline {
             return Err(ServiceError::IdempotencyKeyInProgress);
         }
@@ -99,4 +98,19 @@ where
     };
     app.ledger.save_response(user, &key.0, &saved).await?;
     Ok(answer)
+}
+
+/// What a saved key settles: its answer (same request, finished), 422 (another request), or
+/// nothing yet (no key, or its first request still running).
+fn settled<T: DeserializeOwned>(
+    saved: Option<SavedResponse>,
+    request_hash: &str,
+) -> Option<ServiceResult<T>> {
+    let saved = saved?;
+    if saved.request_hash != request_hash {
+        return Some(Err(ServiceError::IdempotencyKeyReused));
+    }
+    (saved.status != IN_PROGRESS).then(|| {
+        serde_json::from_value(saved.body).map_err(|e| ServiceError::Internal(e.to_string()))
+    })
 }
