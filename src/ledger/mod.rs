@@ -191,6 +191,8 @@ pub trait Ledger: Send + Sync + 'static {
     async fn stats(&self, id: SaleId) -> LedgerResult<LedgerStats>;
     /// The sale as the queue store must mirror it: free units, live attempts, per-user counts.
     async fn snapshot(&self, id: SaleId) -> LedgerResult<SaleSnapshot>;
+    /// Just the free units (what a buyer may still choose).
+    async fn free_stock(&self, id: SaleId) -> LedgerResult<crate::domain::Stock>;
 
     /// Records attempts the queue store just admitted (QUEUED → ADMITTED).
     async fn record_admissions(

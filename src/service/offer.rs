@@ -78,7 +78,7 @@ async fn read(app: &App, id: SaleId) -> ServiceResult<Offer> {
         .ok_or(ServiceError::NotFound("sale"))?;
     let free_seats = match &record.sale.stock {
         Stock::Quantity(_) => None,
-        Stock::Seats(_) => match app.ledger.snapshot(id).await?.free {
+        Stock::Seats(_) => match app.ledger.free_stock(id).await? {
             Stock::Seats(free) => Some(free),
             Stock::Quantity(_) => Some(Vec::new()),
         },

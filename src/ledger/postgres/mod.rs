@@ -119,6 +119,10 @@ impl Ledger for PgLedger {
         })
     }
 
+    async fn free_stock(&self, id: SaleId) -> LedgerResult<crate::domain::Stock> {
+        sales::free_stock(&self.pool, id).await
+    }
+
     async fn record_admissions(
         &self,
         plan: &AdmissionPlan,

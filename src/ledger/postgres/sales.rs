@@ -171,10 +171,7 @@ pub(super) async fn set_admission(
     .execute(pool)
     .await
     .map_err(db_error)?;
-    if done.rows_affected() == 0 {
-        return Err(LedgerError::NotFound);
-    }
-    load(pool, id).await?.ok_or(LedgerError::NotFound)
+    updated(pool, id, done.rows_affected()).await
 }
 
 pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>> {
@@ -255,7 +252,12 @@ pub(super) async fn set_proof_of_work(
         .execute(pool)
         .await
         .map_err(db_error)?;
-    if done.rows_affected() == 0 {
+    updated(pool, id, done.rows_affected()).await
+}
+
+/// The sale after an update of its row (`rows` updated: 0 means there is no such sale).
+async fn updated(pool: &PgPool, id: SaleId, rows: u64) -> LedgerResult<SaleRecord> {
+    if rows == 0 {
         return Err(LedgerError::NotFound);
     }
     load(pool, id).await?.ok_or(LedgerError::NotFound)

@@ -171,10 +171,7 @@ pub(super) async fn set_admission(
     .await
     .map_err(db_error)?;
     tx.commit().await.map_err(db_error)?;
-    if done.rows_affected() == 0 {
-        return Err(LedgerError::NotFound);
-    }
-    load(ledger.pool(), id).await?.ok_or(LedgerError::NotFound)
+    updated(ledger.pool(), id, done.rows_affected()).await
 }
 
 pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPlan>> {
@@ -255,8 +252,13 @@ pub(super) async fn set_proof_of_work(
         .await
         .map_err(db_error)?;
     tx.commit().await.map_err(db_error)?;
-    if done.rows_affected() == 0 {
+    updated(ledger.pool(), id, done.rows_affected()).await
+}
+
+/// The sale after an update of its row (`rows` updated: 0 means there is no such sale).
+async fn updated(pool: &SqlitePool, id: SaleId, rows: u64) -> LedgerResult<SaleRecord> {
+    if rows == 0 {
         return Err(LedgerError::NotFound);
     }
-    load(ledger.pool(), id).await?.ok_or(LedgerError::NotFound)
+    load(pool, id).await?.ok_or(LedgerError::NotFound)
 }
