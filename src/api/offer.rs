@@ -9,6 +9,7 @@ use super::security::UserAuth;
 use super::types::OfferOut;
 use super::{parse_sale_id, ApiTags};
 use crate::service::limits::Limited;
+use crate::service::offer::Offer;
 use crate::service::{self, App};
 
 pub struct OfferApi {
@@ -41,6 +42,6 @@ impl OfferApi {
         let id = parse_sale_id(&sale_id)?;
         super::attempts::limit(&self.app, Limited::Status, &auth.0)?;
         let offer = service::offer::offer(&self.app, id).await?;
-        Ok(OfferResponse::Ok(Json(offer.into())))
+        Ok(OfferResponse::Ok(Json(Offer::clone(&offer).into())))
     }
 }

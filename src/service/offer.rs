@@ -4,7 +4,7 @@
 //! kept for a second per sale, so a crowd costs the ledger one read a second.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{App, ServiceError, ServiceResult};
@@ -17,7 +17,8 @@ const KEEP_FOR: Duration = Duration::from_secs(600);
 
 #[derive(Default)]
 pub struct OfferCache {
-    offers: Mutex<HashMap<SaleId, (Instant, Offer)>>,
+    /// Shared, so a join's look at the proof of work copies no seat list.
+    offers: Mutex<HashMap<SaleId, (Instant, Arc<Offer>)>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -28,17 +29,17 @@ pub struct Offer {
     pub free_seats: Option<Vec<String>>,
 }
 
-pub async fn offer(app: &App, id: SaleId) -> ServiceResult<Offer> {
+pub async fn offer(app: &App, id: SaleId) -> ServiceResult<Arc<Offer>> {
     if let Some((at, offer)) = app.offers.offers.lock().expect("not poisoned").get(&id) {
         if at.elapsed() < FRESH_FOR {
-            return Ok(offer.clone());
+            return Ok(Arc::clone(offer));
         }
     }
-    let offer = read(app, id).await?;
+    let offer = Arc::new(read(app, id).await?);
     let mut offers = app.offers.offers.lock().expect("not poisoned");
     // Old entries stay a while: the fallback of `proof_of_work` while the ledger is down.
     offers.retain(|_, (at, _)| at.elapsed() < KEEP_FOR);
-    offers.insert(id, (Instant::now(), offer.clone()));
+    offers.insert(id, (Instant::now(), Arc::clone(&offer)));
     Ok(offer)
 }
 
@@ -47,18 +48,14 @@ pub async fn offer(app: &App, id: SaleId) -> ServiceResult<Offer> {
 /// while the ledger is down, and stop asking for work rather than stop taking joins).
 pub async fn proof_of_work(app: &App, id: SaleId) -> Option<ProofOfWork> {
     match offer(app, id).await {
-        Ok(offer) => Some(offer.sale.proof_of_work),
+        Ok(offer) => Some(offer.sale.proof_of_work.clone()),
         Err(ServiceError::NotFound(_)) => None,
         Err(e) => {
-            let known = app
-                .offers
-                .offers
-                .lock()
-                .expect("not poisoned")
-                .get(&id)
-                .cloned();
             tracing::debug!(sale = %id, error = %e, "proof of work from the last known offer");
-            known.map(|(_, offer)| offer.sale.proof_of_work)
+            let offers = app.offers.offers.lock().expect("not poisoned");
+            offers
+                .get(&id)
+                .map(|(_, offer)| offer.sale.proof_of_work.clone())
         }
     }
 }
