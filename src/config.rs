@@ -41,8 +41,11 @@ pub struct HttpConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueConfig {
-    /// Empty: the in-process queue store (embedded). `redis://…`: Redis.
+    /// Empty: the in-process queue store (embedded). `redis://…`: Redis. With `cluster`, the
+    /// seed nodes of a Redis Cluster, comma-separated (one reachable node is enough).
     pub url: String,
+    /// `url` names a Redis Cluster: every key of a sale lives in the slot `{sale:<id>}`.
+    pub cluster: bool,
     /// Prefix of every key, so several deployments (or tests) can share one Redis.
     pub key_prefix: String,
     /// Longest wait for one Redis call before answering 503.
@@ -202,6 +205,7 @@ impl Default for Config {
             },
             queue: QueueConfig {
                 url: String::new(),
+                cluster: false,
                 key_prefix: "sluice".into(),
                 timeout_ms: 150,
             },
@@ -341,8 +345,21 @@ impl Config {
             })
         }
         let queue = &self.queue.url;
-        if !queue.is_empty() && !queue.starts_with("redis://") && !queue.starts_with("rediss://") {
-            return bad("queue.url", "empty (in-process) or redis://…");
+        let is_redis = |u: &str| u.starts_with("redis://") || u.starts_with("rediss://");
+        if !queue.is_empty() && !queue.split(',').map(str::trim).all(is_redis) {
+            return bad(
+                "queue.url",
+                "empty (in-process), redis://…, or (cluster) redis://…,redis://…",
+            );
+        }
+        if queue.contains(',') && !self.queue.cluster {
+            return bad(
+                "queue.url",
+                "several urls name a Redis Cluster: set queue.cluster = true",
+            );
+        }
+        if self.queue.cluster && queue.is_empty() {
+            return bad("queue.cluster", "a cluster needs its nodes in queue.url");
         }
         let ledger = &self.ledger.url;
         if !ledger.is_empty()
@@ -492,6 +509,7 @@ mod tests {
         "http.listen",
         "http.body_limit_bytes",
         "queue.url",
+        "queue.cluster",
         "queue.timeout_ms",
         "ledger.max_connections",
         "workers.admission_tick_ms",
@@ -593,6 +611,30 @@ mod tests {
                 err.to_lowercase().contains("http.body_limit_bytes"),
                 "{err}"
             );
+            Ok(())
+        });
+        Jail::expect_with(|jail| {
+            jail.clear_env();
+            valid_env(jail);
+            // Several nodes are a cluster: said so, or refused.
+            jail.set_env(
+                "SLUICE__QUEUE__URL",
+                "redis://127.0.0.1:1,redis://127.0.0.1:2",
+            );
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(
+                err.contains("queue.url") && err.contains("cluster"),
+                "{err}"
+            );
+            jail.set_env("SLUICE__QUEUE__CLUSTER", "true");
+            let config = Config::load(None).unwrap();
+            assert!(config.queue.cluster);
+            jail.set_env(
+                "SLUICE__QUEUE__URL",
+                "redis://127.0.0.1:1,http://127.0.0.1:2",
+            );
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(err.contains("queue.url"), "{err}");
             Ok(())
         });
         Jail::expect_with(|jail| {

@@ -18,6 +18,7 @@
 
 pub mod memory;
 pub mod redis;
+mod redis_connection;
 
 use std::sync::Arc;
 
@@ -35,10 +36,13 @@ pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Arc<dyn Que
     Ok(if queue.url.is_empty() {
         Arc::new(MemoryQueue::new().with_abandonment(abandon_after_ms))
     } else {
-        Arc::new(
+        let urls: Vec<&str> = queue.url.split(',').map(str::trim).collect();
+        let store = if queue.cluster {
+            RedisQueue::cluster(&urls, &queue.key_prefix, config.queue_timeout())?
+        } else {
             RedisQueue::new(&queue.url, &queue.key_prefix, config.queue_timeout())?
-                .with_abandonment(abandon_after_ms),
-        )
+        };
+        Arc::new(store.with_abandonment(abandon_after_ms))
     })
 }
 

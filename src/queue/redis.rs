@@ -1,12 +1,13 @@
 //! The Redis queue store: every operation is one Lua script from `lua/` (EVALSHA, with the
 //! NOSCRIPT fallback of `::redis::Script`), so each change is atomic and a retried call is safe.
-//! One multiplexed [`ConnectionManager`] serves all calls and reconnects by itself; each call is
-//! bounded by `timeout`, so a dead Redis turns into [`QueueError::Unavailable`] quickly.
+//! One [`RedisConnection`] (a single server or a Redis Cluster) serves all calls and reconnects
+//! by itself; each call is bounded by `timeout`, so a dead Redis turns into
+//! [`QueueError::Unavailable`] quickly.
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use super::redis_connection::RedisConnection;
 use ::redis::{FromRedisValue, Script, ScriptInvocation, Value};
 use async_trait::async_trait;
 use uuid::Uuid;
@@ -40,7 +41,8 @@ const FORGOTTEN_ACTIVE_GRACE_MS: u64 = 60_000;
 
 #[derive(Clone)]
 pub struct RedisQueue {
-    conn: ConnectionManager,
+    /// Shared by every call (multiplexed); cloning it is cheap.
+    conn: RedisConnection,
     /// Prefix of every key (per deployment; the tests use one per test).
     prefix: String,
     /// Bound of each call.
@@ -68,13 +70,21 @@ impl RedisQueue {
     /// Creates the store without connecting: the first call connects, so sluice starts (and
     /// reports not-ready) while Redis is down.
     pub fn new(url: &str, prefix: &str, timeout: Duration) -> anyhow::Result<Self> {
-        let client = ::redis::Client::open(url)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(200));
-        let conn = ConnectionManager::new_lazy_with_config(client, config)?;
+        Self::connect(&[url], false, prefix, timeout)
+    }
+
+    /// A store on a Redis Cluster, found through any of its `nodes`.
+    pub fn cluster(nodes: &[&str], prefix: &str, timeout: Duration) -> anyhow::Result<Self> {
+        Self::connect(nodes, true, prefix, timeout)
+    }
+
+    fn connect(
+        urls: &[&str],
+        cluster: bool,
+        prefix: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let conn = RedisConnection::new(urls, cluster, timeout)?;
         Ok(RedisQueue {
             conn,
             prefix: prefix.to_owned(),

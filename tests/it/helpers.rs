@@ -18,6 +18,12 @@ pub fn redis_url() -> String {
         .expect("SLUICE_TEST_REDIS_URL is unset: run the tests with scripts/test")
 }
 
+/// The seed nodes of the six-node Redis Cluster `scripts/services` runs, comma-separated.
+pub fn redis_cluster_nodes() -> String {
+    std::env::var("SLUICE_TEST_REDIS_CLUSTER")
+        .expect("SLUICE_TEST_REDIS_CLUSTER is unset: run the tests with scripts/test")
+}
+
 pub fn pg_url() -> String {
     std::env::var("SLUICE_TEST_PG_URL")
         .expect("SLUICE_TEST_PG_URL is unset: run the tests with scripts/test")

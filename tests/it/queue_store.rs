@@ -1,5 +1,6 @@
 //! The queue-store contract, called directly: the semantics every caller relies on, checked on
-//! Redis (the Lua scripts) and on the in-process store alike.
+//! Redis (the Lua scripts), on a Redis Cluster (every key of a sale in one slot) and on the
+//! in-process store alike.
 
 use chrono::Utc;
 use sluice::domain::{Admission, NewSale, Sale, SaleStatus, Stock, Ttls, UserId};
@@ -10,11 +11,18 @@ use sluice::queue::{
     SaleSnapshot, Take,
 };
 
-use crate::helpers::redis_url;
+use crate::helpers::{redis_cluster_nodes, redis_url};
 
 fn redis() -> Arc<dyn QueueStore> {
     let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
     Arc::new(RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2)).unwrap())
+}
+
+fn redis_cluster() -> Arc<dyn QueueStore> {
+    let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
+    let nodes = redis_cluster_nodes();
+    let nodes: Vec<&str> = nodes.split(',').collect();
+    Arc::new(RedisQueue::cluster(&nodes, &prefix, std::time::Duration::from_secs(2)).unwrap())
 }
 
 fn memory() -> Arc<dyn QueueStore> {
@@ -28,6 +36,10 @@ macro_rules! on_every_queue_store {
             #[tokio::test]
             async fn redis() {
                 super::$name(super::redis()).await
+            }
+            #[tokio::test]
+            async fn redis_cluster() {
+                super::$name(super::redis_cluster()).await
             }
             #[tokio::test]
             async fn in_process() {
@@ -467,4 +479,48 @@ mod abandonment {
         assert_ne!(again, gone);
         assert_eq!(q.view(again).await.unwrap().position, Some(2));
     }
+}
+
+/// On a Redis Cluster every key of a sale lives on one primary (the `{sale:<id>}` hash tag),
+/// which is what lets each script touch them all atomically.
+#[tokio::test]
+async fn on_a_cluster_a_sales_keys_share_one_node() {
+    let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
+    let nodes = redis_cluster_nodes();
+    let seeds: Vec<&str> = nodes.split(',').collect();
+    let q: Arc<dyn QueueStore> =
+        Arc::new(RedisQueue::cluster(&seeds, &prefix, std::time::Duration::from_secs(2)).unwrap());
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    for name in ["a", "b", "c"] {
+        q.join(s.id, &user(name), 0).await.unwrap();
+    }
+    let admitted = admit_all(&q, &s, 2).await;
+    assert_eq!(admitted.len(), 2);
+
+    let mut holders = Vec::new();
+    for url in &seeds {
+        let mut conn = redis::Client::open(*url)
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut conn).await.unwrap();
+        let primary = matches!(&role[0], redis::Value::BulkString(b) if b == b"master");
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{prefix}:*"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if primary && !keys.is_empty() {
+            holders.push((url.to_string(), keys.len()));
+        }
+    }
+    assert_eq!(holders.len(), 1, "keys of one sale on: {holders:?}");
+    assert!(
+        holders[0].1 >= 6,
+        "queue, active, meta, seq, users, owners...: {holders:?}"
+    );
 }
