@@ -19,10 +19,13 @@ fn redis() -> Arc<dyn QueueStore> {
 }
 
 fn redis_cluster() -> Arc<dyn QueueStore> {
-    let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
+    redis_cluster_with(&format!("q{}", uuid::Uuid::new_v4().simple()))
+}
+
+fn redis_cluster_with(prefix: &str) -> Arc<dyn QueueStore> {
     let nodes = redis_cluster_nodes();
     let nodes: Vec<&str> = nodes.split(',').collect();
-    Arc::new(RedisQueue::cluster(&nodes, &prefix, std::time::Duration::from_secs(2)).unwrap())
+    Arc::new(RedisQueue::cluster(&nodes, prefix, std::time::Duration::from_secs(2)).unwrap())
 }
 
 fn memory() -> Arc<dyn QueueStore> {
@@ -125,6 +128,18 @@ fn sale(stock: Stock, max_active: u32) -> Sale {
     }
     .parse(Utc::now())
     .unwrap()
+}
+
+/// A sale of 5 units (max 10 active) that users a, b and c joined, in that order.
+async fn three_joined(q: &Arc<dyn QueueStore>) -> Sale {
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    for name in ["a", "b", "c"] {
+        q.join(s.id, &user(name), 0).await.unwrap();
+    }
+    s
 }
 
 fn user(name: &str) -> UserId {
@@ -251,13 +266,7 @@ async fn controller_state_expires_unless_renewed(q: Arc<dyn QueueStore>) {
 }
 
 async fn unadmit_puts_attempts_back_at_their_place(q: Arc<dyn QueueStore>) {
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
-    for name in ["a", "b", "c"] {
-        q.join(s.id, &user(name), 0).await.unwrap();
-    }
+    let s = three_joined(&q).await;
     let first_two = admit_all(&q, &s, 2).await;
     q.unadmit(s.id, &first_two).await.unwrap();
     let again = admit_all(&q, &s, 3).await;
@@ -486,23 +495,14 @@ mod abandonment {
 #[tokio::test]
 async fn on_a_cluster_a_sales_keys_share_one_node() {
     let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
-    let nodes = redis_cluster_nodes();
-    let seeds: Vec<&str> = nodes.split(',').collect();
-    let q: Arc<dyn QueueStore> =
-        Arc::new(RedisQueue::cluster(&seeds, &prefix, std::time::Duration::from_secs(2)).unwrap());
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
-    for name in ["a", "b", "c"] {
-        q.join(s.id, &user(name), 0).await.unwrap();
-    }
+    let q = redis_cluster_with(&prefix);
+    let s = three_joined(&q).await;
     let admitted = admit_all(&q, &s, 2).await;
     assert_eq!(admitted.len(), 2);
 
     let mut holders = Vec::new();
-    for url in &seeds {
-        let mut conn = redis::Client::open(*url)
+    for url in redis_cluster_nodes().split(',') {
+        let mut conn = redis::Client::open(url)
             .unwrap()
             .get_multiplexed_async_connection()
             .await
