@@ -1,10 +1,20 @@
 -- admit_batch: move the head of the queue to the active set, never beyond max_active.
--- KEYS: 1 meta, 2 queue, 3 active (zset attempt -> deadline ms), 4 owners, 5 lease, 6 seen
+-- The batch is also written to `unrecorded` until the admitter has recorded it in the ledger
+-- (recorded.lua): if the admitter dies in between, the next lease holder gets that batch back
+-- first, so nobody admitted here is missing from the ledger (skipped) or admitted twice.
+-- KEYS: 1 meta, 2 queue, 3 active (zset attempt -> deadline ms), 4 owners, 5 lease, 6 seen,
+--       7 unrecorded (list: attempt, seq, user, deadline, ...)
 -- ARGV: 1 lease value "<fence>:<holder>" (fencing: a stale admitter admits nobody),
 --       2 how many are wanted, 3 admission ttl (ms), 4 grace (ms) before a forgotten active
 --       entry is dropped, 5 measured admissions per minute (for the status ETA)
--- Returns {'lease_lost'} or {'ok', attempt1, seq1, user1, deadline, attempt2, ...}
+-- Returns {'lease_lost'}, {'ok', attempt1, seq1, user1, deadline, attempt2, ...}, or
+-- {'unrecorded', ...same...}: an earlier batch still to be recorded (nothing new admitted).
 if redis.call('GET', KEYS[5]) ~= ARGV[1] then return {'lease_lost'} end
+local unrecorded = redis.call('LRANGE', KEYS[7], 0, -1)
+if #unrecorded > 0 then
+  table.insert(unrecorded, 1, 'unrecorded')
+  return unrecorded
+end
 -- Paused or closed since the admitter looked: admit nobody (pausing takes effect at once).
 if redis.call('HGET', KEYS[1], 'status') ~= 'open' then return {'ok'} end
 local t = redis.call('TIME')
@@ -28,4 +38,5 @@ for i = 1, #popped, 2 do
   table.insert(out, redis.call('HGET', KEYS[4], attempt) or '')
   table.insert(out, tostring(deadline))
 end
+if #out > 1 then redis.call('RPUSH', KEYS[7], unpack(out, 2)) end
 return out

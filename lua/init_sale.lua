@@ -1,7 +1,9 @@
 -- init_sale: write a sale's settings; when the store holds no stock for the sale yet (a new
 -- sale, or keys lost in a flush) or when forced (`sluice reconcile`), rebuild its stock, active
 -- set, holds and per-user counts from the ledger's snapshot. One script: nobody sees half.
--- KEYS: 1 meta, 2 stock, 3 seats, 4 active, 5 holds, 6 owners, 7 users, 8 bought
+-- KEYS: 1 meta, 2 stock, 3 seats, 4 active, 5 holds, 6 owners, 7 users, 8 bought,
+--       9 unrecorded (an admission batch not yet in the ledger: the rebuilt active set is
+--       the ledger's, so that batch is gone)
 -- ARGV: 1 status, 2 opens_at ms, 3 closes_at ms (0 = none), 4 max_active, 5 per_user_limit,
 --       6 rate_per_minute, 7 kind, 8 hold_ttl_ms, 9 payment_ttl_ms, 10 force (1/0),
 --       11 reset (1/0: the sale existed before, so places in its queue were lost),
@@ -14,7 +16,7 @@ redis.call('HSET', KEYS[1], 'status', ARGV[1], 'opens_at_ms', ARGV[2], 'closes_a
   'hold_ttl_ms', ARGV[8], 'payment_ttl_ms', ARGV[9])
 local fresh = redis.call('HSETNX', KEYS[1], 'stock_initialised', '1') == 1
 if not fresh and ARGV[10] ~= '1' then return 0 end
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[9])
 if ARGV[11] == '1' then
   local t = redis.call('TIME')
   redis.call('HSET', KEYS[1], 'rebuilt_at_ms', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))

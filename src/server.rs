@@ -42,7 +42,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     } else {
         None
     };
-    tracing::info!(%addr, ledger = %ledger_name(&app), queue = if app.config.queue.url.is_empty() { "in-process" } else { "redis" }, "sluice is serving");
+    let queue = match (app.config.queue.url.is_empty(), app.config.queue.cluster) {
+        (true, _) => "in-process",
+        (false, false) => "redis",
+        (false, true) => "redis cluster",
+    };
+    // The instance id names this process as a sale's admitter (getAdmission's `admitter`).
+    tracing::info!(%addr, ledger = %ledger_name(&app), queue, instance = %app.instance_id, "sluice is serving");
     if app.config.ledger_is_embedded() {
         tracing::info!(
             admin_key = %app.config.auth.admin_key,

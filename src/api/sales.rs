@@ -166,10 +166,8 @@ impl SalesApi {
         sale_id: Path<String>,
     ) -> Result<AdmissionResponse, ApiError> {
         let id = parse_sale_id(&sale_id)?;
-        let (admission, controller) = service::sales::admission(&self.app, id).await?;
-        Ok(AdmissionResponse::Ok(Json(AdmissionOut::new(
-            admission, controller,
-        ))))
+        let state = service::sales::admission(&self.app, id).await?;
+        Ok(AdmissionResponse::Ok(Json(AdmissionOut::new(state))))
     }
 
     /// Set admission settings

@@ -4,13 +4,11 @@
 use chrono::{DateTime, Utc};
 use poem_openapi::{Enum, Object};
 
-use crate::domain::valve::{Change, ControllerState};
-use crate::domain::{
-    Admission, AdmissionMode, AttemptState, ExpiryReason, Opening, SaleStatus, Stock,
-};
+use crate::domain::valve::Change;
+use crate::domain::{AdmissionMode, AttemptState, ExpiryReason, Opening, SaleStatus, Stock};
 use crate::ledger::SaleRecord;
 use crate::service::offer::Offer;
-use crate::service::sales::SaleStats;
+use crate::service::sales::{AdmissionState, SaleStats};
 use crate::service::AttemptView;
 
 /// The instant the examples of the spec show.
@@ -340,6 +338,20 @@ pub struct AdmissionOut {
     /// before the first controller tick.
     #[oai(skip_serializing_if_is_none)]
     pub controller: Option<ControllerOut>,
+    /// The replica admitting for this sale now (it holds the sale's admission lease); absent
+    /// while none does, e.g. before the opening or for up to a lease's life after it stopped.
+    #[oai(skip_serializing_if_is_none)]
+    pub admitter: Option<AdmitterOut>,
+}
+
+/// Which sluice process admits for a sale: one at a time, across all replicas.
+#[derive(Debug, Clone, Object)]
+pub struct AdmitterOut {
+    /// The process's instance id (each sluice logs its own when it starts serving).
+    pub instance: String,
+    /// The lease's fencing token: it grows with every change of admitter, and a replaced
+    /// admitter's late writes are refused by it.
+    pub fence: u64,
 }
 
 impl poem_openapi::types::Example for AdmissionOut {
@@ -369,6 +381,10 @@ impl poem_openapi::types::Example for AdmissionOut {
                     },
                 ],
                 updated_at: example_time(),
+            }),
+            admitter: Some(AdmitterOut {
+                instance: "0192f0c4a1b27c3e9d4f5a6b7c8d9e0f".into(),
+                fence: 3,
             }),
         }
     }
@@ -411,7 +427,12 @@ pub struct SignalOut {
 }
 
 impl AdmissionOut {
-    pub fn new(admission: Admission, controller: Option<ControllerState>) -> Self {
+    pub fn new(state: AdmissionState) -> Self {
+        let AdmissionState {
+            admission,
+            controller,
+            admitter,
+        } = state;
         let (min, max) = bounds(admission.mode);
         let controller = match admission.mode {
             AdmissionMode::Manual => None,
@@ -445,6 +466,10 @@ impl AdmissionOut {
                     })
                     .collect(),
                 updated_at: DateTime::from_timestamp_millis(c.updated_at_ms).unwrap_or_default(),
+            }),
+            admitter: admitter.map(|lease| AdmitterOut {
+                instance: lease.holder().to_owned(),
+                fence: lease.fence,
             }),
         }
     }

@@ -49,6 +49,8 @@ struct SaleQueue {
     /// The admission lease: value `<fence>:<holder>` and its expiry (ms).
     lease: Option<(String, i64)>,
     fence: u64,
+    /// The last admission batch until its admitter says the ledger has it (see admit_batch.lua).
+    unrecorded: Vec<Admitted>,
     /// When the sale was rebuilt from the ledger (ms; 0 = never).
     rebuilt_at_ms: i64,
     /// The admission controller's published state and its expiry (ms).
@@ -121,6 +123,7 @@ impl SaleQueue {
             bought: HashMap::new(),
             lease: None,
             fence: 0,
+            unrecorded: Vec::new(),
             rebuilt_at_ms: 0,
             controller: None,
             seen: HashMap::new(),
@@ -172,6 +175,7 @@ impl QueueStore for MemoryQueue {
         }
         q.active.clear();
         q.holds.clear();
+        q.unrecorded.clear();
         for live in &snapshot.live {
             q.active.insert(live.attempt.local, live.deadline_ms);
             q.owners.insert(live.attempt.local, live.user.clone());
@@ -329,6 +333,15 @@ impl QueueStore for MemoryQueue {
         Ok(lease.flatten())
     }
 
+    async fn lease_holder(&self, sale: SaleId) -> QueueResult<Option<Lease>> {
+        let now = now_ms();
+        let lease = self.with(sale, |q| match &q.lease {
+            Some((value, expires)) if *expires > now => Lease::parse(value),
+            _ => None,
+        });
+        Ok(lease.flatten())
+    }
+
     async fn admit_batch(
         &self,
         sale: SaleId,
@@ -342,6 +355,9 @@ impl QueueStore for MemoryQueue {
             let held = matches!(&q.lease, Some((value, expires)) if *value == lease.value && *expires > now);
             if !held {
                 return AdmitOutcome::LeaseLost;
+            }
+            if !q.unrecorded.is_empty() {
+                return AdmitOutcome::Unrecorded(q.unrecorded.clone());
             }
             if q.status != SaleStatus::Open {
                 return AdmitOutcome::Admitted(Vec::new());
@@ -360,13 +376,24 @@ impl QueueStore for MemoryQueue {
                 let Some(user) = q.owners.get(&local).cloned() else { continue };
                 admitted.push(Admitted { attempt: AttemptId { sale, local }, seq, user, deadline_ms: deadline });
             }
+            q.unrecorded = admitted.clone();
             AdmitOutcome::Admitted(admitted)
         });
         Ok(outcome.unwrap_or(AdmitOutcome::LeaseLost))
     }
 
+    async fn admissions_recorded(&self, sale: SaleId, first: AttemptId) -> QueueResult<()> {
+        self.with(sale, |q| {
+            if q.unrecorded.first().map(|a| a.attempt) == Some(first) {
+                q.unrecorded.clear();
+            }
+        });
+        Ok(())
+    }
+
     async fn unadmit(&self, sale: SaleId, admitted: &[Admitted]) -> QueueResult<()> {
         self.with(sale, |q| {
+            q.unrecorded.clear();
             for a in admitted {
                 q.active.remove(&a.attempt.local);
                 q.queue.insert(a.seq, a.attempt.local);

@@ -118,7 +118,12 @@ pub struct Admitted {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AdmitOutcome {
+    /// Newly admitted: record them in the ledger, then call `admissions_recorded`.
     Admitted(Vec<Admitted>),
+    /// Nobody new: an earlier batch was admitted but never confirmed as recorded (its admitter
+    /// died in between, or the ledger failed and the undo did too). Record it (recording is
+    /// idempotent), then call `admissions_recorded`.
+    Unrecorded(Vec<Admitted>),
     /// Another admitter holds the lease now: admit nothing.
     LeaseLost,
 }
@@ -209,6 +214,22 @@ pub struct Lease {
     pub fence: u64,
 }
 
+impl Lease {
+    /// Parses a stored lease value, `<fence>:<holder>`.
+    pub fn parse(value: &str) -> Option<Lease> {
+        let (fence, _) = value.split_once(':')?;
+        Some(Lease {
+            fence: fence.parse().ok()?,
+            value: value.to_owned(),
+        })
+    }
+
+    /// The instance id of the process holding it.
+    pub fn holder(&self) -> &str {
+        self.value.split_once(':').map_or("", |(_, holder)| holder)
+    }
+}
+
 #[async_trait]
 pub trait QueueStore: Send + Sync + 'static {
     /// Writes the sale's settings, and rebuilds its stock, active set and holds from
@@ -229,6 +250,8 @@ pub trait QueueStore: Send + Sync + 'static {
 
     /// Takes or renews the sale's admission lease for `holder`.
     async fn lease(&self, sale: SaleId, holder: &str, ttl_ms: u64) -> QueueResult<Option<Lease>>;
+    /// The sale's admission lease as it stands (whoever holds it), if anyone does.
+    async fn lease_holder(&self, sale: SaleId) -> QueueResult<Option<Lease>>;
     /// Admits up to `wanted` from the head of the queue, within max_active.
     async fn admit_batch(
         &self,
@@ -238,6 +261,9 @@ pub trait QueueStore: Send + Sync + 'static {
         admission_ttl_ms: u64,
         measured_rate: f64,
     ) -> QueueResult<AdmitOutcome>;
+    /// The ledger has the batch that starts with `first`: it is no longer handed back by
+    /// `admit_batch` as unrecorded.
+    async fn admissions_recorded(&self, sale: SaleId, first: AttemptId) -> QueueResult<()>;
     /// Puts admitted attempts back where they were (the ledger could not record them).
     async fn unadmit(&self, sale: SaleId, admitted: &[Admitted]) -> QueueResult<()>;
 

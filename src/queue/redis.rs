@@ -34,6 +34,7 @@ lua!(INIT_SALE, "init_sale.lua");
 lua!(EXTEND, "extend.lua");
 lua!(ABANDON, "abandon.lua");
 lua!(LOTTERY, "lottery.lua");
+lua!(RECORDED, "recorded.lua");
 
 /// How long past its deadline an active entry may linger before admit_batch drops it; the
 /// reapers normally free it long before (they own the ledger side of the expiry).
@@ -192,7 +193,15 @@ impl QueueStore for RedisQueue {
         let k = self.keys(sale.id);
         let mut inv = INIT_SALE.prepare_invoke();
         for name in [
-            "meta", "stock", "seats", "active", "holds", "owners", "users", "bought",
+            "meta",
+            "stock",
+            "seats",
+            "active",
+            "holds",
+            "owners",
+            "users",
+            "bought",
+            "unrecorded",
         ] {
             inv.key(k.key(name));
         }
@@ -356,6 +365,13 @@ impl QueueStore for RedisQueue {
         }))
     }
 
+    async fn lease_holder(&self, sale: SaleId) -> QueueResult<Option<Lease>> {
+        let value: Option<String> = self
+            .cmd(::redis::cmd("GET").arg(self.keys(sale).key("lease")))
+            .await?;
+        Ok(value.as_deref().and_then(Lease::parse))
+    }
+
     async fn admit_batch(
         &self,
         sale: SaleId,
@@ -372,6 +388,7 @@ impl QueueStore for RedisQueue {
             .key(k.key("owners"))
             .key(k.key("lease"))
             .key(k.key("seen"))
+            .key(k.key("unrecorded"))
             .arg(&lease.value)
             .arg(wanted)
             .arg(admission_ttl_ms)
@@ -381,11 +398,12 @@ impl QueueStore for RedisQueue {
         let Some((status, rest)) = reply.split_first() else {
             return Err(protocol("admit_batch", &reply));
         };
-        match text(status).as_str() {
+        let fresh = match text(status).as_str() {
             "lease_lost" => return Ok(AdmitOutcome::LeaseLost),
-            "ok" => {}
+            "ok" => true,
+            "unrecorded" => false,
             _ => return Err(protocol("admit_batch", &reply)),
-        }
+        };
         let mut admitted = Vec::with_capacity(rest.len() / 4);
         for chunk in rest.chunks_exact(4) {
             admitted.push(Admitted {
@@ -397,7 +415,18 @@ impl QueueStore for RedisQueue {
                 deadline_ms: text(&chunk[3]).parse().unwrap_or_default(),
             });
         }
-        Ok(AdmitOutcome::Admitted(admitted))
+        Ok(if fresh {
+            AdmitOutcome::Admitted(admitted)
+        } else {
+            AdmitOutcome::Unrecorded(admitted)
+        })
+    }
+
+    async fn admissions_recorded(&self, sale: SaleId, first: AttemptId) -> QueueResult<()> {
+        let mut inv = RECORDED.prepare_invoke();
+        inv.key(self.keys(sale).key("unrecorded")).arg(local(first));
+        let _: i64 = self.run(&inv).await?;
+        Ok(())
     }
 
     async fn unadmit(&self, sale: SaleId, admitted: &[Admitted]) -> QueueResult<()> {
@@ -406,7 +435,9 @@ impl QueueStore for RedisQueue {
         }
         let k = self.keys(sale);
         let mut inv = UNADMIT.prepare_invoke();
-        inv.key(k.key("queue")).key(k.key("active"));
+        inv.key(k.key("queue"))
+            .key(k.key("active"))
+            .key(k.key("unrecorded"));
         for a in admitted {
             inv.arg(local(a.attempt)).arg(a.seq);
         }

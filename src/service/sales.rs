@@ -7,7 +7,7 @@ use super::{App, ServiceError, ServiceResult};
 use crate::domain::valve::ControllerState;
 use crate::domain::{Admission, NewSale, ProofOfWork, SaleId, SaleStatus};
 use crate::ledger::{LedgerError, LedgerStats, SaleRecord};
-use crate::queue::SaleSnapshot;
+use crate::queue::{Lease, SaleSnapshot};
 
 pub async fn create(app: &App, new: NewSale) -> ServiceResult<SaleRecord> {
     let sale = new
@@ -70,17 +70,27 @@ pub async fn set_proof_of_work(app: &App, id: SaleId, bits: u32) -> ServiceResul
 }
 
 /// A sale's admission settings, and its controller as the admitter last published it.
-pub async fn admission(
-    app: &App,
-    id: SaleId,
-) -> ServiceResult<(Admission, Option<ControllerState>)> {
+/// A sale's admission as it runs: the settings, the controller's last published state, and
+/// which process admits for it now.
+pub struct AdmissionState {
+    pub admission: Admission,
+    pub controller: Option<ControllerState>,
+    /// The lease of the replica admitting for the sale (none while nobody does).
+    pub admitter: Option<Lease>,
+}
+
+pub async fn admission(app: &App, id: SaleId) -> ServiceResult<AdmissionState> {
     let record = get(app, id).await?;
     let controller = app
         .queue
         .controller(id)
         .await?
         .and_then(|json| serde_json::from_str(&json).ok());
-    Ok((record.sale.admission, controller))
+    Ok(AdmissionState {
+        admission: record.sale.admission,
+        controller,
+        admitter: app.queue.lease_holder(id).await?,
+    })
 }
 
 /// A sale's counters: waiting from the queue store, the rest from the ledger.

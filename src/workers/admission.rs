@@ -2,7 +2,9 @@
 //! lease moves the head of the queue to the active set at the sale's rate (set by hand, or by
 //! the adaptive controller: [`super::controller`]), never beyond max_active, and records the
 //! admissions in the ledger. If the ledger cannot record them, they go back to their places in
-//! the queue.
+//! the queue. A batch stays marked unrecorded in the queue store until the ledger has it, so
+//! when an admitter dies between the two, the next lease holder records that batch first:
+//! nobody is admitted twice or skipped across a failover.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -13,7 +15,7 @@ use super::controller;
 use crate::domain::valve::Valve;
 use crate::domain::SaleId;
 use crate::ledger::AdmissionPlan;
-use crate::queue::AdmitOutcome;
+use crate::queue::{AdmitOutcome, Admitted};
 use crate::service::App;
 use crate::signals::Round;
 
@@ -119,6 +121,10 @@ async fn admit(
         .await?;
     let admitted = match outcome {
         AdmitOutcome::Admitted(admitted) => admitted,
+        AdmitOutcome::Unrecorded(batch) => {
+            tracing::warn!(%sale, count = batch.len(), fence = lease.fence, "recording an admission batch an earlier admitter left unrecorded");
+            return record(app, plan, &batch).await;
+        }
         AdmitOutcome::LeaseLost => return Ok(()),
     };
     ticker.credit -= admitted.len() as f64;
@@ -134,17 +140,26 @@ async fn admit(
             0.8 * ticker.measured_rate + 0.2 * observed
         };
     }
-    if admitted.is_empty() {
+    record(app, plan, &admitted).await
+}
+
+/// Writes a batch the queue store admitted into the ledger (idempotent: a batch recorded before
+/// is not recorded twice), then tells the store it no longer needs keeping. If the ledger
+/// refuses, the batch goes back to its places in the queue.
+async fn record(app: &App, plan: &AdmissionPlan, admitted: &[Admitted]) -> anyhow::Result<()> {
+    let sale = plan.sale;
+    let Some(first) = admitted.first() else {
         return Ok(());
-    }
-    if let Err(e) = app.ledger.record_admissions(plan, &admitted).await {
+    };
+    if let Err(e) = app.ledger.record_admissions(plan, admitted).await {
         tracing::warn!(%sale, error = %e, count = admitted.len(), "admissions not recorded; putting them back in the queue");
-        app.queue.unadmit(sale, &admitted).await?;
+        app.queue.unadmit(sale, admitted).await?;
         return Err(e.into());
     }
-    metrics::counter!("sluice_admitted_total", "sale" => sale_label)
+    app.queue.admissions_recorded(sale, first.attempt).await?;
+    metrics::counter!("sluice_admitted_total", "sale" => sale.to_string())
         .increment(admitted.len() as u64);
-    for _ in &admitted {
+    for _ in admitted {
         metrics::counter!("sluice_transitions_total", "from" => "QUEUED", "to" => "ADMITTED", "cause" => "admit").increment(1);
     }
     Ok(())

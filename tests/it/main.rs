@@ -19,5 +19,6 @@ mod rebuild;
 mod redis_outage;
 mod reliability;
 mod sandbox;
+mod scale_out;
 mod tour;
 mod webhooks;

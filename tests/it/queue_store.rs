@@ -60,7 +60,52 @@ on_every_queue_store!(
     init_keeps_a_live_sale_and_rebuilds_from_a_snapshot,
     controller_state_expires_unless_renewed,
     a_lottery_draw_orders_the_waiting_once_by_the_seed,
+    a_batch_not_yet_recorded_goes_to_the_next_lease_holder_first,
 );
+
+/// Failover: an admitter that dies between admitting a batch and recording it in the ledger
+/// leaves the batch marked; whoever holds the lease next gets exactly that batch back (and
+/// nothing new) until it says the ledger has it.
+async fn a_batch_not_yet_recorded_goes_to_the_next_lease_holder_first(q: Arc<dyn QueueStore>) {
+    let s = three_joined(&q).await;
+    let first = q.lease(s.id, "first", 150).await.unwrap().expect("lease");
+    let batch = match q.admit_batch(s.id, &first, 2, 60_000, 0.0).await.unwrap() {
+        AdmitOutcome::Admitted(batch) => batch,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(batch.len(), 2);
+    // "first" dies here. Its lease runs out; the next holder's first call hands the batch back.
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    let next = q.lease(s.id, "next", 5000).await.unwrap().expect("lease");
+    assert!(next.fence > first.fence);
+    for _ in 0..2 {
+        match q.admit_batch(s.id, &next, 5, 60_000, 0.0).await.unwrap() {
+            AdmitOutcome::Unrecorded(again) => assert_eq!(again, batch),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Only the batch's own first attempt settles it.
+    q.admissions_recorded(s.id, batch[1].attempt).await.unwrap();
+    assert!(matches!(
+        q.admit_batch(s.id, &next, 5, 60_000, 0.0).await.unwrap(),
+        AdmitOutcome::Unrecorded(_)
+    ));
+    q.admissions_recorded(s.id, batch[0].attempt).await.unwrap();
+    let rest = match q.admit_batch(s.id, &next, 5, 60_000, 0.0).await.unwrap() {
+        AdmitOutcome::Admitted(rest) => rest,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(rest.len(), 1, "c, and nobody twice");
+    assert!(rest[0].seq > batch[1].seq);
+    // A batch put back (the ledger refused it) is not one to record either.
+    q.unadmit(s.id, &rest).await.unwrap();
+    let again = match q.admit_batch(s.id, &next, 5, 60_000, 0.0).await.unwrap() {
+        AdmitOutcome::Admitted(again) => again,
+        other => panic!("{other:?}"),
+    };
+    let ids = |b: &[sluice::queue::Admitted]| b.iter().map(|a| a.attempt).collect::<Vec<_>>();
+    assert_eq!(ids(&again), ids(&rest));
+}
 
 /// The lottery draw: everyone waiting, ordered by SHA-1 (hex) of `<seed>:<user id>`, once;
 /// a join after the draw comes last.
@@ -153,8 +198,13 @@ async fn admit_all(q: &Arc<dyn QueueStore>, s: &Sale, wanted: u32) -> Vec<sluice
         .await
         .unwrap()
     {
-        AdmitOutcome::Admitted(a) => a,
-        AdmitOutcome::LeaseLost => panic!("lease lost"),
+        AdmitOutcome::Admitted(a) => {
+            if let Some(first) = a.first() {
+                q.admissions_recorded(s.id, first.attempt).await.unwrap();
+            }
+            a
+        }
+        other => panic!("{other:?}"),
     }
 }
 

@@ -444,6 +444,10 @@ export interface components {
          * AdmissionOut
          * @description A sale's admission: its settings and, in adaptive mode, what the controller is doing.
          * @example {
+         *       "admitter": {
+         *         "fence": 3,
+         *         "instance": "0192f0c4a1b27c3e9d4f5a6b7c8d9e0f"
+         *       },
          *       "controller": {
          *         "last_change": "decrease",
          *         "signal": "outbox_pending_age",
@@ -495,6 +499,11 @@ export interface components {
              *     before the first controller tick.
              */
             controller?: components["schemas"]["ControllerOut"] & unknown;
+            /**
+             * @description The replica admitting for this sale now (it holds the sale's admission lease); absent
+             *     while none does, e.g. before the opening or for up to a lease's life after it stopped.
+             */
+            admitter?: components["schemas"]["AdmitterOut"] & unknown;
         };
         /**
          * AdmissionSettings
@@ -534,6 +543,20 @@ export interface components {
              * @description Adaptive mode (required there): the highest rate, users per minute.
              */
             max_rate_per_minute?: number;
+        };
+        /**
+         * AdmitterOut
+         * @description Which sluice process admits for a sale: one at a time, across all replicas.
+         */
+        AdmitterOut: {
+            /** @description The process's instance id (each sluice logs its own when it starts serving). */
+            instance: string;
+            /**
+             * Format: uint64
+             * @description The lease's fencing token: it grows with every change of admitter, and a replaced
+             *     admitter's late writes are refused by it.
+             */
+            fence: number;
         };
         /**
          * AttemptOut
