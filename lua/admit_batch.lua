@@ -37,6 +37,8 @@ for i = 1, #popped, 2 do
   table.insert(out, popped[i + 1])
   table.insert(out, redis.call('HGET', KEYS[4], attempt) or '')
   table.insert(out, tostring(deadline))
+  -- Per attempt, not one unpack of the whole batch: Lua's stack takes ~8,000 values, and a
+  -- script that fails after ZPOPMIN keeps the pops.
+  redis.call('RPUSH', KEYS[7], attempt, popped[i + 1], out[#out - 1], out[#out])
 end
-if #out > 1 then redis.call('RPUSH', KEYS[7], unpack(out, 2)) end
 return out

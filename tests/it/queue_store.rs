@@ -61,7 +61,35 @@ on_every_queue_store!(
     controller_state_expires_unless_renewed,
     a_lottery_draw_orders_the_waiting_once_by_the_seed,
     a_batch_not_yet_recorded_goes_to_the_next_lease_holder_first,
+    a_batch_larger_than_luas_stack_is_admitted_and_kept_whole,
 );
+
+/// A batch bigger than what one Lua `unpack` can take (~8,000 values) is admitted and kept
+/// for recording whole (the script once failed after popping, losing the batch).
+async fn a_batch_larger_than_luas_stack_is_admitted_and_kept_whole(q: Arc<dyn QueueStore>) {
+    const N: u32 = 9_000;
+    let s = sale(Stock::Quantity(5), N);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    for chunk in (0..N).collect::<Vec<_>>().chunks(500) {
+        let joins = chunk.iter().map(|i| {
+            let q = q.clone();
+            async move { q.join(s.id, &user(&format!("u{i}")), 0).await.unwrap() }
+        });
+        futures_util::future::join_all(joins).await;
+    }
+    let lease = q.lease(s.id, "me", 60_000).await.unwrap().expect("lease");
+    let batch = match q.admit_batch(s.id, &lease, N, 60_000, 0.0).await.unwrap() {
+        AdmitOutcome::Admitted(batch) => batch,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(batch.len(), N as usize);
+    match q.admit_batch(s.id, &lease, N, 60_000, 0.0).await.unwrap() {
+        AdmitOutcome::Unrecorded(again) => assert_eq!(again.len(), N as usize),
+        other => panic!("{other:?}"),
+    }
+}
 
 /// Failover: an admitter that dies between admitting a batch and recording it in the ledger
 /// leaves the batch marked; whoever holds the lease next gets exactly that batch back (and
