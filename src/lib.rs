@@ -11,7 +11,8 @@
 //! - [`domain`]: sales, attempts, the statig state machine ([`domain::decide`]) and the domain
 //!   events. Pure: no I/O.
 //! - [`queue`]: the queue store, the hot path — queue order, positions, the active set, stock
-//!   counters. A trait; [`queue::RedisQueue`] runs one Lua script (`lua/`) per operation.
+//!   counters. A trait; [`queue::RedisQueue`] runs one Lua script (`lua/`) per operation, on
+//!   one Redis or a Redis Cluster (all of a sale's keys in one slot).
 //! - [`ledger`]: the durable truth from ADMITTED on — attempts, holds (one row per unit of
 //!   stock), payments, audit trail, idempotency keys, outbox. A trait;
 //!   [`ledger::PgLedger`] is PostgreSQL (`migrations/postgres`).
@@ -19,8 +20,8 @@
 //!   sales). They call the queue store first where it is the gate and the ledger where it is
 //!   the truth, and bring the queue store back in line after each ledger transition.
 //! - [`api`]: HTTP (poem-openapi). Thin handlers; errors are problem+json.
-//! - [`workers`]: the admission loop (leased per sale; the rate set by hand or by the adaptive
-//!   controller), the expiry reapers (cron) and the outbox relay (one at a time, by a lease in
+//! - [`workers`]: the admission loop (one admitter per sale across replicas, by a fenced lease
+//!   in the queue store; the rate set by hand or by the adaptive controller), the expiry reapers (cron) and the outbox relay (one at a time, by a lease in
 //!   the ledger).
 //! - [`signals`]: the back end's pressure for the adaptive valve ([`domain::valve`]) — PromQL
 //!   through the Prometheus HTTP API, or the process's own metrics.

@@ -1,0 +1,51 @@
+# Shared by scripts/bench and scripts/scaling (sourced): starting a release sluice with the
+# limits off, and the wrk / redis-benchmark wrappers. Expects WORK, ADMIN, SECRET,
+# CONNECTIONS, DURATION and BIN to be set.
+
+# launch_sluice <name> <port> <queue url> <cluster true|false> <ledger url>: a release sluice
+# on 127.0.0.1:<port>, ready when this returns; its pid in LAUNCHED_PID, log in $WORK/<name>.log.
+# Every sluice launched in one run shares PREFIX and the admission key, as replicas must.
+ADMISSION_SEED=$(openssl rand -hex 32 2>/dev/null || echo 5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1c)
+launch_sluice() {
+  local name=$1 port=$2 queue=$3 cluster=$4 ledger=$5
+  env -u SLUICE__QUEUE__URL -u SLUICE__LEDGER__URL \
+    SLUICE__HTTP__LISTEN=127.0.0.1:$port SLUICE__QUEUE__URL="$queue" SLUICE__QUEUE__CLUSTER=$cluster \
+    SLUICE__LEDGER__URL="$ledger" SLUICE__QUEUE__KEY_PREFIX=$PREFIX SLUICE__LEDGER__MAX_CONNECTIONS=40 \
+    SLUICE__EMBEDDED__DATA_DIR="$WORK/data-$name" SLUICE__EVENTS__FILE="$WORK/events-$name.jsonl" \
+    SLUICE__AUTH__ADMIN_KEY=$ADMIN SLUICE__AUTH__USER_JWT_HS256_SECRET=$SECRET \
+    SLUICE__AUTH__ADMISSION_KEY_SEED_HEX="$ADMISSION_SEED" \
+    SLUICE__PAYMENTS__WEBHOOK_SECRET=bench-webhook-secret-0123 \
+    SLUICE__LIMITS__JOIN_PER_SECOND=0 SLUICE__LIMITS__STATUS_PER_SECOND=0 \
+    SLUICE__LIMITS__IP_JOIN_PER_SECOND=0 SLUICE__LIMITS__IP_STATUS_PER_SECOND=0 \
+    RUST_LOG=warn "$BIN" serve >"$WORK/$name.log" 2>&1 &
+  LAUNCHED_PID=$!
+  for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$port/health/ready" >/dev/null && return
+    sleep 0.1
+  done
+  echo "sluice did not start:" >&2; cat "$WORK/$name.log" >&2; exit 1
+}
+
+# A paused sale on <base>: joins queue up, nobody is admitted, the queue only grows.
+paused_sale_on() {
+  local id
+  id=$(curl -sf "$1/v1/sales" -H "X-Admin-Key: $ADMIN" -H 'Content-Type: application/json' \
+    -d '{"name": "bench", "quantity": 1000, "rate_per_minute": 1}' | jq -r .id)
+  curl -sf -X POST "$1/v1/sales/$id/pause" -H "X-Admin-Key: $ADMIN" >/dev/null
+  echo "$id"
+}
+
+# wrk_on <base> <script> [connections]: "<requests/s> <p99 ms> <non-2xx>"
+wrk_on() {
+  local out
+  out=$(BENCH_TOKENS=$WORK/tokens.txt BENCH_PAIRS=$WORK/pairs.txt BENCH_SALE=$SALE BENCH_HOLDS=$WORK/holds.txt \
+    wrk -t2 -c"${3:-$CONNECTIONS}" -d"$DURATION" --latency -s "scripts/bench.d/$2.lua" "$1")
+  local rps p99 non2xx
+  rps=$(awk '/Requests\/sec/ {print int($2)}' <<<"$out")
+  p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}' <<<"$out")
+  non2xx=$(awk '/Non-2xx/ {print $4}' <<<"$out")
+  echo "$rps ${p99:-?} ${non2xx:-0}"
+}
+
+# raw_rps <redis-benchmark args>: requests per second of one command (quiet mode).
+raw_rps() { redis-benchmark -c "$CONNECTIONS" -q "$@" | awk '{for (i=1;i<=NF;i++) if ($i=="requests") print int($(i-1))}' | tail -n 1; }
