@@ -132,6 +132,17 @@ impl SaleQueue {
         }
     }
 
+    /// A join's answer for a waiting attempt.
+    fn queued(&self, attempt: AttemptId, position: u64) -> JoinOutcome {
+        JoinOutcome::Queued {
+            attempt,
+            position,
+            waiting: self.queue.len() as u64,
+            measured_rate: self.measured_rate,
+            configured_rate: self.rate_per_minute as f64,
+        }
+    }
+
     fn position(&self, attempt: &Uuid) -> Option<u64> {
         let seq = self.queued.get(attempt)?;
         Some(self.queue.range(..seq).count() as u64 + 1)
@@ -220,11 +231,7 @@ impl QueueStore for MemoryQueue {
                         sale,
                         local: existing,
                     };
-                    return JoinOutcome::Queued {
-                        attempt,
-                        position,
-                        waiting: q.queue.len() as u64,
-                    };
+                    return q.queued(attempt, position);
                 }
                 if q.active.contains_key(&existing) {
                     return JoinOutcome::Active {
@@ -246,11 +253,7 @@ impl QueueStore for MemoryQueue {
                 q.seen.insert(attempt.local, now_ms);
             }
             let position = q.position(&attempt.local).unwrap_or(0);
-            JoinOutcome::Queued {
-                attempt,
-                position,
-                waiting: q.queue.len() as u64,
-            }
+            q.queued(attempt, position)
         });
         Ok(outcome.unwrap_or(JoinOutcome::UnknownSale))
     }

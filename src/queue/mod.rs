@@ -59,13 +59,16 @@ pub enum QueueError {
 
 pub type QueueResult<T> = Result<T, QueueError>;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum JoinOutcome {
-    /// Waiting at `position` (1 = next) of `waiting`.
+    /// Waiting at `position` (1 = next) of `waiting`, with the sale's admission rates for the
+    /// expected wait (as [`QueueView`] has them), so a join is one call to the store.
     Queued {
         attempt: AttemptId,
         position: u64,
         waiting: u64,
+        measured_rate: f64,
+        configured_rate: f64,
     },
     /// The user's live attempt is already admitted (or further).
     Active {

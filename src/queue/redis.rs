@@ -284,14 +284,17 @@ impl QueueStore for RedisQueue {
             .arg(now_ms)
             .arg(if self.abandon_after_ms > 0 { "1" } else { "0" });
         let reply: Vec<Value> = self.run(&inv).await?;
-        let [status, attempt, position, waiting] = reply.as_slice() else {
+        let [status, attempt, position, waiting, measured, configured] = reply.as_slice() else {
             return Err(protocol("join", &reply));
         };
+        let rate = |v: &Value| text(v).parse().unwrap_or(0.0);
         Ok(match text(status).as_str() {
             "queued" => JoinOutcome::Queued {
                 attempt: attempt_of(sale, &text(attempt))?,
                 position: number(position) as u64,
                 waiting: number(waiting) as u64,
+                measured_rate: rate(measured),
+                configured_rate: rate(configured),
             },
             "active" => JoinOutcome::Active {
                 attempt: attempt_of(sale, &text(attempt))?,

@@ -40,9 +40,10 @@ pub async fn join(
             attempt,
             position,
             waiting,
+            measured_rate,
+            configured_rate,
         } => {
-            let view = app.queue.view(attempt).await?;
-            let rate = best_rate(view.measured_rate, view.configured_rate);
+            let rate = best_rate(measured_rate, configured_rate);
             Ok(super::status::waiting(
                 app, attempt, position, waiting, rate,
             ))

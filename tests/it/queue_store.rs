@@ -249,6 +249,7 @@ async fn join_is_fifo_and_idempotent_per_user(q: Arc<dyn QueueStore>) {
                 attempt,
                 position,
                 waiting,
+                ..
             } => {
                 assert_eq!((position, waiting), (i as u64 + 1, i as u64 + 1));
                 ids.push(attempt);
@@ -256,14 +257,19 @@ async fn join_is_fifo_and_idempotent_per_user(q: Arc<dyn QueueStore>) {
             other => panic!("{other:?}"),
         }
     }
-    assert_eq!(
-        q.join(s.id, &user("b"), now).await.unwrap(),
+    match q.join(s.id, &user("b"), now).await.unwrap() {
         JoinOutcome::Queued {
-            attempt: ids[1],
-            position: 2,
-            waiting: 3
+            attempt,
+            position,
+            waiting,
+            configured_rate,
+            ..
+        } => {
+            assert_eq!((attempt, position, waiting), (ids[1], 2, 3));
+            assert_eq!(configured_rate, s.admission.rate_per_minute as f64);
         }
-    );
+        other => panic!("{other:?}"),
+    }
     let admitted = admit_all(&q, &s, 2).await;
     let order: Vec<_> = admitted.iter().map(|a| a.attempt).collect();
     assert_eq!(order, ids[..2], "admission order is join order");
