@@ -9,7 +9,7 @@ ADMISSION_SEED=$(openssl rand -hex 32 2>/dev/null || echo 5e1ce5e1ce5e1ce5e1ce5e
 launch_sluice() {
   local name=$1 port=$2 queue=$3 cluster=$4 ledger=$5
   env -u SLUICE__QUEUE__URL -u SLUICE__LEDGER__URL \
-    SLUICE__HTTP__LISTEN=127.0.0.1:$port SLUICE__QUEUE__URL="$queue" SLUICE__QUEUE__CLUSTER=$cluster \
+    SLUICE__HTTP__LISTEN=127.0.0.1:$port SLUICE__QUEUE__URL="$queue" ${cluster:+SLUICE__QUEUE__CLUSTER=$cluster} \
     SLUICE__LEDGER__URL="$ledger" SLUICE__QUEUE__KEY_PREFIX=$PREFIX SLUICE__LEDGER__MAX_CONNECTIONS=40 \
     SLUICE__EMBEDDED__DATA_DIR="$WORK/data-$name" SLUICE__EVENTS__FILE="$WORK/events-$name.jsonl" \
     SLUICE__AUTH__ADMIN_KEY=$ADMIN SLUICE__AUTH__USER_JWT_HS256_SECRET=$SECRET \
