@@ -3,7 +3,8 @@
 //! - `tokens <hs256 secret> <count> <file>`: user tokens, one per line (users `bench-<i>`);
 //! - `join-all <base url> <sale> <tokens file> <pairs file>`: joins every user (64 at a time)
 //!   and writes `<attempt> <token>` lines for the status benchmark;
-//! - `sse <base url> <pairs file> <streams> <server pid>`: opens that many status streams,
+//! - `sse <base url> <pairs file> <streams> <server pid> [h2]`: opens that many status streams
+//!   (with `h2`, all over one HTTP/2 connection),
 //!   waits for an event on each, and prints the server's RSS per stream;
 //! - `admission-tokens <base url> <pairs file> <holds file>`: waits until each attempt is
 //!   admitted and writes `<attempt> <token> <admission token>` lines for the hold benchmark.
@@ -19,7 +20,10 @@ async fn main() -> anyhow::Result<()> {
     match args.get(1).map(String::as_str) {
         Some("tokens") => tokens(&args[2], args[3].parse()?, &args[4]),
         Some("join-all") => join_all(&args[2], &args[3], &args[4], &args[5]).await,
-        Some("sse") => sse(&args[2], &args[3], args[4].parse()?, args[5].parse()?).await,
+        Some("sse") => {
+            let h2 = args.get(6).is_some_and(|a| a == "h2");
+            sse(&args[2], &args[3], args[4].parse()?, args[5].parse()?, h2).await
+        }
         Some("admission-tokens") => admission_tokens(&args[2], &args[3], &args[4]).await,
         _ => anyhow::bail!("usage: tokens | join-all | sse (see the file's doc)"),
     }
@@ -79,7 +83,9 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-async fn sse(base: &str, pairs: &str, streams: usize, pid: u32) -> anyhow::Result<()> {
+/// Opens `streams` status streams and measures the server's RSS per stream; with `h2`, all
+/// of them over one HTTP/2 connection (h2c, prior knowledge), as behind an HTTP/2 proxy.
+async fn sse(base: &str, pairs: &str, streams: usize, pid: u32, h2: bool) -> anyhow::Result<()> {
     let pairs: Vec<(String, String)> = std::fs::read_to_string(pairs)?
         .lines()
         .filter_map(|l| l.split_once(' ').map(|(a, t)| (a.to_owned(), t.to_owned())))
@@ -91,9 +97,13 @@ async fn sse(base: &str, pairs: &str, streams: usize, pid: u32) -> anyhow::Resul
         pairs.len()
     );
     let before = rss_kib(pid);
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .build()?;
+    let http = if h2 {
+        reqwest::Client::builder().http2_prior_knowledge().build()?
+    } else {
+        reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()?
+    };
     let started = Instant::now();
     // Open every stream, read its first event, keep it open.
     let opened: Vec<_> = stream::iter(pairs)

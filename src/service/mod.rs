@@ -37,8 +37,21 @@ use crate::queue::QueueStore;
 pub type ServiceResult<T> = Result<T, ServiceError>;
 
 /// Everything a request or a worker needs; cheap to clone.
+/// Everything a request or a worker needs, shared: cloning an `App` (per request in the
+/// middleware, per status stream and poll) copies one pointer, not the keys, validators and
+/// handles inside (which allocate when copied).
 #[derive(Clone)]
-pub struct App {
+pub struct App(Arc<AppParts>);
+
+impl std::ops::Deref for App {
+    type Target = AppParts;
+
+    fn deref(&self) -> &AppParts {
+        &self.0
+    }
+}
+
+pub struct AppParts {
     pub config: Arc<Config>,
     /// Queue order, positions, active set, stock counters: every join and status call.
     pub queue: Arc<dyn QueueStore>,
@@ -76,7 +89,7 @@ impl App {
         if seed.is_none() {
             tracing::warn!("auth.admission_key_seed_hex is unset: admission tokens are signed with a key generated at start, which other replicas cannot verify");
         }
-        Ok(App {
+        Ok(App(Arc::new(AppParts {
             users: UserTokens::from_config(&config.auth)?,
             admission: AdmissionTokens::new(seed),
             admin_key: AdminKey::new(&config.auth.admin_key),
@@ -91,6 +104,6 @@ impl App {
             queue,
             ledger,
             config: Arc::new(config),
-        })
+        })))
     }
 }
