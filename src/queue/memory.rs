@@ -315,14 +315,12 @@ impl QueueStore for MemoryQueue {
         let lease = self.with(sale, |q| {
             if let Some((value, expires)) = &q.lease {
                 if *expires > now {
-                    let (fence, owner) = value.split_once(':').unwrap_or(("0", ""));
-                    if owner != holder {
+                    let current = Lease::parse(value)?;
+                    if current.holder() != holder {
                         return None;
                     }
-                    let fence = fence.parse().unwrap_or(0);
-                    let value = value.clone();
-                    q.lease = Some((value.clone(), now + ttl_ms as i64));
-                    return Some(Lease { value, fence });
+                    q.lease = Some((current.value.clone(), now + ttl_ms as i64));
+                    return Some(current);
                 }
             }
             q.fence += 1;

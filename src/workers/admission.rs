@@ -174,8 +174,7 @@ async fn record(app: &App, plan: &AdmissionPlan, admitted: &[Admitted]) -> anyho
     app.queue.admissions_recorded(sale, first.attempt).await?;
     metrics::counter!("sluice_admitted_total", "sale" => sale.to_string())
         .increment(admitted.len() as u64);
-    for _ in admitted {
-        metrics::counter!("sluice_transitions_total", "from" => "QUEUED", "to" => "ADMITTED", "cause" => "admit").increment(1);
-    }
+    metrics::counter!("sluice_transitions_total", "from" => "QUEUED", "to" => "ADMITTED", "cause" => "admit")
+        .increment(admitted.len() as u64);
     Ok(())
 }
