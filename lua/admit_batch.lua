@@ -2,43 +2,56 @@
 -- The batch is also written to `unrecorded` until the admitter has recorded it in the ledger
 -- (recorded.lua): if the admitter dies in between, the next lease holder gets that batch back
 -- first, so nobody admitted here is missing from the ledger (skipped) or admitted twice.
--- KEYS: 1 meta, 2 queue, 3 active (zset attempt -> deadline ms), 4 owners, 5 lease, 6 seen,
---       7 unrecorded (list: attempt, seq, user, deadline, ...)
+-- KEYS: 1 meta, 2 seq, 3 gone, 4 active (zset attempt -> deadline ms), 5 owners (attempt ->
+--       user), 6 users (user -> attempt), 7 lease, 8 seen, 9 unrecorded (list: attempt,
+--       serial, user, deadline, ...)
 -- ARGV: 1 lease value "<fence>:<holder>" (fencing: a stale admitter admits nobody),
 --       2 how many are wanted, 3 admission ttl (ms), 4 grace (ms) before a forgotten active
 --       entry is dropped, 5 measured admissions per minute (for the status ETA)
--- Returns {'lease_lost'}, {'ok', attempt1, seq1, user1, deadline, attempt2, ...}, or
+-- Returns {'lease_lost'}, {'ok', attempt1, serial1, user1, deadline, attempt2, ...}, or
 -- {'unrecorded', ...same...}: an earlier batch still to be recorded (nothing new admitted).
-if redis.call('GET', KEYS[5]) ~= ARGV[1] then return {'lease_lost'} end
-local unrecorded = redis.call('LRANGE', KEYS[7], 0, -1)
+if redis.call('GET', KEYS[7]) ~= ARGV[1] then return {'lease_lost'} end
+local unrecorded = redis.call('LRANGE', KEYS[9], 0, -1)
 if #unrecorded > 0 then
   table.insert(unrecorded, 1, 'unrecorded')
   return unrecorded
 end
 -- Paused or closed since the admitter looked: admit nobody (pausing takes effect at once).
 if redis.call('HGET', KEYS[1], 'status') ~= 'open' then return {'ok'} end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 -- Entries whose deadline passed long ago lost their ledger row's reaper: free the slot.
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[4]))
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[4]))
 redis.call('HSET', KEYS[1], 'measured_rate', ARGV[5])
 local max_active = tonumber(redis.call('HGET', KEYS[1], 'max_active') or '0')
-local free = max_active - redis.call('ZCARD', KEYS[3])
-local n = math.min(tonumber(ARGV[2]), free)
+local n = math.min(tonumber(ARGV[2]), max_active - redis.call('ZCARD', KEYS[4]))
 local out = {'ok'}
 if n <= 0 then return out end
 local deadline = now + tonumber(ARGV[3])
-local popped = redis.call('ZPOPMIN', KEYS[2], n)
-for i = 1, #popped, 2 do
-  local attempt = popped[i]
-  redis.call('ZADD', KEYS[3], deadline, attempt)
-  redis.call('ZREM', KEYS[6], attempt)
-  table.insert(out, attempt)
-  table.insert(out, popped[i + 1])
-  table.insert(out, redis.call('HGET', KEYS[4], attempt) or '')
-  table.insert(out, tostring(deadline))
-  -- Per attempt, not one unpack of the whole batch: Lua's stack takes ~8,000 values, and a
-  -- script that fails after ZPOPMIN keeps the pops.
-  redis.call('RPUSH', KEYS[7], attempt, popped[i + 1], out[#out - 1], out[#out])
+local head, last = queue_head(), last_serial(KEYS[2])
+while n > 0 and head <= last do
+  local bucket = serial_bucket(head)
+  local user = redis.call('HGET', bucket, head)
+  if user then
+    local attempt = waiting_entry(user)
+    drop_waiting(user, head)
+    redis.call('ZADD', KEYS[4], deadline, attempt)
+    redis.call('HSET', KEYS[5], attempt, user)
+    redis.call('HSET', KEYS[6], user, attempt)
+    redis.call('ZREM', KEYS[8], head)
+    for _, v in ipairs({attempt, tostring(head), user, tostring(deadline)}) do
+      table.insert(out, v)
+    end
+    -- Per attempt, not one unpack of the whole batch: Lua's stack takes ~8,000 values.
+    redis.call('RPUSH', KEYS[9], attempt, head, user, deadline)
+    n = n - 1
+    head = head + 1
+  elseif redis.call('EXISTS', bucket) == 0 then
+    -- Everyone of this bucket left or was admitted: skip it whole.
+    head = (math.floor(head / SERIALS_PER_BUCKET) + 1) * SERIALS_PER_BUCKET
+  else
+    head = head + 1
+  end
 end
+redis.call('HSET', KEYS[1], 'head', head)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. head)
 return out

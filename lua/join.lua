@@ -1,8 +1,8 @@
 -- join: put a user in a sale's queue, idempotently per user.
--- KEYS: 1 meta (hash), 2 queue (zset attempt -> seq), 3 seq (counter),
---       4 users (hash user -> attempt), 5 owners (hash attempt -> user), 6 active (zset),
---       7 seen (zset waiting attempt -> last sign of life, ms; only when abandonment is on)
--- ARGV: 1 user id, 2 attempt id to use if the user has no live attempt, 3 now (ms),
+-- KEYS: 1 meta (hash), 2 seq (counter), 3 gone (zset), 4 users (hash user -> admitted
+--       attempt), 5 active (zset), 6 seen (zset waiting serial -> last sign of life, ms; only
+--       when abandonment is on)
+-- ARGV: 1 user id, 2 attempt id (32 hex) to use if the user has no live attempt, 3 now (ms),
 --       4 '1' to track presence for abandonment
 -- Returns {status, attempt, position, waiting, measured rate, configured rate}; status is
 --   queued | active (already admitted: position 0) | unknown (no such sale) | closed
@@ -15,24 +15,18 @@ local closes_at = tonumber(redis.call('HGET', KEYS[1], 'closes_at_ms') or '0')
 if status == 'closed' or (closes_at > 0 and tonumber(ARGV[3]) >= closes_at) then
   return {'closed', '', 0, 0, 0, 0}
 end
-local existing = redis.call('HGET', KEYS[4], ARGV[1])
-if existing then
-  local rank = redis.call('ZRANK', KEYS[2], existing)
-  if rank then
-    if ARGV[4] == '1' then redis.call('ZADD', KEYS[7], ARGV[3], existing) end
-    local rates = redis.call('HMGET', KEYS[1], 'measured_rate', 'rate_per_minute')
-    return {'queued', existing, rank + 1, redis.call('ZCARD', KEYS[2]), rates[1] or '0', rates[2] or '0'}
+local user = ARGV[1]
+local attempt, serial = waiting_entry(user)
+if not attempt then
+  local admitted = redis.call('HGET', KEYS[4], user)
+  if admitted and redis.call('ZSCORE', KEYS[5], admitted) then
+    return {'active', admitted, 0, waiting_count(KEYS[2], KEYS[3]), 0, 0}
   end
-  if redis.call('ZSCORE', KEYS[6], existing) then
-    return {'active', existing, 0, redis.call('ZCARD', KEYS[2]), 0, 0}
-  end
+  -- The serial is a service-issued sequence, never a clock: FIFO even across replicas.
+  attempt, serial = ARGV[2], redis.call('INCR', KEYS[2])
+  put_waiting(user, attempt, serial)
 end
--- The score is a service-issued sequence, never a clock: FIFO even across replicas.
-local seq = redis.call('INCR', KEYS[3])
-redis.call('ZADD', KEYS[2], seq, ARGV[2])
-redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[5], ARGV[2], ARGV[1])
-if ARGV[4] == '1' then redis.call('ZADD', KEYS[7], ARGV[3], ARGV[2]) end
-local rank = redis.call('ZRANK', KEYS[2], ARGV[2])
+if ARGV[4] == '1' then redis.call('ZADD', KEYS[6], ARGV[3], serial) end
 local rates = redis.call('HMGET', KEYS[1], 'measured_rate', 'rate_per_minute')
-return {'queued', ARGV[2], rank + 1, redis.call('ZCARD', KEYS[2]), rates[1] or '0', rates[2] or '0'}
+return {'queued', attempt, position_of(serial, KEYS[3]), waiting_count(KEYS[2], KEYS[3]),
+  rates[1] or '0', rates[2] or '0'}

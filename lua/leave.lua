@@ -1,13 +1,15 @@
 -- leave: take a waiting attempt out of the queue.
--- KEYS: 1 queue, 2 users, 3 owners, 4 seen
+-- KEYS: 1 meta, 2 gone, 3 seen, 4 owners, 5 left (hash attempt -> user)
 -- ARGV: 1 attempt id, 2 user id
 -- Returns 'left' | 'not_queued' | 'not_found' (no such attempt for this user)
-if redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[2] then return 'not_found' end
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
-  redis.call('ZREM', KEYS[4], ARGV[1])
-  if redis.call('HGET', KEYS[2], ARGV[2]) == ARGV[1] then
-    redis.call('HDEL', KEYS[2], ARGV[2])
-  end
+local attempt, serial = waiting_entry(ARGV[2])
+if attempt == ARGV[1] then
+  leave_queue(ARGV[2], serial, KEYS[2])
+  redis.call('ZREM', KEYS[3], serial)
+  redis.call('HSET', KEYS[5], ARGV[1], ARGV[2])
   return 'left'
 end
-return 'not_queued'
+if redis.call('HGET', KEYS[4], ARGV[1]) == ARGV[2] or redis.call('HGET', KEYS[5], ARGV[1]) == ARGV[2] then
+  return 'not_queued'
+end
+return 'not_found'

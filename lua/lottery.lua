@@ -1,20 +1,32 @@
 -- lottery: at the opening of a lottery sale, once, everyone waiting is put in the order of
 -- SHA-1 of `<seed>:<user id>` (users cannot choose their id, the seed was published in
--- advance: anyone can re-derive the order). Later joins come after, in join order: their
--- sequence numbers are above every rank given here.
--- KEYS: 1 meta, 2 queue, 3 owners
+-- advance: anyone can re-derive the order). They take the last serials handed out so far, in
+-- that order; later joins come after.
+-- KEYS: 1 meta, 2 seq, 3 gone, 4 seen
 -- ARGV: 1 seed
 -- Returns how many were ordered, or -1 if the draw was made already.
 if redis.call('HGET', KEYS[1], 'lottery_drawn') then return -1 end
-local members = redis.call('ZRANGE', KEYS[2], 0, -1)
+local head, last = queue_head(), last_serial(KEYS[2])
 local ranked = {}
-for i, attempt in ipairs(members) do
-  local user = redis.call('HGET', KEYS[3], attempt) or ''
-  ranked[i] = {redis.sha1hex(ARGV[1] .. ':' .. user), attempt}
+for bucket = math.floor(head / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PER_BUCKET) do
+  local key = BASE .. ':w:' .. bucket
+  local entries = redis.call('HGETALL', key)
+  for i = 1, #entries, 2 do
+    local serial, user = tonumber(entries[i]), entries[i + 1]
+    local attempt = waiting_entry(user)
+    local seen = redis.call('ZSCORE', KEYS[4], serial)
+    table.insert(ranked, {redis.sha1hex(ARGV[1] .. ':' .. user), user, attempt, seen})
+    redis.call('HDEL', user_bucket(user), user)
+  end
+  redis.call('DEL', key)
 end
 table.sort(ranked, function(a, b) return a[1] < b[1] end)
+redis.call('DEL', KEYS[3], KEYS[4])
+local first = last - #ranked + 1
 for i, entry in ipairs(ranked) do
-  redis.call('ZADD', KEYS[2], i, entry[2])
+  local serial = first + i - 1
+  put_waiting(entry[2], entry[3], serial)
+  if entry[4] then redis.call('ZADD', KEYS[4], entry[4], serial) end
 end
-redis.call('HSET', KEYS[1], 'lottery_drawn', 1)
+redis.call('HSET', KEYS[1], 'head', first, 'lottery_drawn', 1)
 return #ranked

@@ -1,26 +1,28 @@
--- position: where an attempt stands, for the status answer. Asking is a sign of life: a
--- waiting attempt's presence is refreshed (when abandonment is tracked).
--- KEYS: 1 meta, 2 queue, 3 owners, 4 active, 5 seen, 6 abandoned (set)
--- ARGV: 1 attempt id
--- Returns {owner or '', position (0 = not queued), waiting, active (1/0),
---          measured admissions per minute, configured rate per minute,
---          known (1/0: the store holds this sale), rebuilt_at_ms (0 = never rebuilt),
---          abandoned (1/0: lost its place for not showing up)}
-local owner = redis.call('HGET', KEYS[3], ARGV[1]) or ''
-local rank = redis.call('ZRANK', KEYS[2], ARGV[1])
+-- position: where an attempt stands, for the status answer of the user who asks. Asking is a
+-- sign of life: a waiting attempt's presence is refreshed (when abandonment is tracked).
+-- KEYS: 1 meta, 2 seq, 3 gone, 4 owners (admitted attempt -> user), 5 active, 6 seen,
+--       7 abandoned (set), 8 left (hash attempt -> user, out of the queue out of turn)
+-- ARGV: 1 attempt id, 2 the asking user
+-- Returns {owner or '' (unknown to the store, or not this user's waiting attempt), position
+--          (0 = not queued), waiting, active (1/0), measured admissions per minute,
+--          configured rate per minute, known (1/0: the store holds this sale), rebuilt_at_ms
+--          (0 = never rebuilt), abandoned (1/0: lost its place for not showing up)}
+local owner = ''
 local position = 0
-if rank then
-  position = rank + 1
-  local t = redis.call('TIME')
-  redis.call('ZADD', KEYS[5], 'XX', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[1])
+local attempt, serial = waiting_entry(ARGV[2])
+if attempt == ARGV[1] then
+  owner = ARGV[2]
+  position = position_of(serial, KEYS[3])
+  redis.call('ZADD', KEYS[6], 'XX', now_ms(), serial)
+else
+  owner = redis.call('HGET', KEYS[4], ARGV[1]) or redis.call('HGET', KEYS[8], ARGV[1]) or ''
 end
-local abandoned = redis.call('SISMEMBER', KEYS[6], ARGV[1])
+local abandoned = redis.call('SISMEMBER', KEYS[7], ARGV[1])
 local active = 0
-if redis.call('ZSCORE', KEYS[4], ARGV[1]) then active = 1 end
-local measured = redis.call('HGET', KEYS[1], 'measured_rate') or '0'
-local rate = redis.call('HGET', KEYS[1], 'rate_per_minute') or '0'
+if redis.call('ZSCORE', KEYS[5], ARGV[1]) then active = 1 end
+local rates = redis.call('HMGET', KEYS[1], 'measured_rate', 'rate_per_minute', 'stock_initialised',
+  'rebuilt_at_ms')
 local known = 0
-if redis.call('HGET', KEYS[1], 'stock_initialised') then known = 1 end
-local rebuilt = redis.call('HGET', KEYS[1], 'rebuilt_at_ms') or '0'
-return {owner, position, redis.call('ZCARD', KEYS[2]), active, measured, rate, known, rebuilt,
-  abandoned}
+if rates[3] then known = 1 end
+return {owner, position, waiting_count(KEYS[2], KEYS[3]), active, rates[1] or '0', rates[2] or '0',
+  known, rates[4] or '0', abandoned}

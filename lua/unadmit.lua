@@ -1,10 +1,24 @@
 -- unadmit: undo admit_batch for attempts the ledger could not record; they go back to their
--- place (same sequence number) at the head of the queue, and are no longer a batch to record.
--- KEYS: 1 queue, 2 active, 3 unrecorded
--- ARGV: attempt1, seq1, attempt2, seq2, ...
-for i = 1, #ARGV, 2 do
-  redis.call('ZREM', KEYS[2], ARGV[i])
-  redis.call('ZADD', KEYS[1], ARGV[i + 1], ARGV[i])
+-- place (same serial) at the head of the queue, and are no longer a batch to record.
+-- KEYS: 1 meta, 2 seq, 3 gone, 4 active, 5 unrecorded
+-- ARGV: attempt1, serial1, user1, attempt2, serial2, user2, ...
+local head = queue_head()
+local back = {}
+local lowest = head
+for i = 1, #ARGV, 3 do
+  local attempt, serial, user = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+  redis.call('ZREM', KEYS[4], attempt)
+  put_waiting(user, attempt, serial)
+  back[serial] = true
+  lowest = math.min(lowest, serial)
 end
-redis.call('DEL', KEYS[3])
-return #ARGV / 2
+-- The serials between the new head and the old one that are not back were gone out of turn
+-- (admission stepped over them): count them as gone again, so positions stay exact.
+for serial = lowest, head - 1 do
+  if not back[serial] and redis.call('HEXISTS', serial_bucket(serial), serial) == 0 then
+    redis.call('ZADD', KEYS[3], serial, serial)
+  end
+end
+redis.call('HSET', KEYS[1], 'head', lowest)
+redis.call('DEL', KEYS[5])
+return #ARGV / 3

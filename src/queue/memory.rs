@@ -100,6 +100,21 @@ impl MemoryQueue {
 }
 
 impl SaleQueue {
+    /// What a view says of the sale and of the attempt's state outside the queue.
+    fn view_of_sale(&self, attempt: Uuid) -> QueueView {
+        QueueView {
+            owner: None,
+            position: None,
+            waiting: self.queue.len() as u64,
+            active: self.active.contains_key(&attempt),
+            measured_rate: self.measured_rate,
+            configured_rate: self.rate_per_minute as f64,
+            known_sale: true,
+            rebuilt_at_ms: self.rebuilt_at_ms,
+            abandoned: self.abandoned.contains(&attempt),
+        }
+    }
+
     fn new(sale: &Sale) -> Self {
         SaleQueue {
             status: sale.status,
@@ -258,23 +273,27 @@ impl QueueStore for MemoryQueue {
         Ok(outcome.unwrap_or(JoinOutcome::UnknownSale))
     }
 
-    async fn view(&self, attempt: AttemptId) -> QueueResult<QueueView> {
+    async fn view(&self, attempt: AttemptId, user: &UserId) -> QueueResult<QueueView> {
         let view = self.with(attempt.sale, |q| {
+            let owner = q.owners.get(&attempt.local).cloned();
             let position = q.position(&attempt.local);
+            // Another user's waiting attempt is unknown to this user (as the Redis store, which
+            // finds a waiting attempt through its user, answers).
+            if position.is_some() && owner.as_ref() != Some(user) {
+                return QueueView {
+                    owner: None,
+                    position: None,
+                    ..q.view_of_sale(attempt.local)
+                };
+            }
             // Asking is a sign of life.
             if let (Some(_), Some(seen)) = (position, q.seen.get_mut(&attempt.local)) {
                 *seen = now_ms();
             }
             QueueView {
-                owner: q.owners.get(&attempt.local).cloned(),
+                owner,
                 position,
-                waiting: q.queue.len() as u64,
-                active: q.active.contains_key(&attempt.local),
-                measured_rate: q.measured_rate,
-                configured_rate: q.rate_per_minute as f64,
-                known_sale: true,
-                rebuilt_at_ms: q.rebuilt_at_ms,
-                abandoned: q.abandoned.contains(&attempt.local),
+                ..q.view_of_sale(attempt.local)
             }
         });
         Ok(view.unwrap_or(QueueView {

@@ -2,14 +2,22 @@
 //! seat holds of every sale live here; every multi-step change is one atomic operation.
 //!
 //! Data per sale (all in one Redis Cluster slot via the `{sale:<id>}` hash tag):
-//! - `meta`: the sale's settings the scripts need (status, limits, rate, measured rate);
-//! - `queue`: sorted set, attempt → join sequence number (FIFO; never a clock);
-//! - `seq`: the sequence counter; `users`: user → their latest attempt (join is idempotent);
-//! - `owners`: attempt → user (status and leave check ownership without the ledger);
+//! - `meta`: the sale's settings the scripts need (status, limits, rate, measured rate), and
+//!   `head`, the lowest join serial that may still be waiting;
+//! - the waiting queue, stored densely because a ticket opening queues millions
+//!   (`lua/lib/queue.lua`): `seq` hands out join serials (FIFO; never a clock); `w:<n>` hashes
+//!   map 100 serials each to their user, `u:<n>` hashes (16,384 of them, by SHA-1 of the user
+//!   id) map a waiting user to their attempt and serial. Redis keeps hashes that small as
+//!   listpacks, ~90 bytes per queued user in all (a sorted-set entry plus two hash entries,
+//!   the first layout, took ~380). `gone`: serials at or above `head` that left out of turn,
+//!   so a position is `serial - head + 1 - gone ahead` with no scan;
+//! - `users`: user → their admitted attempt, `owners`: admitted attempt → user (join is
+//!   idempotent past admission; status and leave check ownership without the ledger); `left`:
+//!   attempt → user for those who left the queue (left or abandoned), so their status says so;
 //! - `active`: sorted set, admitted/holding/paying attempt → deadline (ms), capped by
 //!   `max_active`; `holds`: attempt → what it holds; `stock` / `seats`: what is still free;
 //! - `bought`: user → units held or confirmed (the per-user limit);
-//! - `seen`: sorted set, waiting attempt → last sign of life (ms), only when abandonment is on;
+//! - `seen`: sorted set, waiting serial → last sign of life (ms), only when abandonment is on;
 //!   `abandoned`: attempts that lost their place that way (their status says so);
 //! - `lease`, `fence`: who admits for the sale (one admitter across replicas);
 //! - `controller`: the adaptive controller's state as JSON, expiring unless its admitter renews it.
@@ -81,7 +89,8 @@ pub enum JoinOutcome {
 /// What the queue store knows about one attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueueView {
-    /// The user who joined with this attempt; `None` if the store has never seen it.
+    /// The user who joined with this attempt; `None` if the store does not know it (or it is
+    /// another user's waiting attempt).
     pub owner: Option<UserId>,
     /// 1-based place in the queue while waiting.
     pub position: Option<u64>,
@@ -248,7 +257,9 @@ pub trait QueueStore: Send + Sync + 'static {
     async fn set_admission(&self, sale: SaleId, admission: Admission) -> QueueResult<()>;
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome>;
-    async fn view(&self, attempt: AttemptId) -> QueueResult<QueueView>;
+    /// What the store knows of `attempt`, for `user`'s status: another user's waiting attempt
+    /// is not shown (no owner, no position).
+    async fn view(&self, attempt: AttemptId, user: &UserId) -> QueueResult<QueueView>;
     async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome>;
 
     /// Takes or renews the sale's admission lease for `holder`.

@@ -13,7 +13,6 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::*;
-use crate::domain::StockKind;
 
 macro_rules! lua {
     ($name:ident, $file:literal) => {
@@ -21,19 +20,31 @@ macro_rules! lua {
             LazyLock::new(|| Script::new(include_str!(concat!("../../lua/", $file))));
     };
 }
-lua!(JOIN, "join.lua");
-lua!(POSITION, "position.lua");
-lua!(LEAVE, "leave.lua");
+/// A script that touches the waiting queue: `lua/lib/queue.lua` (its layout) comes first.
+macro_rules! queue_lua {
+    ($name:ident, $file:literal) => {
+        static $name: LazyLock<Script> = LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("../../lua/lib/queue.lua"),
+                include_str!(concat!("../../lua/", $file))
+            ))
+        });
+    };
+}
+queue_lua!(JOIN, "join.lua");
+queue_lua!(POSITION, "position.lua");
+queue_lua!(LEAVE, "leave.lua");
+queue_lua!(ADMIT_BATCH, "admit_batch.lua");
+queue_lua!(UNADMIT, "unadmit.lua");
+queue_lua!(ABANDON, "abandon.lua");
+queue_lua!(LOTTERY, "lottery.lua");
+queue_lua!(STATS, "stats.lua");
 lua!(LEASE, "lease.lua");
-lua!(ADMIT_BATCH, "admit_batch.lua");
-lua!(UNADMIT, "unadmit.lua");
 lua!(HOLD, "hold.lua");
 lua!(RESTORE, "restore.lua");
 lua!(FINISH, "finish.lua");
 lua!(INIT_SALE, "init_sale.lua");
 lua!(EXTEND, "extend.lua");
-lua!(ABANDON, "abandon.lua");
-lua!(LOTTERY, "lottery.lua");
 lua!(RECORDED, "recorded.lua");
 
 /// How long past its deadline an active entry may linger before admit_batch drops it; the
@@ -118,15 +129,6 @@ impl RedisQueue {
     async fn cmd<T: FromRedisValue>(&self, cmd: &::redis::Cmd) -> QueueResult<T> {
         let mut conn = self.conn.clone();
         match tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(classify(e)),
-            Err(_) => Err(QueueError::Unavailable("timed out".into())),
-        }
-    }
-
-    async fn pipe<T: FromRedisValue>(&self, pipe: &::redis::Pipeline) -> QueueResult<T> {
-        let mut conn = self.conn.clone();
-        match tokio::time::timeout(self.timeout, pipe.query_async(&mut conn)).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(classify(e)),
             Err(_) => Err(QueueError::Unavailable("timed out".into())),
@@ -273,10 +275,9 @@ impl QueueStore for RedisQueue {
         let fresh = AttemptId::new(sale);
         let mut inv = JOIN.prepare_invoke();
         inv.key(k.key("meta"))
-            .key(k.key("queue"))
             .key(k.key("seq"))
+            .key(k.key("gone"))
             .key(k.key("users"))
-            .key(k.key("owners"))
             .key(k.key("active"))
             .key(k.key("seen"))
             .arg(user.as_str())
@@ -305,16 +306,22 @@ impl QueueStore for RedisQueue {
         })
     }
 
-    async fn view(&self, attempt: AttemptId) -> QueueResult<QueueView> {
+    async fn view(&self, attempt: AttemptId, user: &UserId) -> QueueResult<QueueView> {
         let k = self.keys(attempt.sale);
         let mut inv = POSITION.prepare_invoke();
-        inv.key(k.key("meta"))
-            .key(k.key("queue"))
-            .key(k.key("owners"))
-            .key(k.key("active"))
-            .key(k.key("seen"))
-            .key(k.key("abandoned"))
-            .arg(local(attempt));
+        for name in [
+            "meta",
+            "seq",
+            "gone",
+            "owners",
+            "active",
+            "seen",
+            "abandoned",
+            "left",
+        ] {
+            inv.key(k.key(name));
+        }
+        inv.arg(local(attempt)).arg(user.as_str());
         let reply: Vec<Value> = self.run(&inv).await?;
         let [owner, position, waiting, active, measured, configured, known, rebuilt, abandoned] =
             reply.as_slice()
@@ -339,12 +346,10 @@ impl QueueStore for RedisQueue {
     async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome> {
         let k = self.keys(attempt.sale);
         let mut inv = LEAVE.prepare_invoke();
-        inv.key(k.key("queue"))
-            .key(k.key("users"))
-            .key(k.key("owners"))
-            .key(k.key("seen"))
-            .arg(local(attempt))
-            .arg(user.as_str());
+        for name in ["meta", "gone", "seen", "owners", "left"] {
+            inv.key(k.key(name));
+        }
+        inv.arg(local(attempt)).arg(user.as_str());
         let reply: String = self.run(&inv).await?;
         match reply.as_str() {
             "left" => Ok(LeaveOutcome::Left),
@@ -385,14 +390,20 @@ impl QueueStore for RedisQueue {
     ) -> QueueResult<AdmitOutcome> {
         let k = self.keys(sale);
         let mut inv = ADMIT_BATCH.prepare_invoke();
-        inv.key(k.key("meta"))
-            .key(k.key("queue"))
-            .key(k.key("active"))
-            .key(k.key("owners"))
-            .key(k.key("lease"))
-            .key(k.key("seen"))
-            .key(k.key("unrecorded"))
-            .arg(&lease.value)
+        for name in [
+            "meta",
+            "seq",
+            "gone",
+            "active",
+            "owners",
+            "users",
+            "lease",
+            "seen",
+            "unrecorded",
+        ] {
+            inv.key(k.key(name));
+        }
+        inv.arg(&lease.value)
             .arg(wanted)
             .arg(admission_ttl_ms)
             .arg(FORGOTTEN_ACTIVE_GRACE_MS)
@@ -438,11 +449,11 @@ impl QueueStore for RedisQueue {
         }
         let k = self.keys(sale);
         let mut inv = UNADMIT.prepare_invoke();
-        inv.key(k.key("queue"))
-            .key(k.key("active"))
-            .key(k.key("unrecorded"));
+        for name in ["meta", "seq", "gone", "active", "unrecorded"] {
+            inv.key(k.key(name));
+        }
         for a in admitted {
-            inv.arg(local(a.attempt)).arg(a.seq);
+            inv.arg(local(a.attempt)).arg(a.seq).arg(a.user.as_str());
         }
         let _: i64 = self.run(&inv).await?;
         Ok(())
@@ -534,18 +545,11 @@ impl QueueStore for RedisQueue {
 
     async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats> {
         let k = self.keys(sale);
-        let mut pipe = ::redis::pipe();
-        pipe.zcard(k.key("queue"))
-            .zcard(k.key("active"))
-            .hget(k.key("meta"), "kind")
-            .get(k.key("stock"))
-            .scard(k.key("seats"));
-        let (waiting, active, kind, stock, seats): (u64, u64, Option<String>, Option<i64>, u64) =
-            self.pipe(&pipe).await?;
-        let remaining = match kind.as_deref().and_then(StockKind::parse) {
-            Some(StockKind::Seats) => seats,
-            Some(StockKind::Quantity) | None => stock.unwrap_or(0).max(0) as u64,
-        };
+        let mut inv = STATS.prepare_invoke();
+        for name in ["meta", "seq", "gone", "active", "stock", "seats"] {
+            inv.key(k.key(name));
+        }
+        let (waiting, active, remaining): (u64, u64, u64) = self.run(&inv).await?;
         Ok(QueueStats {
             waiting,
             active,
@@ -568,13 +572,10 @@ impl QueueStore for RedisQueue {
         }
         let k = self.keys(sale);
         let mut inv = ABANDON.prepare_invoke();
-        inv.key(k.key("queue"))
-            .key(k.key("seen"))
-            .key(k.key("users"))
-            .key(k.key("owners"))
-            .key(k.key("abandoned"))
-            .arg(self.abandon_after_ms)
-            .arg(limit);
+        for name in ["meta", "seen", "gone", "abandoned", "left"] {
+            inv.key(k.key(name));
+        }
+        inv.arg(self.abandon_after_ms).arg(limit);
         let n: u64 = self.run(&inv).await?;
         Ok(n)
     }
@@ -582,10 +583,10 @@ impl QueueStore for RedisQueue {
     async fn draw_lottery(&self, sale: SaleId, seed: &str) -> QueueResult<Option<u64>> {
         let k = self.keys(sale);
         let mut inv = LOTTERY.prepare_invoke();
-        inv.key(k.key("meta"))
-            .key(k.key("queue"))
-            .key(k.key("owners"))
-            .arg(seed);
+        for name in ["meta", "seq", "gone", "seen"] {
+            inv.key(k.key(name));
+        }
+        inv.arg(seed);
         let n: i64 = self.run(&inv).await?;
         Ok((n >= 0).then_some(n as u64))
     }

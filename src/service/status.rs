@@ -6,9 +6,9 @@ use super::{App, AttemptView, ServiceError, ServiceResult};
 use crate::domain::{AttemptId, AttemptState, ExpiryReason, UserId};
 
 pub async fn status(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
-    let mut view = app.queue.view(attempt).await?;
+    let mut view = app.queue.view(attempt, user).await?;
     if !view.known_sale && super::sales::restore_in_queue(app, attempt.sale, false).await? {
-        view = app.queue.view(attempt).await?;
+        view = app.queue.view(attempt, user).await?;
     }
     match &view.owner {
         Some(owner) if owner != user => return Err(ServiceError::NotFound("attempt")),

@@ -62,7 +62,82 @@ on_every_queue_store!(
     a_lottery_draw_orders_the_waiting_once_by_the_seed,
     a_batch_not_yet_recorded_goes_to_the_next_lease_holder_first,
     a_batch_larger_than_luas_stack_is_admitted_and_kept_whole,
+    positions_stay_exact_when_users_leave_out_of_turn,
 );
+
+/// Positions and the waiting count stay exact while users leave from the middle of a long
+/// queue (whole runs of it), admission steps over the places they left, and an admission the
+/// ledger refused is put back in front of everyone.
+async fn positions_stay_exact_when_users_leave_out_of_turn(q: Arc<dyn QueueStore>) {
+    const N: usize = 350;
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
+    let mut attempts = Vec::new();
+    for name in &names {
+        match q.join(s.id, &user(name), 0).await.unwrap() {
+            JoinOutcome::Queued { attempt, .. } => attempts.push(attempt),
+            other => panic!("{other:?}"),
+        }
+    }
+    // u1..=u200 leave, and u300.
+    let leaving: Vec<usize> = (1..=200).chain([300]).collect();
+    let leaves = leaving.iter().map(|&i| {
+        let q = q.clone();
+        let (attempt, who) = (attempts[i], user(&names[i]));
+        async move { q.leave(attempt, &who).await.unwrap() }
+    });
+    for outcome in futures_util::future::join_all(leaves).await {
+        assert_eq!(outcome, sluice::queue::LeaveOutcome::Left);
+    }
+    assert_eq!(
+        q.leave(attempts[1], &user("u1")).await.unwrap(),
+        sluice::queue::LeaveOutcome::NotQueued
+    );
+    let place = |i: usize| {
+        let q = q.clone();
+        let (attempt, who) = (attempts[i], user(&names[i]));
+        async move {
+            let view = q.view(attempt, &who).await.unwrap();
+            (view.position, view.waiting)
+        }
+    };
+    let waiting = (N - leaving.len()) as u64;
+    assert_eq!(place(0).await, (Some(1), waiting));
+    assert_eq!(place(201).await, (Some(2), waiting));
+    assert_eq!(place(299).await, (Some(100), waiting));
+    assert_eq!(place(301).await, (Some(101), waiting));
+    assert_eq!(place(N - 1).await, (Some(waiting), waiting));
+    assert_eq!(place(1).await, (None, waiting), "left");
+    assert_eq!(q.stats(s.id).await.unwrap().waiting, waiting);
+    // Another user's waiting attempt is not shown to this one.
+    let theirs = q.view(attempts[0], &user("u2")).await.unwrap();
+    assert_eq!((theirs.owner, theirs.position), (None, None));
+
+    let admitted = admit_all(&q, &s, 2).await;
+    let who: Vec<&str> = admitted.iter().map(|a| a.user.as_str()).collect();
+    assert_eq!(who, ["u0", "u201"], "over the places left");
+    assert_eq!(place(202).await, (Some(1), waiting - 2));
+    q.unadmit(s.id, &admitted).await.unwrap();
+    assert_eq!(place(0).await, (Some(1), waiting));
+    assert_eq!(place(201).await, (Some(2), waiting));
+    assert_eq!(place(202).await, (Some(3), waiting));
+    let again = admit_all(&q, &s, 3).await;
+    let who: Vec<&str> = again.iter().map(|a| a.user.as_str()).collect();
+    assert_eq!(who, ["u0", "u201", "u202"]);
+    assert_eq!(place(N - 1).await, (Some(waiting - 3), waiting - 3));
+    // Who left may join again, at the back.
+    match q.join(s.id, &user("u1"), 0).await.unwrap() {
+        JoinOutcome::Queued {
+            position,
+            waiting: w,
+            ..
+        } => assert_eq!((position, w), (waiting - 2, waiting - 2)),
+        other => panic!("{other:?}"),
+    }
+}
 
 /// A batch bigger than what one Lua `unpack` can take (~8,000 values) is admitted and kept
 /// for recording whole (the script once failed after popping, losing the batch).
@@ -164,7 +239,11 @@ async fn a_lottery_draw_orders_the_waiting_once_by_the_seed(q: Arc<dyn QueueStor
     let mut placed = Vec::new();
     for (name, attempt) in names.iter().zip(&attempts) {
         placed.push((
-            q.view(*attempt).await.unwrap().position.unwrap(),
+            q.view(*attempt, &user(name))
+                .await
+                .unwrap()
+                .position
+                .unwrap(),
             name.clone(),
         ));
     }
@@ -278,7 +357,7 @@ async fn join_is_fifo_and_idempotent_per_user(q: Arc<dyn QueueStore>) {
         q.join(s.id, &user("a"), now).await.unwrap(),
         JoinOutcome::Active { attempt: ids[0] }
     );
-    let view = q.view(ids[2]).await.unwrap();
+    let view = q.view(ids[2], &user("c")).await.unwrap();
     assert_eq!(
         (view.position, view.waiting, view.active),
         (Some(1), 1, false)
@@ -495,7 +574,7 @@ async fn init_keeps_a_live_sale_and_rebuilds_from_a_snapshot(q: Arc<dyn QueueSto
     assert!(q.init_sale(&s, &snapshot, true).await.unwrap());
     let stats = q.stats(s.id).await.unwrap();
     assert_eq!((stats.remaining, stats.active), (3, 2));
-    let view = q.view(b).await.unwrap();
+    let view = q.view(b, &user("b")).await.unwrap();
     assert!(view.known_sale && view.rebuilt_at_ms > 0 && view.active);
     // The rebuilt state works like the original: b may hold, within a's limit a may not add 2.
     assert_eq!(
@@ -559,18 +638,26 @@ mod abandonment {
         let present = joined("present").await;
         for _ in 0..4 {
             tokio::time::sleep(std::time::Duration::from_millis(IDLE_MS / 3)).await;
-            assert!(q.view(present).await.unwrap().position.is_some());
+            assert!(q
+                .view(present, &user("present"))
+                .await
+                .unwrap()
+                .position
+                .is_some());
         }
         assert_eq!(q.abandon(s.id, 100).await.unwrap(), 1);
-        let view = q.view(gone).await.unwrap();
+        let view = q.view(gone, &user("gone")).await.unwrap();
         assert!(view.abandoned && view.position.is_none(), "{view:?}");
-        let view = q.view(present).await.unwrap();
+        let view = q.view(present, &user("present")).await.unwrap();
         assert_eq!((view.abandoned, view.position), (false, Some(1)));
         assert_eq!(q.abandon(s.id, 100).await.unwrap(), 0, "once");
         // The user may join again, at the back.
         let again = joined("gone").await;
         assert_ne!(again, gone);
-        assert_eq!(q.view(again).await.unwrap().position, Some(2));
+        assert_eq!(
+            q.view(again, &user("gone")).await.unwrap().position,
+            Some(2)
+        );
     }
 }
 

@@ -1,0 +1,74 @@
+-- The waiting queue's layout, prepended to every script that touches the queue (so it is
+-- written once). Stored densely, because a ticket opening queues millions (see
+-- src/queue/mod.rs for why):
+--   seq        counter: every join takes the next serial number (FIFO; never a clock)
+--   meta.head  the lowest serial that may still be waiting; admission moves it forward
+--   <base>:w:<serial // 100>   hash serial -> user, 100 serials a hash
+--   <base>:u:<sha1(user) % 16384>   hash user -> attempt (32 hex) .. serial; present exactly
+--                                   while the user waits
+--   gone       sorted set of serials at or above head that left the queue out of turn (left,
+--              abandoned): position = serials ahead - those gone ahead, without a scan
+-- Small hashes are listpacks in Redis (up to hash-max-listpack-entries, 128, and values up to
+-- hash-max-listpack-value, 64 bytes): ~20 bytes an entry instead of ~100 for a hash-table
+-- entry. User ids up to 64 characters keep a bucket a listpack; longer ones still work, at
+-- hash-table cost.
+-- Scripts that include this take KEYS[1] = meta (`<base>:meta`).
+local BASE = string.sub(KEYS[1], 1, -6)
+local SERIALS_PER_BUCKET = 100
+local USER_BUCKETS = 16384
+
+local function serial_bucket(serial)
+  return BASE .. ':w:' .. math.floor(serial / SERIALS_PER_BUCKET)
+end
+
+local function user_bucket(user)
+  return BASE .. ':u:' .. (tonumber(string.sub(redis.sha1hex(user), 1, 5), 16) % USER_BUCKETS)
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function queue_head()
+  return tonumber(redis.call('HGET', KEYS[1], 'head') or '1')
+end
+
+local function last_serial(seq_key)
+  return tonumber(redis.call('GET', seq_key) or '0')
+end
+
+-- How many wait: serials from head to the last one, less those gone out of turn.
+local function waiting_count(seq_key, gone_key)
+  return last_serial(seq_key) - queue_head() + 1 - redis.call('ZCARD', gone_key)
+end
+
+-- 1-based place of a waiting serial.
+local function position_of(serial, gone_key)
+  local head = queue_head()
+  return serial - head + 1 - redis.call('ZCOUNT', gone_key, head, serial)
+end
+
+-- The user's waiting entry: attempt (32 hex) and serial, or nil.
+local function waiting_entry(user)
+  local value = redis.call('HGET', user_bucket(user), user)
+  if not value then return nil end
+  return string.sub(value, 1, 32), tonumber(string.sub(value, 33))
+end
+
+local function put_waiting(user, attempt, serial)
+  redis.call('HSET', serial_bucket(serial), serial, user)
+  redis.call('HSET', user_bucket(user), user, attempt .. serial)
+end
+
+local function drop_waiting(user, serial)
+  redis.call('HDEL', serial_bucket(serial), serial)
+  redis.call('HDEL', user_bucket(user), user)
+end
+
+-- A waiting user leaves out of turn (left, abandoned): their serial counts as gone.
+local function leave_queue(user, serial, gone_key)
+  drop_waiting(user, serial)
+  redis.call('ZADD', gone_key, serial, serial)
+end
+-- (end of the layout; the script follows)

@@ -1,0 +1,10 @@
+-- stats: a sale's counters.
+-- KEYS: 1 meta, 2 seq, 3 gone, 4 active, 5 stock, 6 seats
+-- Returns {waiting, active, remaining units or free seats}
+local remaining
+if redis.call('HGET', KEYS[1], 'kind') == 'seats' then
+  remaining = redis.call('SCARD', KEYS[6])
+else
+  remaining = math.max(tonumber(redis.call('GET', KEYS[5]) or '0'), 0)
+end
+return {waiting_count(KEYS[2], KEYS[3]), redis.call('ZCARD', KEYS[4]), remaining}
