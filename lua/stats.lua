@@ -7,4 +7,4 @@ if redis.call('HGET', KEYS[1], 'kind') == 'seats' then
 else
   remaining = math.max(tonumber(redis.call('GET', KEYS[5]) or '0'), 0)
 end
-return {waiting_count(KEYS[2], KEYS[3]), redis.call('ZCARD', KEYS[4]), remaining}
+return {waiting_count(queue_head(), KEYS[2], KEYS[3]), redis.call('ZCARD', KEYS[4]), remaining}

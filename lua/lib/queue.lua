@@ -30,8 +30,13 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The lowest serial that may still be waiting, from meta's `head` field (nil: none yet).
+local function head_of(value)
+  return tonumber(value or '1')
+end
+
 local function queue_head()
-  return tonumber(redis.call('HGET', KEYS[1], 'head') or '1')
+  return head_of(redis.call('HGET', KEYS[1], 'head'))
 end
 
 local function last_serial(seq_key)
@@ -39,13 +44,12 @@ local function last_serial(seq_key)
 end
 
 -- How many wait: serials from head to the last one, less those gone out of turn.
-local function waiting_count(seq_key, gone_key)
-  return last_serial(seq_key) - queue_head() + 1 - redis.call('ZCARD', gone_key)
+local function waiting_count(head, seq_key, gone_key)
+  return last_serial(seq_key) - head + 1 - redis.call('ZCARD', gone_key)
 end
 
 -- 1-based place of a waiting serial.
-local function position_of(serial, gone_key)
-  local head = queue_head()
+local function position_of(head, serial, gone_key)
   return serial - head + 1 - redis.call('ZCOUNT', gone_key, head, serial)
 end
 

@@ -111,6 +111,16 @@ impl RedisQueue {
         self
     }
 
+    /// `"1"` when waiting attempts' signs of life are tracked (abandonment is on), for the
+    /// scripts that would record one.
+    fn tracks_presence(&self) -> &'static str {
+        if self.abandon_after_ms > 0 {
+            "1"
+        } else {
+            "0"
+        }
+    }
+
     fn keys(&self, sale: SaleId) -> SaleKeys {
         SaleKeys {
             base: format!("{}:{{sale:{}}}", self.prefix, sale),
@@ -283,7 +293,7 @@ impl QueueStore for RedisQueue {
             .arg(user.as_str())
             .arg(local(fresh))
             .arg(now_ms)
-            .arg(if self.abandon_after_ms > 0 { "1" } else { "0" });
+            .arg(self.tracks_presence());
         let reply: Vec<Value> = self.run(&inv).await?;
         let [status, attempt, position, waiting, measured, configured] = reply.as_slice() else {
             return Err(protocol("join", &reply));
@@ -321,7 +331,9 @@ impl QueueStore for RedisQueue {
         ] {
             inv.key(k.key(name));
         }
-        inv.arg(local(attempt)).arg(user.as_str());
+        inv.arg(local(attempt))
+            .arg(user.as_str())
+            .arg(self.tracks_presence());
         let reply: Vec<Value> = self.run(&inv).await?;
         let [owner, position, waiting, active, measured, configured, known, rebuilt, abandoned] =
             reply.as_slice()
