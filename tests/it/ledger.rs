@@ -53,6 +53,52 @@ on_every_ledger!(
     idempotency_claims_are_exclusive_and_stale_ones_are_taken_over,
 );
 
+/// A hold claims its units with one locking pass over the sale's free units, whatever the
+/// statistics say. Taken while only an older sale's units were in the table (as right after a
+/// sale is created), they make the planner think the new sale has next to no units; an
+/// `IN (SELECT … FOR UPDATE SKIP LOCKED)` claim was then planned as a nested-loop semi-join that
+/// runs the locking sub-select again for every unit, and holds stalled for minutes.
+#[tokio::test]
+async fn a_hold_claims_units_in_one_locking_pass_even_on_stale_statistics() {
+    let url = fresh_database().await;
+    let pg = PgLedger::new(&url, 5, std::time::Duration::from_secs(5)).unwrap();
+    pg.migrate().await.unwrap();
+    let ledger: Arc<dyn Ledger> = Arc::new(pg.clone());
+    let older = new_sale(Stock::Quantity(20_000));
+    ledger.create_sale(&older).await.unwrap();
+    sqlx::query("ANALYZE").execute(pg.pool()).await.unwrap();
+    let sale = new_sale(Stock::Quantity(20_000));
+    ledger.create_sale(&sale).await.unwrap();
+
+    let explain = |query: &str| {
+        let pool = pg.pool().clone();
+        let query = format!("EXPLAIN {query}");
+        async move {
+            let lines: Vec<String> = sqlx::query_scalar(&query)
+                .bind(sale.id.0)
+                .bind(uuid::Uuid::now_v7())
+                .bind(1_i64)
+                .fetch_all(&pool)
+                .await
+                .unwrap();
+            lines.join("\n")
+        }
+    };
+    let plan = explain(sluice::ledger::postgres::CLAIM_FREE_UNITS).await;
+    assert!(
+        plan.contains("InitPlan") && plan.contains("Tid Scan") && !plan.contains("Loop"),
+        "the locking sub-select runs once, then the claim goes by row address:\n{plan}"
+    );
+    // The setup does reproduce the hazard: the old form of the claim is planned as a semi-join.
+    let old = explain(
+        "UPDATE stock_units SET attempt_id = $2 WHERE sale_id = $1 AND unit_id IN (
+             SELECT unit_id FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL
+             LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING unit_id",
+    )
+    .await;
+    assert!(old.contains("Semi Join"), "{old}");
+}
+
 /// One request per (user, key) runs; the others find its claim, then its answer. A failed
 /// request frees its key; a claim whose process died is taken over once stale.
 async fn idempotency_claims_are_exclusive_and_stale_ones_are_taken_over(ledger: Arc<dyn Ledger>) {

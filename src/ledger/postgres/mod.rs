@@ -12,6 +12,8 @@ mod payments;
 mod reapers;
 mod sales;
 
+pub use attempts::CLAIM_FREE_UNITS;
+
 use crate::ledger::metered;
 use std::time::Duration;
 
