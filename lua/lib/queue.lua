@@ -11,7 +11,8 @@
 -- Small hashes are listpacks in Redis (up to hash-max-listpack-entries, 128, and values up to
 -- hash-max-listpack-value, 64 bytes): ~20 bytes an entry instead of ~100 for a hash-table
 -- entry. User ids up to 64 characters keep a bucket a listpack; longer ones still work, at
--- hash-table cost.
+-- hash-table cost. 16,384 user hashes stay listpacks up to ~1.5M waiting in one sale (see
+-- docs/scaling.md for larger ones).
 -- Scripts that include this take KEYS[1] = meta (`<base>:meta`).
 local BASE = string.sub(KEYS[1], 1, -6)
 local SERIALS_PER_BUCKET = 100
