@@ -12,8 +12,8 @@ for _, member in ipairs(idle) do
   redis.call('ZREM', KEYS[2], member)
   local serial = tonumber(member)
   local user = redis.call('HGET', serial_bucket(serial), serial)
-  if user then
-    local attempt = waiting_entry(user)
+  local attempt = user and waiting_entry(user)
+  if attempt then
     leave_queue(user, serial, KEYS[3])
     redis.call('SADD', KEYS[4], attempt)
     redis.call('HSET', KEYS[5], attempt, user)

@@ -31,8 +31,12 @@ local head, last = queue_head(), last_serial(KEYS[2])
 while n > 0 and head <= last do
   local bucket = serial_bucket(head)
   local user = redis.call('HGET', bucket, head)
-  if user then
-    local attempt = waiting_entry(user)
+  local attempt = user and waiting_entry(user)
+  if user and not attempt then
+    -- A serial whose user entry is gone (never so, unless keys were lost): drop it, admit no one.
+    redis.call('HDEL', bucket, head)
+    head = head + 1
+  elseif user then
     drop_waiting(user, head)
     redis.call('ZADD', KEYS[4], deadline, attempt)
     redis.call('HSET', KEYS[5], attempt, user)

@@ -14,9 +14,11 @@ for bucket = math.floor(head / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PE
   for i = 1, #entries, 2 do
     local serial, user = tonumber(entries[i]), entries[i + 1]
     local attempt = waiting_entry(user)
-    local seen = redis.call('ZSCORE', KEYS[4], serial)
-    table.insert(ranked, {redis.sha1hex(ARGV[1] .. ':' .. user), user, attempt, seen})
-    redis.call('HDEL', user_bucket(user), user)
+    if attempt then
+      local seen = redis.call('ZSCORE', KEYS[4], serial)
+      table.insert(ranked, {redis.sha1hex(ARGV[1] .. ':' .. user), user, attempt, seen})
+      redis.call('HDEL', user_bucket(user), user)
+    end
   end
   redis.call('DEL', key)
 end
