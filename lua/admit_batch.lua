@@ -28,33 +28,39 @@ local out = {'ok'}
 if n <= 0 then return out end
 local deadline = now + tonumber(ARGV[3])
 local head, last = queue_head(), last_serial(KEYS[2])
+-- A bucket at a time: its serials read in one call, those passed removed in one call.
 while n > 0 and head <= last do
   local bucket = serial_bucket(head)
-  local user = redis.call('HGET', bucket, head)
-  local attempt = user and waiting_entry(user)
-  if user and not attempt then
-    -- A serial whose user entry is gone (never so, unless keys were lost): drop it, admit no one.
-    redis.call('HDEL', bucket, head)
-    head = head + 1
-  elseif user then
-    drop_waiting(user, head)
-    redis.call('ZADD', KEYS[4], deadline, attempt)
-    redis.call('HSET', KEYS[5], attempt, user)
-    redis.call('HSET', KEYS[6], user, attempt)
-    redis.call('ZREM', KEYS[8], head)
-    for _, v in ipairs({attempt, tostring(head), user, tostring(deadline)}) do
-      table.insert(out, v)
+  local entries = redis.call('HGETALL', bucket)
+  local users = {}
+  for i = 1, #entries, 2 do users[tonumber(entries[i])] = entries[i + 1] end
+  local stop = math.min((math.floor(head / SERIALS_PER_BUCKET) + 1) * SERIALS_PER_BUCKET - 1, last)
+  local passed = {}
+  while n > 0 and head <= stop do
+    local user = users[head]
+    if user then
+      table.insert(passed, head)
+      local user_key = user_bucket(user)
+      local value = redis.call('HGET', user_key, user)
+      -- (no value: the serial's user entry is gone, never so unless keys were lost: skip it)
+      if value then
+        local attempt = string.sub(value, 1, 32)
+        redis.call('HDEL', user_key, user)
+        redis.call('ZADD', KEYS[4], deadline, attempt)
+        redis.call('HSET', KEYS[5], attempt, user)
+        redis.call('HSET', KEYS[6], user, attempt)
+        redis.call('ZREM', KEYS[8], head)
+        for _, v in ipairs({attempt, tostring(head), user, tostring(deadline)}) do
+          table.insert(out, v)
+        end
+        -- Per attempt, not one unpack of the whole batch: Lua's stack takes ~8,000 values.
+        redis.call('RPUSH', KEYS[9], attempt, head, user, deadline)
+        n = n - 1
+      end
     end
-    -- Per attempt, not one unpack of the whole batch: Lua's stack takes ~8,000 values.
-    redis.call('RPUSH', KEYS[9], attempt, head, user, deadline)
-    n = n - 1
-    head = head + 1
-  elseif redis.call('EXISTS', bucket) == 0 then
-    -- Everyone of this bucket left or was admitted: skip it whole.
-    head = (math.floor(head / SERIALS_PER_BUCKET) + 1) * SERIALS_PER_BUCKET
-  else
     head = head + 1
   end
+  if #passed > 0 then redis.call('HDEL', bucket, unpack(passed)) end
 end
 redis.call('HSET', KEYS[1], 'head', head)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. head)
