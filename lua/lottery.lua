@@ -9,7 +9,7 @@ if redis.call('HGET', KEYS[1], 'lottery_drawn') then return -1 end
 local head, last = queue_head(), last_serial(KEYS[2])
 local ranked = {}
 for bucket = math.floor(head / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PER_BUCKET) do
-  local key = BASE .. ':w:' .. bucket
+  local key = serial_bucket(bucket * SERIALS_PER_BUCKET)
   local entries = redis.call('HGETALL', key)
   for i = 1, #entries, 2 do
     local serial, user = tonumber(entries[i]), entries[i + 1]
