@@ -10,7 +10,7 @@ SELECT now() + interval '1 hour' <= now();
 UPDATE stock_units SET attempt_id = ('00000000-0000-7000-8000-' || lpad(:n::text, 12, '0'))::uuid
  WHERE ctid = ANY(ARRAY(
      SELECT ctid FROM stock_units WHERE sale_id = :sale AND attempt_id IS NULL
-     LIMIT 1 FOR UPDATE SKIP LOCKED))
+     ORDER BY unit_id LIMIT 1 FOR UPDATE SKIP LOCKED))
  RETURNING unit_id;
 INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status)
 VALUES (('00000000-0000-7000-8000-' || lpad(:n::text, 12, '0'))::uuid, :sale, 1, '{}', 'held')

@@ -60,43 +60,80 @@ on_every_ledger!(
 /// runs the locking sub-select again for every unit, and holds stalled for minutes.
 #[tokio::test]
 async fn a_hold_claims_units_in_one_locking_pass_even_on_stale_statistics() {
-    let url = fresh_database().await;
-    let pg = PgLedger::new(&url, 5, std::time::Duration::from_secs(5)).unwrap();
-    pg.migrate().await.unwrap();
-    let ledger: Arc<dyn Ledger> = Arc::new(pg.clone());
-    let older = new_sale(Stock::Quantity(20_000));
-    ledger.create_sale(&older).await.unwrap();
+    let (pg, ledger, older) = ledger_with_an_older_sale().await;
     sqlx::query("ANALYZE").execute(pg.pool()).await.unwrap();
     let sale = new_sale(Stock::Quantity(20_000));
     ledger.create_sale(&sale).await.unwrap();
 
-    let explain = |query: &str| {
-        let pool = pg.pool().clone();
-        let query = format!("EXPLAIN {query}");
-        async move {
-            let lines: Vec<String> = sqlx::query_scalar(&query)
-                .bind(sale.id.0)
-                .bind(uuid::Uuid::now_v7())
-                .bind(1_i64)
-                .fetch_all(&pool)
-                .await
-                .unwrap();
-            lines.join("\n")
-        }
-    };
-    let plan = explain(sluice::ledger::postgres::CLAIM_FREE_UNITS).await;
+    let plan = explain_claim(&pg, &sale, sluice::ledger::postgres::CLAIM_FREE_UNITS).await;
     assert!(
         plan.contains("InitPlan") && plan.contains("Tid Scan") && !plan.contains("Loop"),
         "the locking sub-select runs once, then the claim goes by row address:\n{plan}"
     );
     // The setup does reproduce the hazard: the old form of the claim is planned as a semi-join.
-    let old = explain(
+    let old = explain_claim(
+        &pg,
+        &sale,
         "UPDATE stock_units SET attempt_id = $2 WHERE sale_id = $1 AND unit_id IN (
              SELECT unit_id FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL
              LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING unit_id",
     )
     .await;
     assert!(old.contains("Semi Join"), "{old}");
+}
+
+/// A new sale's units are stored behind the rows of older sales, whose units are held. A hold
+/// reaches the new sale's free units through the free-units index, not by reading the table
+/// from its start: with an unordered `LIMIT`, the planner counted on free rows spread over the
+/// whole table and chose a sequential scan, so every hold read all older sales' rows.
+#[tokio::test]
+async fn a_hold_reaches_a_new_sale_s_units_by_index_behind_older_held_units() {
+    let (pg, ledger, older) = ledger_with_an_older_sale().await;
+    sqlx::query("UPDATE stock_units SET attempt_id = gen_random_uuid() WHERE sale_id = $1")
+        .bind(older.id.0)
+        .execute(pg.pool())
+        .await
+        .unwrap();
+    let sale = new_sale(Stock::Quantity(20_000));
+    ledger.create_sale(&sale).await.unwrap();
+    sqlx::query("ANALYZE").execute(pg.pool()).await.unwrap();
+
+    let claim = sluice::ledger::postgres::CLAIM_FREE_UNITS;
+    let plan = explain_claim(&pg, &sale, claim).await;
+    assert!(
+        plan.contains("Index Scan using stock_units_free") && !plan.contains("Seq Scan"),
+        "the free units are found by index:\n{plan}"
+    );
+    // The setup does reproduce the hazard: without the order, the claim scans the table.
+    let unordered = explain_claim(&pg, &sale, &claim.replace("ORDER BY unit_id ", "")).await;
+    assert!(unordered.contains("Seq Scan"), "{unordered}");
+}
+
+/// A PostgreSQL ledger holding one sale of 20,000 units, for the plan tests.
+async fn ledger_with_an_older_sale() -> (PgLedger, Arc<dyn Ledger>, Sale) {
+    let pg = PgLedger::new(
+        &fresh_database().await,
+        5,
+        std::time::Duration::from_secs(5),
+    )
+    .unwrap();
+    pg.migrate().await.unwrap();
+    let ledger: Arc<dyn Ledger> = Arc::new(pg.clone());
+    let older = new_sale(Stock::Quantity(20_000));
+    ledger.create_sale(&older).await.unwrap();
+    (pg, ledger, older)
+}
+
+/// The plan of a claim (`$1` sale, `$2` attempt, `$3` units) of one unit of `sale`.
+async fn explain_claim(pg: &PgLedger, sale: &Sale, claim: &str) -> String {
+    let lines: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN {claim}"))
+        .bind(sale.id.0)
+        .bind(uuid::Uuid::now_v7())
+        .bind(1_i64)
+        .fetch_all(pg.pool())
+        .await
+        .unwrap();
+    lines.join("\n")
 }
 
 /// One request per (user, key) runs; the others find its claim, then its answer. A failed
