@@ -3,6 +3,7 @@
 //! The recorder is process-global, so it is installed once and its handle shared: several
 //! apps in one process (the tests) render the same registry.
 
+use std::io::IsTerminal;
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -174,12 +175,16 @@ pub fn record_transition(decision: &Decision, cause: &str) {
     }
 }
 
-/// Logs to stderr; `RUST_LOG` filters (default `info`).
+/// Logs to stderr (stdout is for what a command prints); `RUST_LOG` filters (default `info`:
+/// sluice's own events; each request is a `debug` line, see `api::measure`). Colours only on a
+/// terminal: a log file or collector gets plain text.
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }

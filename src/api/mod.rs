@@ -18,7 +18,6 @@ use std::time::Instant;
 
 use poem::endpoint::BoxEndpoint;
 use poem::http::{Method, StatusCode};
-use poem::middleware::Tracing;
 use poem::{get, Endpoint, EndpointExt, IntoResponse, Request, Response, Route};
 use poem_openapi::{OpenApiService, OperationId, Tags};
 
@@ -105,7 +104,6 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
         // The API is nested at "/", which takes the bare "/" too: the page is answered first.
         .around(page::at_root)
         .catch_all_error(|err: poem::Error| async move { as_problem(err) })
-        .with(Tracing)
         .boxed()
 }
 
@@ -200,20 +198,34 @@ fn client_ip(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
     req.remote_addr().as_socket_addr().map(|a| a.ip())
 }
 
-/// Request count and latency by operation id (bounded label values, unlike raw paths).
+/// Request count and latency by operation id (bounded label values, unlike raw paths), and
+/// each request's log line. The counters are how requests are watched; the line is `debug`
+/// (a waiting room's polls would flood an `info` log: with one line per request at the default
+/// level, a loaded status endpoint answered a third less), `warn` when the server failed.
 async fn measure<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
-    let method = req.method().to_string();
+    let method = req.method().clone();
+    // Its path only: a query string is the client's, and may carry what a log must not.
+    let uri = req.uri().clone();
     let started = Instant::now();
     let result = ep.call(req).await.map(IntoResponse::into_response);
+    let elapsed = started.elapsed();
     let (status, operation) = match &result {
         Ok(resp) => (resp.status(), resp.data::<OperationId>().map(|o| o.0)),
         Err(err) => (err.status(), err.data::<OperationId>().map(|o| o.0)),
     };
     let operation = operation.unwrap_or("other");
     metrics::counter!("sluice_http_requests_total",
-        "operation" => operation, "method" => method, "status" => status.as_u16().to_string())
+        "operation" => operation, "method" => method.to_string(), "status" => status.as_u16().to_string())
     .increment(1);
     metrics::histogram!("sluice_http_request_duration_seconds", "operation" => operation)
-        .record(started.elapsed().as_secs_f64());
+        .record(elapsed.as_secs_f64());
+    let path = uri.path();
+    let status = status.as_u16();
+    let ms = elapsed.as_secs_f64() * 1000.0;
+    if status >= 500 {
+        tracing::warn!(%method, path, operation, status, ms, "request failed");
+    } else {
+        tracing::debug!(%method, path, operation, status, ms, "request");
+    }
     result
 }

@@ -791,7 +791,8 @@ impl SluiceProcess {
             .arg("serve")
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("RUST_LOG", rust_log)
+            // "": sluice's own default.
+            .envs((!rust_log.is_empty()).then_some(("RUST_LOG", rust_log)))
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()

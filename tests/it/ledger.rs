@@ -60,7 +60,7 @@ on_every_ledger!(
 /// runs the locking sub-select again for every unit, and holds stalled for minutes.
 #[tokio::test]
 async fn a_hold_claims_units_in_one_locking_pass_even_on_stale_statistics() {
-    let (pg, ledger, older) = ledger_with_an_older_sale().await;
+    let (pg, ledger, _older) = ledger_with_an_older_sale().await;
     sqlx::query("ANALYZE").execute(pg.pool()).await.unwrap();
     let sale = new_sale(Stock::Quantity(20_000));
     ledger.create_sale(&sale).await.unwrap();

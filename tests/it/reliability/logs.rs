@@ -1,6 +1,7 @@
-//! Secrets never reach the logs: the real binary at `debug` level goes through a whole
-//! purchase, refused credentials and a bad webhook; none of the secrets, nor the tokens and
-//! signatures clients sent, appear in anything it printed.
+//! What the real binary logs. Secrets never reach the logs: at `debug` level it goes through a
+//! whole purchase, refused credentials and a bad webhook; none of the secrets, nor the tokens
+//! and signatures clients sent, appear in anything it printed. At its default level it logs its
+//! own events, not one line per request (requests are counted).
 
 use reqwest::Method;
 use serde_json::json;
@@ -9,13 +10,14 @@ use crate::helpers::{
     fresh_database, test_config, SluiceProcess, ADMIN_KEY, USER_SECRET, WEBHOOK_SECRET,
 };
 
-#[tokio::test]
-async fn secrets_and_credentials_never_reach_the_logs() {
-    let mut config = test_config();
-    config.ledger.url = fresh_database().await;
-    let seed = config.auth.admission_key_seed_hex.clone().unwrap();
-    let sluice = SluiceProcess::start(config, "debug").await;
-    let http = reqwest::Client::new();
+/// A sale on `sluice` (admin API; paused: nobody is admitted), a user's token, and that
+/// user's attempt in the sale.
+async fn sale_and_attempt(
+    sluice: &SluiceProcess,
+    http: &reqwest::Client,
+    sale: serde_json::Value,
+    paused: bool,
+) -> (String, String, String) {
     let url = |p: &str| format!("{}{p}", sluice.base);
     let user_token = sluice::auth::UserTokens::from_config(&sluice.config.auth)
         .unwrap()
@@ -24,14 +26,23 @@ async fn secrets_and_credentials_never_reach_the_logs() {
     let created: serde_json::Value = http
         .post(url("/v1/sales"))
         .header("X-Admin-Key", ADMIN_KEY)
-        .json(&json!({"name": "logs", "quantity": 5, "rate_per_minute": 600000}))
+        .json(&sale)
         .send()
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    let sale = created["id"].as_str().unwrap();
+    let sale = created["id"].as_str().unwrap().to_owned();
+    if paused {
+        let paused = http
+            .post(url(&format!("/v1/sales/{sale}/pause")))
+            .header("X-Admin-Key", ADMIN_KEY)
+            .send()
+            .await
+            .unwrap();
+        assert!(paused.status().is_success());
+    }
     let bearer = format!("Bearer {user_token}");
     let joined: serde_json::Value = http
         .post(url(&format!("/v1/sales/{sale}/attempts")))
@@ -42,7 +53,81 @@ async fn secrets_and_credentials_never_reach_the_logs() {
         .json()
         .await
         .unwrap();
-    let attempt = joined["attempt_id"].as_str().unwrap();
+    let attempt = joined["attempt_id"].as_str().unwrap().to_owned();
+    (user_token, sale, attempt)
+}
+
+#[tokio::test]
+async fn the_default_level_logs_events_not_requests() {
+    let mut config = test_config();
+    config.ledger.url = fresh_database().await;
+    let sluice = SluiceProcess::start(config, "").await;
+    let http = reqwest::Client::new();
+    // The attempt stays queued: its status comes from the queue store.
+    let (token, _, attempt) = sale_and_attempt(
+        &sluice,
+        &http,
+        json!({"name": "quiet", "quantity": 5}),
+        true,
+    )
+    .await;
+    let polls = 25;
+    for _ in 0..polls {
+        let status = http
+            .get(format!("{}/v1/attempts/{attempt}", sluice.base))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(status.status(), 200);
+    }
+    let metrics = http
+        .get(format!("{}/metrics", sluice.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let logs = sluice.logs();
+    assert!(
+        logs.contains("sluice is serving"),
+        "its own events are logged: {logs}"
+    );
+    assert!(
+        !logs.contains("/v1/"),
+        "no line per request at the default level: {logs}"
+    );
+    assert!(
+        !logs.contains('\u{1b}'),
+        "no terminal colours in a log file: {logs}"
+    );
+    let counted: f64 = metrics
+        .lines()
+        .filter(|l| l.starts_with("sluice_http_requests_total{"))
+        .filter(|l| l.contains("operation=\"getAttempt\"") && l.contains("status=\"200\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(counted, polls as f64, "each poll is counted:\n{metrics}");
+}
+
+#[tokio::test]
+async fn secrets_and_credentials_never_reach_the_logs() {
+    let mut config = test_config();
+    config.ledger.url = fresh_database().await;
+    let seed = config.auth.admission_key_seed_hex.clone().unwrap();
+    let sluice = SluiceProcess::start(config, "debug").await;
+    let http = reqwest::Client::new();
+    let url = |p: &str| format!("{}{p}", sluice.base);
+    let (user_token, sale, attempt) = sale_and_attempt(
+        &sluice,
+        &http,
+        json!({"name": "logs", "quantity": 5, "rate_per_minute": 600000}),
+        false,
+    )
+    .await;
+    let (sale, attempt) = (sale.as_str(), attempt.as_str());
+    let bearer = format!("Bearer {user_token}");
     let mut admission_token = String::new();
     for _ in 0..100 {
         let status: serde_json::Value = http
@@ -114,8 +199,8 @@ async fn secrets_and_credentials_never_reach_the_logs() {
 
     let logs = sluice.logs();
     assert!(
-        logs.contains("DEBUG") || logs.contains("INFO"),
-        "the log was captured: {logs}"
+        logs.contains(&format!("path=\"/v1/attempts/{attempt}/hold\"")),
+        "at debug, each request has its line: {logs}"
     );
     for (what, secret) in [
         ("admin key", ADMIN_KEY),
