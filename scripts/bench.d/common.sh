@@ -4,11 +4,12 @@
 
 # launch_sluice <name> <port> <queue url> <cluster true|false> <ledger url>: a release sluice
 # on 127.0.0.1:<port>, ready when this returns; its pid in LAUNCHED_PID, log in $WORK/<name>.log.
+# It logs at its default level, as deployed (`RUST_LOG` unset, whatever the caller's shell has).
 # Every sluice launched in one run shares PREFIX and the admission key, as replicas must.
 ADMISSION_SEED=$(openssl rand -hex 32 2>/dev/null || echo 5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1ce5e1c)
 launch_sluice() {
   local name=$1 port=$2 queue=$3 cluster=$4 ledger=$5
-  env -u SLUICE__QUEUE__URL -u SLUICE__LEDGER__URL \
+  env -u SLUICE__QUEUE__URL -u SLUICE__LEDGER__URL -u RUST_LOG \
     SLUICE__HTTP__LISTEN=127.0.0.1:$port SLUICE__QUEUE__URL="$queue" ${cluster:+SLUICE__QUEUE__CLUSTER=$cluster} \
     SLUICE__LEDGER__URL="$ledger" SLUICE__QUEUE__KEY_PREFIX=$PREFIX SLUICE__LEDGER__MAX_CONNECTIONS=40 \
     SLUICE__EMBEDDED__DATA_DIR="$WORK/data-$name" SLUICE__EVENTS__FILE="$WORK/events-$name.jsonl" \
@@ -17,7 +18,7 @@ launch_sluice() {
     SLUICE__PAYMENTS__WEBHOOK_SECRET=bench-webhook-secret-0123 \
     SLUICE__LIMITS__JOIN_PER_SECOND=0 SLUICE__LIMITS__STATUS_PER_SECOND=0 \
     SLUICE__LIMITS__IP_JOIN_PER_SECOND=0 SLUICE__LIMITS__IP_STATUS_PER_SECOND=0 \
-    RUST_LOG=warn "$BIN" serve >"$WORK/$name.log" 2>&1 &
+    "$BIN" serve >"$WORK/$name.log" 2>&1 &
   LAUNCHED_PID=$!
   for _ in $(seq 1 100); do
     curl -sf "http://127.0.0.1:$port/health/ready" >/dev/null && return
