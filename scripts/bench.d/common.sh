@@ -36,10 +36,12 @@ paused_sale_on() {
   echo "$id"
 }
 
-# wrk_on <base> <script> [connections]: "<requests/s> <p99 ms> <non-2xx>"
+# wrk_on <base> <script> [connections]: "<requests/s> <p99 ms> <non-2xx>". With PAUSE_MS set,
+# each connection waits that long between an answer and its next request (a paced load).
 wrk_on() {
   local out
   out=$(BENCH_TOKENS=$WORK/tokens.txt BENCH_PAIRS=$WORK/pairs.txt BENCH_SALE=$SALE BENCH_HOLDS=$WORK/holds.txt \
+    BENCH_PAUSE_MS=${PAUSE_MS:-0} \
     wrk -t2 -c"${3:-$CONNECTIONS}" -d"$DURATION" --latency -s "scripts/bench.d/$2.lua" "$1")
   local rps p99 non2xx
   rps=$(awk '/Requests\/sec/ {print int($2)}' <<<"$out")

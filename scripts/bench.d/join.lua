@@ -9,3 +9,4 @@ request = function()
   return wrk.format("POST", "/v1/sales/" .. sale .. "/attempts",
     { ["Authorization"] = "Bearer " .. token })
 end
+dofile("scripts/bench.d/pace.lua")

@@ -2,3 +2,4 @@
 -- server and middleware as every request.
 wrk.method = "GET"
 wrk.path = "/health/live"
+dofile("scripts/bench.d/pace.lua")

@@ -10,3 +10,4 @@ request = function()
   local p = pairs_[(i % #pairs_) + 1]
   return wrk.format("GET", "/v1/attempts/" .. p[1], { ["Authorization"] = "Bearer " .. p[2] })
 end
+dofile("scripts/bench.d/pace.lua")
