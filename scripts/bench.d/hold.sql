@@ -7,10 +7,11 @@ SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason, a.admission_expires
   FROM attempts a LEFT JOIN holds h ON h.attempt_id = a.id LEFT JOIN payments p ON p.attempt_id = a.id
  WHERE a.id = ('00000000-0000-7000-8000-' || lpad(:n::text, 12, '0'))::uuid FOR UPDATE OF a;
 SELECT now() + interval '1 hour' <= now();
+SET LOCAL enable_seqscan = off;
 UPDATE stock_units SET attempt_id = ('00000000-0000-7000-8000-' || lpad(:n::text, 12, '0'))::uuid
  WHERE ctid = ANY(ARRAY(
      SELECT ctid FROM stock_units WHERE sale_id = :sale AND attempt_id IS NULL
-     ORDER BY unit_id LIMIT 1 FOR UPDATE SKIP LOCKED))
+     LIMIT 1 FOR UPDATE SKIP LOCKED))
  RETURNING unit_id;
 INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status)
 VALUES (('00000000-0000-7000-8000-' || lpad(:n::text, 12, '0'))::uuid, :sale, 1, '{}', 'held')

@@ -12,7 +12,7 @@ mod payments;
 mod reapers;
 mod sales;
 
-pub use attempts::CLAIM_FREE_UNITS;
+pub use attempts::{CLAIM_FREE_UNITS, FREE_UNITS_BY_INDEX};
 
 use crate::ledger::metered;
 use std::time::Duration;
