@@ -242,7 +242,7 @@ pub const CLAIM_FREE_UNITS: &str = "UPDATE stock_units SET attempt_id = $2
 /// `LIMIT`, the planner likes a sequential scan when its statistics say free rows are many,
 /// reckoning it meets some early; but a new sale's units are stored behind every older sale's
 /// rows, so each hold read all of those first (pgbench on the hold statements behind one older
-/// sale of 30,000 held units: 666 tx/s; by index, 1,300-1,400). For the rest of the hold
+/// sale of 30,000 held units: 499-666 tx/s; by index, 1,093-1,145). For the rest of the hold
 /// transaction, whose statements go by key, the setting changes nothing.
 pub const FREE_UNITS_BY_INDEX: &str = "SET LOCAL enable_seqscan = off";
 
