@@ -30,8 +30,6 @@ status_code_conformance.enabled = true
 content_type_conformance.enabled = true
 response_schema_conformance.enabled = true
 
-# poem-openapi describes an event stream as an array of its events, and each event is one
-# AttemptOut (tests/it/admin.rs reads the stream itself). One event is enough to read.
 # A sale of up to a million units is valid, and takes seconds to create (a ledger row per
 # unit): fuzzed, createSale made dozens of them (28 million units in one run) and the test
 # outgrew its time. It keeps its examples and the coverage phase (bounds, wrong types, missing
@@ -40,6 +38,8 @@ response_schema_conformance.enabled = true
 include-operation-id = "createSale"
 phases.fuzzing.enabled = false
 
+# poem-openapi describes an event stream as an array of its events, and each event is one
+# AttemptOut (tests/it/admin.rs reads the stream itself). One event is enough to read.
 [[operations]]
 include-operation-id = "streamAttempt"
 max-stream-events = 1
