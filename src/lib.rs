@@ -29,7 +29,8 @@
 //!   consumer.
 //! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), the admin key;
 //!   webhook signatures.
-//! - [`config`], [`telemetry`], [`server`]: layered configuration, logs and metrics, start-up.
+//! - [`config`], [`telemetry`], [`server`]: layered configuration, logs and metrics, start-up
+//!   and the HTTP server (a task per connection, HTTP/1.1 or HTTP/2 told by a peek).
 //!
 //! # Where state lives
 //!

@@ -1,9 +1,10 @@
-//! Starting sluice: migrate, bind, serve, run the workers.
+//! Starting sluice: migrate, bind, serve ([`http`]), run the workers.
+
+pub mod http;
 
 use std::net::SocketAddr;
 
-use poem::listener::{Acceptor, Listener, TcpListener};
-use poem::Server;
+use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
@@ -15,7 +16,7 @@ pub struct Running {
     /// Where it listens (the real port when the config asked for port 0).
     pub addr: SocketAddr,
     pub app: App,
-    server: JoinHandle<std::io::Result<()>>,
+    server: JoinHandle<()>,
     workers: Option<Workers>,
 }
 
@@ -27,16 +28,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             .await
             .map_err(|e| anyhow::anyhow!("migrating the ledger ({}): {e}", ledger_name(&app)))?;
     }
-    let acceptor = TcpListener::bind(app.config.http.listen)
-        .into_acceptor()
-        .await?;
-    let addr = acceptor
-        .local_addr()
-        .first()
-        .and_then(|a| a.as_socket_addr().copied())
-        .ok_or_else(|| anyhow::anyhow!("no local address"))?;
+    let listener = TcpListener::bind(app.config.http.listen).await?;
+    let addr = listener.local_addr()?;
     let routes = crate::api::routes(app.clone());
-    let server = tokio::spawn(Server::new_with_acceptor(acceptor).run(routes));
+    let server = tokio::spawn(http::serve(listener, routes));
     let workers = if app.config.workers.enabled {
         Some(Workers::start(&app).await?)
     } else {

@@ -1,0 +1,186 @@
+//! Serving the routes on a TCP listener: a task per connection, HTTP/1.1 or HTTP/2 (h2c with
+//! prior knowledge, as from an HTTP/2 proxy) told apart by a *peek* at its first bytes, hyper
+//! underneath, poem's endpoint answering.
+//!
+//! A waiting room holds a connection per waiting user (a status stream, or keep-alive between
+//! polls), so what a connection costs is a figure of its own. poem's server tells the protocols
+//! apart with hyper-util's "auto" connection, which *reads* the first 24 bytes and hands them to
+//! hyper's HTTP/1.1 parser as a first, partial read; the rest of the request then made hyper
+//! double that connection's read buffer to 16 KiB, for the connection's life. The auto
+//! connection's future, sized for HTTP/2's state as well, also lived in every connection's task.
+//! Peeking leaves the bytes in the socket, so hyper reads the whole request at once into its
+//! first 8 KiB; an HTTP/2 connection's state is boxed; and a request's future is boxed per
+//! request rather than held, empty, for the connection's life. (docs/benchmarks.md has the
+//! figures: memory per idle connection and per status stream, before and after.)
+//!
+//! What poem's server did and this keeps: no idle timeout, upgrades allowed on HTTP/1.1, the
+//! remote address for the per-IP limits. Added: `TCP_NODELAY`, so a status push or a small
+//! answer is not held back waiting for the client's acknowledgement of the one before.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use poem::endpoint::BoxEndpoint;
+use poem::http::uri::Scheme;
+use poem::web::{LocalAddr, RemoteAddr};
+use poem::{Addr, Endpoint, Response};
+use tokio::net::{TcpListener, TcpStream};
+
+/// How every HTTP/2 connection with prior knowledge begins (RFC 9113, section 3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// What hyper sends back: poem's response body.
+type ResponseBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
+type Answer =
+    Pin<Box<dyn Future<Output = Result<hyper::Response<ResponseBody>, Infallible>> + Send>>;
+
+/// Accepts connections until the task is dropped; each is served on a task of its own (they
+/// outlive this one, as under poem's server).
+pub async fn serve(listener: TcpListener, routes: BoxEndpoint<'static, Response>) {
+    let routes = Arc::new(routes);
+    loop {
+        match listener.accept().await {
+            Ok((stream, remote)) => {
+                let local = stream.local_addr().unwrap_or(remote);
+                tokio::spawn(connection(stream, local, remote, routes.clone()));
+            }
+            Err(e) => {
+                // Out of file descriptors, most likely: give the open connections a moment
+                // to close rather than spinning on the same error.
+                tracing::warn!(error = %e, "accepting a connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// What a connection speaks.
+#[derive(Debug, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// What the first bytes of a connection say it speaks; `None` while all of them begin the
+/// HTTP/2 preface, too few to tell.
+fn protocol(first: &[u8]) -> Option<Protocol> {
+    let n = first.len().min(H2_PREFACE.len());
+    if first[..n] != H2_PREFACE[..n] {
+        Some(Protocol::Http1)
+    } else if n == H2_PREFACE.len() {
+        Some(Protocol::Http2)
+    } else {
+        None
+    }
+}
+
+/// The connection's protocol, from its first bytes, left in the socket; `None` if it closed
+/// first. A first segment that is only the start of the HTTP/2 preface (real clients send it
+/// whole, with their settings) is peeked at again for up to a second; then it is HTTP/1.1's to
+/// refuse.
+async fn sniff(stream: &TcpStream) -> Option<Protocol> {
+    let mut first = [0u8; H2_PREFACE.len()];
+    for _ in 0..100 {
+        match stream.peek(&mut first).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => match protocol(&first[..n]) {
+                Some(decided) => return Some(decided),
+                None => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+        }
+    }
+    Some(Protocol::Http1)
+}
+
+async fn connection(
+    stream: TcpStream,
+    local: SocketAddr,
+    remote: SocketAddr,
+    routes: Arc<BoxEndpoint<'static, Response>>,
+) {
+    let _ = stream.set_nodelay(true);
+    let Some(protocol) = sniff(&stream).await else {
+        return;
+    };
+    let service =
+        hyper::service::service_fn(move |request| answer(&routes, request, local, remote));
+    let io = TokioIo::new(stream);
+    let served = match protocol {
+        Protocol::Http1 => http1::Builder::new()
+            .serve_connection(io, service)
+            .with_upgrades()
+            .await
+            .map_err(|e| e.to_string()),
+        Protocol::Http2 => Box::pin(http2().serve_connection(io, service))
+            .await
+            .map_err(|e| e.to_string()),
+    };
+    if let Err(error) = served {
+        // A client that went away mid-request, as a rule: not the service's fault.
+        tracing::debug!(%remote, %error, "connection ended with an error");
+    }
+}
+
+/// HTTP/2 as poem's server set it up: no limit on concurrent streams (hyper's default is 200,
+/// and an HTTP/2 proxy carries many users' status streams on one connection), at most 20 streams
+/// reset before they were accepted, header lists up to 16 KiB.
+fn http2() -> http2::Builder<TokioExecutor> {
+    let mut builder = http2::Builder::new(TokioExecutor::new());
+    builder
+        .max_concurrent_streams(None)
+        .max_pending_accept_reset_streams(20)
+        .max_header_list_size(16 * 1024);
+    builder
+}
+
+/// One request through the routes. Boxed: hyper keeps room for a request's future for the
+/// connection's life, and poem's request and response are large.
+fn answer(
+    routes: &Arc<BoxEndpoint<'static, Response>>,
+    request: hyper::Request<Incoming>,
+    local: SocketAddr,
+    remote: SocketAddr,
+) -> Answer {
+    let routes = routes.clone();
+    Box::pin(async move {
+        let request = poem::Request::from((
+            request,
+            LocalAddr(Addr::SocketAddr(local)),
+            RemoteAddr(Addr::SocketAddr(remote)),
+            Scheme::HTTP,
+        ));
+        Ok(routes.get_response(request).await.into())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_line_is_http1_from_its_first_differing_byte() {
+        assert_eq!(
+            protocol(b"GET /health/live HTTP/1.1\r\n"),
+            Some(Protocol::Http1)
+        );
+        assert_eq!(protocol(b"POST /v1/sales"), Some(Protocol::Http1));
+        assert_eq!(protocol(b"G"), Some(Protocol::Http1));
+    }
+
+    #[test]
+    fn the_whole_preface_is_http2_and_a_part_of_it_undecided() {
+        let mut with_settings = H2_PREFACE.to_vec();
+        with_settings.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+        assert_eq!(protocol(&with_settings), Some(Protocol::Http2));
+        assert_eq!(protocol(H2_PREFACE), Some(Protocol::Http2));
+        assert_eq!(protocol(b"PRI * HTTP/2.0\r\n"), None);
+        assert_eq!(protocol(b"P"), None);
+    }
+}

@@ -1,0 +1,89 @@
+//! The HTTP server itself (src/server/http.rs): one port for HTTP/1.1 and HTTP/2 with prior
+//! knowledge, the protocol told by a peek at the first bytes; many status streams over one
+//! HTTP/2 connection, as an HTTP/2 proxy carries them.
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use reqwest::{Method, Version};
+use serde_json::{json, Value};
+
+use crate::helpers::TestApp;
+
+/// More than hyper's default limit of 200 concurrent streams on one HTTP/2 connection.
+const STREAMS: usize = 250;
+
+#[tokio::test]
+async fn one_port_speaks_http1_and_http2_and_carries_many_streams_on_one_connection() {
+    let t = TestApp::spawn().await;
+    let http1 = reqwest::Client::builder().http1_only().build().unwrap();
+    let live = http1.get(t.url("/health/live")).send().await.unwrap();
+    assert_eq!(
+        (live.status().as_u16(), live.version()),
+        (200, Version::HTTP_11)
+    );
+
+    let sale = t.create_sale(json!({})).await;
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    // Everything from here on over one HTTP/2 connection: joins (a POST) and status streams.
+    let http2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let mut attempts = Vec::new();
+    for i in 0..STREAMS {
+        let user = format!("h2-{i}");
+        let joined = http2
+            .post(t.url(&format!("/v1/sales/{sale}/attempts")))
+            .bearer_auth(t.token(&user))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            (joined.status().as_u16(), joined.version()),
+            (202, Version::HTTP_2)
+        );
+        let joined: Value = joined.json().await.unwrap();
+        attempts.push((user, joined["attempt_id"].as_str().unwrap().to_owned()));
+    }
+    // All streams open at once; each must get its first event while all the others stay open
+    // (each is kept, not dropped, until every one has been heard from).
+    let opened = join_all(attempts.iter().map(|(user, attempt)| {
+        let request = http2
+            .get(t.url(&format!("/v1/attempts/{attempt}/events")))
+            .bearer_auth(t.token(user));
+        async move {
+            let open_and_read = async move {
+                let mut stream = request.send().await.ok()?;
+                let version = stream.version();
+                let first = stream.chunk().await.ok()??;
+                let first = format!("{version:?} {}", String::from_utf8_lossy(&first));
+                Some((stream, first))
+            };
+            tokio::time::timeout(Duration::from_secs(20), open_and_read)
+                .await
+                .ok()
+                .flatten()
+        }
+    }))
+    .await;
+    let firsts: Vec<&str> = opened
+        .iter()
+        .map(|o| {
+            o.as_ref()
+                .map_or("(nothing in 20 s)", |(_, first)| first.as_str())
+        })
+        .collect();
+    let with_status = firsts
+        .iter()
+        .filter(|first| first.starts_with("HTTP/2.0 ") && first.contains("\"QUEUED\""))
+        .count();
+    assert_eq!(
+        with_status,
+        STREAMS,
+        "first events over HTTP/2: {:?}",
+        &firsts[firsts.len() - 3..]
+    );
+    t.stop().await;
+}
