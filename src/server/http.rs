@@ -45,10 +45,14 @@ type Answer =
 /// outlive this one, as under poem's server).
 pub async fn serve(listener: TcpListener, routes: BoxEndpoint<'static, Response>) {
     let routes = Arc::new(routes);
+    // The listener's address is every request's local address, as under poem's server.
+    let local = match listener.local_addr() {
+        Ok(local) => local,
+        Err(e) => return tracing::error!(error = %e, "the listener has no address"),
+    };
     loop {
         match listener.accept().await {
             Ok((stream, remote)) => {
-                let local = stream.local_addr().unwrap_or(remote);
                 tokio::spawn(connection(stream, local, remote, routes.clone()));
             }
             Err(e) => {

@@ -53,26 +53,21 @@ async fn one_port_speaks_http1_and_http2_and_carries_many_streams_on_one_connect
         let request = http2
             .get(t.url(&format!("/v1/attempts/{attempt}/events")))
             .bearer_auth(t.token(user));
-        async move {
-            let open_and_read = async move {
-                let mut stream = request.send().await.ok()?;
-                let version = stream.version();
-                let first = stream.chunk().await.ok()??;
-                let first = format!("{version:?} {}", String::from_utf8_lossy(&first));
-                Some((stream, first))
-            };
-            tokio::time::timeout(Duration::from_secs(20), open_and_read)
-                .await
-                .ok()
-                .flatten()
-        }
+        tokio::time::timeout(Duration::from_secs(20), async move {
+            let mut stream = request.send().await.ok()?;
+            let version = stream.version();
+            let first = stream.chunk().await.ok()??;
+            let first = format!("{version:?} {}", String::from_utf8_lossy(&first));
+            Some((stream, first))
+        })
     }))
     .await;
     let firsts: Vec<&str> = opened
         .iter()
-        .map(|o| {
-            o.as_ref()
-                .map_or("(nothing in 20 s)", |(_, first)| first.as_str())
+        .map(|o| match o {
+            Ok(Some((_, first))) => first.as_str(),
+            Ok(None) => "(the stream failed)",
+            Err(_) => "(nothing in 20 s)",
         })
         .collect();
     let with_status = firsts
