@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use futures_util::stream::{self, BoxStream, StreamExt};
 use poem_openapi::param::{Header, Path};
-use poem_openapi::payload::{EventStream, Json};
+use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, OpenApi};
 
+use super::event_stream::EventStream;
 use super::problem::ApiError;
 use super::security::UserAuth;
 use super::types::{AttemptOut, HoldRequest};
@@ -141,7 +142,7 @@ impl AttemptsApi {
         // The first status is computed now, so a bad id is an HTTP error, not an empty stream.
         let first = service::status::status(&self.app, id, &auth.0).await?;
         let stream = status_stream(self.app.clone(), id, auth.0, first);
-        Ok(EventStream::new(stream).keep_alive(Duration::from_secs(15)))
+        Ok(EventStream::new(stream, Duration::from_secs(15)))
     }
 
     /// Leave

@@ -2,6 +2,7 @@
 //! parse and delegate to [`crate::service`]. Every error has one shape, problem+json.
 
 mod attempts;
+mod event_stream;
 mod offer;
 mod ops;
 mod page;
