@@ -3,9 +3,9 @@
 //! poem's SSE response turns its events into an `AsyncRead` and the body reads that back through
 //! a 4 KiB buffer of its own: 4 KiB per open stream, for the stream's life (heaptrack: 4.1 KiB
 //! of each; a status stream over HTTP/2 took 6.8 KiB with it, 2.3 without), and a copy of every
-//! event. This type documents the
-//! operation exactly as `poem_openapi::payload::EventStream` does (the spec is unchanged) and
-//! hands each event's bytes to the body directly, with the same keep-alive comment and headers.
+//! event. This type documents the operation exactly as `poem_openapi::payload::EventStream` does
+//! (the spec is unchanged) and hands each event's bytes to the body directly, with the same
+//! keep-alive comment and headers.
 
 use std::task::Poll;
 use std::time::Duration;
