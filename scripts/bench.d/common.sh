@@ -37,10 +37,11 @@ paused_sale_on() {
 }
 
 # wrk_on <base> <script> [connections]: "<requests/s> <p99 ms> <non-2xx>". With PAUSE_MS set,
-# each connection waits that long between an answer and its next request (a paced load).
+# each connection waits that long between an answer and its next request (a paced load);
+# PAIRS names the attempts status polls (default: \$WORK/pairs.txt).
 wrk_on() {
   local out
-  out=$(BENCH_TOKENS=$WORK/tokens.txt BENCH_PAIRS=$WORK/pairs.txt BENCH_SALE=$SALE BENCH_HOLDS=$WORK/holds.txt \
+  out=$(BENCH_TOKENS=$WORK/tokens.txt BENCH_PAIRS=${PAIRS:-$WORK/pairs.txt} BENCH_SALE=$SALE BENCH_HOLDS=$WORK/holds.txt \
     BENCH_PAUSE_MS=${PAUSE_MS:-0} \
     wrk -t2 -c"${3:-$CONNECTIONS}" -d"$DURATION" --latency -s "scripts/bench.d/$2.lua" "$1")
   local rps p99 non2xx

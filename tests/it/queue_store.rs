@@ -63,7 +63,60 @@ on_every_queue_store!(
     a_batch_not_yet_recorded_goes_to_the_next_lease_holder_first,
     a_batch_larger_than_luas_stack_is_admitted_and_kept_whole,
     positions_stay_exact_when_users_leave_out_of_turn,
+    positions_stay_exact_in_a_queue_of_thousands,
 );
+
+/// Every place is exact in a queue of thousands — more than one node of the in-process
+/// store's order-statistic tree (1,024 entries), so places are counted across nodes, and
+/// admission empties whole nodes — while every seventh user leaves and a batch is admitted.
+async fn positions_stay_exact_in_a_queue_of_thousands(q: Arc<dyn QueueStore>) {
+    const N: usize = 3_000;
+    const ADMITTED: usize = 1_100;
+    let s = sale(Stock::Quantity(5), ADMITTED as u32);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let mut waiting = Vec::new();
+    for i in 0..N {
+        let who = user(&format!("u{i}"));
+        match q.join(s.id, &who, 0).await.unwrap() {
+            JoinOutcome::Queued {
+                attempt, position, ..
+            } => {
+                assert_eq!(position, i as u64 + 1);
+                waiting.push((attempt, who));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let (leaving, staying): (Vec<_>, Vec<_>) = waiting
+        .into_iter()
+        .enumerate()
+        .partition(|(i, _)| i % 7 == 3);
+    for (_, (attempt, who)) in &leaving {
+        assert_eq!(
+            q.leave(*attempt, who).await.unwrap(),
+            sluice::queue::LeaveOutcome::Left
+        );
+    }
+    let admitted = admit_all(&q, &s, ADMITTED as u32).await;
+    assert_eq!(admitted.len(), ADMITTED);
+    let (first, rest) = staying.split_at(ADMITTED);
+    let expected: Vec<_> = first.iter().map(|(_, (a, _))| *a).collect();
+    let got: Vec<_> = admitted.iter().map(|a| a.attempt).collect();
+    assert!(
+        got == expected,
+        "admitted in join order, over the places left"
+    );
+    for (place, (_, (attempt, who))) in rest.iter().enumerate() {
+        let view = q.view(*attempt, who).await.unwrap();
+        assert_eq!(
+            (view.position, view.waiting),
+            (Some(place as u64 + 1), rest.len() as u64),
+            "{who:?}"
+        );
+    }
+}
 
 /// Positions and the waiting count stay exact while users leave from the middle of a long
 /// queue (whole runs of it), admission steps over the places they left, and an admission the

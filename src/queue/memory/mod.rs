@@ -1,13 +1,22 @@
 //! The in-process queue store of the embedded default: the same semantics as the Lua scripts,
 //! one mutex per sale (no global lock on the hot path), nothing on disk — after a restart the
 //! service rebuilds each sale from the ledger, as it does after a Redis flush.
+//!
+//! A ticket opening queues millions in one sale, so nothing a join, a status or a reaper tick
+//! does walks the queue: the waiting line is an order-statistic B-tree (a place is a rank,
+//! found in logarithmic time, as `lua/lib/queue.lua` finds it without a scan) and presence is
+//! kept oldest first ([`presence`]).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+mod presence;
+
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
+use indexset::BTreeMap;
 use uuid::Uuid;
 
+use self::presence::Presence;
 use super::*;
 use crate::domain::StockKind;
 
@@ -35,7 +44,8 @@ struct SaleQueue {
     measured_rate: f64,
     /// The join sequence counter.
     seq: u64,
-    /// Waiting attempts by join sequence (FIFO), and the reverse map.
+    /// Waiting attempts by join sequence (FIFO), and the reverse map. An order-statistic
+    /// tree: an attempt's place is the rank of its sequence number.
     queue: BTreeMap<u64, Uuid>,
     queued: HashMap<Uuid, u64>,
     users: HashMap<UserId, Uuid>,
@@ -55,9 +65,9 @@ struct SaleQueue {
     rebuilt_at_ms: i64,
     /// The admission controller's published state and its expiry (ms).
     controller: Option<(String, i64)>,
-    /// Waiting attempt → last sign of life (ms), when abandonment is on; and those that lost
+    /// Waiting attempts' last signs of life, when abandonment is on; and those that lost
     /// their place for want of one.
-    seen: HashMap<Uuid, i64>,
+    seen: Presence,
     abandoned: HashSet<Uuid>,
     /// A lottery sale's draw was made.
     lottery_drawn: bool,
@@ -141,7 +151,7 @@ impl SaleQueue {
             unrecorded: Vec::new(),
             rebuilt_at_ms: 0,
             controller: None,
-            seen: HashMap::new(),
+            seen: Presence::default(),
             abandoned: HashSet::new(),
             lottery_drawn: false,
         }
@@ -160,7 +170,7 @@ impl SaleQueue {
 
     fn position(&self, attempt: &Uuid) -> Option<u64> {
         let seq = self.queued.get(attempt)?;
-        Some(self.queue.range(..seq).count() as u64 + 1)
+        Some(self.queue.rank(seq) as u64 + 1)
     }
 }
 
@@ -240,7 +250,7 @@ impl QueueStore for MemoryQueue {
             if let Some(existing) = q.users.get(user).copied() {
                 if let Some(position) = q.position(&existing) {
                     if track {
-                        q.seen.insert(existing, now_ms);
+                        q.seen.touch(existing, now_ms);
                     }
                     let attempt = AttemptId {
                         sale,
@@ -265,7 +275,7 @@ impl QueueStore for MemoryQueue {
             q.users.insert(user.clone(), attempt.local);
             q.owners.insert(attempt.local, user.clone());
             if track {
-                q.seen.insert(attempt.local, now_ms);
+                q.seen.touch(attempt.local, now_ms);
             }
             let position = q.position(&attempt.local).unwrap_or(0);
             q.queued(attempt, position)
@@ -287,8 +297,8 @@ impl QueueStore for MemoryQueue {
                 };
             }
             // Asking is a sign of life.
-            if let (Some(_), Some(seen)) = (position, q.seen.get_mut(&attempt.local)) {
-                *seen = now_ms();
+            if position.is_some() {
+                q.seen.refresh(attempt.local, now_ms());
             }
             QueueView {
                 owner,
@@ -317,7 +327,7 @@ impl QueueStore for MemoryQueue {
             match q.queued.remove(&attempt.local) {
                 Some(seq) => {
                     q.queue.remove(&seq);
-                    q.seen.remove(&attempt.local);
+                    q.seen.forget(attempt.local);
                     if q.users.get(user) == Some(&attempt.local) {
                         q.users.remove(user);
                     }
@@ -391,7 +401,7 @@ impl QueueStore for MemoryQueue {
             for _ in 0..n {
                 let Some((seq, local)) = q.queue.pop_first() else { break };
                 q.queued.remove(&local);
-                q.seen.remove(&local);
+                q.seen.forget(local);
                 q.active.insert(local, deadline);
                 let Some(user) = q.owners.get(&local).cloned() else { continue };
                 admitted.push(Admitted { attempt: AttemptId { sale, local }, seq, user, deadline_ms: deadline });
@@ -548,18 +558,9 @@ impl QueueStore for MemoryQueue {
         }
         let cutoff = now_ms() - self.abandon_after_ms as i64;
         let n = self.with(sale, |q| {
-            // A scan of the waiting: fine at the embedded default's scale.
-            let mut idle: Vec<(i64, Uuid)> = q
-                .seen
-                .iter()
-                .filter(|(_, at)| **at <= cutoff)
-                .map(|(a, at)| (*at, *a))
-                .collect();
-            idle.sort();
-            idle.truncate(limit as usize);
             let mut n = 0;
-            for (_, attempt) in idle {
-                q.seen.remove(&attempt);
+            for attempt in q.seen.silent_since(cutoff, limit as usize) {
+                q.seen.forget(attempt);
                 let Some(seq) = q.queued.remove(&attempt) else {
                     continue;
                 };
