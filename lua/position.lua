@@ -6,9 +6,10 @@
 -- Returns {owner or '' (unknown to the store, or not this user's waiting attempt), position
 --          (0 = not queued), waiting, active (1/0), measured admissions per minute,
 --          configured rate per minute, known (1/0: the store holds this sale), rebuilt_at_ms
---          (0 = never rebuilt), abandoned (1/0: lost its place for not showing up)}
+--          (0 = never rebuilt), abandoned (1/0: lost its place for not showing up), the sale's
+--          status ('' when unknown)}
 local meta = redis.call('HMGET', KEYS[1], 'head', 'measured_rate', 'rate_per_minute',
-  'stock_initialised', 'rebuilt_at_ms')
+  'stock_initialised', 'rebuilt_at_ms', 'status')
 local head = head_of(meta[1])
 local known = 0
 if meta[4] then known = 1 end
@@ -25,4 +26,4 @@ else
   if redis.call('ZSCORE', KEYS[5], ARGV[1]) then active = 1 end
 end
 return {owner, position, waiting_count(head, KEYS[2], KEYS[3]), active, meta[2] or '0',
-  meta[3] or '0', known, meta[5] or '0', abandoned}
+  meta[3] or '0', known, meta[5] or '0', abandoned, meta[6] or ''}

@@ -140,8 +140,8 @@ impl SalesApi {
 
     /// Close a sale
     ///
-    /// Refuses new joins and stops admission for good. Attempts already holding or paying
-    /// finish normally.
+    /// Refuses new joins and stops admission for good. Attempts still waiting end EXPIRED
+    /// (`sale_closed`); those already holding or paying finish normally.
     #[oai(path = "/:sale_id/close", method = "post", operation_id = "closeSale")]
     async fn close(
         &self,

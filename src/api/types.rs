@@ -576,6 +576,7 @@ pub enum ExpiryReasonName {
     Released,
     PaymentFailed,
     PaymentTimeout,
+    SaleClosed,
 }
 
 impl From<AttemptState> for AttemptStateName {
@@ -601,6 +602,7 @@ impl From<ExpiryReason> for ExpiryReasonName {
             ExpiryReason::Released => ExpiryReasonName::Released,
             ExpiryReason::PaymentFailed => ExpiryReasonName::PaymentFailed,
             ExpiryReason::PaymentTimeout => ExpiryReasonName::PaymentTimeout,
+            ExpiryReason::SaleClosed => ExpiryReasonName::SaleClosed,
         }
     }
 }

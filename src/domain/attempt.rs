@@ -34,10 +34,12 @@ pub enum ExpiryReason {
     Released,
     PaymentFailed,
     PaymentTimeout,
+    /// The sale was closed while the attempt still waited: its turn can no longer come.
+    SaleClosed,
 }
 
 impl ExpiryReason {
-    pub const ALL: [ExpiryReason; 7] = [
+    pub const ALL: [ExpiryReason; 8] = [
         ExpiryReason::Left,
         ExpiryReason::Abandoned,
         ExpiryReason::AdmissionTimeout,
@@ -45,6 +47,7 @@ impl ExpiryReason {
         ExpiryReason::Released,
         ExpiryReason::PaymentFailed,
         ExpiryReason::PaymentTimeout,
+        ExpiryReason::SaleClosed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -56,6 +59,7 @@ impl ExpiryReason {
             ExpiryReason::Released => "released",
             ExpiryReason::PaymentFailed => "payment_failed",
             ExpiryReason::PaymentTimeout => "payment_timeout",
+            ExpiryReason::SaleClosed => "sale_closed",
         }
     }
 

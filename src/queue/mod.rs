@@ -109,6 +109,9 @@ pub struct QueueView {
     pub rebuilt_at_ms: i64,
     /// Lost its place for showing no sign of life (see [`QueueStore::abandon`]).
     pub abandoned: bool,
+    /// The sale was closed (its status; `closes_at` only stops joins, the queue still drains):
+    /// no one still waiting will be admitted.
+    pub sale_closed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -335,7 +335,7 @@ impl QueueStore for RedisQueue {
             .arg(user.as_str())
             .arg(self.tracks_presence());
         let reply: Vec<Value> = self.run(&inv).await?;
-        let [owner, position, waiting, active, measured, configured, known, rebuilt, abandoned] =
+        let [owner, position, waiting, active, measured, configured, known, rebuilt, abandoned, status] =
             reply.as_slice()
         else {
             return Err(protocol("position", &reply));
@@ -352,6 +352,7 @@ impl QueueStore for RedisQueue {
             known_sale: number(known) == 1,
             rebuilt_at_ms: text(rebuilt).parse().unwrap_or(0),
             abandoned: number(abandoned) == 1,
+            sale_closed: text(status) == SaleStatus::Closed.as_str(),
         })
     }
 

@@ -17,6 +17,7 @@ crate::on_both_configurations!(
     release_gives_the_stock_back_once,
     duplicate_join_answers_the_same_attempt_and_position_and_leave_moves_others_up,
     join_after_close_is_refused,
+    closing_a_sale_ends_the_attempts_still_waiting,
     seats_are_held_all_or_nothing_and_never_twice,
     per_user_limit_is_enforced,
 );
@@ -305,6 +306,53 @@ async fn join_after_close_is_refused(backend: Backend) {
         .await
         .unwrap();
     assert_problem(resp, 409, "/problems/sale-closed").await;
+    t.stop().await;
+}
+
+/// Nobody waiting in a closed sale will be admitted: their attempts end EXPIRED (`sale_closed`)
+/// at once, in a poll and in a status stream, instead of waiting in a queue that never moves.
+async fn closing_a_sale_ends_the_attempts_still_waiting(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let sale = t.create_sale(json!({})).await;
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    let alice = t.join(&sale, "alice").await;
+    let bob = t.join(&sale, "bob").await;
+    let (alice, bob) = (
+        alice["attempt_id"].as_str().unwrap(),
+        bob["attempt_id"].as_str().unwrap(),
+    );
+    let mut stream = t
+        .as_user(Method::GET, &format!("/v1/attempts/{bob}/events"), "bob")
+        .send()
+        .await
+        .unwrap();
+    let first = stream.chunk().await.unwrap().expect("a first event");
+    assert!(String::from_utf8_lossy(&first).contains("\"QUEUED\""));
+    // Paused, they still wait.
+    assert_eq!(t.status(alice, "alice").await["state"], "QUEUED");
+
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/close"))
+        .await;
+    let ended = t.status(alice, "alice").await;
+    assert_eq!(
+        (ended["state"].as_str(), ended["reason"].as_str()),
+        (Some("EXPIRED"), Some("sale_closed")),
+        "{ended}"
+    );
+    assert!(ended["position"].is_null(), "{ended}");
+    let mut seen = String::new();
+    while let Some(chunk) = tokio::time::timeout(WAIT, stream.chunk())
+        .await
+        .expect("the stream ends within its poll interval")
+        .unwrap()
+    {
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(
+        seen.contains("\"EXPIRED\"") && seen.contains("\"sale_closed\""),
+        "{seen}"
+    );
     t.stop().await;
 }
 

@@ -97,8 +97,8 @@ export interface paths {
         put?: never;
         /**
          * Close a sale
-         * @description Refuses new joins and stops admission for good. Attempts already holding or paying
-         *     finish normally.
+         * @description Refuses new joins and stops admission for good. Attempts still waiting end EXPIRED
+         *     (`sale_closed`); those already holding or paying finish normally.
          */
         post: operations["closeSale"];
         delete?: never;
@@ -751,7 +751,7 @@ export interface components {
             payment_timeout: number;
         };
         /** @enum {string} */
-        ExpiryReasonName: "left" | "abandoned" | "admission_timeout" | "hold_timeout" | "released" | "payment_failed" | "payment_timeout";
+        ExpiryReasonName: "left" | "abandoned" | "admission_timeout" | "hold_timeout" | "released" | "payment_failed" | "payment_timeout" | "sale_closed";
         /**
          * HoldOut
          * @description What an attempt holds.

@@ -174,6 +174,7 @@
     released: 'You released your tickets; they are back on sale.',
     payment_failed: 'The payment did not go through. Nothing was charged and the tickets went back on sale.',
     payment_timeout: 'The payment took too long, so the tickets went back on sale.',
+    sale_closed: 'The sale closed before your turn came. Nothing was charged.',
   };
 
   function describeHold(hold) {

@@ -122,6 +122,7 @@ impl SaleQueue {
             known_sale: true,
             rebuilt_at_ms: self.rebuilt_at_ms,
             abandoned: self.abandoned.contains(&attempt),
+            sale_closed: self.status == SaleStatus::Closed,
         }
     }
 
@@ -316,6 +317,7 @@ impl QueueStore for MemoryQueue {
             known_sale: false,
             rebuilt_at_ms: 0,
             abandoned: false,
+            sale_closed: false,
         }))
     }
 
