@@ -36,6 +36,11 @@ pub struct HttpConfig {
     /// Take the client's address from the first `X-Forwarded-For` entry (per-IP limits). Only
     /// behind a proxy you run, which sets the header; otherwise clients could pick their own.
     pub trust_forwarded_for: bool,
+    /// How long an HTTP/1.1 connection may wait for a request's headers: one that stays idle
+    /// between requests, or sends its headers too slowly, is closed after it. Longer than the
+    /// longest poll interval (36 s), so a polling client keeps its connection; a response
+    /// being sent (a status stream) is not cut. 0: never.
+    pub idle_timeout_secs: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -202,6 +207,7 @@ impl Default for Config {
                 listen: "127.0.0.1:8080".parse().expect("static address"),
                 body_limit_bytes: 64 * 1024,
                 trust_forwarded_for: false,
+                idle_timeout_secs: 60,
             },
             queue: QueueConfig {
                 url: String::new(),
@@ -482,6 +488,11 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// `http.idle_timeout_secs` as the server takes it: `None` for never.
+    pub fn http_idle_timeout(&self) -> Option<Duration> {
+        (self.http.idle_timeout_secs > 0).then(|| Duration::from_secs(self.http.idle_timeout_secs))
     }
 
     pub fn queue_timeout(&self) -> Duration {

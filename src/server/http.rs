@@ -13,9 +13,12 @@
 //! request rather than held, empty, for the connection's life. (docs/benchmarks.md has the
 //! figures: memory per idle connection and per status stream, before and after.)
 //!
-//! What poem's server did and this keeps: no idle timeout, upgrades allowed on HTTP/1.1, the
-//! remote address for the per-IP limits. Added: `TCP_NODELAY`, so a status push or a small
-//! answer is not held back waiting for the client's acknowledgement of the one before.
+//! What poem's server did and this keeps: upgrades allowed on HTTP/1.1, the remote address for
+//! the per-IP limits. Added: `TCP_NODELAY`, so a status push or a small answer is not held back
+//! waiting for the client's acknowledgement of the one before; and an idle timeout
+//! (`http.idle_timeout_secs`): a connection that sends nothing, or no complete request head,
+//! for that long is closed, where poem's server kept it (and its ~18 KiB) for good — a cheap
+//! way to exhaust a waiting room's memory is to open connections and say nothing.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -26,7 +29,7 @@ use std::time::Duration;
 
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::{http1, http2};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use poem::endpoint::BoxEndpoint;
 use poem::http::uri::Scheme;
 use poem::web::{LocalAddr, RemoteAddr};
@@ -42,8 +45,12 @@ type Answer =
     Pin<Box<dyn Future<Output = Result<hyper::Response<ResponseBody>, Infallible>> + Send>>;
 
 /// Accepts connections until the task is dropped; each is served on a task of its own (they
-/// outlive this one, as under poem's server).
-pub async fn serve(listener: TcpListener, routes: BoxEndpoint<'static, Response>) {
+/// outlive this one, as under poem's server). `idle_timeout`: see `http.idle_timeout_secs`.
+pub async fn serve(
+    listener: TcpListener,
+    routes: BoxEndpoint<'static, Response>,
+    idle_timeout: Option<Duration>,
+) {
     let routes = Arc::new(routes);
     // The listener's address is every request's local address, as under poem's server.
     let local = match listener.local_addr() {
@@ -53,7 +60,13 @@ pub async fn serve(listener: TcpListener, routes: BoxEndpoint<'static, Response>
     loop {
         match listener.accept().await {
             Ok((stream, remote)) => {
-                tokio::spawn(connection(stream, local, remote, routes.clone()));
+                tokio::spawn(connection(
+                    stream,
+                    local,
+                    remote,
+                    routes.clone(),
+                    idle_timeout,
+                ));
             }
             Err(e) => {
                 // Out of file descriptors, most likely: give the open connections a moment
@@ -108,16 +121,28 @@ async fn connection(
     local: SocketAddr,
     remote: SocketAddr,
     routes: Arc<BoxEndpoint<'static, Response>>,
+    idle_timeout: Option<Duration>,
 ) {
     let _ = stream.set_nodelay(true);
-    let Some(protocol) = sniff(&stream).await else {
+    let sniffed = match idle_timeout {
+        Some(limit) => tokio::time::timeout(limit, sniff(&stream))
+            .await
+            .ok()
+            .flatten(),
+        None => sniff(&stream).await,
+    };
+    let Some(protocol) = sniffed else {
         return;
     };
     let service =
         hyper::service::service_fn(move |request| answer(&routes, request, local, remote));
     let io = TokioIo::new(stream);
     let served = match protocol {
+        // hyper's header-read timeout runs from when it starts waiting for a request head (on a
+        // new connection, or once the previous answer is sent) until the head is read.
         Protocol::Http1 => http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(idle_timeout)
             .serve_connection(io, service)
             .with_upgrades()
             .await

@@ -31,7 +31,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let listener = TcpListener::bind(app.config.http.listen).await?;
     let addr = listener.local_addr()?;
     let routes = crate::api::routes(app.clone());
-    let server = tokio::spawn(http::serve(listener, routes));
+    let idle_timeout = app.config.http_idle_timeout();
+    let server = tokio::spawn(http::serve(listener, routes, idle_timeout));
     let workers = if app.config.workers.enabled {
         Some(Workers::start(&app).await?)
     } else {

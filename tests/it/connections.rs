@@ -1,12 +1,14 @@
 //! The HTTP server itself (src/server/http.rs): one port for HTTP/1.1 and HTTP/2 with prior
 //! knowledge, the protocol told by a peek at the first bytes; many status streams over one
-//! HTTP/2 connection, as an HTTP/2 proxy carries them.
+//! HTTP/2 connection, as an HTTP/2 proxy carries them; the idle timeout.
 
 use std::time::Duration;
 
 use futures_util::future::join_all;
 use reqwest::{Method, Version};
 use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 use crate::helpers::TestApp;
 
@@ -81,4 +83,71 @@ async fn one_port_speaks_http1_and_http2_and_carries_many_streams_on_one_connect
         &firsts[firsts.len() - 3..]
     );
     t.stop().await;
+}
+
+/// With `http.idle_timeout_secs` at 1: a connection that sends nothing, one that sends half a
+/// request head, and one left idle after its answer are each closed; a status stream, whose
+/// events come seconds apart, is not.
+#[tokio::test]
+async fn idle_and_half_sent_connections_are_closed_and_status_streams_are_not() {
+    let t = TestApp::spawn_with(|c| c.http.idle_timeout_secs = 1).await;
+    let addr = t.base.trim_start_matches("http://").to_owned();
+    let silent = TcpStream::connect(&addr).await.unwrap();
+    let mut half = TcpStream::connect(&addr).await.unwrap();
+    half.write_all(b"GET /health/live HTTP/1.1\r\nHost: sluice\r\n")
+        .await
+        .unwrap();
+    let mut idle = TcpStream::connect(&addr).await.unwrap();
+    idle.write_all(b"GET /health/live HTTP/1.1\r\nHost: sluice\r\n\r\n")
+        .await
+        .unwrap();
+    let (silent, half, idle) =
+        tokio::join!(until_closed(silent), until_closed(half), until_closed(idle));
+    assert_eq!(silent.as_deref(), Ok(""), "the silent connection");
+    assert!(
+        half.as_ref().is_ok_and(|said| !said.contains(" 200 ")),
+        "the half-sent request: {half:?}"
+    );
+    assert!(
+        idle.as_ref()
+            .is_ok_and(|said| said.starts_with("HTTP/1.1 200 ") && said.ends_with("ok")),
+        "the idle connection, after its answer: {idle:?}"
+    );
+
+    // One admission a minute: the first in line expects a minute's wait, so the stream's
+    // events come about 5 s apart.
+    let sale = t.create_sale(json!({ "rate_per_minute": 1 })).await;
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    let joined = t.join(&sale, "streamer").await;
+    let attempt = joined["attempt_id"].as_str().unwrap();
+    let mut stream = t
+        .as_user(
+            Method::GET,
+            &format!("/v1/attempts/{attempt}/events"),
+            "streamer",
+        )
+        .send()
+        .await
+        .unwrap();
+    for event in ["first", "second"] {
+        let chunk = tokio::time::timeout(Duration::from_secs(15), stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no {event} event"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("the stream ended before its {event} event"));
+        assert!(String::from_utf8_lossy(&chunk).contains("\"QUEUED\""));
+    }
+    t.stop().await;
+}
+
+/// Everything the server sends until it closes the connection, or `Err` if it is still open
+/// after 10 s.
+async fn until_closed(mut connection: TcpStream) -> Result<String, &'static str> {
+    let mut said = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), connection.read_to_end(&mut said))
+        .await
+        .map_err(|_| "still open after 10 s")?
+        .map_err(|_| "read failed")?;
+    Ok(String::from_utf8_lossy(&said).into_owned())
 }
