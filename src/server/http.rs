@@ -16,9 +16,10 @@
 //! What poem's server did and this keeps: upgrades allowed on HTTP/1.1, the remote address for
 //! the per-IP limits. Added: `TCP_NODELAY`, so a status push or a small answer is not held back
 //! waiting for the client's acknowledgement of the one before; and an idle timeout
-//! (`http.idle_timeout_secs`): a connection that sends nothing, or no complete request head,
-//! for that long is closed, where poem's server kept it (and its ~18 KiB) for good — a cheap
-//! way to exhaust a waiting room's memory is to open connections and say nothing.
+//! (`http.idle_timeout_secs`): a connection that sends nothing, or over HTTP/1.1 no complete
+//! request head, for that long is closed, where poem's server kept it (and its ~18 KiB) for
+//! good — a cheap way to exhaust a waiting room's memory is to open connections and say
+//! nothing. (An HTTP/2 connection, from a proxy as a rule, is not timed once it has begun.)
 
 use std::convert::Infallible;
 use std::future::Future;

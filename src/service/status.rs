@@ -13,15 +13,15 @@ pub async fn status(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResu
     match &view.owner {
         Some(owner) if owner != user => return Err(ServiceError::NotFound("attempt")),
         Some(_) => {
-            if view.position.is_some() && view.sale_closed {
-                // Its turn can no longer come: the attempt ends here, not in a queue that
-                // never moves again.
-                return Ok(AttemptView::bare(
-                    attempt,
-                    AttemptState::expired_because(ExpiryReason::SaleClosed),
-                ));
-            }
             if let Some(position) = view.position {
+                if view.sale_closed {
+                    // Its turn can no longer come: the attempt ends here, not in a queue that
+                    // never moves again.
+                    return Ok(AttemptView::bare(
+                        attempt,
+                        AttemptState::expired_because(ExpiryReason::SaleClosed),
+                    ));
+                }
                 let rate = best_rate(view.measured_rate, view.configured_rate);
                 return Ok(waiting(app, attempt, position, view.waiting, rate));
             }
