@@ -501,6 +501,8 @@ impl Config {
 }
 
 #[cfg(test)]
+// figment's `Jail` takes closures returning figment's `Result`, whose error is large by design.
+#[allow(clippy::result_large_err)]
 mod tests {
     use super::*;
     use figment::Jail;

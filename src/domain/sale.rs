@@ -407,9 +407,12 @@ mod tests {
         assert_eq!(sale.status, SaleStatus::Open);
     }
 
+    /// A change to a valid sale.
+    type Tweak = Box<dyn Fn(&mut NewSale)>;
+
     #[test]
     fn each_bad_field_is_named() {
-        let cases: Vec<(Box<dyn Fn(&mut NewSale)>, &str)> = vec![
+        let cases: Vec<(Tweak, &str)> = vec![
             (Box::new(|s| s.name = "  ".into()), "name"),
             (Box::new(|s| s.seats = Some(vec!["A1".into()])), "stock"),
             (Box::new(|s| s.quantity = Some(0)), "quantity"),

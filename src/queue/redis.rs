@@ -147,9 +147,11 @@ impl RedisQueue {
 }
 
 fn classify(e: ::redis::RedisError) -> QueueError {
-    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
-        QueueError::Unavailable(e.to_string())
-    } else if matches!(e.kind(), ::redis::ErrorKind::Server(_)) && e.is_unrecoverable_error() {
+    let unreachable =
+        e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal();
+    let server_gave_up =
+        matches!(e.kind(), ::redis::ErrorKind::Server(_)) && e.is_unrecoverable_error();
+    if unreachable || server_gave_up {
         QueueError::Unavailable(e.to_string())
     } else {
         QueueError::Protocol(e.to_string())
