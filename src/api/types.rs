@@ -39,46 +39,51 @@ fn default_max_active() -> u32 {
 #[derive(Debug, Clone, Object, serde::Serialize)]
 #[oai(example)]
 pub struct CreateSale {
-    /// Shown to users.
+    /// Shown to users (1 to 200 characters).
     pub name: String,
     /// When admission starts; joins before it wait in the queue. Default: now.
     pub opens_at: Option<DateTime<Utc>>,
-    /// After it, joins are refused and admission stops.
+    /// After it, joins are refused; those already waiting are still admitted in turn (closing
+    /// the sale stops admission).
     pub closes_at: Option<DateTime<Utc>>,
-    /// Units of identical stock.
+    /// Units of identical stock (1 to 1,000,000).
     pub quantity: Option<u32>,
-    /// Named seats, each sold at most once (1 to 64 of `A-Z a-z 0-9 - _ :`).
+    /// Named seats, each sold at most once: 1 to 100,000 unique ids, each 1 to 64 of
+    /// `A-Z a-z 0-9 - _ :`.
     pub seats: Option<Vec<String>>,
-    /// Most units one user may hold or buy.
+    /// Most units one user may hold or buy (1 to 1,000).
     #[oai(default = "default_per_user_limit")]
     pub per_user_limit: u32,
-    /// How long an admitted user has to hold, in seconds.
+    /// How long an admitted user has to hold, in seconds (1 to 86,400).
     #[oai(default = "default_admission_ttl")]
     pub admission_ttl_secs: u32,
-    /// How long a hold lasts before checkout, in seconds.
+    /// How long a hold lasts before checkout, in seconds (1 to 86,400).
     #[oai(default = "default_hold_ttl")]
     pub hold_ttl_secs: u32,
-    /// How long a payment may take, in seconds.
+    /// How long a payment may take, in seconds (1 to 86,400).
     #[oai(default = "default_payment_ttl")]
     pub payment_ttl_secs: u32,
-    /// Users admitted per minute.
+    /// Users admitted per minute (1 to 1,000,000).
     #[oai(default = "default_rate")]
     pub rate_per_minute: u32,
-    /// Cap on admitted + holding + paying users.
+    /// Cap on admitted + holding + paying users (1 to 1,000,000).
     #[oai(default = "default_max_active")]
     pub max_active: u32,
     /// Who sets the admission rate. Default: `manual`.
     #[oai(default)]
     pub admission_mode: AdmissionModeName,
-    /// Adaptive mode: the lowest rate the controller goes to (users per minute).
+    /// Adaptive mode: the lowest rate the controller goes to (users per minute, 1 to
+    /// 1,000,000).
     pub min_rate_per_minute: Option<u32>,
-    /// Adaptive mode: the highest rate the controller climbs to (users per minute).
+    /// Adaptive mode: the highest rate the controller climbs to (users per minute, 1 to
+    /// 1,000,000, not below the lowest).
     pub max_rate_per_minute: Option<u32>,
     /// How the queue opens. Default: `fifo`.
     #[oai(default)]
     pub opening: OpeningName,
-    /// A lottery's seed, published with the sale so anyone can re-derive the order (default:
-    /// drawn now). Publish it before the opening, e.g. a value announced in advance.
+    /// A lottery's seed (up to 128 printable characters), published with the sale so anyone
+    /// can re-derive the order (default: drawn now). Publish it before the opening, e.g. a
+    /// value announced in advance.
     pub lottery_seed: Option<String>,
 }
 
@@ -301,9 +306,10 @@ pub struct AdmissionSettings {
     /// Who sets the rate from now on. Default: `manual`.
     #[oai(default)]
     pub mode: AdmissionModeName,
-    /// Adaptive mode (required there): the lowest rate, users per minute.
+    /// Adaptive mode (required there): the lowest rate, users per minute (1 to 1,000,000).
     pub min_rate_per_minute: Option<u32>,
-    /// Adaptive mode (required there): the highest rate, users per minute.
+    /// Adaptive mode (required there): the highest rate, users per minute (1 to 1,000,000,
+    /// not below the lowest).
     pub max_rate_per_minute: Option<u32>,
 }
 

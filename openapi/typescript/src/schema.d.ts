@@ -535,12 +535,13 @@ export interface components {
             mode?: components["schemas"]["AdmissionModeName"] & unknown;
             /**
              * Format: uint32
-             * @description Adaptive mode (required there): the lowest rate, users per minute.
+             * @description Adaptive mode (required there): the lowest rate, users per minute (1 to 1,000,000).
              */
             min_rate_per_minute?: number;
             /**
              * Format: uint32
-             * @description Adaptive mode (required there): the highest rate, users per minute.
+             * @description Adaptive mode (required there): the highest rate, users per minute (1 to 1,000,000,
+             *     not below the lowest).
              */
             max_rate_per_minute?: number;
         };
@@ -649,7 +650,7 @@ export interface components {
          *     }
          */
         CreateSale: {
-            /** @description Shown to users. */
+            /** @description Shown to users (1 to 200 characters). */
             name: string;
             /**
              * Format: date-time
@@ -658,49 +659,53 @@ export interface components {
             opens_at?: string;
             /**
              * Format: date-time
-             * @description After it, joins are refused and admission stops.
+             * @description After it, joins are refused; those already waiting are still admitted in turn (closing
+             *     the sale stops admission).
              */
             closes_at?: string;
             /**
              * Format: uint32
-             * @description Units of identical stock.
+             * @description Units of identical stock (1 to 1,000,000).
              */
             quantity?: number;
-            /** @description Named seats, each sold at most once (1 to 64 of `A-Z a-z 0-9 - _ :`). */
+            /**
+             * @description Named seats, each sold at most once: 1 to 100,000 unique ids, each 1 to 64 of
+             *     `A-Z a-z 0-9 - _ :`.
+             */
             seats?: string[];
             /**
              * Format: uint32
-             * @description Most units one user may hold or buy.
+             * @description Most units one user may hold or buy (1 to 1,000).
              * @default 4
              */
             per_user_limit?: number;
             /**
              * Format: uint32
-             * @description How long an admitted user has to hold, in seconds.
+             * @description How long an admitted user has to hold, in seconds (1 to 86,400).
              * @default 120
              */
             admission_ttl_secs?: number;
             /**
              * Format: uint32
-             * @description How long a hold lasts before checkout, in seconds.
+             * @description How long a hold lasts before checkout, in seconds (1 to 86,400).
              * @default 300
              */
             hold_ttl_secs?: number;
             /**
              * Format: uint32
-             * @description How long a payment may take, in seconds.
+             * @description How long a payment may take, in seconds (1 to 86,400).
              * @default 600
              */
             payment_ttl_secs?: number;
             /**
              * Format: uint32
-             * @description Users admitted per minute.
+             * @description Users admitted per minute (1 to 1,000,000).
              * @default 600
              */
             rate_per_minute?: number;
             /**
              * Format: uint32
-             * @description Cap on admitted + holding + paying users.
+             * @description Cap on admitted + holding + paying users (1 to 1,000,000).
              * @default 1000
              */
             max_active?: number;
@@ -711,12 +716,14 @@ export interface components {
             admission_mode?: components["schemas"]["AdmissionModeName"] & unknown;
             /**
              * Format: uint32
-             * @description Adaptive mode: the lowest rate the controller goes to (users per minute).
+             * @description Adaptive mode: the lowest rate the controller goes to (users per minute, 1 to
+             *     1,000,000).
              */
             min_rate_per_minute?: number;
             /**
              * Format: uint32
-             * @description Adaptive mode: the highest rate the controller climbs to (users per minute).
+             * @description Adaptive mode: the highest rate the controller climbs to (users per minute, 1 to
+             *     1,000,000, not below the lowest).
              */
             max_rate_per_minute?: number;
             /**
@@ -725,8 +732,9 @@ export interface components {
              */
             opening?: components["schemas"]["OpeningName"] & unknown;
             /**
-             * @description A lottery's seed, published with the sale so anyone can re-derive the order (default:
-             *     drawn now). Publish it before the opening, e.g. a value announced in advance.
+             * @description A lottery's seed (up to 128 printable characters), published with the sale so anyone
+             *     can re-derive the order (default: drawn now). Publish it before the opening, e.g. a
+             *     value announced in advance.
              */
             lottery_seed?: string;
         };
