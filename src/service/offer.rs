@@ -1,11 +1,20 @@
 //! What a user may buy in a sale: its name, limits and free stock — for the waiting-room page
 //! and any storefront. It comes from the ledger (free seats only for seated sales), but every
-//! waiting user's page asks for it, and the ledger must only see admitted traffic: answers are
-//! kept for a second per sale, so a crowd costs the ledger one read a second.
+//! waiting user's page asks for it, and every join reads its proof-of-work settings from it,
+//! and the ledger must only see admitted traffic: answers are kept for a second per sale, so a
+//! crowd costs the ledger one read a second. One request reads at a time (per sale); while it
+//! does, the others are answered from the offer it replaces, or, when there is none yet, wait
+//! for it. (Every request used to read once the second was up, and all of them waited: counting
+//! a million-unit sale's free units takes the ledger a while, and joins stalled each second.)
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::sync::Mutex as AsyncMutex;
+// tokio's clock: the same as std's, but it stands still in a test that pauses time.
+use tokio::time::Instant;
 
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::{ProofOfWork, Sale, SaleId, Stock};
@@ -19,6 +28,8 @@ const KEEP_FOR: Duration = Duration::from_secs(600);
 pub struct OfferCache {
     /// Shared, so a join's look at the proof of work copies no seat list.
     offers: Mutex<HashMap<SaleId, (Instant, Arc<Offer>)>>,
+    /// Held by the one request reading a sale's offer from the ledger.
+    reading: Mutex<HashMap<SaleId, Arc<AsyncMutex<()>>>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -30,17 +41,7 @@ pub struct Offer {
 }
 
 pub async fn offer(app: &App, id: SaleId) -> ServiceResult<Arc<Offer>> {
-    if let Some((at, offer)) = app.offers.offers.lock().expect("not poisoned").get(&id) {
-        if at.elapsed() < FRESH_FOR {
-            return Ok(Arc::clone(offer));
-        }
-    }
-    let offer = Arc::new(read(app, id).await?);
-    let mut offers = app.offers.offers.lock().expect("not poisoned");
-    // Old entries stay a while: the fallback of `proof_of_work` while the ledger is down.
-    offers.retain(|_, (at, _)| at.elapsed() < KEEP_FOR);
-    offers.insert(id, (Instant::now(), Arc::clone(&offer)));
-    Ok(offer)
+    app.offers.get(id, || read(app, id)).await
 }
 
 /// The work a join to `id` must show. From the offers kept in memory; when the ledger cannot
@@ -61,9 +62,63 @@ pub async fn proof_of_work(app: &App, id: SaleId) -> Option<ProofOfWork> {
 }
 
 impl OfferCache {
+    /// The sale's offer: the one kept while fresh; else `read` by one caller at a time, the
+    /// others answered with the offer it replaces (or, with none yet, waiting for the read).
+    async fn get<F, Fut>(&self, id: SaleId, read: F) -> ServiceResult<Arc<Offer>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = ServiceResult<Offer>>,
+    {
+        let kept = self.kept(id);
+        if let Some((at, offer)) = &kept {
+            if at.elapsed() < FRESH_FOR {
+                return Ok(Arc::clone(offer));
+            }
+        }
+        let gate = self.gate(id);
+        let _reading = match (gate.try_lock(), kept) {
+            (Ok(reading), _) => reading,
+            // Another caller is reading: the offer it replaces will do meanwhile.
+            (Err(_), Some((_, stale))) => return Ok(stale),
+            (Err(_), None) => {
+                let reading = gate.lock().await;
+                // Read while this one waited (unless that read failed: then this one tries).
+                if let Some((at, offer)) = self.kept(id) {
+                    if at.elapsed() < FRESH_FOR {
+                        return Ok(offer);
+                    }
+                }
+                reading
+            }
+        };
+        let offer = Arc::new(read().await?);
+        let mut offers = self.offers.lock().expect("not poisoned");
+        // Old entries stay a while: the fallback of `proof_of_work` while the ledger is down.
+        offers.retain(|_, (at, _)| at.elapsed() < KEEP_FOR);
+        offers.insert(id, (Instant::now(), Arc::clone(&offer)));
+        Ok(offer)
+    }
+
     /// Forgets a sale's offer (its settings changed here).
     pub fn forget(&self, id: SaleId) {
         self.offers.lock().expect("not poisoned").remove(&id);
+    }
+
+    /// The offer kept for a sale and when it was read.
+    fn kept(&self, id: SaleId) -> Option<(Instant, Arc<Offer>)> {
+        let offers = self.offers.lock().expect("not poisoned");
+        offers.get(&id).map(|(at, offer)| (*at, Arc::clone(offer)))
+    }
+
+    /// The lock a request holds while it reads the sale's offer (one per sale, kept as long
+    /// as offers are: a sale's gate is dropped with its last offer).
+    fn gate(&self, id: SaleId) -> Arc<AsyncMutex<()>> {
+        let mut reading = self.reading.lock().expect("not poisoned");
+        if reading.len() > 64 {
+            let offers = self.offers.lock().expect("not poisoned");
+            reading.retain(|sale, gate| offers.contains_key(sale) || Arc::strong_count(gate) > 1);
+        }
+        Arc::clone(reading.entry(id).or_default())
     }
 }
 
@@ -85,4 +140,92 @@ async fn read(app: &App, id: SaleId) -> ServiceResult<Offer> {
         remaining: record.remaining,
         free_seats,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use chrono::Utc;
+    use futures_util::future::join_all;
+
+    use super::*;
+    use crate::domain::{NewSale, Ttls};
+
+    fn an_offer(remaining: u32) -> Offer {
+        let sale = NewSale {
+            name: "offer".into(),
+            opens_at: None,
+            closes_at: None,
+            quantity: Some(10),
+            seats: None,
+            per_user_limit: 1,
+            ttls: Ttls {
+                admission_secs: 60,
+                hold_secs: 60,
+                payment_secs: 60,
+            },
+            rate_per_minute: 60,
+            max_active: 10,
+            adaptive: None,
+            lottery: None,
+        }
+        .parse(Utc::now())
+        .unwrap();
+        Offer {
+            sale,
+            remaining,
+            free_seats: None,
+        }
+    }
+
+    /// A read that takes 100 ms and counts itself; `remaining` tells the reads apart.
+    async fn slow_read(reads: &AtomicUsize) -> ServiceResult<Offer> {
+        let n = reads.fetch_add(1, Ordering::SeqCst) + 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        Ok(an_offer(n as u32))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_crowd_costs_one_read_and_never_waits_on_a_refresh() {
+        let (cache, id, reads) = (OfferCache::default(), SaleId::new(), AtomicUsize::new(0));
+        // 50 at once and nothing kept yet: one reads, the others wait for it.
+        let first = join_all((0..50).map(|_| cache.get(id, || slow_read(&reads)))).await;
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+        assert!(first.iter().all(|o| o.as_ref().unwrap().remaining == 1));
+
+        // Once it is stale, one caller reads again; the others get the old offer at once.
+        tokio::time::advance(FRESH_FOR).await;
+        let refresh = cache.get(id, || slow_read(&reads));
+        let meanwhile = async {
+            tokio::task::yield_now().await;
+            let started = tokio::time::Instant::now();
+            let old = cache.get(id, || slow_read(&reads)).await.unwrap();
+            (old.remaining, started.elapsed())
+        };
+        let (refreshed, (old, waited)) = tokio::join!(refresh, meanwhile);
+        assert_eq!(refreshed.unwrap().remaining, 2);
+        assert_eq!((old, waited), (1, Duration::ZERO));
+        assert_eq!(reads.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            cache.get(id, || slow_read(&reads)).await.unwrap().remaining,
+            2
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_failed_read_the_next_caller_reads() {
+        let (cache, id, reads) = (OfferCache::default(), SaleId::new(), AtomicUsize::new(0));
+        let failed = cache.get(id, || async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Err(ServiceError::NotFound("sale"))
+        });
+        let waiting = async {
+            tokio::task::yield_now().await;
+            cache.get(id, || slow_read(&reads)).await
+        };
+        let (failed, waited) = tokio::join!(failed, waiting);
+        assert!(matches!(failed, Err(ServiceError::NotFound(_))));
+        assert_eq!(waited.unwrap().remaining, 1);
+    }
 }
