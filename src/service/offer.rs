@@ -110,8 +110,8 @@ impl OfferCache {
         offers.get(&id).map(|(at, offer)| (*at, Arc::clone(offer)))
     }
 
-    /// The lock a request holds while it reads the sale's offer (one per sale, kept as long
-    /// as offers are: a sale's gate is dropped with its last offer).
+    /// The lock a request holds while it reads the sale's offer, one per sale. Past 64 of
+    /// them, those of sales with no offer kept and no one reading are dropped.
     fn gate(&self, id: SaleId) -> Arc<AsyncMutex<()>> {
         let mut reading = self.reading.lock().expect("not poisoned");
         if reading.len() > 64 {
