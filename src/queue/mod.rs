@@ -27,6 +27,7 @@
 pub mod memory;
 pub mod redis;
 mod redis_connection;
+mod redis_views;
 
 use std::sync::Arc;
 
@@ -55,7 +56,7 @@ pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Arc<dyn Que
 }
 
 /// Why a queue-store call failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum QueueError {
     /// The store did not answer in time or the connection is down: answer 503 + Retry-After.
     #[error("queue store unavailable: {0}")]

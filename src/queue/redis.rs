@@ -8,8 +8,10 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use super::redis_connection::RedisConnection;
+use super::redis_views::{Drainer, Gathering};
 use ::redis::{FromRedisValue, Script, ScriptInvocation, Value};
 use async_trait::async_trait;
+use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::*;
@@ -61,6 +63,8 @@ pub struct RedisQueue {
     timeout: Duration,
     /// Waiting attempts idle this long lose their place (0: never; presence is not tracked).
     abandon_after_ms: u64,
+    /// Status lookups waiting to go to Redis together (shared by the store's clones).
+    views: Arc<Gathering<ViewAsk>>,
 }
 
 /// The keys of one sale, all in the `{sale:<id>}` hash slot.
@@ -102,6 +106,7 @@ impl RedisQueue {
             prefix: prefix.to_owned(),
             timeout,
             abandon_after_ms: 0,
+            views: Arc::default(),
         })
     }
 
@@ -143,6 +148,92 @@ impl RedisQueue {
             Ok(Err(e)) => Err(classify(e)),
             Err(_) => Err(QueueError::Unavailable("timed out".into())),
         }
+    }
+}
+
+/// One status lookup waiting for its batch (see [`redis_views`](super::redis_views)).
+struct ViewAsk {
+    attempt: AttemptId,
+    user: UserId,
+    /// Where its answer goes; the asker may have given up (dropped the receiver).
+    reply: oneshot::Sender<QueueResult<QueueView>>,
+}
+
+impl RedisQueue {
+    /// Answers `sale`'s pending status lookups, a batch (one script call) at a time, until none
+    /// is left.
+    async fn answer_views(self, sale: SaleId, mut drainer: Drainer<ViewAsk>) {
+        while let Some(asks) = drainer.next_batch() {
+            match self.positions(sale, &asks).await {
+                Ok(views) => {
+                    for (ask, view) in asks.into_iter().zip(views) {
+                        let _ = ask.reply.send(Ok(view));
+                    }
+                }
+                Err(e) => {
+                    for ask in asks {
+                        let _ = ask.reply.send(Err(e.clone()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Where `asks` (attempts of `sale`) stand: one call of `lua/position.lua`, one view per
+    /// ask in their order.
+    async fn positions(&self, sale: SaleId, asks: &[ViewAsk]) -> QueueResult<Vec<QueueView>> {
+        let k = self.keys(sale);
+        let mut inv = POSITION.prepare_invoke();
+        for name in [
+            "meta",
+            "seq",
+            "gone",
+            "owners",
+            "active",
+            "seen",
+            "abandoned",
+            "left",
+        ] {
+            inv.key(k.key(name));
+        }
+        inv.arg(self.tracks_presence());
+        for ask in asks {
+            inv.arg(local(ask.attempt)).arg(ask.user.as_str());
+        }
+        let reply: Vec<Value> = self.run(&inv).await?;
+        let Some(([waiting, measured, configured, known, rebuilt, status], lookups)) =
+            reply.split_first_chunk::<6>()
+        else {
+            return Err(protocol("position", &reply));
+        };
+        if lookups.len() != 4 * asks.len() {
+            return Err(protocol("position", &reply));
+        }
+        let waiting = number(waiting) as u64;
+        let measured_rate = text(measured).parse().unwrap_or(0.0);
+        let configured_rate = text(configured).parse().unwrap_or(0.0);
+        let known_sale = number(known) == 1;
+        let rebuilt_at_ms = text(rebuilt).parse().unwrap_or(0);
+        let sale_closed = text(status) == SaleStatus::Closed.as_str();
+        // Four values a lookup (the length is checked above).
+        let views = lookups.chunks_exact(4).map(|lookup| {
+            let (owner, position, active, abandoned) =
+                (&lookup[0], &lookup[1], &lookup[2], &lookup[3]);
+            let position = number(position) as u64;
+            QueueView {
+                owner: UserId::parse(&text(owner)).ok(),
+                position: (position > 0).then_some(position),
+                waiting,
+                active: number(active) == 1,
+                measured_rate,
+                configured_rate,
+                known_sale,
+                rebuilt_at_ms,
+                abandoned: number(abandoned) == 1,
+                sale_closed,
+            }
+        });
+        Ok(views.collect())
     }
 }
 
@@ -319,43 +410,20 @@ impl QueueStore for RedisQueue {
     }
 
     async fn view(&self, attempt: AttemptId, user: &UserId) -> QueueResult<QueueView> {
-        let k = self.keys(attempt.sale);
-        let mut inv = POSITION.prepare_invoke();
-        for name in [
-            "meta",
-            "seq",
-            "gone",
-            "owners",
-            "active",
-            "seen",
-            "abandoned",
-            "left",
-        ] {
-            inv.key(k.key(name));
-        }
-        inv.arg(local(attempt))
-            .arg(user.as_str())
-            .arg(self.tracks_presence());
-        let reply: Vec<Value> = self.run(&inv).await?;
-        let [owner, position, waiting, active, measured, configured, known, rebuilt, abandoned, status] =
-            reply.as_slice()
-        else {
-            return Err(protocol("position", &reply));
+        let (reply, answer) = oneshot::channel();
+        let ask = ViewAsk {
+            attempt,
+            user: user.clone(),
+            reply,
         };
-        let owner = text(owner);
-        let position = number(position) as u64;
-        Ok(QueueView {
-            owner: UserId::parse(&owner).ok(),
-            position: (position > 0).then_some(position),
-            waiting: number(waiting) as u64,
-            active: number(active) == 1,
-            measured_rate: text(measured).parse().unwrap_or(0.0),
-            configured_rate: text(configured).parse().unwrap_or(0.0),
-            known_sale: number(known) == 1,
-            rebuilt_at_ms: text(rebuilt).parse().unwrap_or(0),
-            abandoned: number(abandoned) == 1,
-            sale_closed: text(status) == SaleStatus::Closed.as_str(),
-        })
+        if let Some(drainer) = self.views.add(attempt.sale, ask) {
+            tokio::spawn(self.clone().answer_views(attempt.sale, drainer));
+        }
+        match tokio::time::timeout(self.timeout, answer).await {
+            Ok(Ok(view)) => view,
+            Ok(Err(_)) => Err(QueueError::Unavailable("status lookup dropped".into())),
+            Err(_) => Err(QueueError::Unavailable("timed out".into())),
+        }
     }
 
     async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome> {

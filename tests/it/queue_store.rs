@@ -64,6 +64,7 @@ on_every_queue_store!(
     a_batch_larger_than_luas_stack_is_admitted_and_kept_whole,
     positions_stay_exact_when_users_leave_out_of_turn,
     positions_stay_exact_in_a_queue_of_thousands,
+    lookups_asked_at_once_each_get_their_own_answer,
 );
 
 /// Every place is exact in a queue of thousands — more than one node of the in-process
@@ -116,6 +117,59 @@ async fn positions_stay_exact_in_a_queue_of_thousands(q: Arc<dyn QueueStore>) {
             "{who:?}"
         );
     }
+}
+
+/// Status lookups asked at once (the Redis store sends those of one sale together, many to a
+/// call) each get the answer for their own attempt and user: waiting ones their place, an
+/// admitted one "active", one that left no place, another user's waiting attempt no owner; two
+/// sales' lookups interleaved, more than one call can carry.
+async fn lookups_asked_at_once_each_get_their_own_answer(q: Arc<dyn QueueStore>) {
+    const N: usize = 150;
+    let sales = [sale(Stock::Quantity(5), 10), sale(Stock::Quantity(5), 10)];
+    let mut asks = Vec::new();
+    for s in &sales {
+        q.init_sale(s, &SaleSnapshot::fresh(s), false)
+            .await
+            .unwrap();
+        let mut attempts = Vec::new();
+        for i in 0..N {
+            match q.join(s.id, &user(&format!("u{i}")), 0).await.unwrap() {
+                JoinOutcome::Queued { attempt, .. } => attempts.push(attempt),
+                other => panic!("{other:?}"),
+            }
+        }
+        admit_all(&q, s, 1).await; // u0
+        q.leave(attempts[1], &user("u1")).await.unwrap();
+        // (sale, attempt, asking user, expected owner, place, active)
+        asks.push((s.id, attempts[0], "u0", Some("u0"), None, true));
+        asks.push((s.id, attempts[1], "u1", Some("u1"), None, false));
+        asks.push((s.id, attempts[5], "u6", None, None, false));
+        for (i, attempt) in attempts.iter().enumerate().skip(2) {
+            let who = format!("u{i}");
+            let place = Some(i as u64 - 1);
+            asks.push((s.id, *attempt, leak(&who), Some(leak(&who)), place, false));
+        }
+    }
+    // Interleave the sales and reverse each one's order of joining.
+    asks.sort_by_key(|(sale, attempt, ..)| (std::cmp::Reverse(attempt.local), *sale));
+    let lookups = asks.iter().map(|(_, attempt, who, ..)| {
+        let q = q.clone();
+        async move { q.view(*attempt, &user(who)).await.unwrap() }
+    });
+    let views = futures_util::future::join_all(lookups).await;
+    for ((_, _, who, owner, place, active), view) in asks.iter().zip(views) {
+        let seen = (
+            view.owner.as_ref().map(|u| u.as_str()),
+            view.position,
+            view.active,
+        );
+        assert_eq!(seen, (*owner, *place, *active), "{who}");
+        assert_eq!(view.waiting, N as u64 - 2, "{who}");
+    }
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
 }
 
 /// Positions and the waiting count stay exact while users leave from the middle of a long
