@@ -1,5 +1,5 @@
 -- position: where attempts of one sale stand, for the status answers of the users who ask.
--- Status lookups that arrive together are asked together (src/queue/redis_views.rs): the sale's
+-- Status lookups that arrive together are asked together (src/queue/redis_batches.rs): the sale's
 -- figures are read once for all of them. Asking is a sign of life: a waiting attempt's presence
 -- is refreshed (when abandonment is tracked).
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 owners (admitted attempt -> user), 5 active, 6 seen,

@@ -12,8 +12,8 @@
 //!   events. Pure: no I/O.
 //! - [`queue`]: the queue store, the hot path — queue order, positions, the active set, stock
 //!   counters. A trait; [`queue::RedisQueue`] runs one Lua script (`lua/`) per operation, on
-//!   one Redis or a Redis Cluster (all of a sale's keys in one slot); status lookups of one
-//!   sale that arrive together go in one call.
+//!   one Redis or a Redis Cluster (all of a sale's keys in one slot); joins and status lookups
+//!   of one sale that arrive together go in one call.
 //! - [`ledger`]: the durable truth from ADMITTED on — attempts, holds (one row per unit of
 //!   stock), payments, audit trail, idempotency keys, outbox. A trait;
 //!   [`ledger::PgLedger`] is PostgreSQL (`migrations/postgres`).

@@ -55,7 +55,8 @@ wrk_on() {
 raw_rps() { redis-benchmark -c "$CONNECTIONS" -q "$@" | awk '{for (i=1;i<=NF;i++) if ($i=="requests") print int($(i-1))}' | tail -n 1; }
 
 # The join script as sluice runs it (the queue's layout, lua/lib/queue.lua, first) and the keys
-# it takes for a sale's key base; then user id, attempt id (32 hex), now (ms).
+# it takes for a sale's key base; then 0 (presence not tracked) and, for each join (one here,
+# where sluice sends those that arrive together), user id, attempt id (32 hex), now (ms).
 JOIN_SRC=$(cat lua/lib/queue.lua lua/join.lua)
 join_keys() { echo 6 "$1:meta" "$1:seq" "$1:gone" "$1:users" "$1:active" "$1:seen"; }
 # queued_in <redis-cli args...> <key base>: how many wait in the sale (lua/stats.lua).

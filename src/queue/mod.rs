@@ -26,8 +26,8 @@
 
 pub mod memory;
 pub mod redis;
+mod redis_batches;
 mod redis_connection;
-mod redis_views;
 
 use std::sync::Arc;
 

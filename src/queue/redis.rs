@@ -7,11 +7,10 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use super::redis_batches::{Asked, Gathering};
 use super::redis_connection::RedisConnection;
-use super::redis_views::{Drainer, Gathering};
 use ::redis::{FromRedisValue, Script, ScriptInvocation, Value};
 use async_trait::async_trait;
-use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::*;
@@ -57,14 +56,18 @@ const FORGOTTEN_ACTIVE_GRACE_MS: u64 = 60_000;
 pub struct RedisQueue {
     /// Shared by every call (multiplexed); cloning it is cheap.
     conn: RedisConnection,
-    /// Prefix of every key (per deployment; the tests use one per test).
-    prefix: String,
+    /// Prefix of every key (per deployment; the tests use one per test); shared by the clones
+    /// a batch call takes.
+    prefix: Arc<str>,
     /// Bound of each call.
     timeout: Duration,
     /// Waiting attempts idle this long lose their place (0: never; presence is not tracked).
     abandon_after_ms: u64,
-    /// Status lookups waiting to go to Redis together (shared by the store's clones).
-    views: Arc<Gathering<ViewAsk>>,
+    /// Status lookups going to Redis together (see [`super::redis_batches`]; shared by the
+    /// store's clones).
+    views: Arc<Gathering<Asked<(AttemptId, UserId), QueueView>>>,
+    /// Joins going to Redis together (each user with the time of the join, ms), likewise.
+    joins: Arc<Gathering<Asked<(UserId, i64), JoinOutcome>>>,
 }
 
 /// The keys of one sale, all in the `{sale:<id>}` hash slot.
@@ -103,10 +106,11 @@ impl RedisQueue {
         let conn = RedisConnection::new(urls, cluster, timeout)?;
         Ok(RedisQueue {
             conn,
-            prefix: prefix.to_owned(),
+            prefix: prefix.into(),
             timeout,
             abandon_after_ms: 0,
             views: Arc::default(),
+            joins: Arc::default(),
         })
     }
 
@@ -151,37 +155,55 @@ impl RedisQueue {
     }
 }
 
-/// One status lookup waiting for its batch (see [`redis_views`](super::redis_views)).
-struct ViewAsk {
-    attempt: AttemptId,
-    user: UserId,
-    /// Where its answer goes; the asker may have given up (dropped the receiver).
-    reply: oneshot::Sender<QueueResult<QueueView>>,
-}
-
 impl RedisQueue {
-    /// Answers `sale`'s pending status lookups, a batch (one script call) at a time, until none
-    /// is left.
-    async fn answer_views(self, sale: SaleId, mut drainer: Drainer<ViewAsk>) {
-        while let Some(asks) = drainer.next_batch() {
-            match self.positions(sale, &asks).await {
-                Ok(views) => {
-                    for (ask, view) in asks.into_iter().zip(views) {
-                        let _ = ask.reply.send(Ok(view));
-                    }
-                }
-                Err(e) => {
-                    for ask in asks {
-                        let _ = ask.reply.send(Err(e.clone()));
-                    }
-                }
-            }
+    /// Joins `asks` (users of `sale`, each with the time of their join, ms) in their order: one
+    /// call of `lua/join.lua`, one outcome per ask.
+    async fn joins(&self, sale: SaleId, asks: &[(UserId, i64)]) -> QueueResult<Vec<JoinOutcome>> {
+        let k = self.keys(sale);
+        let mut inv = JOIN.prepare_invoke();
+        for name in ["meta", "seq", "gone", "users", "active", "seen"] {
+            inv.key(k.key(name));
         }
+        inv.arg(self.tracks_presence());
+        for (user, now_ms) in asks {
+            inv.arg(user.as_str())
+                .arg(local(AttemptId::new(sale)))
+                .arg(*now_ms);
+        }
+        let reply: Vec<Value> = self.run(&inv).await?;
+        if reply.len() != 6 * asks.len() {
+            return Err(protocol("join", &reply));
+        }
+        let rate = |v: &Value| text(v).parse().unwrap_or(0.0);
+        // Six values a join (the length is checked above).
+        let outcome = |join: &[Value]| {
+            let (status, attempt, position, waiting) = (&join[0], &join[1], &join[2], &join[3]);
+            Ok(match text(status).as_str() {
+                "queued" => JoinOutcome::Queued {
+                    attempt: attempt_of(sale, &text(attempt))?,
+                    position: number(position) as u64,
+                    waiting: number(waiting) as u64,
+                    measured_rate: rate(&join[4]),
+                    configured_rate: rate(&join[5]),
+                },
+                "active" => JoinOutcome::Active {
+                    attempt: attempt_of(sale, &text(attempt))?,
+                },
+                "unknown" => JoinOutcome::UnknownSale,
+                "closed" => JoinOutcome::Closed,
+                _ => return Err(protocol("join", &join)),
+            })
+        };
+        reply.chunks_exact(6).map(outcome).collect()
     }
 
-    /// Where `asks` (attempts of `sale`) stand: one call of `lua/position.lua`, one view per
-    /// ask in their order.
-    async fn positions(&self, sale: SaleId, asks: &[ViewAsk]) -> QueueResult<Vec<QueueView>> {
+    /// Where `asks` (attempts of `sale`, each with the user who asks) stand: one call of
+    /// `lua/position.lua`, one view per ask in their order.
+    async fn positions(
+        &self,
+        sale: SaleId,
+        asks: &[(AttemptId, UserId)],
+    ) -> QueueResult<Vec<QueueView>> {
         let k = self.keys(sale);
         let mut inv = POSITION.prepare_invoke();
         for name in [
@@ -197,8 +219,8 @@ impl RedisQueue {
             inv.key(k.key(name));
         }
         inv.arg(self.tracks_presence());
-        for ask in asks {
-            inv.arg(local(ask.attempt)).arg(ask.user.as_str());
+        for (attempt, user) in asks {
+            inv.arg(local(*attempt)).arg(user.as_str());
         }
         let reply: Vec<Value> = self.run(&inv).await?;
         let Some(([waiting, measured, configured, known, rebuilt, status], lookups)) =
@@ -374,56 +396,24 @@ impl QueueStore for RedisQueue {
     }
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
-        let k = self.keys(sale);
-        let fresh = AttemptId::new(sale);
-        let mut inv = JOIN.prepare_invoke();
-        inv.key(k.key("meta"))
-            .key(k.key("seq"))
-            .key(k.key("gone"))
-            .key(k.key("users"))
-            .key(k.key("active"))
-            .key(k.key("seen"))
-            .arg(user.as_str())
-            .arg(local(fresh))
-            .arg(now_ms)
-            .arg(self.tracks_presence());
-        let reply: Vec<Value> = self.run(&inv).await?;
-        let [status, attempt, position, waiting, measured, configured] = reply.as_slice() else {
-            return Err(protocol("join", &reply));
+        let queue = self.clone();
+        let call = move |asks: Vec<(UserId, i64)>| {
+            let queue = queue.clone();
+            async move { queue.joins(sale, &asks).await }
         };
-        let rate = |v: &Value| text(v).parse().unwrap_or(0.0);
-        Ok(match text(status).as_str() {
-            "queued" => JoinOutcome::Queued {
-                attempt: attempt_of(sale, &text(attempt))?,
-                position: number(position) as u64,
-                waiting: number(waiting) as u64,
-                measured_rate: rate(measured),
-                configured_rate: rate(configured),
-            },
-            "active" => JoinOutcome::Active {
-                attempt: attempt_of(sale, &text(attempt))?,
-            },
-            "unknown" => JoinOutcome::UnknownSale,
-            "closed" => JoinOutcome::Closed,
-            _ => return Err(protocol("join", &reply)),
-        })
+        let ask = (user.clone(), now_ms);
+        self.joins.ask(sale, ask, self.timeout, call).await
     }
 
     async fn view(&self, attempt: AttemptId, user: &UserId) -> QueueResult<QueueView> {
-        let (reply, answer) = oneshot::channel();
-        let ask = ViewAsk {
-            attempt,
-            user: user.clone(),
-            reply,
+        let sale = attempt.sale;
+        let queue = self.clone();
+        let call = move |asks: Vec<(AttemptId, UserId)>| {
+            let queue = queue.clone();
+            async move { queue.positions(sale, &asks).await }
         };
-        if let Some(drainer) = self.views.add(attempt.sale, ask) {
-            tokio::spawn(self.clone().answer_views(attempt.sale, drainer));
-        }
-        match tokio::time::timeout(self.timeout, answer).await {
-            Ok(Ok(view)) => view,
-            Ok(Err(_)) => Err(QueueError::Unavailable("status lookup dropped".into())),
-            Err(_) => Err(QueueError::Unavailable("timed out".into())),
-        }
+        let ask = (attempt, user.clone());
+        self.views.ask(sale, ask, self.timeout, call).await
     }
 
     async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome> {

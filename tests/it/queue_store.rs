@@ -65,6 +65,7 @@ on_every_queue_store!(
     positions_stay_exact_when_users_leave_out_of_turn,
     positions_stay_exact_in_a_queue_of_thousands,
     lookups_asked_at_once_each_get_their_own_answer,
+    joins_asked_at_once_each_get_their_own_answer,
 );
 
 /// Every place is exact in a queue of thousands — more than one node of the in-process
@@ -166,6 +167,51 @@ async fn lookups_asked_at_once_each_get_their_own_answer(q: Arc<dyn QueueStore>)
         assert_eq!(seen, (*owner, *place, *active), "{who}");
         assert_eq!(view.waiting, N as u64 - 2, "{who}");
     }
+}
+
+/// Joins asked at once (the Redis store sends those of one sale together, many to a call) each
+/// get their own answer: every user a place of their own, the same attempt and place for a
+/// user who joins twice, an admitted user their admitted attempt, a join of an unknown sale
+/// "unknown".
+async fn joins_asked_at_once_each_get_their_own_answer(q: Arc<dyn QueueStore>) {
+    const N: usize = 150;
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    q.join(s.id, &user("u0"), 0).await.unwrap();
+    let admitted = admit_all(&q, &s, 1).await[0].attempt;
+    let unknown = sale(Stock::Quantity(5), 10).id;
+    // u1..=uN, then u1..=u10 again, u0 and a join of the unknown sale, all at once.
+    let mut asks: Vec<_> = (1..=N).chain(1..=10).map(|i| (s.id, i)).collect();
+    asks.push((s.id, 0));
+    asks.push((unknown, 1));
+    let joins = asks.iter().map(|&(sale, i)| {
+        let q = q.clone();
+        async move { q.join(sale, &user(&format!("u{i}")), 0).await.unwrap() }
+    });
+    let outcomes = futures_util::future::join_all(joins).await;
+    let mut first = std::collections::HashMap::new();
+    let mut places = Vec::new();
+    for (&(sale, i), outcome) in asks.iter().zip(outcomes) {
+        match outcome {
+            JoinOutcome::Queued {
+                attempt, position, ..
+            } if sale == s.id && i > 0 => {
+                let view = q.view(attempt, &user(&format!("u{i}"))).await.unwrap();
+                assert_eq!(view.position, Some(position), "u{i} is where the join said");
+                match first.insert(i, (attempt, position)) {
+                    Some(before) => assert_eq!(before, (attempt, position), "u{i} twice"),
+                    None => places.push(position),
+                }
+            }
+            JoinOutcome::Active { attempt } if i == 0 => assert_eq!(attempt, admitted),
+            JoinOutcome::UnknownSale if sale == unknown => {}
+            other => panic!("u{i}: {other:?}"),
+        }
+    }
+    places.sort_unstable();
+    assert_eq!(places, (1..=N as u64).collect::<Vec<_>>(), "a place each");
 }
 
 fn leak(s: &str) -> &'static str {
