@@ -16,35 +16,38 @@ local meta = redis.call('HMGET', KEYS[1], 'stock_initialised', 'status', 'closes
   'measured_rate', 'rate_per_minute')
 local closes_at = tonumber(meta[3] or '0')
 local head = head_of(meta[4])
-local reply = {}
-
-local function answer(status, attempt, position, waiting, measured, configured)
-  local n = #reply
+local reply, n = {}, 0
+-- (inline, no helper functions: a script's functions are made anew on every call)
+for i = 2, #ARGV, 3 do
+  local user, now = ARGV[i], ARGV[i + 2]
+  local status, attempt, position, waiting, measured, configured = 'unknown', '', 0, 0, 0, 0
+  if not meta[1] then
+    status = 'unknown'
+  elseif meta[2] == 'closed' or (closes_at > 0 and tonumber(now) >= closes_at) then
+    status = 'closed'
+  else
+    local serial, admitted
+    attempt, serial = waiting_entry(user)
+    if not attempt then
+      admitted = redis.call('HGET', KEYS[4], user)
+      if admitted and not redis.call('ZSCORE', KEYS[5], admitted) then admitted = nil end
+    end
+    if admitted then
+      status, attempt, waiting = 'active', admitted, waiting_count(head, KEYS[2], KEYS[3])
+    else
+      if not attempt then
+        -- The serial is a service-issued sequence, never a clock: FIFO even across replicas.
+        attempt, serial = ARGV[i + 1], redis.call('INCR', KEYS[2])
+        put_waiting(user, attempt, serial)
+      end
+      if ARGV[1] == '1' then redis.call('ZADD', KEYS[6], now, serial) end
+      status, position = 'queued', position_of(head, serial, KEYS[3])
+      waiting, measured, configured = waiting_count(head, KEYS[2], KEYS[3]), meta[5] or '0',
+        meta[6] or '0'
+    end
+  end
   reply[n + 1], reply[n + 2], reply[n + 3] = status, attempt, position
   reply[n + 4], reply[n + 5], reply[n + 6] = waiting, measured, configured
-end
-
-local function join(user, fresh, now)
-  if not meta[1] then return answer('unknown', '', 0, 0, 0, 0) end
-  if meta[2] == 'closed' or (closes_at > 0 and tonumber(now) >= closes_at) then
-    return answer('closed', '', 0, 0, 0, 0)
-  end
-  local attempt, serial = waiting_entry(user)
-  if not attempt then
-    local admitted = redis.call('HGET', KEYS[4], user)
-    if admitted and redis.call('ZSCORE', KEYS[5], admitted) then
-      return answer('active', admitted, 0, waiting_count(head, KEYS[2], KEYS[3]), 0, 0)
-    end
-    -- The serial is a service-issued sequence, never a clock: FIFO even across replicas.
-    attempt, serial = fresh, redis.call('INCR', KEYS[2])
-    put_waiting(user, attempt, serial)
-  end
-  if ARGV[1] == '1' then redis.call('ZADD', KEYS[6], now, serial) end
-  answer('queued', attempt, position_of(head, serial, KEYS[3]),
-    waiting_count(head, KEYS[2], KEYS[3]), meta[5] or '0', meta[6] or '0')
-end
-
-for i = 2, #ARGV, 3 do
-  join(ARGV[i], ARGV[i + 1], ARGV[i + 2])
+  n = n + 6
 end
 return reply
