@@ -7,7 +7,8 @@ use sluice::config::Config;
 use sluice::domain::UserId;
 
 /// mimalloc: allocation-heavy request handling (JSON, JWT, headers) on many threads; glibc's
-/// malloc showed up as a fifth of the CPU under load (see docs/benchmarks.md).
+/// malloc showed up as a fifth of the CPU under load (see docs/benchmarks.md). Built without
+/// transparent huge pages (Cargo.toml says why): memory per open connection.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
