@@ -16,12 +16,19 @@ static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 ];
+/// Questions per Redis call (joins or status lookups of one sale sent together; at most 64).
+const BATCH_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
 
 pub fn metrics_handle() -> PrometheusHandle {
     HANDLE
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()
                 .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
+                .expect("static buckets are valid")
+                .set_buckets_for_metric(
+                    Matcher::Full("sluice_queue_batch_size".into()),
+                    BATCH_BUCKETS,
+                )
                 .expect("static buckets are valid")
                 .build_recorder();
             let handle = recorder.handle();
@@ -94,6 +101,10 @@ fn describe() {
     describe_counter!(
         "sluice_payments_total",
         "Payments settled by the provider's webhook, by result (succeeded, failed)"
+    );
+    describe_histogram!(
+        "sluice_queue_batch_size",
+        "Joins or status lookups (label call) of one sale sent to Redis in one script call"
     );
     describe_histogram!(
         "sluice_ledger_commit_duration_seconds",

@@ -109,8 +109,8 @@ impl RedisQueue {
             prefix: prefix.into(),
             timeout,
             abandon_after_ms: 0,
-            views: Arc::default(),
-            joins: Arc::default(),
+            views: Arc::new(Gathering::new("status")),
+            joins: Arc::new(Gathering::new("join")),
         })
     }
 

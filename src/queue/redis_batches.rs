@@ -36,6 +36,8 @@ pub const MAX_QUESTIONS: usize = 64;
 /// The pending questions of every sale; `A` is one question with the way to answer it
 /// ([`Asked`] in use).
 pub struct Gathering<A> {
+    /// What is asked (`join`, `status`): the label of the batch-size histogram.
+    call: &'static str,
     sales: Mutex<HashMap<SaleId, Pending<A>>>,
 }
 
@@ -47,15 +49,15 @@ struct Pending<A> {
     drainers: usize,
 }
 
-impl<A> Default for Gathering<A> {
-    fn default() -> Self {
+impl<A> Gathering<A> {
+    /// A gathering of the questions of one kind, `call` (see [`Gathering::call`]).
+    pub fn new(call: &'static str) -> Self {
         Gathering {
+            call,
             sales: Mutex::new(HashMap::new()),
         }
     }
-}
 
-impl<A> Gathering<A> {
     /// Adds a question. `Some` when the caller must run a drainer for the sale (fewer than
     /// [`MAX_CALLS`] were running); otherwise a running drainer takes the question.
     fn add(self: &Arc<Self>, sale: SaleId, ask: A) -> Option<Drainer<A>> {
@@ -161,6 +163,9 @@ impl<Q, R> Drainer<Asked<Q, R>> {
         F: Future<Output = QueueResult<Vec<R>>>,
     {
         while let Some(batch) = self.next_batch() {
+            // How much the batching saves: SREs see the questions per call (1 when idle).
+            metrics::histogram!("sluice_queue_batch_size", "call" => self.gathering.call)
+                .record(batch.len() as f64);
             let (questions, replies): (Vec<Q>, Vec<_>) =
                 batch.into_iter().map(|a| (a.question, a.reply)).unzip();
             let asked = questions.len();
@@ -198,7 +203,7 @@ mod tests {
 
     #[test]
     fn a_lone_question_starts_a_drainer_that_takes_it_alone() {
-        let gathering = Arc::new(Gathering::default());
+        let gathering = Arc::new(Gathering::new("test"));
         let sale = sale();
         let mut drainer = gathering
             .add(sale, 1)
@@ -214,7 +219,7 @@ mod tests {
 
     #[test]
     fn questions_arriving_while_calls_are_out_go_together_in_order() {
-        let gathering = Arc::new(Gathering::default());
+        let gathering = Arc::new(Gathering::new("test"));
         let sale = sale();
         let mut first = gathering.add(sale, 0).unwrap();
         let mut second = gathering.add(sale, 1).unwrap();
@@ -233,7 +238,7 @@ mod tests {
 
     #[test]
     fn a_batch_holds_at_most_max_questions() {
-        let gathering = Arc::new(Gathering::default());
+        let gathering = Arc::new(Gathering::new("test"));
         let sale = sale();
         let mut drainer = gathering.add(sale, 0).unwrap();
         let _other = gathering.add(sale, 1).unwrap();
@@ -249,7 +254,7 @@ mod tests {
 
     #[test]
     fn sales_gather_apart() {
-        let gathering = Arc::new(Gathering::default());
+        let gathering = Arc::new(Gathering::new("test"));
         let (a, b) = (sale(), sale());
         let mut on_a = gathering.add(a, "a").unwrap();
         let mut on_b = gathering
@@ -261,7 +266,7 @@ mod tests {
 
     #[test]
     fn a_dropped_drainer_lets_the_next_question_start_one() {
-        let gathering = Arc::new(Gathering::default());
+        let gathering = Arc::new(Gathering::new("test"));
         let sale = sale();
         let first = gathering.add(sale, 0).unwrap();
         let second = gathering.add(sale, 1).unwrap();
@@ -280,7 +285,7 @@ mod tests {
     where
         F: Future<Output = QueueResult<Vec<u32>>> + Send + 'static,
     {
-        let gathering = Arc::new(Gathering::default());
+        let gathering = Arc::new(Gathering::new("test"));
         let sizes = Arc::new(Mutex::new(Vec::new()));
         let answer = Arc::new(answer);
         let (sale, timeout) = (sale(), Duration::from_secs(1));
