@@ -182,7 +182,10 @@ pub trait Ledger: Send + Sync + 'static {
     async fn ping(&self) -> LedgerResult<()>;
 
     async fn create_sale(&self, sale: &Sale) -> LedgerResult<()>;
+    /// The sale with its free units counted (a scan of them: not for every request).
     async fn sale(&self, id: SaleId) -> LedgerResult<Option<SaleRecord>>;
+    /// The sale without counting its free units: its settings, status and (seated) seats.
+    async fn sale_settings(&self, id: SaleId) -> LedgerResult<Option<Sale>>;
     async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord>;
     async fn set_admission(&self, id: SaleId, admission: Admission) -> LedgerResult<SaleRecord>;
     async fn set_proof_of_work(&self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<SaleRecord>;

@@ -184,7 +184,11 @@ pub enum HoldOutcome {
 pub struct QueueStats {
     pub waiting: u64,
     pub active: u64,
+    /// Units or seats free to hold (the stock counters the holds go through first).
     pub remaining: u64,
+    /// The store holds the sale; all of the above are zero when it does not (flushed, or an
+    /// embedded restart, until rebuilt).
+    pub known: bool,
 }
 
 /// What the ledger says of a sale now: what the queue store is (re)built from.

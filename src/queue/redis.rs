@@ -622,11 +622,12 @@ impl QueueStore for RedisQueue {
         for name in ["meta", "seq", "gone", "active", "stock", "seats"] {
             inv.key(k.key(name));
         }
-        let (waiting, active, remaining): (u64, u64, u64) = self.run(&inv).await?;
+        let (waiting, active, remaining, known): (u64, u64, u64, u8) = self.run(&inv).await?;
         Ok(QueueStats {
             waiting,
             active,
             remaining,
+            known: known == 1,
         })
     }
 

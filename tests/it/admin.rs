@@ -266,26 +266,59 @@ async fn the_committed_spec_matches_the_served_one() {
     t.stop().await;
 }
 
+/// An offer's "remaining" is the queue store's stock counter (the ledger would have to count
+/// the free units every second); when the queue store lost the sale (flushed), the ledger
+/// counts them.
+#[tokio::test]
+async fn an_offers_stock_comes_from_the_queue_store_and_from_the_ledger_without_it() {
+    let t = TestApp::spawn().await;
+    let sale = t.create_sale(json!({ "quantity": 5 })).await;
+    let (attempt, token) = t.admitted(&sale, "buyer").await;
+    let body = json!({ "admission_token": token, "quantity": 2 });
+    assert_eq!(t.hold(&attempt, "buyer", body).await.status(), 200);
+    let offer = || offer_of(&t, &sale);
+    // (The join read the offer, 5 left, for its proof of work: it is kept a second.)
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(offer().await["remaining"], 3);
+    // What the offer says is the queue store's counter: set apart from the ledger, it shows.
+    let client = redis::Client::open(crate::helpers::redis_url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let prefix = &t.app.config.queue.key_prefix;
+    let stock = format!("{prefix}:{{sale:{sale}}}:stock");
+    let _: () = redis::cmd("SET")
+        .arg(&stock)
+        .arg(4)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(offer().await["remaining"], 4, "the queue store's counter");
+    // The queue store loses every key of this app (as a flush would).
+    let pattern = format!("{prefix}:*");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(&pattern)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(!keys.is_empty());
+    let _: () = redis::cmd("DEL")
+        .arg(&keys)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(offer().await["remaining"], 3, "counted by the ledger");
+    t.stop().await;
+}
+
 /// Every waiting user's page asks for the offer, so it is served from memory for a second:
 /// the ledger sees one read a second per sale, and a buyer sees stock at most a second old.
 #[tokio::test]
 async fn offers_are_kept_for_a_second() {
     let t = TestApp::spawn().await;
     let sale = t.create_sale(json!({ "quantity": 5 })).await;
-    let offer = |user: &'static str| {
-        let t = &t;
-        let sale = sale.clone();
-        async move {
-            t.as_user(Method::GET, &format!("/v1/sales/{sale}/offer"), user)
-                .send()
-                .await
-                .unwrap()
-                .json::<serde_json::Value>()
-                .await
-                .unwrap()
-        }
-    };
-    assert_eq!(offer("shopper").await["remaining"], 5);
+    let offer = || offer_of(&t, &sale);
+    assert_eq!(offer().await["remaining"], 5);
     let (attempt, token) = t.admitted(&sale, "buyer").await;
     let held = t
         .hold(
@@ -295,12 +328,19 @@ async fn offers_are_kept_for_a_second() {
         )
         .await;
     assert_eq!(held.status(), 200);
-    assert_eq!(offer("shopper").await["remaining"], 5, "served from memory");
+    assert_eq!(offer().await["remaining"], 5, "served from memory");
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    assert_eq!(
-        offer("shopper").await["remaining"],
-        3,
-        "fresh after a second"
-    );
+    assert_eq!(offer().await["remaining"], 3, "fresh after a second");
     t.stop().await;
+}
+
+/// The sale's offer as a shopper sees it.
+async fn offer_of(t: &TestApp, sale: &str) -> serde_json::Value {
+    t.as_user(Method::GET, &format!("/v1/sales/{sale}/offer"), "shopper")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }

@@ -51,6 +51,7 @@ on_every_ledger!(
     a_seat_has_one_holder_and_unknown_seats_are_named,
     admission_mode_and_bounds_are_kept,
     idempotency_claims_are_exclusive_and_stale_ones_are_taken_over,
+    a_sale_is_read_with_its_free_units_counted_or_without,
 );
 
 /// A hold claims its units with one locking pass over the sale's free units, whatever the
@@ -241,6 +242,34 @@ fn new_sale(stock: Stock) -> Sale {
     }
     .parse(Utc::now())
     .unwrap()
+}
+
+/// `sale` counts the free units (a hold takes two of five); `sale_settings`, read every second
+/// for the offer, is the same sale without the count; neither knows an unknown sale.
+async fn a_sale_is_read_with_its_free_units_counted_or_without(ledger: Arc<dyn Ledger>) {
+    let seated = new_sale(Stock::Seats(vec!["A1".into(), "A2".into()]));
+    ledger.create_sale(&seated).await.unwrap();
+    let sale = new_sale(Stock::Quantity(5));
+    ledger.create_sale(&sale).await.unwrap();
+    let (attempt, user) = admitted(&ledger, &sale, 1).await.remove(0);
+    ledger
+        .apply(
+            attempt,
+            Some(&user),
+            AttemptEvent::Hold,
+            Some(&Take::Quantity(2)),
+        )
+        .await
+        .unwrap();
+    let counted = ledger.sale(sale.id).await.unwrap().unwrap();
+    assert_eq!(counted.remaining, 3);
+    let settings = ledger.sale_settings(sale.id).await.unwrap().unwrap();
+    assert_eq!(settings, counted.sale);
+    let seats = ledger.sale_settings(seated.id).await.unwrap().unwrap();
+    assert_eq!(seats.stock, Stock::Seats(vec!["A1".into(), "A2".into()]));
+    let unknown = new_sale(Stock::Quantity(1)).id;
+    assert!(ledger.sale(unknown).await.unwrap().is_none());
+    assert!(ledger.sale_settings(unknown).await.unwrap().is_none());
 }
 
 /// `n` attempts admitted straight into the ledger.

@@ -112,6 +112,10 @@ impl Ledger for SqliteLedger {
         sales::load(&self.pool, id).await
     }
 
+    async fn sale_settings(&self, id: SaleId) -> LedgerResult<Option<Sale>> {
+        sales::settings(&self.pool, id).await
+    }
+
     async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord> {
         sales::set_status(self, id, status).await
     }

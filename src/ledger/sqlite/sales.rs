@@ -10,9 +10,8 @@ use crate::domain::{
 use crate::ledger::transition::AttemptTx;
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
-const COLUMNS: &str = "id, name, opens_at_ms, closes_at_ms, stock_kind, total,
-    (SELECT count(*) FROM stock_units u WHERE u.sale_id = sales.id AND u.attempt_id IS NULL) AS remaining,
-    per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
+/// A sale's columns (its free units are counted apart, see [`load`]).
+const COLUMNS: &str = "id, name, opens_at_ms, closes_at_ms, stock_kind, total, per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
     max_active, adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status, created_at_ms";
 
 pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<()> {
@@ -63,7 +62,7 @@ pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<(
     tx.commit().await.map_err(db_error)
 }
 
-fn sale_from_row(row: &SqliteRow, seats: Option<Vec<String>>) -> LedgerResult<SaleRecord> {
+fn sale_from_row(row: &SqliteRow, seats: Option<Vec<String>>) -> LedgerResult<Sale> {
     let bad = |what: &str| LedgerError::Other(format!("bad {what} in sales row"));
     let kind = StockKind::parse(row.get("stock_kind")).ok_or_else(|| bad("stock_kind"))?;
     let total: i64 = row.get("total");
@@ -72,33 +71,50 @@ fn sale_from_row(row: &SqliteRow, seats: Option<Vec<String>>) -> LedgerResult<Sa
         StockKind::Seats => Stock::Seats(seats.unwrap_or_default()),
     };
     let int = |name: &str| row.get::<i64, _>(name) as u32;
-    Ok(SaleRecord {
-        sale: Sale {
-            id: SaleId(row.get("id")),
-            name: row.get("name"),
-            opens_at: from_ms(row.get("opens_at_ms")),
-            closes_at: row.get::<Option<i64>, _>("closes_at_ms").map(from_ms),
-            stock,
-            per_user_limit: int("per_user_limit"),
-            ttls: Ttls {
-                admission_secs: int("admission_ttl_secs"),
-                hold_secs: int("hold_ttl_secs"),
-                payment_secs: int("payment_ttl_secs"),
-            },
-            admission: admission_from_row(row),
-            proof_of_work: ProofOfWork {
-                bits: row.get::<i64, _>("pow_bits") as u8,
-                salt: row.get("pow_salt"),
-            },
-            opening: Opening::from_stored(row.get("opening"), row.get("lottery_seed")),
-            status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
-            created_at: from_ms(row.get("created_at_ms")),
+    Ok(Sale {
+        id: SaleId(row.get("id")),
+        name: row.get("name"),
+        opens_at: from_ms(row.get("opens_at_ms")),
+        closes_at: row.get::<Option<i64>, _>("closes_at_ms").map(from_ms),
+        stock,
+        per_user_limit: int("per_user_limit"),
+        ttls: Ttls {
+            admission_secs: int("admission_ttl_secs"),
+            hold_secs: int("hold_ttl_secs"),
+            payment_secs: int("payment_ttl_secs"),
         },
-        remaining: int("remaining"),
+        admission: admission_from_row(row),
+        proof_of_work: ProofOfWork {
+            bits: row.get::<i64, _>("pow_bits") as u8,
+            salt: row.get("pow_salt"),
+        },
+        opening: Opening::from_stored(row.get("opening"), row.get("lottery_seed")),
+        status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
+        created_at: from_ms(row.get("created_at_ms")),
     })
 }
 
+/// The sale with its free units counted: a scan of the sale's free units, so not for every
+/// second (see [`settings`]).
 pub(super) async fn load(pool: &SqlitePool, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
+    let Some(sale) = settings(pool, id).await? else {
+        return Ok(None);
+    };
+    let remaining: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM stock_units WHERE sale_id = ? AND attempt_id IS NULL",
+    )
+    .bind(id.0)
+    .fetch_one(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(Some(SaleRecord {
+        sale,
+        remaining: remaining as u32,
+    }))
+}
+
+/// The sale, its free units not counted.
+pub(super) async fn settings(pool: &SqlitePool, id: SaleId) -> LedgerResult<Option<Sale>> {
     let row = sqlx::query(&format!("SELECT {COLUMNS} FROM sales WHERE id = ?"))
         .bind(id.0)
         .fetch_optional(pool)

@@ -546,6 +546,7 @@ impl QueueStore for MemoryQueue {
                 StockKind::Quantity => q.stock as u64,
                 StockKind::Seats => q.seats.len() as u64,
             },
+            known: true,
         });
         Ok(stats.unwrap_or_default())
     }
