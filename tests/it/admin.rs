@@ -336,11 +336,6 @@ async fn offers_are_kept_for_a_second() {
 
 /// The sale's offer as a shopper sees it.
 async fn offer_of(t: &TestApp, sale: &str) -> serde_json::Value {
-    t.as_user(Method::GET, &format!("/v1/sales/{sale}/offer"), "shopper")
-        .send()
+    t.user_json(Method::GET, &format!("/v1/sales/{sale}/offer"), "shopper")
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
 }

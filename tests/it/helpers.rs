@@ -209,25 +209,17 @@ impl TestApp {
 
     /// An admin request's JSON answer, whatever its status.
     pub async fn admin_json(&self, method: reqwest::Method, path: &str) -> Value {
-        self.admin(method, path)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        json_of(self.admin(method, path)).await
+    }
+
+    /// A user's request's JSON answer, whatever its status.
+    pub async fn user_json(&self, method: reqwest::Method, path: &str, user: &str) -> Value {
+        json_of(self.as_user(method, path, user)).await
     }
 
     /// A GET's JSON answer, whatever its status.
     pub async fn get_json(&self, path: &str) -> Value {
-        self.http
-            .get(self.url(path))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        json_of(self.http.get(self.url(path))).await
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -959,4 +951,9 @@ fn is_root() -> bool {
             .arg("-u")
             .output()
             .is_ok_and(|o| o.stdout.starts_with(b"0"))
+}
+
+/// A request's JSON answer, whatever its status.
+async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
 }
