@@ -50,7 +50,7 @@ struct Pending<A> {
 }
 
 impl<A> Gathering<A> {
-    /// A gathering of the questions of one kind, `call` (see [`Gathering::call`]).
+    /// A gathering of one kind of question; `call` names it in the batch-size metric.
     pub fn new(call: &'static str) -> Self {
         Gathering {
             call,
