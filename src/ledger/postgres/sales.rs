@@ -10,8 +10,10 @@ use crate::domain::{
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
 /// A sale's columns (its free units are counted apart, see [`load`]).
-const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
-    max_active, adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status, created_at";
+const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
+    admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active,
+    adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status,
+    created_at";
 
 pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
     let mut tx = pool.begin().await.map_err(db_error)?;

@@ -11,8 +11,10 @@ use crate::ledger::transition::AttemptTx;
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
 /// A sale's columns (its free units are counted apart, see [`load`]).
-const COLUMNS: &str = "id, name, opens_at_ms, closes_at_ms, stock_kind, total, per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
-    max_active, adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status, created_at_ms";
+const COLUMNS: &str = "id, name, opens_at_ms, closes_at_ms, stock_kind, total, per_user_limit,
+    admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active,
+    adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status,
+    created_at_ms";
 
 pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<()> {
     let mut tx = ledger.write().await?;
