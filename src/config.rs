@@ -39,7 +39,8 @@ pub struct HttpConfig {
     /// How long an HTTP/1.1 connection may wait for a request's headers: one that stays idle
     /// between requests, or sends its headers too slowly, is closed after it. Longer than the
     /// longest poll interval (36 s), so a polling client keeps its connection; a response
-    /// being sent (a status stream) is not cut. 0: never.
+    /// being sent (a status stream) is not cut. An HTTP/2 connection quiet for this long is
+    /// pinged, and closed if the ping goes unanswered as long. 0: never.
     pub idle_timeout_secs: u64,
 }
 

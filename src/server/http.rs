@@ -19,7 +19,10 @@
 //! (`http.idle_timeout_secs`): a connection that sends nothing, or over HTTP/1.1 no complete
 //! request head, for that long is closed, where poem's server kept it (and its ~18 KiB) for
 //! good — a cheap way to exhaust a waiting room's memory is to open connections and say
-//! nothing. (An HTTP/2 connection, from a proxy as a rule, is not timed once it has begun.)
+//! nothing. An HTTP/2 connection (from a proxy, as a rule, carrying many users' streams) is
+//! not closed for being quiet: after that long without a frame from its peer it is pinged,
+//! and closed, streams and all, if the ping goes unanswered as long — a peer that went away
+//! without closing, or one that never speaks past its preface.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -148,7 +151,7 @@ async fn connection(
             .with_upgrades()
             .await
             .map_err(|e| e.to_string()),
-        Protocol::Http2 => Box::pin(http2().serve_connection(io, service))
+        Protocol::Http2 => Box::pin(http2(idle_timeout).serve_connection(io, service))
             .await
             .map_err(|e| e.to_string()),
     };
@@ -160,13 +163,20 @@ async fn connection(
 
 /// HTTP/2 as poem's server set it up: no limit on concurrent streams (hyper's default is 200,
 /// and an HTTP/2 proxy carries many users' status streams on one connection), at most 20 streams
-/// reset before they were accepted, header lists up to 16 KiB.
-fn http2() -> http2::Builder<TokioExecutor> {
+/// reset before they were accepted, header lists up to 16 KiB. Added: after `idle_timeout`
+/// without a frame from the peer, a ping, which must be answered within as long (hyper's
+/// keep-alive; none when the timeout is off).
+fn http2(idle_timeout: Option<Duration>) -> http2::Builder<TokioExecutor> {
     let mut builder = http2::Builder::new(TokioExecutor::new());
     builder
         .max_concurrent_streams(None)
         .max_pending_accept_reset_streams(20)
-        .max_header_list_size(16 * 1024);
+        .max_header_list_size(16 * 1024)
+        .timer(TokioTimer::new())
+        .keep_alive_interval(idle_timeout);
+    if let Some(limit) = idle_timeout {
+        builder.keep_alive_timeout(limit);
+    }
     builder
 }
 

@@ -141,13 +141,65 @@ async fn idle_and_half_sent_connections_are_closed_and_status_streams_are_not() 
     t.stop().await;
 }
 
+/// With `http.idle_timeout_secs` at 1: an HTTP/2 connection whose peer sends its preface and
+/// settings and then nothing, answering no ping, is closed; one whose peer answers pings (a
+/// real HTTP/2 client, quiet between its requests) stays and is served again.
+#[tokio::test]
+async fn a_quiet_http2_peer_is_pinged_and_closed_only_if_it_does_not_answer() {
+    let t = TestApp::spawn_with(|c| c.http.idle_timeout_secs = 1).await;
+    let addr = t.base.trim_start_matches("http://").to_owned();
+    let mut mute = TcpStream::connect(&addr).await.unwrap();
+    // The preface, then an empty SETTINGS frame (length 0, type 4, no flags, stream 0).
+    mute.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    let said = bytes_until_closed(mute)
+        .await
+        .expect("the mute peer is closed");
+    // Among what the server sent: a PING frame (type 6) and a GOAWAY (type 7).
+    let frame_types = frames(&said);
+    assert!(frame_types.contains(&6), "pinged: {frame_types:?}");
+    assert!(frame_types.contains(&7), "told to go away: {frame_types:?}");
+
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let live = t.url("/health/live");
+    assert_eq!(h2.get(&live).send().await.unwrap().status(), 200);
+    tokio::time::sleep(Duration::from_secs(4)).await; // pinged and answered, more than once
+    let again = h2.get(&live).send().await.unwrap();
+    assert_eq!(
+        (again.status().as_u16(), again.version()),
+        (200, Version::HTTP_2)
+    );
+    t.stop().await;
+}
+
+/// The types of the HTTP/2 frames in `bytes` (the server's side of a connection).
+fn frames(mut bytes: &[u8]) -> Vec<u8> {
+    let mut types = Vec::new();
+    while bytes.len() >= 9 {
+        let length = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
+        types.push(bytes[3]);
+        bytes = &bytes[(9 + length).min(bytes.len())..];
+    }
+    types
+}
+
 /// Everything the server sends until it closes the connection, or `Err` if it is still open
 /// after 10 s.
-async fn until_closed(mut connection: TcpStream) -> Result<String, &'static str> {
+async fn until_closed(connection: TcpStream) -> Result<String, &'static str> {
+    let said = bytes_until_closed(connection).await?;
+    Ok(String::from_utf8_lossy(&said).into_owned())
+}
+
+/// The same, as the bytes sent.
+async fn bytes_until_closed(mut connection: TcpStream) -> Result<Vec<u8>, &'static str> {
     let mut said = Vec::new();
     tokio::time::timeout(Duration::from_secs(10), connection.read_to_end(&mut said))
         .await
         .map_err(|_| "still open after 10 s")?
         .map_err(|_| "read failed")?;
-    Ok(String::from_utf8_lossy(&said).into_owned())
+    Ok(said)
 }
