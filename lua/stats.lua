@@ -2,7 +2,7 @@
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 active, 5 stock, 6 seats
 -- Returns {waiting, active, remaining units or free seats, known (1/0: the store holds this
 --          sale; its counters are zero when not)}
-local meta = redis.call('HMGET', KEYS[1], 'kind', 'stock_initialised')
+local meta = redis.call('HMGET', KEYS[1], 'kind', 'stock_initialised', 'head')
 local remaining
 if meta[1] == 'seats' then
   remaining = redis.call('SCARD', KEYS[6])
@@ -11,5 +11,5 @@ else
 end
 local known = 0
 if meta[2] then known = 1 end
-return {waiting_count(queue_head(), KEYS[2], KEYS[3]), redis.call('ZCARD', KEYS[4]), remaining,
+return {waiting_count(head_of(meta[3]), KEYS[2], KEYS[3]), redis.call('ZCARD', KEYS[4]), remaining,
   known}
