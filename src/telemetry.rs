@@ -16,6 +16,11 @@ static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 ];
+/// Seconds, for Redis calls as sluice sees them: a healthy call takes tens to hundreds of
+/// microseconds, below the HTTP buckets' first.
+const REDIS_CALL_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
 /// Questions per Redis call (joins or status lookups of one sale sent together; at most 64).
 const BATCH_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
 
@@ -24,6 +29,12 @@ pub fn metrics_handle() -> PrometheusHandle {
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()
                 .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
+                .expect("static buckets are valid")
+                // A full name wins over the suffix above.
+                .set_buckets_for_metric(
+                    Matcher::Full("sluice_queue_call_duration_seconds".into()),
+                    REDIS_CALL_BUCKETS,
+                )
                 .expect("static buckets are valid")
                 .set_buckets_for_metric(
                     Matcher::Full("sluice_queue_batch_size".into()),
@@ -101,6 +112,11 @@ fn describe() {
     describe_counter!(
         "sluice_payments_total",
         "Payments settled by the provider's webhook, by result (succeeded, failed)"
+    );
+    describe_histogram!(
+        "sluice_queue_call_duration_seconds",
+        Unit::Seconds,
+        "Calls to Redis by operation (label call), round trip included, failures and timeouts too"
     );
     describe_histogram!(
         "sluice_queue_batch_size",

@@ -4,8 +4,9 @@
 //! by itself; each call is bounded by `timeout`, so a dead Redis turns into
 //! [`QueueError::Unavailable`] quickly.
 
+use std::future::Future;
 use std::sync::LazyLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::redis_batches::{Asked, Gathering};
 use super::redis_connection::RedisConnection;
@@ -136,18 +137,40 @@ impl RedisQueue {
         }
     }
 
-    async fn run<T: FromRedisValue>(&self, invocation: &ScriptInvocation<'_>) -> QueueResult<T> {
+    /// Runs a script; `call` names the operation in the call-duration metric.
+    async fn run<T: FromRedisValue>(
+        &self,
+        call: &'static str,
+        invocation: &ScriptInvocation<'_>,
+    ) -> QueueResult<T> {
         let mut conn = self.conn.clone();
-        match tokio::time::timeout(self.timeout, invocation.invoke_async(&mut conn)).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(classify(e)),
-            Err(_) => Err(QueueError::Unavailable("timed out".into())),
-        }
+        self.timed(call, invocation.invoke_async(&mut conn)).await
     }
 
-    async fn cmd<T: FromRedisValue>(&self, cmd: &::redis::Cmd) -> QueueResult<T> {
+    /// Sends one command; `call` as for [`RedisQueue::run`].
+    async fn cmd<T: FromRedisValue>(
+        &self,
+        call: &'static str,
+        cmd: &::redis::Cmd,
+    ) -> QueueResult<T> {
         let mut conn = self.conn.clone();
-        match tokio::time::timeout(self.timeout, cmd.query_async(&mut conn)).await {
+        self.timed(call, cmd.query_async(&mut conn)).await
+    }
+
+    /// A call bounded by `timeout` and timed, failures and timeouts included:
+    /// `sluice_queue_call_duration_seconds{call}` is Redis as sluice sees it (the round trip,
+    /// the script, and any wait for the connection or a core), which an SRE reads next to the
+    /// HTTP latencies to tell a slow Redis from a slow sluice.
+    async fn timed<T>(
+        &self,
+        call: &'static str,
+        reply: impl Future<Output = ::redis::RedisResult<T>>,
+    ) -> QueueResult<T> {
+        let started = Instant::now();
+        let reply = tokio::time::timeout(self.timeout, reply).await;
+        metrics::histogram!("sluice_queue_call_duration_seconds", "call" => call)
+            .record(started.elapsed().as_secs_f64());
+        match reply {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(classify(e)),
             Err(_) => Err(QueueError::Unavailable("timed out".into())),
@@ -170,7 +193,7 @@ impl RedisQueue {
                 .arg(local(AttemptId::new(sale)))
                 .arg(*now_ms);
         }
-        let reply: Vec<Value> = self.run(&inv).await?;
+        let reply: Vec<Value> = self.run("join", &inv).await?;
         if reply.len() != 6 * asks.len() {
             return Err(protocol("join", &reply));
         }
@@ -222,7 +245,7 @@ impl RedisQueue {
         for (attempt, user) in asks {
             inv.arg(local(*attempt)).arg(user.as_str());
         }
-        let reply: Vec<Value> = self.run(&inv).await?;
+        let reply: Vec<Value> = self.run("status", &inv).await?;
         let Some(([waiting, measured, configured, known, rebuilt, status], lookups)) =
             reply.split_first_chunk::<6>()
         else {
@@ -363,7 +386,7 @@ impl QueueStore for RedisQueue {
         for (user, units) in &snapshot.bought {
             inv.arg(user.as_str()).arg(*units);
         }
-        let rebuilt: i64 = self.run(&inv).await?;
+        let rebuilt: i64 = self.run("init_sale", &inv).await?;
         Ok(rebuilt == 1)
     }
 
@@ -371,6 +394,7 @@ impl QueueStore for RedisQueue {
         let k = self.keys(sale);
         let _: i64 = self
             .cmd(
+                "set_status",
                 ::redis::cmd("HSET")
                     .arg(k.key("meta"))
                     .arg("status")
@@ -384,6 +408,7 @@ impl QueueStore for RedisQueue {
         let k = self.keys(sale);
         let _: i64 = self
             .cmd(
+                "set_admission",
                 ::redis::cmd("HSET")
                     .arg(k.key("meta"))
                     .arg("rate_per_minute")
@@ -423,7 +448,7 @@ impl QueueStore for RedisQueue {
             inv.key(k.key(name));
         }
         inv.arg(local(attempt)).arg(user.as_str());
-        let reply: String = self.run(&inv).await?;
+        let reply: String = self.run("leave", &inv).await?;
         match reply.as_str() {
             "left" => Ok(LeaveOutcome::Left),
             "not_queued" => Ok(LeaveOutcome::NotQueued),
@@ -439,7 +464,7 @@ impl QueueStore for RedisQueue {
             .key(k.key("fence"))
             .arg(holder)
             .arg(ttl_ms);
-        let fence: u64 = self.run(&inv).await?;
+        let fence: u64 = self.run("lease", &inv).await?;
         Ok((fence > 0).then(|| Lease {
             value: format!("{fence}:{holder}"),
             fence,
@@ -448,7 +473,10 @@ impl QueueStore for RedisQueue {
 
     async fn lease_holder(&self, sale: SaleId) -> QueueResult<Option<Lease>> {
         let value: Option<String> = self
-            .cmd(::redis::cmd("GET").arg(self.keys(sale).key("lease")))
+            .cmd(
+                "lease_holder",
+                ::redis::cmd("GET").arg(self.keys(sale).key("lease")),
+            )
             .await?;
         Ok(value.as_deref().and_then(Lease::parse))
     }
@@ -481,7 +509,7 @@ impl QueueStore for RedisQueue {
             .arg(admission_ttl_ms)
             .arg(FORGOTTEN_ACTIVE_GRACE_MS)
             .arg(format!("{measured_rate:.3}"));
-        let reply: Vec<Value> = self.run(&inv).await?;
+        let reply: Vec<Value> = self.run("admit", &inv).await?;
         let Some((status, rest)) = reply.split_first() else {
             return Err(protocol("admit_batch", &reply));
         };
@@ -512,7 +540,7 @@ impl QueueStore for RedisQueue {
     async fn admissions_recorded(&self, sale: SaleId, first: AttemptId) -> QueueResult<()> {
         let mut inv = RECORDED.prepare_invoke();
         inv.key(self.keys(sale).key("unrecorded")).arg(local(first));
-        let _: i64 = self.run(&inv).await?;
+        let _: i64 = self.run("admissions_recorded", &inv).await?;
         Ok(())
     }
 
@@ -528,7 +556,7 @@ impl QueueStore for RedisQueue {
         for a in admitted {
             inv.arg(local(a.attempt)).arg(a.seq).arg(a.user.as_str());
         }
-        let _: i64 = self.run(&inv).await?;
+        let _: i64 = self.run("unadmit", &inv).await?;
         Ok(())
     }
 
@@ -552,7 +580,7 @@ impl QueueStore for RedisQueue {
             Take::Quantity(n) => inv.arg("q").arg(*n).arg(""),
             Take::Seats(seats) => inv.arg("s").arg(seats.len()).arg(seats.join(",")),
         };
-        let reply: Vec<Value> = self.run(&inv).await?;
+        let reply: Vec<Value> = self.run("hold", &inv).await?;
         let status = reply.first().map(text).unwrap_or_default();
         let detail = reply.get(1);
         Ok(match status.as_str() {
@@ -580,7 +608,7 @@ impl QueueStore for RedisQueue {
         inv.key(k.key("meta"))
             .key(k.key("active"))
             .arg(local(attempt));
-        let _: i64 = self.run(&inv).await?;
+        let _: i64 = self.run("extend", &inv).await?;
         Ok(())
     }
 
@@ -602,7 +630,7 @@ impl QueueStore for RedisQueue {
                     .map(|ms| ms.to_string())
                     .unwrap_or_default(),
             );
-        let restored: i64 = self.run(&inv).await?;
+        let restored: i64 = self.run("restore", &inv).await?;
         Ok(restored == 1)
     }
 
@@ -612,7 +640,7 @@ impl QueueStore for RedisQueue {
         inv.key(k.key("holds"))
             .key(k.key("active"))
             .arg(local(attempt));
-        let _: i64 = self.run(&inv).await?;
+        let _: i64 = self.run("finish", &inv).await?;
         Ok(())
     }
 
@@ -622,7 +650,8 @@ impl QueueStore for RedisQueue {
         for name in ["meta", "seq", "gone", "active", "stock", "seats"] {
             inv.key(k.key(name));
         }
-        let (waiting, active, remaining, known): (u64, u64, u64, u8) = self.run(&inv).await?;
+        let (waiting, active, remaining, known): (u64, u64, u64, u8) =
+            self.run("stats", &inv).await?;
         Ok(QueueStats {
             waiting,
             active,
@@ -632,7 +661,7 @@ impl QueueStore for RedisQueue {
     }
 
     async fn ping(&self) -> QueueResult<()> {
-        let pong: String = self.cmd(&::redis::cmd("PING")).await?;
+        let pong: String = self.cmd("ping", &::redis::cmd("PING")).await?;
         if pong == "PONG" {
             Ok(())
         } else {
@@ -650,7 +679,7 @@ impl QueueStore for RedisQueue {
             inv.key(k.key(name));
         }
         inv.arg(self.abandon_after_ms).arg(limit);
-        let n: u64 = self.run(&inv).await?;
+        let n: u64 = self.run("abandon", &inv).await?;
         Ok(n)
     }
 
@@ -661,7 +690,7 @@ impl QueueStore for RedisQueue {
             inv.key(k.key(name));
         }
         inv.arg(seed);
-        let n: i64 = self.run(&inv).await?;
+        let n: i64 = self.run("lottery", &inv).await?;
         Ok((n >= 0).then_some(n as u64))
     }
 
@@ -669,6 +698,7 @@ impl QueueStore for RedisQueue {
         let key = self.keys(sale).key("controller");
         let _: () = self
             .cmd(
+                "put_controller",
                 ::redis::cmd("SET")
                     .arg(key)
                     .arg(state)
@@ -681,6 +711,6 @@ impl QueueStore for RedisQueue {
 
     async fn controller(&self, sale: SaleId) -> QueueResult<Option<String>> {
         let key = self.keys(sale).key("controller");
-        self.cmd(::redis::cmd("GET").arg(key)).await
+        self.cmd("controller", ::redis::cmd("GET").arg(key)).await
     }
 }

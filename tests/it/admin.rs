@@ -176,6 +176,15 @@ async fn spec_docs_health_keys_and_metrics_are_served() {
     ] {
         assert!(metrics.contains(name), "{name} missing from /metrics");
     }
+    // Redis as sluice sees it, per operation, in buckets below a millisecond.
+    for call in ["join", "status", "hold"] {
+        let count = format!("sluice_queue_call_duration_seconds_count{{call=\"{call}\"}}");
+        assert!(metrics.contains(&count), "{count} missing from /metrics");
+    }
+    assert!(
+        metrics.contains("sluice_queue_call_duration_seconds_bucket{call=\"hold\",le=\"0.0001\"}"),
+        "Redis calls are timed in sub-millisecond buckets"
+    );
     assert!(
         metrics.contains("operation=\"holdStock\""),
         "requests are labelled by operation"
