@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::domain::Decision;
+use crate::domain::{AttemptState, Decision};
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -192,14 +192,19 @@ fn zero_counters() {
 
 pub fn record_transition(decision: &Decision, cause: &str) {
     if decision.changed {
-        metrics::counter!(
-            "sluice_transitions_total",
-            "from" => decision.from.name(),
-            "to" => decision.to.name(),
-            "cause" => cause.to_owned()
-        )
-        .increment(1);
+        count_transitions(&decision.from, &decision.to, cause, 1);
     }
+}
+
+/// `n` attempts went from `from` to `to` by `cause` (`sluice_transitions_total`).
+pub fn count_transitions(from: &AttemptState, to: &AttemptState, cause: &str, n: u64) {
+    metrics::counter!(
+        "sluice_transitions_total",
+        "from" => from.name(),
+        "to" => to.name(),
+        "cause" => cause.to_owned()
+    )
+    .increment(n);
 }
 
 /// Logs to stderr (stdout is for what a command prints); `RUST_LOG` filters (default `info`:

@@ -7,10 +7,13 @@ use crate::queue::LeaveOutcome;
 
 pub async fn leave(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
     match app.queue.leave(attempt, user).await? {
-        LeaveOutcome::Left => Ok(AttemptView::bare(
-            attempt,
-            AttemptState::expired_because(ExpiryReason::Left),
-        )),
+        LeaveOutcome::Left => {
+            // Out of the queue store only (a waiting attempt has no ledger row to change).
+            let left = AttemptState::expired_because(ExpiryReason::Left);
+            let cause = AttemptEvent::Leave.as_str();
+            crate::telemetry::count_transitions(&AttemptState::QUEUED, &left, cause, 1);
+            Ok(AttemptView::bare(attempt, left))
+        }
         LeaveOutcome::NotQueued | LeaveOutcome::NotFound => {
             match app
                 .ledger

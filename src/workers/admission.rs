@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 use super::controller;
 use crate::domain::valve::Valve;
-use crate::domain::SaleId;
+use crate::domain::{AttemptEvent, AttemptState, ExpiryReason, SaleId};
 use crate::ledger::AdmissionPlan;
 use crate::queue::{AdmitOutcome, Admitted};
 use crate::service::App;
@@ -106,6 +106,14 @@ async fn admit(
         if abandoned > 0 {
             metrics::counter!("sluice_abandoned_total", "sale" => sale_label.clone())
                 .increment(abandoned);
+            // And among the expiries by cause, with the waiting users who left or were closed
+            // out: out of the queue store only, no ledger transition counts them.
+            crate::telemetry::count_transitions(
+                &AttemptState::QUEUED,
+                &AttemptState::expired_because(ExpiryReason::Abandoned),
+                AttemptEvent::Abandon.as_str(),
+                abandoned,
+            );
         }
     }
     let rate = controller::rate(app, plan, &mut ticker.valve, fresh).await;

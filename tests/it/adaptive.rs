@@ -61,17 +61,6 @@ fn host_port(app: &TestApp) -> String {
     app.base.trim_start_matches("http://").to_owned()
 }
 
-async fn metrics(app: &TestApp) -> String {
-    app.http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-}
-
 const MAX: f64 = 6000.0;
 
 fn adaptive_sale() -> Value {
@@ -148,7 +137,7 @@ async fn a_stalled_broker_backs_the_rate_off_and_it_climbs_back_when_the_broker_
     // The broker is back: the backlog drains and the rate climbs back to the ceiling.
     broker.signal(true);
     watch_until(&app, &sale, Duration::from_secs(90), |a| rate(a) == MAX).await;
-    let text = metrics(&app).await;
+    let text = app.metrics().await;
     assert!(
         text.contains(&format!(
             "sluice_admission_target_rate_per_minute{{sale=\"{sale}\"}} 6000"
@@ -191,7 +180,7 @@ async fn without_prometheus_the_rate_is_held_and_flagged_stale_until_it_returns(
         .iter()
         .filter(|a| a["controller"]["last_change"] == "stale")
         .all(|a| rate(a) == held));
-    let text = metrics(&app).await;
+    let text = app.metrics().await;
     assert!(
         text.contains("sluice_valve_signal_stale{signal=\"outbox_pending_age\"} 1"),
         "{text}"
@@ -206,7 +195,7 @@ async fn without_prometheus_the_rate_is_held_and_flagged_stale_until_it_returns(
     // Prometheus is back: readings resume and so does the climb.
     prometheus.start(&host_port(&app)).await;
     watch_until(&app, &sale, Duration::from_secs(30), |a| rate(a) > held).await;
-    let text = metrics(&app).await;
+    let text = app.metrics().await;
     assert!(
         text.contains("sluice_valve_signal_stale{signal=\"outbox_pending_age\"} 0"),
         "{text}"
@@ -325,7 +314,7 @@ async fn admins_switch_between_manual_and_adaptive(backend: Backend) {
     assert!(manual.get("controller").is_none());
     let deadline = Instant::now() + Duration::from_secs(10);
     let wanted = format!("sluice_admission_last_change{{sale=\"{sale}\",reason=\"manual\"}} 1");
-    while !metrics(&app).await.contains(&wanted) {
+    while !app.metrics().await.contains(&wanted) {
         assert!(Instant::now() < deadline, "no manual reason in the metrics");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

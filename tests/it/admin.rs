@@ -157,15 +157,7 @@ async fn spec_docs_health_keys_and_metrics_are_served() {
         json!({ "admission_token": token, "quantity": 1 }),
     )
     .await;
-    let metrics = t
-        .http
-        .get(t.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = t.metrics().await;
     for name in [
         "sluice_http_requests_total",
         "sluice_http_request_duration_seconds_bucket",

@@ -222,6 +222,34 @@ impl TestApp {
         json_of(self.http.get(self.url(path))).await
     }
 
+    /// What `/metrics` shows.
+    pub async fn metrics(&self) -> String {
+        self.http
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// The value of the counter `name` in the series with all of `labels` (0 if none shows).
+    pub async fn counter(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let metrics = self.metrics().await;
+        let series = format!("{name}{{");
+        metrics
+            .lines()
+            .filter(|line| line.starts_with(&series))
+            .find(|line| {
+                labels
+                    .iter()
+                    .all(|(k, v)| line.contains(&format!("{k}=\"{v}\"")))
+            })
+            .and_then(|line| line.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0.0)
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }

@@ -276,6 +276,11 @@ async fn duplicate_join_answers_the_same_attempt_and_position_and_leave_moves_ot
         (left["state"].as_str(), left["reason"].as_str()),
         (Some("EXPIRED"), Some("left"))
     );
+    // Among the expiries by cause an SRE reads, though no ledger row changed.
+    assert_eq!(
+        t.counter(TRANSITIONS, &expired_from_queue("leave")).await,
+        1.0
+    );
     let c_now = t.status(c["attempt_id"].as_str().unwrap(), "c").await;
     assert_eq!(
         c_now["position"], b["position"],
@@ -309,6 +314,13 @@ async fn join_after_close_is_refused(backend: Backend) {
     t.stop().await;
 }
 
+const TRANSITIONS: &str = "sluice_transitions_total";
+
+/// The labels of waiting attempts' expiries by `cause`.
+fn expired_from_queue(cause: &str) -> [(&str, &str); 3] {
+    [("from", "QUEUED"), ("to", "EXPIRED"), ("cause", cause)]
+}
+
 /// Nobody waiting in a closed sale will be admitted: their attempts end EXPIRED (`sale_closed`)
 /// at once, in a poll and in a status stream, instead of waiting in a queue that never moves.
 async fn closing_a_sale_ends_the_attempts_still_waiting(backend: Backend) {
@@ -334,6 +346,12 @@ async fn closing_a_sale_ends_the_attempts_still_waiting(backend: Backend) {
 
     t.admin_json(Method::POST, &format!("/v1/sales/{sale}/close"))
         .await;
+    // Both are counted among the expiries by cause, once: closing again counts nobody.
+    let closed_out = expired_from_queue("sale_closed");
+    assert_eq!(t.counter(TRANSITIONS, &closed_out).await, 2.0);
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/close"))
+        .await;
+    assert_eq!(t.counter(TRANSITIONS, &closed_out).await, 2.0);
     let ended = t.status(alice, "alice").await;
     assert_eq!(
         (ended["state"].as_str(), ended["reason"].as_str()),
@@ -455,6 +473,10 @@ async fn waiting_users_who_stop_polling_lose_their_place() {
     let other = t.status(&gone, "wanders-off").await;
     assert_eq!(other["state"], "EXPIRED", "{other}");
     assert_eq!(other["reason"], "abandoned", "{other}");
+    assert_eq!(
+        t.counter(TRANSITIONS, &expired_from_queue("abandon")).await,
+        1.0
+    );
     let status = t.status(&stays_id, "stays").await;
     assert_eq!(status["state"], "QUEUED");
     assert_eq!(status["position"], 1, "moved up: {status}");
