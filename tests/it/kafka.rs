@@ -261,15 +261,7 @@ async fn an_event_the_broker_refuses_is_dead_lettered_and_the_rest_flows() {
         sale.as_str(),
         "the events after it still flow"
     );
-    let metrics = t
-        .http
-        .get(t.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = t.metrics().await;
     assert!(metrics.contains("sluice_outbox_dead_letters_total"));
     t.stop().await;
 }

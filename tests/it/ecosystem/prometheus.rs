@@ -139,15 +139,7 @@ async fn metrics_pass_promtool_and_every_dashboard_and_alert_metric_is_exported(
     .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await; // a few valve rounds
 
-    let metrics = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.metrics().await;
     promtool(&["check", "metrics"], &root(), Some(&metrics));
     let exported: BTreeSet<&str> = metrics
         .lines()
