@@ -31,40 +31,35 @@ pub async fn get(app: &App, id: SaleId) -> ServiceResult<SaleRecord> {
 }
 
 pub async fn set_status(app: &App, id: SaleId, status: SaleStatus) -> ServiceResult<SaleRecord> {
-    let closing = status == SaleStatus::Closed
-        && app
-            .ledger
-            .sale_settings(id)
-            .await?
-            .is_some_and(|sale| sale.status != SaleStatus::Closed);
     let record = app
         .ledger
         .set_status(id, status)
         .await
         .map_err(not_found_sale)?;
     app.queue.set_status(id, status).await?;
-    if closing {
-        count_closed_out(app, id).await;
+    if status == SaleStatus::Closed {
+        close_out_the_waiting(app, id).await;
     }
     Ok(record)
 }
 
-/// Everyone still waiting when a sale closes is EXPIRED (`sale_closed`) from then on, read so
-/// by their next status (`service::status`); no transition is written for them (waiting
-/// attempts live in the queue store only), so the expiry counter an SRE reads by reason counts
-/// them here, once, at the close. Two replicas closing the same sale at the same instant
-/// would both count; a close of a closed sale counts nothing.
-async fn count_closed_out(app: &App, id: SaleId) {
-    match app.queue.stats(id).await {
-        Ok(stats) => crate::telemetry::count_transitions(
+/// Everyone still waiting when a sale closes is EXPIRED (`sale_closed`) from then on: the queue
+/// store lets go of their entries (most of what it keeps of a sale) and their next status says
+/// so (`service::status`). No transition is written for them (waiting attempts live in the
+/// queue store only), so the expiry counter an SRE reads by cause counts them here; a second
+/// close finds nobody waiting and counts nobody. Should the store fail here, the sale stays
+/// closed and its waiting users are answered alike; the entries go at the next close.
+async fn close_out_the_waiting(app: &App, id: SaleId) {
+    match app.queue.forget_waiting(id).await {
+        Ok(waiting) => crate::telemetry::count_transitions(
             &AttemptState::QUEUED,
             &AttemptState::expired_because(ExpiryReason::SaleClosed),
             ExpiryReason::SaleClosed.as_str(),
-            stats.waiting,
+            waiting,
         ),
         Err(e) => tracing::warn!(
             sale = %id, error = %e,
-            "the waiting count at the close is unknown: not counted as expired"
+            "the waiting users of a closed sale were not let go of; closing it again retries"
         ),
     }
 }

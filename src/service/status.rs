@@ -54,6 +54,11 @@ pub async fn status(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResu
                 AttemptState::expired_because(reason),
             ))
         }
+        // Waiting when the sale closed: the store let go of its entry at the close.
+        None if view.sale_closed => Ok(AttemptView::bare(
+            attempt,
+            AttemptState::expired_because(ExpiryReason::SaleClosed),
+        )),
         // Created before the sale was rebuilt from the ledger: its place was lost with the
         // queue store's data (UUIDv7 ids carry their creation time).
         None if created_ms(attempt).is_some_and(|t| t < view.rebuilt_at_ms) => {

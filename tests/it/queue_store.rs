@@ -66,7 +66,87 @@ on_every_queue_store!(
     positions_stay_exact_in_a_queue_of_thousands,
     lookups_asked_at_once_each_get_their_own_answer,
     joins_asked_at_once_each_get_their_own_answer,
+    a_closed_sale_lets_go_of_its_waiting_users,
 );
+
+/// A closed sale lets go of everyone still waiting (the service answers them EXPIRED,
+/// `sale_closed`), once; it keeps the admitted and the answers of those who left before. An
+/// open sale keeps its queue.
+async fn a_closed_sale_lets_go_of_its_waiting_users(q: Arc<dyn QueueStore>) {
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let mut attempts = Vec::new();
+    for name in ["a", "b", "c", "d", "e"] {
+        match q.join(s.id, &user(name), 0).await.unwrap() {
+            JoinOutcome::Queued { attempt, .. } => attempts.push(attempt),
+            other => panic!("{other:?}"),
+        }
+    }
+    q.leave(attempts[1], &user("b")).await.unwrap();
+    assert_eq!(admit_all(&q, &s, 1).await.len(), 1, "a");
+    assert_eq!(q.forget_waiting(s.id).await.unwrap(), 0, "the sale is open");
+    let c = q.view(attempts[2], &user("c")).await.unwrap();
+    assert_eq!((c.position, c.waiting), (Some(1), 3));
+
+    q.set_status(s.id, SaleStatus::Closed).await.unwrap();
+    assert_eq!(q.forget_waiting(s.id).await.unwrap(), 3, "c, d and e");
+    for (i, name) in [(2, "c"), (4, "e")] {
+        let view = q.view(attempts[i], &user(name)).await.unwrap();
+        assert_eq!(
+            (view.owner, view.position, view.sale_closed),
+            (None, None, true),
+            "{name}"
+        );
+    }
+    assert_eq!(q.stats(s.id).await.unwrap().waiting, 0);
+    let a = q.view(attempts[0], &user("a")).await.unwrap();
+    assert_eq!((a.owner, a.active), (Some(user("a")), true), "admitted");
+    let b = q.view(attempts[1], &user("b")).await.unwrap();
+    assert_eq!((b.owner, b.position), (Some(user("b")), None), "left before");
+    assert_eq!(q.forget_waiting(s.id).await.unwrap(), 0, "once");
+}
+
+/// What a closed sale let go of leaves Redis: its serial and user buckets, and the sets that
+/// only the waiting need; what the admitted need stays.
+#[tokio::test]
+async fn a_closed_sales_waiting_users_leave_redis() {
+    let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
+    let q: Arc<dyn QueueStore> =
+        Arc::new(RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2)).unwrap());
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    for i in 0..250 {
+        q.join(s.id, &user(&format!("u{i}")), 0).await.unwrap();
+    }
+    admit_all(&q, &s, 1).await;
+    let mut conn = redis::Client::open(redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let base = format!("{prefix}:{{sale:{}}}", s.id);
+    let mut keys = async |pattern: &str| -> usize {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{base}:{pattern}"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        keys.len()
+    };
+    assert_eq!(keys("w:*").await, 3, "serials 1-250 in buckets of 100");
+    assert!(keys("u:*").await > 200, "a user bucket for nearly each");
+
+    q.set_status(s.id, SaleStatus::Closed).await.unwrap();
+    assert_eq!(q.forget_waiting(s.id).await.unwrap(), 249);
+    assert_eq!((keys("w:*").await, keys("u:*").await), (0, 0));
+    for kept in ["meta", "seq", "active", "owners", "stock"] {
+        assert_eq!(keys(kept).await, 1, "{kept} stays");
+    }
+}
 
 /// Every place is exact in a queue of thousands — more than one node of the in-process
 /// store's order-statistic tree (1,024 entries), so places are counted across nodes, and

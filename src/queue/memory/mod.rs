@@ -538,6 +538,28 @@ impl QueueStore for MemoryQueue {
         Ok(())
     }
 
+    async fn forget_waiting(&self, sale: SaleId) -> QueueResult<u64> {
+        Ok(self
+            .with(sale, |q| {
+                if q.status != SaleStatus::Closed {
+                    return 0;
+                }
+                let waiting = q.queue.len() as u64;
+                for (_, attempt) in std::mem::take(&mut q.queue) {
+                    q.queued.remove(&attempt);
+                    q.seen.forget(attempt);
+                    // As Redis keeps a waiting user's entry, with the owner, in a user bucket.
+                    if let Some(user) = q.owners.remove(&attempt) {
+                        if q.users.get(&user) == Some(&attempt) {
+                            q.users.remove(&user);
+                        }
+                    }
+                }
+                waiting
+            })
+            .unwrap_or(0))
+    }
+
     async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats> {
         let stats = self.with(sale, |q| QueueStats {
             waiting: q.queue.len() as u64,
