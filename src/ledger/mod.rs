@@ -189,7 +189,8 @@ pub trait Ledger: Send + Sync + 'static {
     async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord>;
     async fn set_admission(&self, id: SaleId, admission: Admission) -> LedgerResult<SaleRecord>;
     async fn set_proof_of_work(&self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<SaleRecord>;
-    /// Sales that are open now (status open, opened, not past closes_at).
+    /// Sales that admit now: status open and opened. Past `closes_at` too: it refuses joins,
+    /// and who waits by then is still admitted in turn (closing the sale ends that).
     async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>>;
     async fn stats(&self, id: SaleId) -> LedgerResult<LedgerStats>;
     /// The sale as the queue store must mirror it: free units, live attempts, per-user counts.

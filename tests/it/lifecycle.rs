@@ -17,6 +17,7 @@ crate::on_both_configurations!(
     release_gives_the_stock_back_once,
     duplicate_join_answers_the_same_attempt_and_position_and_leave_moves_others_up,
     join_after_close_is_refused,
+    after_closes_at_joins_are_refused_and_the_waiting_still_admitted,
     closing_a_sale_ends_the_attempts_still_waiting,
     seats_are_held_all_or_nothing_and_never_twice,
     per_user_limit_is_enforced,
@@ -311,6 +312,32 @@ async fn join_after_close_is_refused(backend: Backend) {
         .await
         .unwrap();
     assert_problem(resp, 409, "/problems/sale-closed").await;
+    t.stop().await;
+}
+
+/// `closes_at` ends the joins, not the queue: who waits by then is still admitted in turn, as
+/// the spec says (admission once stopped at `closes_at`, leaving them waiting for good).
+async fn after_closes_at_joins_are_refused_and_the_waiting_still_admitted(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let closes_at = chrono::Utc::now() + chrono::Duration::milliseconds(1500);
+    let sale = t
+        .create_sale(json!({ "rate_per_minute": 6000, "closes_at": closes_at }))
+        .await;
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    let early = t.join(&sale, "early").await;
+    let early = early["attempt_id"].as_str().unwrap();
+    let left = closes_at - chrono::Utc::now() + chrono::Duration::milliseconds(200);
+    tokio::time::sleep(left.to_std().unwrap_or_default()).await;
+    let late = t
+        .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), "late")
+        .send()
+        .await
+        .unwrap();
+    assert_problem(late, 409, "/problems/sale-closed").await;
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/resume"))
+        .await;
+    t.wait_for(early, "early", "ADMITTED", WAIT).await;
     t.stop().await;
 }
 

@@ -195,7 +195,7 @@ pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>>
     let rows = sqlx::query(
         "SELECT id, rate_per_minute, max_active, adaptive_min_rate, adaptive_max_rate,
                 admission_ttl_secs, opening, lottery_seed FROM sales
-         WHERE status = 'open' AND opens_at <= now() AND (closes_at IS NULL OR closes_at > now())",
+         WHERE status = 'open' AND opens_at <= now()",
     )
     .fetch_all(pool)
     .await

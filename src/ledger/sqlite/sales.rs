@@ -196,7 +196,7 @@ pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPl
     let rows = sqlx::query(&format!(
         "SELECT id, rate_per_minute, max_active, adaptive_min_rate, adaptive_max_rate,
                 admission_ttl_secs, opening, lottery_seed FROM sales
-         WHERE status = 'open' AND opens_at_ms <= {NOW_MS} AND (closes_at_ms IS NULL OR closes_at_ms > {NOW_MS})"
+         WHERE status = 'open' AND opens_at_ms <= {NOW_MS}"
     ))
     .fetch_all(pool)
     .await
