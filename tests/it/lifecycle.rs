@@ -306,13 +306,17 @@ async fn join_after_close_is_refused(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(closed.status(), 200);
+    join_is_refused_as_closed(&t, &sale, "late").await;
+    t.stop().await;
+}
+
+async fn join_is_refused_as_closed(t: &TestApp, sale: &str, user: &str) {
     let resp = t
-        .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), "late")
+        .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), user)
         .send()
         .await
         .unwrap();
     assert_problem(resp, 409, "/problems/sale-closed").await;
-    t.stop().await;
 }
 
 /// `closes_at` ends the joins, not the queue: who waits by then is still admitted in turn, as
@@ -329,12 +333,7 @@ async fn after_closes_at_joins_are_refused_and_the_waiting_still_admitted(backen
     let early = early["attempt_id"].as_str().unwrap();
     let left = closes_at - chrono::Utc::now() + chrono::Duration::milliseconds(200);
     tokio::time::sleep(left.to_std().unwrap_or_default()).await;
-    let late = t
-        .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), "late")
-        .send()
-        .await
-        .unwrap();
-    assert_problem(late, 409, "/problems/sale-closed").await;
+    join_is_refused_as_closed(&t, &sale, "late").await;
     t.admin_json(Method::POST, &format!("/v1/sales/{sale}/resume"))
         .await;
     t.wait_for(early, "early", "ADMITTED", WAIT).await;
