@@ -2,20 +2,25 @@
 -- (sale_closed) from the close on and needs none of their entries, which are most of what a
 -- sale keeps here (see lib/queue.lua); admitted, holding and paying attempts, the stock, the
 -- seats and the lease stay, and so do the answers of those who left or lost their place before
--- (left, abandoned). The head moves past the last serial, so nobody waits from here on;
--- the caller then deletes the serial and user buckets (<base>:w:*, <base>:u:*) in chunks, so
--- that no one call holds Redis for long.
+-- (left, abandoned). The head moves past the last serial, so nobody waits from here on, and
+-- meta.forgotten_from keeps where it was; the caller then deletes the serial and user buckets
+-- (<base>:w:*, <base>:u:*) in chunks, so that no one call holds Redis for long. A later call
+-- counts nobody and names the same buckets again, so a deletion cut short is finished then.
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 seen
 -- Returns {how many were waiting, the first serial bucket to delete, the last, how many user
--- buckets there are} ({0, 0, -1, 0} when the sale is not closed, or nobody waits: nothing
--- changes then)
-local meta = redis.call('HMGET', KEYS[1], 'status', 'head')
+-- buckets there are} ({0, 0, -1, 0} when the sale is not closed or nobody waited at the close:
+-- nothing to delete)
+local meta = redis.call('HMGET', KEYS[1], 'status', 'head', 'forgotten_from')
 if meta[1] ~= 'closed' then return {0, 0, -1, 0} end
 local head = head_of(meta[2])
 local last = last_serial(KEYS[2])
-if last < head then return {0, 0, -1, 0} end
-local waiting = waiting_count(head, KEYS[2], KEYS[3])
-redis.call('HSET', KEYS[1], 'head', last + 1)
-redis.call('DEL', KEYS[3], KEYS[4])
-return {waiting, math.floor(head / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PER_BUCKET),
+local from = tonumber(meta[3] or head)
+if last < from then return {0, 0, -1, 0} end
+local waiting = 0
+if last >= head then
+  waiting = waiting_count(head, KEYS[2], KEYS[3])
+  redis.call('HSET', KEYS[1], 'head', last + 1, 'forgotten_from', from)
+  redis.call('DEL', KEYS[3], KEYS[4])
+end
+return {waiting, math.floor(from / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PER_BUCKET),
   USER_BUCKETS}

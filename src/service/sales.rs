@@ -48,7 +48,7 @@ pub async fn set_status(app: &App, id: SaleId, status: SaleStatus) -> ServiceRes
 /// so (`service::status`). No transition is written for them (waiting attempts live in the
 /// queue store only), so the expiry counter an SRE reads by cause counts them here; a second
 /// close finds nobody waiting and counts nobody. Should the store fail here, the sale stays
-/// closed and its waiting users are answered alike; the entries go at the next close.
+/// closed and its waiting users are answered alike; what is left goes at the next close.
 async fn close_out_the_waiting(app: &App, id: SaleId) {
     match app.queue.forget_waiting(id).await {
         Ok(waiting) => crate::telemetry::count_transitions(
@@ -59,7 +59,7 @@ async fn close_out_the_waiting(app: &App, id: SaleId) {
         ),
         Err(e) => tracing::warn!(
             sale = %id, error = %e,
-            "the waiting users of a closed sale were not let go of; closing it again retries"
+            "the waiting users of a closed sale were not let go of; closing it again does it"
         ),
     }
 }

@@ -104,7 +104,11 @@ async fn a_closed_sale_lets_go_of_its_waiting_users(q: Arc<dyn QueueStore>) {
     let a = q.view(attempts[0], &user("a")).await.unwrap();
     assert_eq!((a.owner, a.active), (Some(user("a")), true), "admitted");
     let b = q.view(attempts[1], &user("b")).await.unwrap();
-    assert_eq!((b.owner, b.position), (Some(user("b")), None), "left before");
+    assert_eq!(
+        (b.owner, b.position),
+        (Some(user("b")), None),
+        "left before"
+    );
     assert_eq!(q.forget_waiting(s.id).await.unwrap(), 0, "once");
 }
 
@@ -113,8 +117,9 @@ async fn a_closed_sale_lets_go_of_its_waiting_users(q: Arc<dyn QueueStore>) {
 #[tokio::test]
 async fn a_closed_sales_waiting_users_leave_redis() {
     let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
-    let q: Arc<dyn QueueStore> =
-        Arc::new(RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2)).unwrap());
+    let q: Arc<dyn QueueStore> = Arc::new(
+        RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2)).unwrap(),
+    );
     let s = sale(Stock::Quantity(5), 10);
     q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
         .await
@@ -123,16 +128,16 @@ async fn a_closed_sales_waiting_users_leave_redis() {
         q.join(s.id, &user(&format!("u{i}")), 0).await.unwrap();
     }
     admit_all(&q, &s, 1).await;
-    let mut conn = redis::Client::open(redis_url())
+    let conn = redis::Client::open(redis_url())
         .unwrap()
         .get_multiplexed_async_connection()
         .await
         .unwrap();
     let base = format!("{prefix}:{{sale:{}}}", s.id);
-    let mut keys = async |pattern: &str| -> usize {
+    let keys = async |pattern: &str| -> usize {
         let keys: Vec<String> = redis::cmd("KEYS")
             .arg(format!("{base}:{pattern}"))
-            .query_async(&mut conn)
+            .query_async(&mut conn.clone())
             .await
             .unwrap();
         keys.len()
@@ -146,6 +151,18 @@ async fn a_closed_sales_waiting_users_leave_redis() {
     for kept in ["meta", "seq", "active", "owners", "stock"] {
         assert_eq!(keys(kept).await, 1, "{kept} stays");
     }
+    // A deletion cut short (here: two buckets left) is finished by the next call.
+    for bucket in ["w:1", "u:77"] {
+        let _: i64 = redis::cmd("HSET")
+            .arg(format!("{base}:{bucket}"))
+            .arg("x")
+            .arg("y")
+            .query_async(&mut conn.clone())
+            .await
+            .unwrap();
+    }
+    assert_eq!(q.forget_waiting(s.id).await.unwrap(), 0, "counted once");
+    assert_eq!((keys("w:*").await, keys("u:*").await), (0, 0));
 }
 
 /// Every place is exact in a queue of thousands — more than one node of the in-process
