@@ -44,7 +44,7 @@ fn alert_rules_and_scrape_config_pass_promtool_and_their_unit_tests() {
     );
     let rules = dir.join("rules");
     let checked = promtool(&["check", "rules", "sluice.yml"], &rules, None);
-    assert!(checked.contains("5 rules found"), "{checked}");
+    assert!(checked.contains("6 rules found"), "{checked}");
     let tested = promtool(&["test", "rules", "sluice_test.yml"], &rules, None);
     assert!(tested.contains("SUCCESS"), "{tested}");
 }
