@@ -1,8 +1,9 @@
 // The waiting-room page end to end in headless Chromium on a phone-sized screen, driven by
 // the keyboard where a user would: join → live place in line → admitted → hold → pay in the
 // sandbox → confirmed; a sale that sells out under the user; an admission that times out;
-// seats chosen by keyboard; the page opened without a sign-in. Each key state is screenshotted into $SHOTS (the Rust
-// test checks the images) and its text and focus are asserted here.
+// seats chosen by keyboard; a sale that closes before the user joins; the page opened without
+// a sign-in. Each key state is screenshotted into $SHOTS (the Rust test checks the images) and
+// its text and focus are asserted here.
 //
 //   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… SHOTS=dir node waiting-room.mjs
 
@@ -195,7 +196,22 @@ try {
     await context.close();
   }
 
-  // 5. Opened without a sign-in: a clear message, no crash.
+  // 5. The sale's closing time passes while the page offers to join: joining says so.
+  {
+    const closesAt = new Date(Date.now() + 1500);
+    const id = await sale({ closes_at: closesAt.toISOString() });
+    const { page, context } = await phone('browser-erin', id);
+    await waitTitle(page, 'Summer tour');
+    await new Promise((r) => setTimeout(r, Math.max(0, closesAt - Date.now()) + 300));
+    await page.getByRole('button', { name: 'Join the queue' }).click();
+    await waitTitle(page, 'Sale closed');
+    check((await page.locator('#done-text').textContent()).includes('no more joins'), 'a closed sale is explained');
+    check(!(await page.getByRole('button', { name: 'Join again' }).isVisible()), 'a closed sale offers no dead end button');
+    await shot(page, 'sale-closed');
+    await context.close();
+  }
+
+  // 6. Opened without a sign-in: a clear message, no crash.
   {
     const context = await browser.newContext({ viewport: PHONE, deviceScaleFactor: 1 });
     const page = await context.newPage();

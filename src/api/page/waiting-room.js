@@ -271,6 +271,11 @@
         finish(false, 'Sold out', 'Sorry — everything has been sold. Nothing was charged.');
         $('again').hidden = true;
         return;
+      case '/problems/sale-closed':
+        // Past its closing time (or closed by the shop) while the page offered to join.
+        finish(false, 'Sale closed', 'This sale takes no more joins. Nothing was charged.');
+        $('again').hidden = true;
+        return;
       case '/problems/seat-taken':
         alertUser('One of those seats was just taken. Please choose another.');
         refreshOffer();

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use crate::helpers::{Backend, TestApp, ADMIN_KEY, USER_SECRET};
 
-const STATES: [&str; 8] = [
+const STATES: [&str; 9] = [
     "queued",
     "admitted",
     "held",
@@ -15,6 +15,7 @@ const STATES: [&str; 8] = [
     "sold-out",
     "expired",
     "seats",
+    "sale-closed",
     "no-sign-in",
 ];
 
