@@ -77,13 +77,7 @@ async fn a_closed_sale_lets_go_of_its_waiting_users(q: Arc<dyn QueueStore>) {
     q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
-    let mut attempts = Vec::new();
-    for name in ["a", "b", "c", "d", "e"] {
-        match q.join(s.id, &user(name), 0).await.unwrap() {
-            JoinOutcome::Queued { attempt, .. } => attempts.push(attempt),
-            other => panic!("{other:?}"),
-        }
-    }
+    let attempts = queued(&q, &s, ["a", "b", "c", "d", "e"]).await;
     q.leave(attempts[1], &user("b")).await.unwrap();
     assert_eq!(admit_all(&q, &s, 1).await.len(), 1, "a");
     assert_eq!(q.forget_waiting(s.id).await.unwrap(), 0, "the sale is open");
@@ -229,13 +223,7 @@ async fn lookups_asked_at_once_each_get_their_own_answer(q: Arc<dyn QueueStore>)
         q.init_sale(s, &SaleSnapshot::fresh(s), false)
             .await
             .unwrap();
-        let mut attempts = Vec::new();
-        for i in 0..N {
-            match q.join(s.id, &user(&format!("u{i}")), 0).await.unwrap() {
-                JoinOutcome::Queued { attempt, .. } => attempts.push(attempt),
-                other => panic!("{other:?}"),
-            }
-        }
+        let attempts = queued(&q, s, (0..N).map(|i| format!("u{i}"))).await;
         admit_all(&q, s, 1).await; // u0
         q.leave(attempts[1], &user("u1")).await.unwrap();
         // (sale, attempt, asking user, expected owner, place, active)
@@ -325,13 +313,7 @@ async fn positions_stay_exact_when_users_leave_out_of_turn(q: Arc<dyn QueueStore
         .await
         .unwrap();
     let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
-    let mut attempts = Vec::new();
-    for name in &names {
-        match q.join(s.id, &user(name), 0).await.unwrap() {
-            JoinOutcome::Queued { attempt, .. } => attempts.push(attempt),
-            other => panic!("{other:?}"),
-        }
-    }
+    let attempts = queued(&q, &s, &names).await;
     // u1..=u200 leave, and u300.
     let leaving: Vec<usize> = (1..=200).chain([300]).collect();
     let leaves = leaving.iter().map(|&i| {
@@ -468,13 +450,7 @@ async fn a_lottery_draw_orders_the_waiting_once_by_the_seed(q: Arc<dyn QueueStor
         .await
         .unwrap();
     let names: Vec<String> = (0..10).map(|i| format!("u{i}")).collect();
-    let mut attempts = Vec::new();
-    for name in &names {
-        match q.join(s.id, &user(name), 0).await.unwrap() {
-            JoinOutcome::Queued { attempt, .. } => attempts.push(attempt),
-            other => panic!("{other:?}"),
-        }
-    }
+    let attempts = queued(&q, &s, &names).await;
     assert_eq!(q.draw_lottery(s.id, "seed-1").await.unwrap(), Some(10));
     assert_eq!(q.draw_lottery(s.id, "seed-1").await.unwrap(), None, "once");
     let key = |name: &str| {
@@ -546,6 +522,22 @@ async fn three_joined(q: &Arc<dyn QueueStore>) -> Sale {
 
 fn user(name: &str) -> UserId {
     UserId::parse(name).unwrap()
+}
+
+/// Joins `names` to the sale in order; each must be queued. Their attempts, in that order.
+async fn queued(
+    q: &Arc<dyn QueueStore>,
+    s: &Sale,
+    names: impl IntoIterator<Item = impl AsRef<str>>,
+) -> Vec<sluice::domain::AttemptId> {
+    let mut attempts = Vec::new();
+    for name in names {
+        match q.join(s.id, &user(name.as_ref()), 0).await.unwrap() {
+            JoinOutcome::Queued { attempt, .. } => attempts.push(attempt),
+            other => panic!("{other:?}"),
+        }
+    }
+    attempts
 }
 
 async fn admit_all(q: &Arc<dyn QueueStore>, s: &Sale, wanted: u32) -> Vec<sluice::queue::Admitted> {
