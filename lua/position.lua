@@ -3,21 +3,32 @@
 -- figures are read once for all of them. Asking is a sign of life: a waiting attempt's presence
 -- is refreshed (when abandonment is tracked).
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 owners (admitted attempt -> user), 5 active, 6 seen,
---       7 abandoned (set), 8 left (hash attempt -> user, out of the queue out of turn)
+--       7 abandoned (set), 8 left (hash attempt -> user, out of the queue out of turn),
+--       9 stock (counter), 10 seats (set of free seats), 11 holds (hash attempt -> take)
 -- ARGV: 1 '1' when presence is tracked (abandonment is on), then for each lookup: attempt id,
 --       the asking user
 -- Returns the sale's {waiting, measured admissions per minute, configured rate per minute,
 --          known (1/0: the store holds this sale), rebuilt_at_ms (0 = never rebuilt), the
---          sale's status ('' when unknown)}, followed by four values per lookup, in order:
+--          sale's status ('' when unknown), sold out (1/0: nothing free, nothing held that
+--          could come back)}, followed by four values per lookup, in order:
 --          owner or '' (unknown to the store, or not this user's waiting attempt), position
 --          (0 = not queued), active (1/0), abandoned (1/0: lost its place for not showing up)
 local meta = redis.call('HMGET', KEYS[1], 'head', 'measured_rate', 'rate_per_minute',
-  'stock_initialised', 'rebuilt_at_ms', 'status')
+  'stock_initialised', 'rebuilt_at_ms', 'status', 'kind')
 local head = head_of(meta[1])
-local known = 0
-if meta[4] then known = 1 end
+local known, sold_out = 0, 0
+if meta[4] then
+  known = 1
+  local free
+  if meta[7] == 'seats' then
+    free = redis.call('SCARD', KEYS[10])
+  else
+    free = tonumber(redis.call('GET', KEYS[9]) or '0')
+  end
+  if free <= 0 and redis.call('HLEN', KEYS[11]) == 0 then sold_out = 1 end
+end
 local reply = {waiting_count(head, KEYS[2], KEYS[3]), meta[2] or '0', meta[3] or '0', known,
-  meta[5] or '0', meta[6] or ''}
+  meta[5] or '0', meta[6] or '', sold_out}
 local now
 for i = 2, #ARGV, 2 do
   local id, user = ARGV[i], ARGV[i + 1]

@@ -656,6 +656,12 @@ pub struct AttemptOut {
     /// Estimated seconds until admission, from the measured admission rate.
     #[oai(skip_serializing_if_is_none)]
     pub estimated_wait_secs: Option<u64>,
+    /// QUEUED only, and only when true: nothing is left to hold and nothing is held or being
+    /// paid for (which could come back), so the user's turn would find it sold out. Tell them
+    /// now rather than at their turn; leaving (`DELETE /v1/attempts/{attempt_id}`) ends the
+    /// wait.
+    #[oai(skip_serializing_if_is_none)]
+    pub sold_out: Option<bool>,
     /// Ask again after this many milliseconds (jittered; long when far, short when near).
     pub poll_after_ms: u64,
     /// While ADMITTED: an Ed25519 JWT proving admission; send it with the hold. Verifiable
@@ -681,6 +687,7 @@ impl poem_openapi::types::Example for AttemptOut {
             position: Some(1204),
             waiting: Some(48210),
             estimated_wait_secs: Some(121),
+            sold_out: None,
             poll_after_ms: 12000,
             admission_token: None,
             admission_expires_at: None,
@@ -702,6 +709,7 @@ impl From<AttemptView> for AttemptOut {
             position: v.position,
             waiting: v.waiting,
             estimated_wait_secs: v.estimated_wait_secs,
+            sold_out: v.sold_out.then_some(true),
             poll_after_ms: v.poll_after_ms,
             admission_token: v.admission_token,
             admission_expires_at: v.admission_expires_at,

@@ -113,6 +113,9 @@ pub struct QueueView {
     /// The sale was closed (its status; `closes_at` only stops joins, the queue still drains):
     /// no one still waiting will be admitted.
     pub sale_closed: bool,
+    /// Nothing is free to hold and nothing is held (so nothing can come back): whoever waits
+    /// now will find it sold out.
+    pub sold_out: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -243,6 +243,9 @@ impl RedisQueue {
             "seen",
             "abandoned",
             "left",
+            "stock",
+            "seats",
+            "holds",
         ] {
             inv.key(k.key(name));
         }
@@ -251,8 +254,8 @@ impl RedisQueue {
             inv.arg(local(*attempt)).arg(user.as_str());
         }
         let reply: Vec<Value> = self.run("status", &inv).await?;
-        let Some(([waiting, measured, configured, known, rebuilt, status], lookups)) =
-            reply.split_first_chunk::<6>()
+        let Some(([waiting, measured, configured, known, rebuilt, status, sold_out], lookups)) =
+            reply.split_first_chunk::<7>()
         else {
             return Err(protocol("position", &reply));
         };
@@ -265,6 +268,7 @@ impl RedisQueue {
         let known_sale = number(known) == 1;
         let rebuilt_at_ms = text(rebuilt).parse().unwrap_or(0);
         let sale_closed = text(status) == SaleStatus::Closed.as_str();
+        let sold_out = number(sold_out) == 1;
         // Four values a lookup (the length is checked above).
         let views = lookups.chunks_exact(4).map(|lookup| {
             let (owner, position, active, abandoned) =
@@ -281,6 +285,7 @@ impl RedisQueue {
                 rebuilt_at_ms,
                 abandoned: number(abandoned) == 1,
                 sale_closed,
+                sold_out,
             }
         });
         Ok(views.collect())

@@ -23,7 +23,9 @@ pub async fn status(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResu
                     ));
                 }
                 let rate = best_rate(view.measured_rate, view.configured_rate);
-                return Ok(waiting(app, attempt, position, view.waiting, rate));
+                let mut answer = waiting(app, attempt, position, view.waiting, rate);
+                answer.sold_out = view.sold_out;
+                return Ok(answer);
             }
         }
         None => {}

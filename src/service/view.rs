@@ -27,6 +27,9 @@ pub struct AttemptView {
     /// The sandbox provider is on: the payment can be made at its URL.
     #[serde(default)]
     pub sandbox: bool,
+    /// While QUEUED: nothing is free to hold and nothing held can come back.
+    #[serde(default)]
+    pub sold_out: bool,
 }
 
 impl AttemptView {
@@ -60,6 +63,7 @@ impl AttemptView {
             payment_reference: None,
             payment_expires_at: None,
             sandbox: false,
+            sold_out: false,
         }
     }
 

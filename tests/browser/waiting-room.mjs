@@ -1,9 +1,9 @@
 // The waiting-room page end to end in headless Chromium on a phone-sized screen, driven by
 // the keyboard where a user would: join → live place in line → admitted → hold → pay in the
 // sandbox → confirmed; a sale that sells out under the user; an admission that times out;
-// seats chosen by keyboard; a sale that closes before the user joins; the page opened without
-// a sign-in. Each key state is screenshotted into $SHOTS (the Rust test checks the images) and
-// its text and focus are asserted here.
+// seats chosen by keyboard; a sale that closes before the user joins; a sale that sells out
+// while the user waits; the page opened without a sign-in. Each key state is screenshotted
+// into $SHOTS (the Rust test checks the images) and its text and focus are asserted here.
 //
 //   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… SHOTS=dir node waiting-room.mjs
 
@@ -61,6 +61,16 @@ const browser = await chromium.launch({
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
     '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
+
+// Another buyer, through the API: joins and waits for the turn; the admitted status.
+async function admittedAs(user, saleId) {
+  let attempt = (await asUser(user, 'POST', `/v1/sales/${saleId}/attempts`)).body;
+  for (let i = 0; i < 100 && attempt.state !== 'ADMITTED'; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    attempt = (await asUser(user, 'GET', `/v1/attempts/${attempt.attempt_id}`)).body;
+  }
+  return attempt;
+}
 
 async function phone(user, saleId) {
   const context = await browser.newContext({ viewport: PHONE, deviceScaleFactor: 1, hasTouch: true, isMobile: true });
@@ -146,12 +156,7 @@ try {
     await waitTitle(page, 'Summer tour');
     await page.getByRole('button', { name: 'Join the queue' }).click();
     await waitTitle(page, "It's your turn");
-    const joined = await asUser('browser-carol', 'POST', `/v1/sales/${id}/attempts`);
-    let carol = joined.body;
-    for (let i = 0; i < 100 && carol.state !== 'ADMITTED'; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      carol = (await asUser('browser-carol', 'GET', `/v1/attempts/${carol.attempt_id}`)).body;
-    }
+    const carol = await admittedAs('browser-carol', id);
     const held = await asUser('browser-carol', 'POST', `/v1/attempts/${carol.attempt_id}/hold`,
       { admission_token: carol.admission_token, quantity: 1 });
     check(held.status === 200, 'another buyer holds the last unit');
@@ -211,7 +216,30 @@ try {
     await context.close();
   }
 
-  // 6. Opened without a sign-in: a clear message, no crash.
+  // 6. Sold out while the user waits: told at once, not at the turn.
+  {
+    const id = await sale({ quantity: 1 });
+    const ivan = await admittedAs('browser-ivan', id);
+    const held = await asUser('browser-ivan', 'POST', `/v1/attempts/${ivan.attempt_id}/hold`,
+      { admission_token: ivan.admission_token, quantity: 1 });
+    check(held.status === 200, 'another buyer holds the only unit');
+    const paying = await asUser('browser-ivan', 'POST', `/v1/attempts/${ivan.attempt_id}/checkout`);
+    await admin('POST', `/v1/sales/${id}/pause`); // the next user waits
+    const { page, context } = await phone('browser-judy', id);
+    await waitTitle(page, 'Summer tour');
+    await page.getByRole('button', { name: 'Join the queue' }).click();
+    await waitTitle(page, "You're in line");
+    await asUser('browser-ivan', 'POST', `/sandbox/payments/${paying.body.payment.reference}`,
+      { outcome: 'approve' });
+    await waitTitle(page, 'Sold out');
+    check((await page.locator('#done-text').textContent()).includes('sold while you waited'), 'sold out while waiting is explained');
+    await shot(page, 'sold-out-waiting');
+    const stats = await admin('GET', `/v1/sales/${id}/stats`);
+    check(stats.waiting === 0, 'the page gave its place up');
+    await context.close();
+  }
+
+  // 7. Opened without a sign-in: a clear message, no crash.
   {
     const context = await browser.newContext({ viewport: PHONE, deviceScaleFactor: 1 });
     const page = await context.newPage();

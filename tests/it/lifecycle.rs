@@ -19,6 +19,7 @@ crate::on_both_configurations!(
     join_after_close_is_refused,
     after_closes_at_joins_are_refused_and_the_waiting_still_admitted,
     closing_a_sale_ends_the_attempts_still_waiting,
+    waiting_users_are_told_at_once_when_it_sells_out,
     seats_are_held_all_or_nothing_and_never_twice,
     per_user_limit_is_enforced,
 );
@@ -337,6 +338,36 @@ async fn after_closes_at_joins_are_refused_and_the_waiting_still_admitted(backen
     t.admin_json(Method::POST, &format!("/v1/sales/{sale}/resume"))
         .await;
     t.wait_for(early, "early", "ADMITTED", WAIT).await;
+    t.stop().await;
+}
+
+/// Who waits learns the sale is sold out as soon as nothing is free and nothing held could come
+/// back, not at their turn (which, the active cap filling with users who find nothing to hold,
+/// could be hours away).
+async fn waiting_users_are_told_at_once_when_it_sells_out(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let sale = t.create_sale(json!({ "quantity": 1 })).await;
+    let (_, payment) = t.paying(&sale, "alice", 1).await;
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    let bob = t.join(&sale, "bob").await;
+    let bob = bob["attempt_id"].as_str().unwrap();
+    let waiting = t.status(bob, "bob").await;
+    assert_eq!(waiting["state"], "QUEUED");
+    assert!(
+        waiting.get("sold_out").is_none(),
+        "alice may not pay: {waiting}"
+    );
+
+    let reference = payment["reference"].as_str().unwrap();
+    let paid = t.webhook("evt-paid", "payment.succeeded", reference).await;
+    assert_eq!(paid.status(), 200);
+    let told = t.status(bob, "bob").await;
+    assert_eq!(
+        (told["state"].as_str(), told["sold_out"].as_bool()),
+        (Some("QUEUED"), Some(true)),
+        "{told}"
+    );
     t.stop().await;
 }
 

@@ -67,7 +67,45 @@ on_every_queue_store!(
     lookups_asked_at_once_each_get_their_own_answer,
     joins_asked_at_once_each_get_their_own_answer,
     a_closed_sale_lets_go_of_its_waiting_users,
+    nothing_free_and_nothing_held_is_sold_out,
 );
+
+/// A waiting user learns the sale is sold out once nothing is free and nothing held could
+/// come back: not while a unit is free, nor while one is held; once the holder's units stay
+/// sold (finish), yes; and again no once a lapsed hold gives its unit back.
+async fn nothing_free_and_nothing_held_is_sold_out(q: Arc<dyn QueueStore>) {
+    let s = sale(Stock::Quantity(1), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let attempts = queued(&q, &s, ["a", "b", "c"]).await;
+    let sold_out = async |i: usize, name: &str| {
+        let view = q.view(attempts[i], &user(name)).await.unwrap();
+        assert!(view.position.is_some(), "{name} waits");
+        view.sold_out
+    };
+    assert!(!sold_out(1, "b").await, "a unit is free");
+    let a = admit_all(&q, &s, 1).await[0].attempt;
+    let one = Take::Quantity(1);
+    let held = q.hold(a, &user("a"), &one).await.unwrap();
+    assert_eq!(held, HoldOutcome::Held { take: one.clone() });
+    assert!(!sold_out(1, "b").await, "a's hold may lapse");
+    q.finish(a).await.unwrap();
+    assert!(sold_out(1, "b").await, "a bought the last unit");
+    assert!(sold_out(2, "c").await, "for everyone waiting");
+
+    // A hold that lapses gives its unit back: no longer sold out.
+    let s = sale(Stock::Quantity(1), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let attempts = queued(&q, &s, ["a", "b"]).await;
+    let a = admit_all(&q, &s, 1).await[0].attempt;
+    q.hold(a, &user("a"), &one).await.unwrap();
+    assert!(q.restore(a, None).await.unwrap(), "the hold lapsed");
+    let b = q.view(attempts[1], &user("b")).await.unwrap();
+    assert!(!b.sold_out, "the unit is free again");
+}
 
 /// A closed sale lets go of everyone still waiting (the service answers them EXPIRED,
 /// `sale_closed`), once; it keeps the admitted and the answers of those who left before. An

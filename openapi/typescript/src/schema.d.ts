@@ -594,6 +594,13 @@ export interface components {
              */
             estimated_wait_secs?: number;
             /**
+             * @description QUEUED only, and only when true: nothing is left to hold and nothing is held or being
+             *     paid for (which could come back), so the user's turn would find it sold out. Tell them
+             *     now rather than at their turn; leaving (`DELETE /v1/attempts/{attempt_id}`) ends the
+             *     wait.
+             */
+            sold_out?: boolean;
+            /**
              * Format: uint64
              * @description Ask again after this many milliseconds (jittered; long when far, short when near).
              */

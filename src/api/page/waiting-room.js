@@ -189,6 +189,14 @@
     alertUser('');
     switch (next.state) {
       case 'QUEUED': {
+        if (next.sold_out) {
+          // Nothing left and nothing held that could come back: say so now, not at the turn,
+          // and give the place up (a failed leave changes nothing for the user).
+          api('DELETE', `/v1/attempts/${next.attempt_id}`).catch(() => {});
+          finish(false, 'Sold out', 'Sorry — everything was sold while you waited, and nothing held can come back. Nothing was charged.');
+          $('again').hidden = true;
+          break;
+        }
         if (firstPosition == null || next.position > firstPosition) firstPosition = next.position;
         step('queued', "You're in line");
         $('position').textContent = next.position ?? '–';

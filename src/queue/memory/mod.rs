@@ -123,6 +123,7 @@ impl SaleQueue {
             rebuilt_at_ms: self.rebuilt_at_ms,
             abandoned: self.abandoned.contains(&attempt),
             sale_closed: self.status == SaleStatus::Closed,
+            sold_out: self.remaining() == 0 && self.holds.is_empty(),
         }
     }
 
@@ -166,6 +167,14 @@ impl SaleQueue {
             waiting: self.queue.len() as u64,
             measured_rate: self.measured_rate,
             configured_rate: self.rate_per_minute as f64,
+        }
+    }
+
+    /// Units or seats free to hold.
+    fn remaining(&self) -> u64 {
+        match self.kind {
+            StockKind::Quantity => self.stock as u64,
+            StockKind::Seats => self.seats.len() as u64,
         }
     }
 
@@ -318,6 +327,7 @@ impl QueueStore for MemoryQueue {
             rebuilt_at_ms: 0,
             abandoned: false,
             sale_closed: false,
+            sold_out: false,
         }))
     }
 
@@ -564,10 +574,7 @@ impl QueueStore for MemoryQueue {
         let stats = self.with(sale, |q| QueueStats {
             waiting: q.queue.len() as u64,
             active: q.active.len() as u64,
-            remaining: match q.kind {
-                StockKind::Quantity => q.stock as u64,
-                StockKind::Seats => q.seats.len() as u64,
-            },
+            remaining: q.remaining(),
             known: true,
         });
         Ok(stats.unwrap_or_default())

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use crate::helpers::{Backend, TestApp, ADMIN_KEY, USER_SECRET};
 
-const STATES: [&str; 9] = [
+const STATES: [&str; 10] = [
     "queued",
     "admitted",
     "held",
@@ -16,6 +16,7 @@ const STATES: [&str; 9] = [
     "expired",
     "seats",
     "sale-closed",
+    "sold-out-waiting",
     "no-sign-in",
 ];
 
