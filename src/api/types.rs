@@ -43,8 +43,8 @@ pub struct CreateSale {
     pub name: String,
     /// When admission starts; joins before it wait in the queue. Default: now.
     pub opens_at: Option<DateTime<Utc>>,
-    /// After it, joins are refused; those already waiting are still admitted in turn (closing
-    /// the sale stops admission).
+    /// After it, joins are refused; those already waiting are still admitted in turn, and once
+    /// nobody waits the sale closes by itself (closing it earlier stops admission).
     pub closes_at: Option<DateTime<Utc>>,
     /// Units of identical stock (1 to 1,000,000).
     pub quantity: Option<u32>,

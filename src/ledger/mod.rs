@@ -91,6 +91,8 @@ pub struct AdmissionPlan {
     pub admission_ttl_secs: u32,
     /// A lottery sale's draw is made by its admitter before the first admission.
     pub opening: Opening,
+    /// Joins end then; its admitter closes the sale once nobody waits past it.
+    pub closes_at: Option<DateTime<Utc>>,
 }
 
 /// What an attempt holds.

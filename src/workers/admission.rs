@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 use super::controller;
 use crate::domain::valve::Valve;
-use crate::domain::{AttemptEvent, AttemptState, ExpiryReason, SaleId};
+use crate::domain::{AttemptEvent, AttemptState, ExpiryReason, SaleId, SaleStatus};
 use crate::ledger::AdmissionPlan;
 use crate::queue::{AdmitOutcome, Admitted};
 use crate::service::App;
@@ -96,6 +96,14 @@ async fn admit(
     let Some(lease) = app.queue.lease(sale, &app.instance_id, ttl_ms).await? else {
         return Ok(()); // another replica admits for this sale
     };
+    if plan.closes_at.is_some_and(|t| t <= chrono::Utc::now()) && stats.waiting == 0 {
+        // Past its closing time nobody joins; once nobody waits either, the sale is over:
+        // closed as an admin would close it (its event, the offer's status), and it leaves the
+        // admission loop.
+        crate::service::sales::set_status(app, sale, SaleStatus::Closed).await?;
+        tracing::info!(%sale, "sale closed: past its closing time and nobody waiting");
+        return Ok(());
+    }
     if let Some(seed) = plan.opening.seed() {
         if let Some(n) = app.queue.draw_lottery(sale, seed).await? {
             tracing::info!(%sale, ordered = n, "lottery drawn at the opening");

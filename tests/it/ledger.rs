@@ -287,6 +287,7 @@ async fn admitted(ledger: &Arc<dyn Ledger>, sale: &Sale, n: usize) -> Vec<(Attem
         admission: sale.admission,
         admission_ttl_secs: 60,
         opening: sale.opening.clone(),
+        closes_at: None,
     };
     ledger.record_admissions(&plan, &admitted).await.unwrap();
     admitted.into_iter().map(|a| (a.attempt, a.user)).collect()

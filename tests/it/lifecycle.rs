@@ -321,7 +321,8 @@ async fn join_is_refused_as_closed(t: &TestApp, sale: &str, user: &str) {
 }
 
 /// `closes_at` ends the joins, not the queue: who waits by then is still admitted in turn, as
-/// the spec says (admission once stopped at `closes_at`, leaving them waiting for good).
+/// the spec says (admission once stopped at `closes_at`, leaving them waiting for good); once
+/// nobody waits, the sale closes by itself.
 async fn after_closes_at_joins_are_refused_and_the_waiting_still_admitted(backend: Backend) {
     let t = TestApp::spawn_on(backend).await;
     let closes_at = chrono::Utc::now() + chrono::Duration::milliseconds(1500);
@@ -338,6 +339,16 @@ async fn after_closes_at_joins_are_refused_and_the_waiting_still_admitted(backen
     t.admin_json(Method::POST, &format!("/v1/sales/{sale}/resume"))
         .await;
     t.wait_for(early, "early", "ADMITTED", WAIT).await;
+    // Nobody waits any more: its admitter closes the sale (the offer and the page say so).
+    let until = std::time::Instant::now() + WAIT;
+    let path = format!("/v1/sales/{sale}");
+    let mut now = t.admin_json(Method::GET, &path).await;
+    while now["status"] != "closed" && std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        now = t.admin_json(Method::GET, &path).await;
+    }
+    assert_eq!(now["status"], "closed", "{now}");
+    assert_eq!(t.outbox_count("sluice.sale.closed").await, 1);
     t.stop().await;
 }
 

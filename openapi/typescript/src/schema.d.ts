@@ -666,8 +666,8 @@ export interface components {
             opens_at?: string;
             /**
              * Format: date-time
-             * @description After it, joins are refused; those already waiting are still admitted in turn (closing
-             *     the sale stops admission).
+             * @description After it, joins are refused; those already waiting are still admitted in turn, and once
+             *     nobody waits the sale closes by itself (closing it earlier stops admission).
              */
             closes_at?: string;
             /**

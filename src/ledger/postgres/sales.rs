@@ -194,7 +194,7 @@ pub(super) async fn set_admission(
 pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>> {
     let rows = sqlx::query(
         "SELECT id, rate_per_minute, max_active, adaptive_min_rate, adaptive_max_rate,
-                admission_ttl_secs, opening, lottery_seed FROM sales
+                admission_ttl_secs, opening, lottery_seed, closes_at FROM sales
          WHERE status = 'open' AND opens_at <= now()",
     )
     .fetch_all(pool)
@@ -207,6 +207,7 @@ pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>>
             admission: admission_from_row(r),
             admission_ttl_secs: r.get::<i32, _>("admission_ttl_secs") as u32,
             opening: Opening::from_stored(r.get("opening"), r.get("lottery_seed")),
+            closes_at: r.get("closes_at"),
         })
         .collect())
 }

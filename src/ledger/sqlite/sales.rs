@@ -195,7 +195,7 @@ pub(super) async fn set_admission(
 pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPlan>> {
     let rows = sqlx::query(&format!(
         "SELECT id, rate_per_minute, max_active, adaptive_min_rate, adaptive_max_rate,
-                admission_ttl_secs, opening, lottery_seed FROM sales
+                admission_ttl_secs, opening, lottery_seed, closes_at_ms FROM sales
          WHERE status = 'open' AND opens_at_ms <= {NOW_MS}"
     ))
     .fetch_all(pool)
@@ -208,6 +208,7 @@ pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPl
             admission: admission_from_row(r),
             admission_ttl_secs: r.get::<i64, _>("admission_ttl_secs") as u32,
             opening: Opening::from_stored(r.get("opening"), r.get("lottery_seed")),
+            closes_at: r.get::<Option<i64>, _>("closes_at_ms").map(from_ms),
         })
         .collect())
 }
