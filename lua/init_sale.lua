@@ -9,7 +9,8 @@
 --       11 reset (1/0: the sale existed before, so places in its queue were lost),
 --       12 free quantity, 13 n free seats, then the seats,
 --       then n live attempts, then per attempt: id, user, deadline ms, hold record ('' if none),
---       then n users, then per user: user, units held or bought
+--       then n users, then per user: user, units held or bought,
+--       then n buyers, then per buyer: user, their CONFIRMED attempt (join answers it)
 -- Returns 1 if the sale was rebuilt, 0 if only its settings were written.
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'opens_at_ms', ARGV[2], 'closes_at_ms', ARGV[3],
   'max_active', ARGV[4], 'per_user_limit', ARGV[5], 'rate_per_minute', ARGV[6], 'kind', ARGV[7],
@@ -45,6 +46,13 @@ local n_users = tonumber(ARGV[i])
 i = i + 1
 for _ = 1, n_users do
   redis.call('HSET', KEYS[8], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+local n_buyers = tonumber(ARGV[i] or '0')
+i = i + 1
+for _ = 1, n_buyers do
+  redis.call('HSET', KEYS[7], ARGV[i], ARGV[i + 1])
+  redis.call('HSET', KEYS[6], ARGV[i + 1], ARGV[i])
   i = i + 2
 end
 return 1

@@ -3,12 +3,15 @@
 -- joins twice in one call gets the same attempt twice.
 -- KEYS: 1 meta (hash), 2 seq (counter), 3 gone (zset), 4 users (hash user -> admitted
 --       attempt), 5 active (zset), 6 seen (zset waiting serial -> last sign of life, ms; only
---       when abandonment is on)
+--       when abandonment is on), 7 bought (hash user -> units held or bought)
 -- ARGV: 1 '1' to track presence for abandonment, then for each join: user id, attempt id
 --       (32 hex) to use if the user has no live attempt, now (ms)
 -- Returns six values per join, in order: status, attempt, position, waiting, measured rate,
---   configured rate; status is queued | active (already admitted: position 0) | unknown (no
---   such sale) | closed
+--   configured rate; status is queued | active (already admitted, or bought: position 0) |
+--   unknown (no such sale) | closed
+-- One attempt per user per sale: a user whose admitted attempt bought (it left the active set
+-- with units still counted to the user) gets that attempt back, not a new place in line; one
+-- whose attempt expired (units given back, or none taken) joins anew.
 -- (the rates, admissions per minute, give the expected wait without a second call)
 -- A sale whose stock was never written here (unknown, or lost in a flush) is unknown: the
 -- caller restores it from the ledger.
@@ -30,7 +33,10 @@ for i = 2, #ARGV, 3 do
     attempt, serial = waiting_entry(user)
     if not attempt then
       admitted = redis.call('HGET', KEYS[4], user)
-      if admitted and not redis.call('ZSCORE', KEYS[5], admitted) then admitted = nil end
+      if admitted and not redis.call('ZSCORE', KEYS[5], admitted)
+          and tonumber(redis.call('HGET', KEYS[7], user) or '0') == 0 then
+        admitted = nil
+      end
     end
     if admitted then
       status, attempt, waiting = 'active', admitted, waiting_count(head, KEYS[2], KEYS[3])

@@ -1,5 +1,5 @@
 //! Configuration in three layers: built-in defaults, then an optional TOML file, then
-//! `SLUICE__SECTION__KEY` environment variables (`SLUICE__REDIS__URL=redis://…`).
+//! `SLUICE__SECTION__KEY` environment variables (`SLUICE__QUEUE__URL=redis://…`).
 //! [`Config::load`] validates the result and names the offending key in its error.
 
 use std::collections::BTreeMap;
@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub http: HttpConfig,
+    pub page: PageConfig,
     pub queue: QueueConfig,
     pub ledger: LedgerConfig,
     pub embedded: EmbeddedConfig,
@@ -24,6 +25,21 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub events: EventsConfig,
     pub valve: ValveConfig,
+}
+
+/// How the waiting-room page at `/` looks for the shop (each empty: sluice's own look).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PageConfig {
+    /// The shop's name, above the sale's.
+    pub shop_name: String,
+    /// The shop's logo: a path on sluice's origin, or an `https://` URL (the page's content
+    /// policy allows that origin's images).
+    pub logo_url: String,
+    /// Buttons, links and focus rings, as `#rgb` or `#rrggbb`.
+    pub accent_colour: String,
+    /// The page's background, as `#rgb` or `#rrggbb`.
+    pub background_colour: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -42,6 +58,38 @@ pub struct HttpConfig {
     /// being sent (a status stream) is not cut. An HTTP/2 connection quiet for this long is
     /// pinged, and closed if the ping goes unanswered as long. 0: never.
     pub idle_timeout_secs: u64,
+    /// Origins whose pages may call sluice from the browser (CORS), as
+    /// `https://shop.example` (scheme, host and port, no path); `["*"]` for any. Empty (the
+    /// default): none, and a browser keeps other origins' pages from reading the answers.
+    pub cors_allowed_origins: Vec<String>,
+    /// Let those pages send cookies or HTTP auth along (`Access-Control-Allow-Credentials`).
+    /// sluice's own credentials are headers (`Authorization`), which need no such grant; never
+    /// with `*`.
+    pub cors_allow_credentials: bool,
+    /// How long a browser may keep a preflight's answer, in seconds.
+    pub cors_max_age_secs: u32,
+    /// Who may read `/metrics`: `open` (default; keep the port off the internet, or scrape
+    /// through the network only), `admin` (the admin key, as `X-Admin-Key` or
+    /// `Authorization: Bearer <key>`, which Prometheus's `authorization` setting sends) or `off`.
+    pub metrics: Exposure,
+    /// Who may read the spec (`/openapi.json`) and its docs UI (`/docs`): as `metrics`.
+    pub docs: Exposure,
+    /// On SIGTERM or SIGINT, how long the drain may take (open requests and streams finished,
+    /// workers stopped at a clean point) before what is left is cut off; the process exits 0
+    /// either way. Under Kubernetes' default grace period of 30 s.
+    pub shutdown_timeout_secs: u64,
+}
+
+/// Who may read an operational route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exposure {
+    /// Anyone who reaches the port.
+    Open,
+    /// Requests that carry the admin key.
+    Admin,
+    /// Nobody: the route answers 404.
+    Off,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -204,11 +252,18 @@ pub struct LimitsConfig {
 impl Default for Config {
     fn default() -> Self {
         Config {
+            page: PageConfig::default(),
             http: HttpConfig {
                 listen: "127.0.0.1:8080".parse().expect("static address"),
                 body_limit_bytes: 64 * 1024,
                 trust_forwarded_for: false,
                 idle_timeout_secs: 60,
+                cors_allowed_origins: Vec::new(),
+                cors_allow_credentials: false,
+                cors_max_age_secs: 600,
+                metrics: Exposure::Open,
+                docs: Exposure::Open,
+                shutdown_timeout_secs: 25,
             },
             queue: QueueConfig {
                 url: String::new(),
@@ -413,6 +468,8 @@ impl Config {
         if self.queue.timeout_ms == 0 {
             return bad("queue.timeout_ms", "must be positive");
         }
+        self.validate_cors()?;
+        self.validate_page()?;
         if self.http.body_limit_bytes < 1024 {
             return bad("http.body_limit_bytes", "must be at least 1024");
         }
@@ -441,6 +498,62 @@ impl Config {
             return bad("workers.reaper_cron", "needs six fields, seconds first");
         }
         self.validate_valve()
+    }
+
+    fn validate_page(&self) -> Result<(), ConfigError> {
+        let page = &self.page;
+        let colour = |c: &str| {
+            c.is_empty()
+                || (c.starts_with('#')
+                    && matches!(c.len(), 4 | 7)
+                    && c[1..].bytes().all(|b| b.is_ascii_hexdigit()))
+        };
+        if !colour(&page.accent_colour) {
+            return Err(ConfigError::Invalid {
+                key: "page.accent_colour",
+                message: "#rgb or #rrggbb".into(),
+            });
+        }
+        if !colour(&page.background_colour) {
+            return Err(ConfigError::Invalid {
+                key: "page.background_colour",
+                message: "#rgb or #rrggbb".into(),
+            });
+        }
+        let logo = &page.logo_url;
+        let plain = logo.bytes().all(|b| b.is_ascii_graphic()) && !logo.contains(['\'', '"', ';']);
+        if !logo.is_empty() && !(plain && (logo.starts_with("https://") || logo.starts_with('/'))) {
+            return Err(ConfigError::Invalid {
+                key: "page.logo_url",
+                message: "a path on sluice's origin (/…) or an https:// URL".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn validate_cors(&self) -> Result<(), ConfigError> {
+        let bad = |message: String| {
+            Err(ConfigError::Invalid {
+                key: "http.cors_allowed_origins",
+                message,
+            })
+        };
+        let origins = &self.http.cors_allowed_origins;
+        let any = origins.iter().any(|o| o == "*");
+        if any && origins.len() > 1 {
+            return bad("`*` stands alone: it already allows every origin".into());
+        }
+        if any && self.http.cors_allow_credentials {
+            return bad("`*` cannot be combined with http.cors_allow_credentials".into());
+        }
+        for origin in origins.iter().filter(|o| *o != "*") {
+            if !is_origin(origin) {
+                return bad(format!(
+                    "`{origin}` is not an origin: scheme://host[:port], no path, e.g. https://shop.example"
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn validate_valve(&self) -> Result<(), ConfigError> {
@@ -499,6 +612,36 @@ impl Config {
     pub fn queue_timeout(&self) -> Duration {
         Duration::from_millis(self.queue.timeout_ms)
     }
+}
+
+/// `scheme://host[:port]` as a browser sends it in `Origin` (lower-case, no path).
+fn is_origin(origin: &str) -> bool {
+    let Some((scheme, authority)) = origin.split_once("://") else {
+        return false;
+    };
+    // `[::1]:8080`: an IPv6 host is bracketed; otherwise the port follows the only colon.
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((addr, tail)) if addr.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') => {
+                ("v6", tail)
+            }
+            _ => return false,
+        },
+        None => match authority.find(':') {
+            Some(at) => (&authority[..at], &authority[at..]),
+            None => (authority, ""),
+        },
+    };
+    let port_ok = match port.strip_prefix(':') {
+        None => port.is_empty(),
+        Some(p) => (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()),
+    };
+    matches!(scheme, "http" | "https")
+        && !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && port_ok
 }
 
 #[cfg(test)]
@@ -570,6 +713,106 @@ mod tests {
         }
     }
 
+    /// Every `SLUICE__…` variable named in the repository's docs, configs and scripts.
+    fn documented_variables() -> std::collections::BTreeSet<(String, String)> {
+        fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if path.is_dir() {
+                    if !name.starts_with('.') && name != "node_modules" && name != "target" {
+                        walk(&path, files);
+                    }
+                } else {
+                    files.push(path);
+                }
+            }
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        for dir in [
+            "config", "docs", "k6", "scripts", "src", "examples", "openapi",
+        ] {
+            walk(&root.join(dir), &mut files);
+        }
+        for file in ["README.md", "docker-compose.yml", "Dockerfile"] {
+            files.push(root.join(file));
+        }
+        let mut found = std::collections::BTreeSet::new();
+        for file in files {
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            for (at, _) in text.match_indices("SLUICE__") {
+                let name: String = text[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                let name = name.trim_end_matches('_').to_owned();
+                // `SLUICE__SECTION__KEY` is how the docs write the pattern itself.
+                if name.len() > "SLUICE__".len() && !name.ends_with("SECTION__KEY") {
+                    let shown = file.strip_prefix(root).unwrap().display().to_string();
+                    found.insert((name, shown));
+                }
+            }
+        }
+        found
+    }
+
+    /// Each documented variable names a key sluice has: loaded with that key's default value,
+    /// the configuration is accepted (an unknown key is refused by name).
+    #[test]
+    fn every_variable_the_docs_name_is_a_key_sluice_loads() {
+        let defaults = serde_json::to_value(Config::default()).unwrap();
+        let documented = documented_variables();
+        assert!(documented.len() > 20, "the scan finds the docs' variables");
+        for (name, file) in documented {
+            let path: Vec<String> = name["SLUICE__".len()..]
+                .split("__")
+                .map(str::to_lowercase)
+                .collect();
+            // A signal of any name has the fields of the built-in ones.
+            let mut node = &defaults;
+            for (i, part) in path.iter().enumerate() {
+                let next = match node.get(part) {
+                    Some(next) => next,
+                    None if i >= 1 && path[i - 1] == "signals" => {
+                        &defaults["valve"]["signals"]["relay_lag"]
+                    }
+                    None => panic!("{file} names {name}, which is no configuration key"),
+                };
+                node = next;
+            }
+            let value = match node {
+                // A section named as a prefix (`SLUICE__VALVE__SIGNALS__…`): it exists.
+                serde_json::Value::Object(_) => continue,
+                serde_json::Value::String(s) if s.is_empty() => continue,
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Null => continue,
+                other => other.to_string(),
+            };
+            // A signal that is not built in needs its other fields too.
+            let signal = (path.len() == 4 && path[1] == "signals")
+                .then(|| &path[2])
+                .filter(|signal| defaults["valve"]["signals"].get(signal.as_str()).is_none());
+            Jail::expect_with(|jail| {
+                jail.clear_env();
+                valid_env(jail);
+                jail.set_env("SLUICE__VALVE__PROMETHEUS_URL", "http://127.0.0.1:9090");
+                if let Some(signal) = signal {
+                    let prefix = format!("SLUICE__VALVE__SIGNALS__{}", signal.to_uppercase());
+                    jail.set_env(format!("{prefix}__QUERY"), "max(up)");
+                    jail.set_env(format!("{prefix}__TARGET"), "1");
+                    jail.set_env(format!("{prefix}__ENABLED"), "true");
+                }
+                jail.set_env(&name, &value);
+                Config::load(None)
+                    .map_err(|e| format!("{file} names {name}; with {value:?}: {e}"))?;
+                Ok(())
+            });
+        }
+    }
+
     fn valid_env(jail: &mut Jail) {
         jail.set_env("SLUICE__AUTH__ADMIN_KEY", "admin-key-0123456789");
         jail.set_env(
@@ -612,6 +855,40 @@ mod tests {
             assert_eq!(c.http.body_limit_bytes, 64 * 1024);
             Ok(())
         });
+    }
+
+    #[test]
+    fn cors_origins_are_origins_and_any_is_never_with_credentials() {
+        let with = |origins: &[&str], credentials: bool| {
+            let mut c = Config::default();
+            c.ledger.url = "postgres://sluice@127.0.0.1/sluice".into();
+            c.auth.admin_key = "admin-key-0123456789".into();
+            c.auth.user_jwt_hs256_secret = Some("user-secret-0123456789".into());
+            c.payments.webhook_secret = "whsec-0123456789abcdef".into();
+            c.http.cors_allowed_origins = origins.iter().map(|o| o.to_string()).collect();
+            c.http.cors_allow_credentials = credentials;
+            c.validate().map_err(|e| e.to_string())
+        };
+        assert!(with(&[], false).is_ok());
+        assert!(with(&["https://shop.example", "http://127.0.0.1:3000"], true).is_ok());
+        assert!(with(&["http://[::1]:8080"], false).is_ok());
+        assert!(with(&["*"], false).is_ok());
+        for (origins, credentials) in [
+            (&["*"][..], true),
+            (&["*", "https://shop.example"], false),
+            (&["https://shop.example/"], false),
+            (&["https://shop.example/page"], false),
+            (&["shop.example"], false),
+            (&["ftp://shop.example"], false),
+            (&["https://Shop.example"], false),
+            (&["https://shop.example:"], false),
+        ] {
+            let err = with(origins, credentials).unwrap_err();
+            assert!(
+                err.contains("http.cors_allowed_origins"),
+                "{origins:?}: {err}"
+            );
+        }
     }
 
     #[test]

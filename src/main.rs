@@ -149,7 +149,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Openapi => {
             let app = sluice::service::App::build(config)?;
-            println!("{}", sluice::api::openapi(&app).spec());
+            println!("{}", sluice::api::document(&app));
             Ok(())
         }
         Command::DevToken { user_id, ttl_secs } => {

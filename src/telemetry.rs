@@ -207,12 +207,16 @@ pub fn count_transitions(from: &AttemptState, to: &AttemptState, cause: &str, n:
     .increment(n);
 }
 
+/// What is logged when `RUST_LOG` is unset.
+pub const DEFAULT_LOG_FILTER: &str = "info,tokio_cron_scheduler=warn";
+
 /// Logs to stderr (stdout is for what a command prints); `RUST_LOG` filters (default `info`:
-/// sluice's own events; each request is a `debug` line, see `api::measure`). Colours only on a
+/// sluice's own events; each request is a `debug` line, see `api::measure`; the cron crate's
+/// chatter about its own start-up only from `warn`). Colours only on a
 /// terminal: a log file or collector gets plain text.
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)

@@ -58,7 +58,7 @@ raw_rps() { redis-benchmark -c "$CONNECTIONS" -q "$@" | awk '{for (i=1;i<=NF;i++
 # it takes for a sale's key base; then 0 (presence not tracked) and, for each join (one here,
 # where sluice sends those that arrive together), user id, attempt id (32 hex), now (ms).
 JOIN_SRC=$(cat lua/lib/queue.lua lua/join.lua)
-join_keys() { echo 6 "$1:meta" "$1:seq" "$1:gone" "$1:users" "$1:active" "$1:seen"; }
+join_keys() { echo 7 "$1:meta" "$1:seq" "$1:gone" "$1:users" "$1:active" "$1:seen" "$1:bought"; }
 # queued_in <redis-cli args...> <key base>: how many wait in the sale (lua/stats.lua).
 STATS_SRC=$(cat lua/lib/queue.lua lua/stats.lua)
 queued_in() {

@@ -44,7 +44,7 @@ fn retry_after_secs(view: &AttemptView) -> u64 {
 
 #[derive(ApiResponse)]
 pub enum JoinResponse {
-    /// In the queue (or, if the user had joined already, their existing attempt).
+    /// In the queue, or the user's existing attempt (waiting, live or CONFIRMED).
     #[oai(status = 202)]
     Accepted(
         Json<AttemptOut>,
@@ -71,10 +71,11 @@ impl AttemptResponse {
 impl AttemptsApi {
     /// Join a sale
     ///
-    /// Puts the caller in the sale's queue and answers their attempt with its position. Joining
-    /// again while waiting (or admitted) answers the same attempt. Joins before `opens_at` wait
-    /// for the opening; a closed sale answers 409. A sale may ask for proof of work (428
-    /// without it).
+    /// Puts the caller in the sale's queue and answers their attempt with its position. One
+    /// attempt per user per sale: joining again while waiting, admitted, holding, paying or
+    /// after buying (CONFIRMED) answers that same attempt; only after an attempt EXPIRED does a
+    /// join make a new one, at the back of the line. Joins before `opens_at` wait for the
+    /// opening; a closed sale answers 409. A sale may ask for proof of work (428 without it).
     #[oai(
         path = "/v1/sales/:sale_id/attempts",
         method = "post",
@@ -185,7 +186,13 @@ impl AttemptsApi {
     ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
         let key = key.0.as_deref().map(IdempotencyKey::parse).transpose()?;
-        let take = service::hold::parse_take(body.quantity, body.seat_ids.clone())?;
+        let seat_ids = body.seat_ids.clone().map(|seats| {
+            seats
+                .into_iter()
+                .map(super::text::Text::into_inner)
+                .collect()
+        });
+        let take = service::hold::parse_take(body.quantity, seat_ids)?;
         let app = &self.app;
         let user: &UserId = &auth.0;
         let request = ("holdStock", id.to_string(), &body.0);
@@ -256,19 +263,25 @@ fn status_stream(
         Send(AttemptView),
         After(Duration),
     }
+    let drain = app.drain.subscribe();
     stream::unfold(Some(Next::Send(first)), move |next| {
-        let (app, user) = (app.clone(), user.clone());
+        let (app, user, mut drain) = (app.clone(), user.clone(), drain.clone());
         async move {
             let view = match next? {
                 Next::Send(view) => view,
                 Next::After(wait) => {
-                    tokio::time::sleep(wait).await;
+                    // A drain cuts the wait short: the stream's last event is the status now.
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = service::drain::started(&mut drain) => {}
+                    }
                     // An error (a store down) ends the stream; the client reconnects or polls.
                     service::status::status(&app, id, &user).await.ok()?
                 }
             };
             // Sent at once; the wait comes before the next one (never in front of this one).
-            let after = (!view.state.is_terminal())
+            // Once the process drains, this one is the last.
+            let after = (!view.state.is_terminal() && !*drain.borrow())
                 .then(|| Next::After(Duration::from_millis(view.poll_after_ms.min(5_000))));
             Some((out(&app, view), after))
         }

@@ -2,7 +2,9 @@
 //! parse and delegate to [`crate::service`]. Every error has one shape, problem+json.
 
 mod attempts;
+mod cors;
 mod event_stream;
+mod exposure;
 mod offer;
 mod ops;
 mod page;
@@ -10,6 +12,8 @@ pub mod problem;
 mod sales;
 mod sandbox;
 mod security;
+pub mod spec;
+pub mod text;
 pub mod types;
 mod webhooks;
 
@@ -24,7 +28,7 @@ use poem_openapi::{OpenApiService, OperationId, Tags};
 
 use crate::domain::{AttemptId, SaleId};
 use crate::service::limits::Limited;
-use crate::service::{App, ServiceError};
+use crate::service::{App, IdempotencyKey, ServiceError};
 use problem::{problem_response, ApiError};
 
 #[derive(Tags)]
@@ -76,39 +80,72 @@ pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
         "Waiting room and first-come-first-served reservations for flash sales and ticket \
          openings. Errors are application/problem+json (RFC 9457) with a stable `type`.",
     )
+    .license(
+        poem_openapi::LicenseObject::new("Apache-2.0")
+            .url("https://www.apache.org/licenses/LICENSE-2.0"),
+    )
+    .server(
+        poem_openapi::ServerObject::new("/").description("the sluice that serves this document"),
+    )
+}
+
+/// The spec as served and committed: each operation's errors cut to those it can answer.
+pub fn document(app: &App) -> String {
+    spec::cut_errors(&openapi(app).spec())
 }
 
 /// The whole HTTP surface: the API, its spec and docs, metrics.
 pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
     let api = openapi(&app);
-    let spec = api.spec_endpoint();
-    let docs = api.swagger_ui();
+    let raw = api.spec();
+    let document = spec::cut_errors(&raw);
+    let docs_html = api.swagger_ui_html().replace(&raw, &document);
+    let allowed = Arc::new(spec::methods_by_path(&document));
+    let spec = poem::endpoint::make_sync(move |_| {
+        Response::builder()
+            .content_type("application/json")
+            .body(document.clone())
+    });
+    let docs = Route::new().at(
+        "/",
+        poem::endpoint::make_sync(move |_| poem::web::Html(docs_html.clone())),
+    );
     let metrics = app.metrics.clone();
     let body_limit = app.config.http.body_limit_bytes;
-    Route::new()
+    let app_http = app.config.http.clone();
+    let page_config = Arc::new(app.config.page.clone());
+    let (docs_exposure, metrics_exposure) = (app_http.docs, app_http.metrics);
+    let routes = Route::new()
         .nest("/", api)
         .at("/waiting-room/:file", get(page::asset))
-        .at("/openapi.json", spec)
-        .nest("/docs", docs)
+        .at("/openapi.json", exposure::guard(spec, docs_exposure))
+        .nest("/docs", exposure::guard(docs, docs_exposure))
         .at(
             "/metrics",
-            get(poem::endpoint::make_sync(move |_| {
-                Response::builder()
-                    .content_type("text/plain; version=0.0.4")
-                    .body(metrics.render())
-            })),
+            exposure::guard(
+                get(poem::endpoint::make_sync(move |_| {
+                    Response::builder()
+                        .content_type("text/plain; version=0.0.4")
+                        .body(metrics.render())
+                })),
+                metrics_exposure,
+            ),
         )
         .data(app.clone())
         .around(move |ep, req| limit_body(ep, req, body_limit))
+        .around(refuse_unreadable_idempotency_key)
         .around(move |ep, req| limit_by_ip(ep, req, app.clone()))
         .around(measure)
         // The API is nested at "/", which takes the bare "/" too: the page is answered first.
-        .around(page::at_root)
+        .around(move |ep, req| page::at_root(ep, req, page_config.clone()))
         .catch_all_error(|err: poem::Error| async move { as_problem(err) })
-        .boxed()
+        .around(move |ep, req| allow_on_405(ep, req, allowed.clone()));
+    cors::with_cors(routes, &app_http)
 }
 
-/// Any error as problem+json: errors already in that shape pass through.
+/// Any error as problem+json: errors already in that shape pass through. A body field that
+/// breaks a bound the spec states (poem-openapi's validators refuse it while parsing) is a
+/// value out of range, 422 with the field named, as the domain's own checks answer.
 fn as_problem(err: poem::Error) -> Response {
     let status = err.status();
     let detail = err.to_string();
@@ -117,10 +154,21 @@ fn as_problem(err: poem::Error) -> Response {
         .content_type()
         .is_some_and(|ct| ct.starts_with("application/problem+json"));
     if is_problem {
-        resp
-    } else {
-        problem_response(status, detail)
+        return resp;
     }
+    match failed_bound(&detail) {
+        Some(field) if status == StatusCode::BAD_REQUEST => {
+            let error: ApiError = ServiceError::validation(field.to_owned(), detail.clone()).into();
+            error.into_response()
+        }
+        _ => problem_response(status, detail),
+    }
+}
+
+/// The field a poem-openapi validator refused: "... field `quantity` verification failed ...".
+fn failed_bound(detail: &str) -> Option<&str> {
+    let (before, _) = detail.split_once("` verification failed")?;
+    before.rsplit_once("field `").map(|(_, field)| field)
 }
 
 /// Refuses bodies over the limit with 413, whether or not they declare their length.
@@ -156,6 +204,54 @@ async fn limit_body<E: Endpoint>(
                 .await
                 .map_err(|_| too_large())?;
             req.set_body(bytes);
+        }
+    }
+    ep.call(req).await.map(IntoResponse::into_response)
+}
+
+/// A 405 says which methods the path answers (`Allow`, RFC 9110).
+async fn allow_on_405<E: Endpoint>(
+    ep: Arc<E>,
+    req: Request,
+    allowed: Arc<spec::MethodsByPath>,
+) -> poem::Result<Response> {
+    let path = req.uri().path().to_owned();
+    let mut resp = ep.call(req).await.map(IntoResponse::into_response)?;
+    if resp.status() == StatusCode::METHOD_NOT_ALLOWED {
+        if let Some(methods) = spec::allowed_methods(&allowed, &path) {
+            if let Ok(value) = poem::http::HeaderValue::from_str(&methods) {
+                resp.headers_mut().insert(poem::http::header::ALLOW, value);
+            }
+        }
+    }
+    Ok(resp)
+}
+
+/// The operations that take an `Idempotency-Key`: createSale, holdStock, checkout.
+fn takes_idempotency_key(req: &Request) -> bool {
+    let path = req.uri().path();
+    *req.method() == Method::POST
+        && (path == "/v1/sales"
+            || path == "/v1/sales/"
+            || (path.starts_with("/v1/attempts/")
+                && (path.ends_with("/hold") || path.ends_with("/checkout"))))
+}
+
+/// An `Idempotency-Key` that is not printable ASCII (`clé`) is refused with 422, as one with a
+/// space is: poem reads a header that is not visible ASCII as absent, which would run the
+/// request without its key.
+async fn refuse_unreadable_idempotency_key<E: Endpoint>(
+    ep: Arc<E>,
+    req: Request,
+) -> poem::Result<Response> {
+    if let Some(key) = req
+        .headers()
+        .get("idempotency-key")
+        .filter(|_| takes_idempotency_key(&req))
+    {
+        if let Err(e) = IdempotencyKey::parse(&String::from_utf8_lossy(key.as_bytes())) {
+            let error: ApiError = e.into();
+            return Ok(error.into_response());
         }
     }
     ep.call(req).await.map(IntoResponse::into_response)

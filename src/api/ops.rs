@@ -36,9 +36,13 @@ impl OpsApi {
 
     /// Readiness
     ///
-    /// Redis and PostgreSQL both answer.
+    /// Redis and PostgreSQL both answer, and the process is not shutting down (once SIGTERM
+    /// arrives it answers 503 while it drains).
     #[oai(path = "/health/ready", method = "get", operation_id = "readiness")]
     async fn ready(&self) -> Health {
+        if self.app.drain.is_draining() {
+            return Health::Unavailable(PlainText("unavailable: shutting down".into()), 1);
+        }
         let (queue, ledger) = tokio::join!(
             tokio::time::timeout(READY_TIMEOUT, self.app.queue.ping()),
             tokio::time::timeout(READY_TIMEOUT, self.app.ledger.ping()),

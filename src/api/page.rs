@@ -2,44 +2,150 @@
 //! build step, nothing to deploy beside sluice). The customer's site links to
 //! `/?sale=<id>#token=<user JWT>`; the token stays in the fragment, so it never reaches a
 //! server log. The page drives the public API like any other client.
+//!
+//! The page is in the visitor's language: `GET /` reads `Accept-Language` and marks the page
+//! `lang="ko"` or `lang="en"` (the script translates from it, and its switch overrides it). The
+//! shop's name, logo and colours come from configuration (`[page]`): `brand.json` and
+//! `brand.css`, empty when unset.
 
 use std::sync::Arc;
 
 use poem::http::{header, Method, StatusCode};
-use poem::web::Path;
+use poem::web::{Data, Path};
 use poem::{handler, Endpoint, IntoResponse, Request, Response};
+
+use crate::config::PageConfig;
+use crate::service::App;
 
 const INDEX: &str = include_str!("page/index.html");
 const SCRIPT: &str = include_str!("page/waiting-room.js");
+const WORKER: &str = include_str!("page/proof-of-work.js");
 const STYLE: &str = include_str!("page/waiting-room.css");
+const FAVICON: &str = include_str!("page/favicon.svg");
 
-/// Only the page's own files, no inline code, no framing by other sites.
-const POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
-    img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// The languages the page speaks, the first the default.
+const LANGUAGES: [&str; 2] = ["en", "ko"];
 
-fn file(body: &'static str, content_type: &str) -> Response {
+/// Only the page's own files (and the configured logo), no inline code, no framing by others.
+fn policy(page: &PageConfig) -> String {
+    let logo = logo_origin(&page.logo_url).unwrap_or_default();
+    format!(
+        "default-src 'self'; script-src 'self'; worker-src 'self'; style-src 'self'; \
+         img-src 'self' data: {logo}; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'"
+    )
+}
+
+/// The origin of an absolute logo URL (`https://cdn.shop.example`), for the page's policy.
+fn logo_origin(url: &str) -> Option<&str> {
+    let rest = url.strip_prefix("https://")?;
+    let end = rest.find('/').unwrap_or(rest.len());
+    Some(&url[.."https://".len() + end])
+}
+
+fn file(body: impl Into<poem::Body>, content_type: &str, page: &PageConfig) -> Response {
     Response::builder()
         .content_type(content_type)
-        .header(header::CONTENT_SECURITY_POLICY, POLICY)
+        .header(header::CONTENT_SECURITY_POLICY, policy(page))
         .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
         .header(header::REFERRER_POLICY, "no-referrer")
         .header(header::CACHE_CONTROL, "no-cache")
+        .header(header::VARY, "Accept-Language")
         .body(body)
 }
 
+/// The visitor's language among [`LANGUAGES`], from `Accept-Language` (highest `q` first; the
+/// default when none is spoken).
+fn language(accept: Option<&str>) -> &'static str {
+    let mut best = (LANGUAGES[0], 0.0_f32);
+    for item in accept.unwrap_or("").split(',') {
+        let mut parts = item.trim().split(';');
+        let tag = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let q = parts
+            .find_map(|p| p.trim().strip_prefix("q="))
+            .and_then(|q| q.parse::<f32>().ok())
+            .unwrap_or(1.0);
+        let primary = tag.split('-').next().unwrap_or("");
+        if let Some(lang) = LANGUAGES.iter().find(|l| **l == primary) {
+            if q > best.1 {
+                best = (lang, q);
+            }
+        }
+    }
+    best.0
+}
+
 /// `GET /` is the page; everything else goes on to the routes.
-pub async fn at_root<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+pub async fn at_root<E: Endpoint>(
+    ep: Arc<E>,
+    req: Request,
+    page: Arc<PageConfig>,
+) -> poem::Result<Response> {
     if req.uri().path() == "/" && req.method() == Method::GET {
-        return Ok(file(INDEX, "text/html; charset=utf-8"));
+        let accept = req
+            .headers()
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok());
+        let lang = language(accept);
+        let html = INDEX.replacen("<html lang=\"en\">", &format!("<html lang=\"{lang}\">"), 1);
+        return Ok(file(html, "text/html; charset=utf-8", &page));
     }
     ep.call(req).await.map(IntoResponse::into_response)
 }
 
 #[handler]
-pub fn asset(Path(name): Path<String>) -> Response {
+pub fn asset(Path(name): Path<String>, app: Data<&App>) -> Response {
+    let page = &app.config.page;
     match name.as_str() {
-        "waiting-room.js" => file(SCRIPT, "text/javascript; charset=utf-8"),
-        "waiting-room.css" => file(STYLE, "text/css; charset=utf-8"),
+        "waiting-room.js" => file(SCRIPT, "text/javascript; charset=utf-8", page),
+        "proof-of-work.js" => file(WORKER, "text/javascript; charset=utf-8", page),
+        "waiting-room.css" => file(STYLE, "text/css; charset=utf-8", page),
+        "favicon.svg" => file(FAVICON, "image/svg+xml", page),
+        "brand.css" => file(brand_css(page), "text/css; charset=utf-8", page),
+        "brand.json" => file(
+            serde_json::json!({ "name": page.shop_name, "logo_url": page.logo_url }).to_string(),
+            "application/json",
+            page,
+        ),
         _ => super::problem::problem_response(StatusCode::NOT_FOUND, "no such file".into()),
+    }
+}
+
+/// The shop's colours over the page's own (validated as `#rgb` / `#rrggbb` at start-up).
+fn brand_css(page: &PageConfig) -> String {
+    let mut css = String::from("/* The shop's colours (configuration [page]). */\n");
+    if !page.accent_colour.is_empty() {
+        css.push_str(&format!(":root {{ --accent: {}; }}\n", page.accent_colour));
+    }
+    if !page.background_colour.is_empty() {
+        css.push_str(&format!(
+            ":root {{ --paper: {}; }}\n",
+            page.background_colour
+        ));
+    }
+    css
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_visitors_language_is_the_best_one_spoken() {
+        assert_eq!(language(Some("ko-KR,ko;q=0.9,en-US;q=0.8,en;q=0.7")), "ko");
+        assert_eq!(language(Some("en-GB,en;q=0.9,ko;q=0.8")), "en");
+        assert_eq!(language(Some("fr-FR,fr;q=0.9,ko;q=0.5")), "ko");
+        assert_eq!(language(Some("de,fr")), "en");
+        assert_eq!(language(None), "en");
+        assert_eq!(language(Some("KO")), "ko");
+    }
+
+    #[test]
+    fn a_logo_elsewhere_is_allowed_by_the_policy_and_nothing_else() {
+        let mut page = PageConfig::default();
+        assert!(policy(&page).contains("img-src 'self' data: ;"));
+        page.logo_url = "https://cdn.shop.example/logo.png".into();
+        assert!(policy(&page).contains("img-src 'self' data: https://cdn.shop.example;"));
+        page.logo_url = "/static/logo.png".into();
+        assert!(policy(&page).contains("img-src 'self' data: ;"));
     }
 }

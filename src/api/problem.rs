@@ -110,7 +110,7 @@ impl From<ServiceError> for ApiError {
                 "validation",
                 "Invalid value",
                 detail,
-                Some(field),
+                Some(&field),
             )),
             ServiceError::IdempotencyKeyReused => ApiError::Unprocessable(problem(
                 422,

@@ -6,6 +6,7 @@ use poem_openapi::{ApiResponse, OpenApi};
 
 use super::problem::ApiError;
 use super::security::AdminAuth;
+use super::text::Text;
 use super::types::{
     adaptive_bounds, AdmissionOut, AdmissionSettings, CreateSale, OpeningName, ProofOfWorkSettings,
     SaleOut, SaleStatsOut,
@@ -62,11 +63,13 @@ impl SalesApi {
         let request = body.0.clone();
         let b = body.0;
         let new = NewSale {
-            name: b.name,
+            name: b.name.into_inner(),
             opens_at: b.opens_at,
             closes_at: b.closes_at,
             quantity: b.quantity,
-            seats: b.seats,
+            seats: b
+                .seats
+                .map(|seats| seats.into_iter().map(Text::into_inner).collect()),
             per_user_limit: b.per_user_limit,
             ttls: Ttls {
                 admission_secs: b.admission_ttl_secs,
@@ -82,7 +85,9 @@ impl SalesApi {
             ),
             lottery: match b.opening {
                 OpeningName::Fifo => None,
-                OpeningName::LotteryAtOpen => Some(b.lottery_seed.clone().unwrap_or_default()),
+                OpeningName::LotteryAtOpen => {
+                    Some(b.lottery_seed.clone().unwrap_or_default().into_inner())
+                }
             },
         };
         let app = &self.app;

@@ -4,10 +4,12 @@
 use chrono::{DateTime, Utc};
 use poem_openapi::{Enum, Object};
 
+use super::text::Text;
 use crate::domain::valve::Change;
 use crate::domain::{AdmissionMode, AttemptState, ExpiryReason, Opening, SaleStatus, Stock};
 use crate::ledger::SaleRecord;
 use crate::service::offer::Offer;
+use crate::service::payment::WebhookResult;
 use crate::service::sales::{AdmissionState, SaleStats};
 use crate::service::AttemptView;
 
@@ -39,55 +41,100 @@ fn default_max_active() -> u32 {
 #[derive(Debug, Clone, Object, serde::Serialize)]
 #[oai(example)]
 pub struct CreateSale {
-    /// Shown to users (1 to 200 characters).
-    pub name: String,
+    /// Shown to users (1 to 200 characters, no control or bidirectional-override characters).
+    #[oai(validator(min_length = 1, max_length = 200))]
+    pub name: Text,
     /// When admission starts; joins before it wait in the queue. Default: now.
+    #[oai(skip_serializing_if_is_none)]
     pub opens_at: Option<DateTime<Utc>>,
     /// After it, joins are refused; those already waiting are still admitted in turn, and once
     /// nobody waits the sale closes by itself (closing it earlier stops admission).
+    #[oai(skip_serializing_if_is_none)]
     pub closes_at: Option<DateTime<Utc>>,
     /// Units of identical stock (1 to 1,000,000).
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(minimum(value = "1"), maximum(value = "1000000"))
+    )]
     pub quantity: Option<u32>,
     /// Named seats, each sold at most once: 1 to 100,000 unique ids, each 1 to 64 of
     /// `A-Z a-z 0-9 - _ :`.
-    pub seats: Option<Vec<String>>,
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(
+            min_items = 1,
+            max_items = 100000,
+            unique_items,
+            pattern = r"^[A-Za-z0-9_:-]{1,64}$"
+        )
+    )]
+    pub seats: Option<Vec<Text>>,
     /// Most units one user may hold or buy (1 to 1,000).
-    #[oai(default = "default_per_user_limit")]
+    #[oai(
+        default = "default_per_user_limit",
+        validator(minimum(value = "1"), maximum(value = "1000"))
+    )]
     pub per_user_limit: u32,
     /// How long an admitted user has to hold, in seconds (1 to 86,400).
-    #[oai(default = "default_admission_ttl")]
+    #[oai(
+        default = "default_admission_ttl",
+        validator(minimum(value = "1"), maximum(value = "86400"))
+    )]
     pub admission_ttl_secs: u32,
     /// How long a hold lasts before checkout, in seconds (1 to 86,400).
-    #[oai(default = "default_hold_ttl")]
+    #[oai(
+        default = "default_hold_ttl",
+        validator(minimum(value = "1"), maximum(value = "86400"))
+    )]
     pub hold_ttl_secs: u32,
     /// How long a payment may take, in seconds (1 to 86,400).
-    #[oai(default = "default_payment_ttl")]
+    #[oai(
+        default = "default_payment_ttl",
+        validator(minimum(value = "1"), maximum(value = "86400"))
+    )]
     pub payment_ttl_secs: u32,
     /// Users admitted per minute (1 to 1,000,000).
-    #[oai(default = "default_rate")]
+    #[oai(
+        default = "default_rate",
+        validator(minimum(value = "1"), maximum(value = "1000000"))
+    )]
     pub rate_per_minute: u32,
     /// Cap on admitted + holding + paying users (1 to 1,000,000).
-    #[oai(default = "default_max_active")]
+    #[oai(
+        default = "default_max_active",
+        validator(minimum(value = "1"), maximum(value = "1000000"))
+    )]
     pub max_active: u32,
-    /// Who sets the admission rate. Default: `manual`.
+    // Who sets the admission rate (the enum's description is the field's, a plain $ref).
     #[oai(default)]
     pub admission_mode: AdmissionModeName,
     /// Adaptive mode: the lowest rate the controller goes to (users per minute, 1 to
     /// 1,000,000).
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(minimum(value = "1"), maximum(value = "1000000"))
+    )]
     pub min_rate_per_minute: Option<u32>,
     /// Adaptive mode: the highest rate the controller climbs to (users per minute, 1 to
     /// 1,000,000, not below the lowest).
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(minimum(value = "1"), maximum(value = "1000000"))
+    )]
     pub max_rate_per_minute: Option<u32>,
-    /// How the queue opens. Default: `fifo`.
     #[oai(default)]
     pub opening: OpeningName,
     /// A lottery's seed (up to 128 printable characters), published with the sale so anyone
     /// can re-derive the order (default: drawn now). Publish it before the opening, e.g. a
     /// value announced in advance.
-    pub lottery_seed: Option<String>,
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(max_length = 128, pattern = r"^[!-~]*$")
+    )]
+    pub lottery_seed: Option<Text>,
 }
 
-/// How a sale's queue opens.
+/// How a sale's queue opens. Default: `fifo`.
 #[derive(Debug, Clone, Copy, Enum, PartialEq, Eq, Default, serde::Serialize)]
 #[oai(rename_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
@@ -100,7 +147,7 @@ pub enum OpeningName {
     LotteryAtOpen,
 }
 
-/// Who sets a sale's admission rate.
+/// Who sets a sale's admission rate. Default: `manual`.
 #[derive(Debug, Clone, Copy, Enum, PartialEq, Eq, Default, serde::Serialize)]
 #[oai(rename_all = "snake_case")]
 #[serde(rename_all = "snake_case")]
@@ -300,16 +347,26 @@ impl From<SaleRecord> for SaleOut {
 pub struct AdmissionSettings {
     /// Users admitted per minute (1 to 1,000,000); in adaptive mode, where the controller
     /// starts.
+    #[oai(validator(minimum(value = "1"), maximum(value = "1000000")))]
     pub rate_per_minute: u32,
     /// Cap on admitted + holding + paying users (1 to 1,000,000).
+    #[oai(validator(minimum(value = "1"), maximum(value = "1000000")))]
     pub max_active: u32,
-    /// Who sets the rate from now on. Default: `manual`.
+    // Who sets the rate from now on.
     #[oai(default)]
     pub mode: AdmissionModeName,
     /// Adaptive mode (required there): the lowest rate, users per minute (1 to 1,000,000).
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(minimum(value = "1"), maximum(value = "1000000"))
+    )]
     pub min_rate_per_minute: Option<u32>,
     /// Adaptive mode (required there): the highest rate, users per minute (1 to 1,000,000,
     /// not below the lowest).
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(minimum(value = "1"), maximum(value = "1000000"))
+    )]
     pub max_rate_per_minute: Option<u32>,
 }
 
@@ -340,17 +397,15 @@ pub struct AdmissionOut {
     /// The rate in force now, users per minute: the controller's in adaptive mode, else
     /// `rate_per_minute`.
     pub current_rate_per_minute: f64,
-    /// The controller as the sale's admitter last published it; absent in manual mode, and
-    /// before the first controller tick.
     #[oai(skip_serializing_if_is_none)]
     pub controller: Option<ControllerOut>,
-    /// The replica admitting for this sale now (it holds the sale's admission lease); absent
-    /// while none does, e.g. before the opening or for up to a lease's life after it stopped.
     #[oai(skip_serializing_if_is_none)]
     pub admitter: Option<AdmitterOut>,
 }
 
-/// Which sluice process admits for a sale: one at a time, across all replicas.
+/// Which sluice process admits for a sale now (it holds the sale's admission lease): one at a
+/// time, across all replicas. Absent while none does, e.g. before the opening or for up to a
+/// lease's life after its admitter stopped without draining.
 #[derive(Debug, Clone, Object)]
 pub struct AdmitterOut {
     /// The process's instance id (each sluice logs its own when it starts serving).
@@ -396,6 +451,7 @@ impl poem_openapi::types::Example for AdmissionOut {
     }
 }
 
+/// What the controller's last tick did to the rate.
 #[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
 #[oai(rename_all = "snake_case")]
 pub enum RateChange {
@@ -409,10 +465,10 @@ pub enum RateChange {
     Stale,
 }
 
-/// The adaptive controller of a sale.
+/// The adaptive controller of a sale, as the sale's admitter last published it. Absent in
+/// manual mode, and before the first controller tick.
 #[derive(Debug, Clone, Object)]
 pub struct ControllerOut {
-    /// What the last tick did.
     pub last_change: RateChange,
     /// The signal behind a decrease or a stale hold.
     #[oai(skip_serializing_if_is_none)]
@@ -493,18 +549,41 @@ pub struct ExpiredCounts {
     pub payment_timeout: u64,
 }
 
-/// A sale's counters.
+/// A sale's counters: attempts (people) by state, and `units` (stock) by state. One attempt
+/// may hold several units, so the two do not add up to each other.
 #[derive(Debug, Clone, Object)]
 #[oai(example)]
 pub struct SaleStatsOut {
+    /// Attempts waiting in the queue.
     pub waiting: u64,
+    /// Attempts admitted and not yet holding.
     pub admitted: u64,
+    /// Attempts holding stock.
     pub holding: u64,
+    /// Attempts whose payment is pending.
     pub paying: u64,
+    /// Attempts that bought.
     pub confirmed: u64,
     pub expired: ExpiredCounts,
+    /// Units free to hold (as `units.free`).
     pub remaining: u32,
+    /// Units the sale has (as `units.total`).
     pub total: u32,
+    pub units: UnitCounts,
+}
+
+/// A sale's units by state: `free + held + paying + sold = total`.
+#[derive(Debug, Clone, Object)]
+pub struct UnitCounts {
+    /// Free to hold.
+    pub free: u64,
+    /// Held by attempts in HOLD.
+    pub held: u64,
+    /// Held by attempts whose payment is pending.
+    pub paying: u64,
+    /// Sold (their attempts are CONFIRMED).
+    pub sold: u64,
+    pub total: u64,
 }
 
 impl poem_openapi::types::Example for SaleStatsOut {
@@ -526,6 +605,13 @@ impl poem_openapi::types::Example for SaleStatsOut {
             },
             remaining: 300,
             total: 3000,
+            units: UnitCounts {
+                free: 300,
+                held: 150,
+                paying: 61,
+                sold: 2489,
+                total: 3000,
+            },
         }
     }
 }
@@ -557,6 +643,13 @@ impl From<SaleStats> for SaleStatsOut {
             },
             remaining: s.remaining,
             total: s.total,
+            units: UnitCounts {
+                free: u64::from(s.remaining),
+                held: s.units_held,
+                paying: s.units_paying,
+                sold: s.units_sold,
+                total: u64::from(s.total),
+            },
         }
     }
 }
@@ -572,6 +665,7 @@ pub enum AttemptStateName {
     Expired,
 }
 
+/// Why an attempt expired (present on EXPIRED attempts only).
 #[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
 #[oai(rename_all = "snake_case")]
 pub enum ExpiryReasonName {
@@ -617,7 +711,8 @@ impl From<ExpiryReason> for ExpiryReasonName {
 #[derive(Debug, Clone, Object)]
 pub struct HoldOut {
     pub quantity: u32,
-    #[oai(skip_serializing_if_is_empty)]
+    /// The seats held (empty for units of identical stock). Always present: the schema
+    /// requires it, so a generated client reads it.
     pub seat_ids: Vec<String>,
     /// Check out before this, or the units go back (while HOLD).
     #[oai(skip_serializing_if_is_none)]
@@ -644,7 +739,6 @@ pub struct AttemptOut {
     pub attempt_id: String,
     pub sale_id: String,
     pub state: AttemptStateName,
-    /// Why the attempt expired.
     #[oai(skip_serializing_if_is_none)]
     pub reason: Option<ExpiryReasonName>,
     /// 1-based place in the queue (QUEUED only).
@@ -732,9 +826,25 @@ impl From<AttemptView> for AttemptOut {
 #[oai(example)]
 pub struct HoldRequest {
     /// The `admission_token` of the attempt's status.
-    pub admission_token: String,
+    #[oai(validator(min_length = 1, max_length = 4096))]
+    pub admission_token: Text,
+    /// Units to hold (1 to the sale's per-user limit, at most 1,000).
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(minimum(value = "1"), maximum(value = "1000"))
+    )]
     pub quantity: Option<u32>,
-    pub seat_ids: Option<Vec<String>>,
+    /// Seats to hold: 1 to 100 unique seat ids.
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(
+            min_items = 1,
+            max_items = 100,
+            unique_items,
+            pattern = r"^[A-Za-z0-9_:-]{1,64}$"
+        )
+    )]
+    pub seat_ids: Option<Vec<Text>>,
 }
 
 impl poem_openapi::types::Example for HoldRequest {
@@ -751,16 +861,40 @@ impl poem_openapi::types::Example for HoldRequest {
 #[derive(Debug, Clone, Object)]
 #[oai(example)]
 pub struct WebhookAckOut {
-    /// `applied` the first time a provider event id is seen, `duplicate` after.
-    pub result: String,
+    pub result: WebhookResultName,
     pub attempt_state: AttemptStateName,
 }
 
 impl poem_openapi::types::Example for WebhookAckOut {
     fn example() -> Self {
         WebhookAckOut {
-            result: "applied".into(),
+            result: WebhookResultName::Applied,
             attempt_state: AttemptStateName::Confirmed,
+        }
+    }
+}
+
+/// What a webhook did: `applied` (the attempt moved: CONFIRMED, or EXPIRED with its stock
+/// back), `duplicate` (this event id was seen before; nothing changed), `ignored` (a new event
+/// that changes nothing, such as a failure after a success) or `refund_required` (money arrived
+/// for an attempt that had expired; the attempt stays EXPIRED and a
+/// `sluice.payment.refund_required` event is emitted).
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
+#[oai(rename_all = "snake_case")]
+pub enum WebhookResultName {
+    Applied,
+    Duplicate,
+    Ignored,
+    RefundRequired,
+}
+
+impl From<WebhookResult> for WebhookResultName {
+    fn from(result: WebhookResult) -> Self {
+        match result {
+            WebhookResult::Applied => WebhookResultName::Applied,
+            WebhookResult::Duplicate => WebhookResultName::Duplicate,
+            WebhookResult::Ignored => WebhookResultName::Ignored,
+            WebhookResult::RefundRequired => WebhookResultName::RefundRequired,
         }
     }
 }
@@ -824,12 +958,11 @@ pub struct OfferOut {
     /// Seats still free (seated sales only).
     #[oai(skip_serializing_if_is_none)]
     pub free_seats: Option<Vec<String>>,
-    /// The work a join must show, when the sale asks for it.
     #[oai(skip_serializing_if_is_none)]
     pub proof_of_work: Option<ProofOfWorkOut>,
 }
 
-/// Proof of work on join: find a nonce making SHA-256 of `<salt>:<sale id>:<user id>:<nonce>`
+/// The work a join must show, when the sale asks for it (`getOffer` only): find a nonce making SHA-256 of `<salt>:<sale id>:<user id>:<nonce>`
 /// start with `difficulty_bits` zero bits; send it as `Sluice-Proof-Of-Work`.
 #[derive(Debug, Clone, Object)]
 pub struct ProofOfWorkOut {
@@ -842,6 +975,7 @@ pub struct ProofOfWorkOut {
 #[oai(example)]
 pub struct ProofOfWorkSettings {
     /// Zero bits a join's hash needs: 0 (off) to 32. Each step doubles a join's work.
+    #[oai(validator(maximum(value = "32")))]
     pub difficulty_bits: u32,
 }
 

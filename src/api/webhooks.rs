@@ -32,7 +32,7 @@ impl WebhookBody {
 
 #[derive(ApiResponse)]
 pub enum WebhookResponse {
-    /// Processed now, or seen before (`result` says which); do not re-send.
+    /// Received: `result` says what it did; do not re-send.
     #[oai(status = 200)]
     Ok(Json<WebhookAckOut>),
 }
@@ -66,12 +66,7 @@ impl WebhooksApi {
     ) -> Result<WebhookResponse, ApiError> {
         let ack = service::payment::receive(&self.app, &signature, body.bytes()).await?;
         Ok(WebhookResponse::Ok(Json(WebhookAckOut {
-            result: if ack.first_delivery {
-                "applied"
-            } else {
-                "duplicate"
-            }
-            .into(),
+            result: ack.result.into(),
             attempt_state: ack.state.into(),
         })))
     }

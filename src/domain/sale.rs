@@ -262,6 +262,13 @@ impl NewSale {
         if name.is_empty() || name.chars().count() > 200 {
             return Err(SaleError::new("name", "must be 1 to 200 characters"));
         }
+        if name.chars().any(is_unprintable) {
+            return Err(SaleError::new(
+                "name",
+                "must not hold control characters (NUL, newline, tab), bidirectional \
+                 overrides or a byte order mark",
+            ));
+        }
         let stock = match (self.quantity, self.seats) {
             (Some(_), Some(_)) | (None, None) => {
                 return Err(SaleError::new(
@@ -345,6 +352,14 @@ fn parse_seats(seats: Vec<String>) -> Result<Vec<String>, SaleError> {
     Ok(seats)
 }
 
+/// A character a name shown to people must not hold: control characters (NUL, newline, tab,
+/// C1), the bidirectional embeddings, overrides and isolates (they reorder the text around
+/// them on a page), line and paragraph separators, and the byte order mark.
+pub fn is_unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}' | '\u{FEFF}')
+}
+
 /// A seat id: 1..=64 of `[A-Za-z0-9_:-]` (no characters that need escaping in Redis or URLs).
 pub fn parse_seat_id(seat: &str) -> Result<&str, SaleError> {
     let ok = !seat.is_empty()
@@ -405,6 +420,11 @@ mod tests {
         let sale = new_sale().parse(Utc::now()).unwrap();
         assert_eq!(sale.stock, Stock::Quantity(100));
         assert_eq!(sale.status, SaleStatus::Open);
+        for name in ["서울 콘서트 — 2026", "Café \u{200F}שלום", "東京 ドーム"] {
+            let mut named = new_sale();
+            named.name = name.into();
+            assert_eq!(named.parse(Utc::now()).unwrap().name, name);
+        }
     }
 
     /// A change to a valid sale.
@@ -414,6 +434,12 @@ mod tests {
     fn each_bad_field_is_named() {
         let cases: Vec<(Tweak, &str)> = vec![
             (Box::new(|s| s.name = "  ".into()), "name"),
+            (Box::new(|s| s.name = "a\u{0}b".into()), "name"),
+            (Box::new(|s| s.name = "two\nlines".into()), "name"),
+            (Box::new(|s| s.name = "a\tb".into()), "name"),
+            (Box::new(|s| s.name = "price \u{202E}0001".into()), "name"),
+            (Box::new(|s| s.name = "\u{FEFF}Concert".into()), "name"),
+            (Box::new(|s| s.name = "a\u{2066}b".into()), "name"),
             (Box::new(|s| s.seats = Some(vec!["A1".into()])), "stock"),
             (Box::new(|s| s.quantity = Some(0)), "quantity"),
             (

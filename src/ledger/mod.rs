@@ -166,16 +166,23 @@ pub struct SavedResponse {
     pub body: serde_json::Value,
 }
 
-/// Counts of a sale's attempts in the ledger.
+/// Counts of a sale's attempts, and of its units, in the ledger.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LedgerStats {
+    /// Attempts by state.
     pub admitted: u64,
     pub holding: u64,
     pub paying: u64,
     pub confirmed: u64,
     pub expired: Vec<(ExpiryReason, u64)>,
+    /// Units free to hold.
     pub remaining: u32,
+    /// Units the sale has.
     pub total: u32,
+    /// Units held by attempts in HOLD, in PAYMENT_PENDING, and sold (CONFIRMED).
+    pub units_held: u64,
+    pub units_paying: u64,
+    pub units_sold: u64,
 }
 
 #[async_trait]
@@ -288,11 +295,13 @@ pub struct OutboxEvent {
 }
 
 impl LedgerStats {
-    /// Counts from `(state, reason, count)` rows of one sale's attempts.
+    /// Counts from `(state, reason, count)` rows of one sale's attempts and `(state, units)`
+    /// rows of the units its attempts hold (returned units not among them).
     pub(crate) fn tally(
         remaining: u32,
         total: u32,
         rows: Vec<(String, Option<String>, i64)>,
+        units: Vec<(String, i64)>,
     ) -> Self {
         let mut stats = LedgerStats {
             remaining,
@@ -315,8 +324,33 @@ impl LedgerStats {
                 Some(AttemptState::Queued { .. }) | None => {}
             }
         }
+        for (state, n) in units {
+            let n = n.max(0) as u64;
+            match AttemptState::from_parts(&state, None) {
+                Some(AttemptState::Hold { .. }) => stats.units_held += n,
+                Some(AttemptState::PaymentPending { .. }) => stats.units_paying += n,
+                Some(AttemptState::Confirmed { .. }) => stats.units_sold += n,
+                Some(
+                    AttemptState::Queued { .. }
+                    | AttemptState::Admitted { .. }
+                    | AttemptState::Expired { .. },
+                )
+                | None => {}
+            }
+        }
         stats
     }
+}
+
+/// `(user, attempt)` rows of a sale's CONFIRMED attempts as a snapshot's buyers (rows with a
+/// bad user are skipped).
+pub(crate) fn buyers_from(
+    sale: SaleId,
+    rows: Vec<(String, uuid::Uuid)>,
+) -> Vec<(UserId, AttemptId)> {
+    rows.into_iter()
+        .filter_map(|(user, local)| Some((UserId::parse(&user).ok()?, AttemptId { sale, local })))
+        .collect()
 }
 
 /// `(user, units)` rows as the per-user counts of a snapshot (rows with a bad user are skipped).

@@ -38,6 +38,35 @@ use crate::domain::{Admission, AttemptId, Sale, SaleId, SaleStatus, Stock, UserI
 pub use self::memory::MemoryQueue;
 pub use self::redis::RedisQueue;
 
+/// Records `sluice_queue_call_duration_seconds{call}` when dropped: every store times its
+/// calls under the same names (Redis: the round trip and the script; in-process: the work
+/// under the sale's lock), so the dashboard and the alerts read the same on every store.
+pub(crate) struct CallTimer {
+    call: &'static str,
+    started: std::time::Instant,
+}
+
+impl CallTimer {
+    pub(crate) fn start(call: &'static str) -> Self {
+        CallTimer {
+            call,
+            started: std::time::Instant::now(),
+        }
+    }
+}
+
+impl Drop for CallTimer {
+    fn drop(&mut self) {
+        metrics::histogram!("sluice_queue_call_duration_seconds", "call" => self.call)
+            .record(self.started.elapsed().as_secs_f64());
+    }
+}
+
+/// Records that one store call carried `n` joins or status lookups (`call`) of one sale.
+pub(crate) fn record_batch(call: &'static str, n: usize) {
+    metrics::histogram!("sluice_queue_batch_size", "call" => call).record(n as f64);
+}
+
 /// The queue store named by the configuration: in-process when `queue.url` is empty.
 pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Arc<dyn QueueStore>> {
     let queue = &config.queue;
@@ -203,6 +232,8 @@ pub struct SaleSnapshot {
     pub live: Vec<LiveAttempt>,
     /// Units each user holds or bought (the per-user limit).
     pub bought: Vec<(UserId, u32)>,
+    /// Each buyer's CONFIRMED attempt: joining again answers it (one attempt per user).
+    pub buyers: Vec<(UserId, AttemptId)>,
     /// The sale existed before this snapshot was taken: places in its queue were lost.
     pub reset: bool,
 }
@@ -214,6 +245,7 @@ impl SaleSnapshot {
             free: sale.stock.clone(),
             live: Vec::new(),
             bought: Vec::new(),
+            buyers: Vec::new(),
             reset: false,
         }
     }
@@ -275,6 +307,9 @@ pub trait QueueStore: Send + Sync + 'static {
 
     /// Takes or renews the sale's admission lease for `holder`.
     async fn lease(&self, sale: SaleId, holder: &str, ttl_ms: u64) -> QueueResult<Option<Lease>>;
+    /// Gives the sale's lease up if `holder` holds it (true then), so another replica admits
+    /// at its next tick: a draining process does so for each sale it admitted for.
+    async fn release_lease(&self, sale: SaleId, holder: &str) -> QueueResult<bool>;
     /// The sale's admission lease as it stands (whoever holds it), if anyone does.
     async fn lease_holder(&self, sale: SaleId) -> QueueResult<Option<Lease>>;
     /// Admits up to `wanted` from the head of the queue, within max_active.

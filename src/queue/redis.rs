@@ -6,7 +6,7 @@
 
 use std::future::Future;
 use std::sync::LazyLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::redis_batches::{Asked, Gathering};
 use super::redis_connection::RedisConnection;
@@ -43,6 +43,7 @@ queue_lua!(LOTTERY, "lottery.lua");
 queue_lua!(STATS, "stats.lua");
 queue_lua!(FORGET_WAITING, "forget_waiting.lua");
 lua!(LEASE, "lease.lua");
+lua!(RELEASE_LEASE, "release_lease.lua");
 lua!(HOLD, "hold.lua");
 lua!(RESTORE, "restore.lua");
 lua!(FINISH, "finish.lua");
@@ -171,10 +172,9 @@ impl RedisQueue {
         call: &'static str,
         reply: impl Future<Output = ::redis::RedisResult<T>>,
     ) -> QueueResult<T> {
-        let started = Instant::now();
+        let timer = super::CallTimer::start(call);
         let reply = tokio::time::timeout(self.timeout, reply).await;
-        metrics::histogram!("sluice_queue_call_duration_seconds", "call" => call)
-            .record(started.elapsed().as_secs_f64());
+        drop(timer);
         match reply {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(classify(e)),
@@ -189,7 +189,7 @@ impl RedisQueue {
     async fn joins(&self, sale: SaleId, asks: &[(UserId, i64)]) -> QueueResult<Vec<JoinOutcome>> {
         let k = self.keys(sale);
         let mut inv = JOIN.prepare_invoke();
-        for name in ["meta", "seq", "gone", "users", "active", "seen"] {
+        for name in ["meta", "seq", "gone", "users", "active", "seen", "bought"] {
             inv.key(k.key(name));
         }
         inv.arg(self.tracks_presence());
@@ -396,6 +396,10 @@ impl QueueStore for RedisQueue {
         for (user, units) in &snapshot.bought {
             inv.arg(user.as_str()).arg(*units);
         }
+        inv.arg(snapshot.buyers.len());
+        for (user, attempt) in &snapshot.buyers {
+            inv.arg(user.as_str()).arg(local(*attempt));
+        }
         let rebuilt: i64 = self.run("init_sale", &inv).await?;
         Ok(rebuilt == 1)
     }
@@ -479,6 +483,13 @@ impl QueueStore for RedisQueue {
             value: format!("{fence}:{holder}"),
             fence,
         }))
+    }
+
+    async fn release_lease(&self, sale: SaleId, holder: &str) -> QueueResult<bool> {
+        let mut inv = RELEASE_LEASE.prepare_invoke();
+        inv.key(self.keys(sale).key("lease")).arg(holder);
+        let released: i64 = self.run("release_lease", &inv).await?;
+        Ok(released == 1)
     }
 
     async fn lease_holder(&self, sale: SaleId) -> QueueResult<Option<Lease>> {

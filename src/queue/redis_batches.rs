@@ -164,8 +164,7 @@ impl<Q, R> Drainer<Asked<Q, R>> {
     {
         while let Some(batch) = self.next_batch() {
             // How much the batching saves: SREs see the questions per call (1 when idle).
-            metrics::histogram!("sluice_queue_batch_size", "call" => self.gathering.call)
-                .record(batch.len() as f64);
+            super::record_batch(self.gathering.call, batch.len());
             let (questions, replies): (Vec<Q>, Vec<_>) =
                 batch.into_iter().map(|a| (a.question, a.reply)).unzip();
             let asked = questions.len();

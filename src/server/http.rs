@@ -39,6 +39,9 @@ use poem::http::uri::Scheme;
 use poem::web::{LocalAddr, RemoteAddr};
 use poem::{Addr, Endpoint, Response};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::service::drain;
 
 /// How every HTTP/2 connection with prior knowledge begins (RFC 9113, section 3.4).
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -48,38 +51,72 @@ type ResponseBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
 type Answer =
     Pin<Box<dyn Future<Output = Result<hyper::Response<ResponseBody>, Infallible>> + Send>>;
 
-/// Accepts connections until the task is dropped; each is served on a task of its own (they
-/// outlive this one, as under poem's server). `idle_timeout`: see `http.idle_timeout_secs`.
+/// After a drain starts, how long an HTTP/1.1 connection is still served (each answer telling
+/// the client `Connection: close`) before it is closed once idle: a client that sent its next
+/// request on a kept-alive connection just as the drain began gets its answer, not a closed
+/// connection.
+const HTTP1_DRAIN_GRACE: Duration = Duration::from_secs(1);
+
+/// What a connection needs besides its socket: shared by all of them.
+#[derive(Clone)]
+struct Serving {
+    routes: Arc<BoxEndpoint<'static, Response>>,
+    /// The listener's address: every request's local address, as under poem's server.
+    local: SocketAddr,
+    /// See `http.idle_timeout_secs`.
+    idle_timeout: Option<Duration>,
+    drain: watch::Receiver<bool>,
+}
+
+/// Accepts connections, each served on a task of its own, until `drain` says the process
+/// drains; then stops accepting (the listener is closed) and returns once every connection has
+/// finished: HTTP/1.1 ones after the request in flight, HTTP/2 ones (told to go away) after
+/// their streams. The caller bounds the wait.
 pub async fn serve(
     listener: TcpListener,
     routes: BoxEndpoint<'static, Response>,
     idle_timeout: Option<Duration>,
+    mut drain: watch::Receiver<bool>,
 ) {
-    let routes = Arc::new(routes);
-    // The listener's address is every request's local address, as under poem's server.
     let local = match listener.local_addr() {
         Ok(local) => local,
         Err(e) => return tracing::error!(error = %e, "the listener has no address"),
     };
+    let serving = Serving {
+        routes: Arc::new(routes),
+        local,
+        idle_timeout,
+        drain: drain.clone(),
+    };
+    // Each connection holds a receiver: the sender is closed once all of them are gone.
+    let (open, _) = watch::channel(());
     loop {
-        match listener.accept().await {
-            Ok((stream, remote)) => {
-                tokio::spawn(connection(
-                    stream,
-                    local,
-                    remote,
-                    routes.clone(),
-                    idle_timeout,
-                ));
-            }
-            Err(e) => {
-                // Out of file descriptors, most likely: give the open connections a moment
-                // to close rather than spinning on the same error.
-                tracing::warn!(error = %e, "accepting a connection failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, remote)) => {
+                    let alive = open.subscribe();
+                    let serving = serving.clone();
+                    tokio::spawn(async move {
+                        connection(stream, remote, serving).await;
+                        drop(alive);
+                    });
+                }
+                Err(e) => {
+                    // Out of file descriptors, most likely: give the open connections a
+                    // moment to close rather than spinning on the same error.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = drain::started(&mut drain) => break,
         }
     }
+    drop(listener);
+    tracing::info!(
+        connections = open.receiver_count(),
+        "draining: no new connections, finishing the open ones"
+    );
+    open.closed().await;
 }
 
 /// What a connection speaks.
@@ -120,13 +157,13 @@ async fn sniff(stream: &TcpStream) -> Option<Protocol> {
     Some(Protocol::Http1)
 }
 
-async fn connection(
-    stream: TcpStream,
-    local: SocketAddr,
-    remote: SocketAddr,
-    routes: Arc<BoxEndpoint<'static, Response>>,
-    idle_timeout: Option<Duration>,
-) {
+async fn connection(stream: TcpStream, remote: SocketAddr, serving: Serving) {
+    let Serving {
+        routes,
+        local,
+        idle_timeout,
+        drain,
+    } = serving;
     let _ = stream.set_nodelay(true);
     let sniffed = match idle_timeout {
         Some(limit) => tokio::time::timeout(limit, sniff(&stream))
@@ -138,27 +175,66 @@ async fn connection(
     let Some(protocol) = sniffed else {
         return;
     };
-    let service =
-        hyper::service::service_fn(move |request| answer(&routes, request, local, remote));
+    // Over HTTP/1.1 a draining process answers `Connection: close` (HTTP/2 has no such header:
+    // it is told to go away instead).
+    let closing = (protocol == Protocol::Http1).then(|| drain.clone());
+    let service = hyper::service::service_fn(move |request| {
+        answer(&routes, request, local, remote, closing.clone())
+    });
     let io = TokioIo::new(stream);
     let served = match protocol {
         // hyper's header-read timeout runs from when it starts waiting for a request head (on a
         // new connection, or once the previous answer is sent) until the head is read.
-        Protocol::Http1 => http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(idle_timeout)
-            .serve_connection(io, service)
-            .with_upgrades()
+        Protocol::Http1 => {
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(idle_timeout)
+                .serve_connection(io, service)
+                .with_upgrades();
+            until_drained(conn, drain, HTTP1_DRAIN_GRACE, |conn| {
+                conn.graceful_shutdown()
+            })
             .await
-            .map_err(|e| e.to_string()),
-        Protocol::Http2 => Box::pin(http2(idle_timeout).serve_connection(io, service))
+            .map_err(|e| e.to_string())
+        }
+        Protocol::Http2 => {
+            let conn = Box::pin(http2(idle_timeout).serve_connection(io, service));
+            until_drained(conn, drain, Duration::ZERO, |conn| {
+                conn.get_mut().as_mut().graceful_shutdown()
+            })
             .await
-            .map_err(|e| e.to_string()),
+            .map_err(|e| e.to_string())
+        }
     };
     if let Err(error) = served {
         // A client that went away mid-request, as a rule: not the service's fault.
         tracing::debug!(%remote, %error, "connection ended with an error");
     }
+}
+
+/// Serves `conn` to its end; once the process drains (and `grace` later), asks it to shut down
+/// gracefully (`shutdown`: HTTP/1.1 closes after the answer in flight, or at once when idle;
+/// HTTP/2 sends GOAWAY and finishes its streams) and serves it to its end still.
+async fn until_drained<C, T, E>(
+    conn: C,
+    mut drain: watch::Receiver<bool>,
+    grace: Duration,
+    shutdown: impl FnOnce(Pin<&mut C>),
+) -> Result<T, E>
+where
+    C: Future<Output = Result<T, E>>,
+{
+    let mut conn = std::pin::pin!(conn);
+    let drained = async {
+        drain::started(&mut drain).await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        served = conn.as_mut() => return served,
+        _ = drained => {}
+    }
+    shutdown(conn.as_mut());
+    conn.await
 }
 
 /// HTTP/2 as poem's server set it up: no limit on concurrent streams (hyper's default is 200,
@@ -182,11 +258,13 @@ fn http2(idle_timeout: Option<Duration>) -> http2::Builder<TokioExecutor> {
 
 /// One request through the routes. Boxed: hyper keeps room for a request's future for the
 /// connection's life, and poem's request and response are large.
+/// `closing`: over HTTP/1.1, the drain, so answers made while it runs say `Connection: close`.
 fn answer(
     routes: &Arc<BoxEndpoint<'static, Response>>,
     request: hyper::Request<Incoming>,
     local: SocketAddr,
     remote: SocketAddr,
+    closing: Option<watch::Receiver<bool>>,
 ) -> Answer {
     let routes = routes.clone();
     Box::pin(async move {
@@ -196,7 +274,14 @@ fn answer(
             RemoteAddr(Addr::SocketAddr(remote)),
             Scheme::HTTP,
         ));
-        Ok(routes.get_response(request).await.into())
+        let mut response = routes.get_response(request).await;
+        if closing.is_some_and(|drain| *drain.borrow()) {
+            response.headers_mut().insert(
+                poem::http::header::CONNECTION,
+                poem::http::HeaderValue::from_static("close"),
+            );
+        }
+        Ok(response.into())
     })
 }
 

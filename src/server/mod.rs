@@ -3,6 +3,7 @@
 pub mod http;
 
 use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -32,7 +33,12 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let addr = listener.local_addr()?;
     let routes = crate::api::routes(app.clone());
     let idle_timeout = app.config.http_idle_timeout();
-    let server = tokio::spawn(http::serve(listener, routes, idle_timeout));
+    let server = tokio::spawn(http::serve(
+        listener,
+        routes,
+        idle_timeout,
+        app.drain.subscribe(),
+    ));
     let workers = if app.config.workers.enabled {
         Some(Workers::start(&app).await?)
     } else {
@@ -61,17 +67,43 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
 }
 
 impl Running {
+    /// Drains and stops, within `http.shutdown_timeout_secs`: readiness answers 503 and status
+    /// streams send their last event; the listener closes and every open connection finishes
+    /// its request in flight; meanwhile the workers stop at a clean point (the admission loop
+    /// after its tick, giving up its sales' leases so another replica admits at once; the relay
+    /// once its batch in flight is published and marked). Whatever is still running at the
+    /// bound is cut off.
     pub async fn stop(self) {
-        if let Some(workers) = self.workers {
-            workers.stop().await;
+        let bound = Duration::from_secs(self.app.config.http.shutdown_timeout_secs);
+        let started = Instant::now();
+        self.app.drain.start();
+        let mut server = self.server;
+        let workers = async {
+            if let Some(workers) = self.workers {
+                workers.stop(bound).await;
+            }
+        };
+        let (served, ()) = tokio::join!(tokio::time::timeout(bound, &mut server), workers);
+        if served.is_err() {
+            tracing::warn!(
+                ?bound,
+                "connections still open at the shutdown bound: cut off"
+            );
+            server.abort();
         }
-        self.server.abort();
+        tracing::info!(took_ms = started.elapsed().as_millis() as u64, "stopped");
     }
 
-    /// Serves until the process is asked to stop (Ctrl-C / SIGINT).
+    /// Serves until the process is asked to stop (SIGTERM, as from Kubernetes or `docker
+    /// stop`, or SIGINT / Ctrl-C), then drains ([`Running::stop`]).
     pub async fn wait(self) -> anyhow::Result<()> {
-        tokio::signal::ctrl_c().await?;
-        tracing::info!("stopping");
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let signal = tokio::select! {
+            _ = terminate.recv() => "SIGTERM",
+            interrupted = tokio::signal::ctrl_c() => { interrupted?; "SIGINT" }
+        };
+        tracing::info!(signal, "draining");
         self.stop().await;
         Ok(())
     }

@@ -11,7 +11,8 @@ pub enum ServiceError {
     NotFound(&'static str),
     #[error("{field}: {message}")]
     Validation {
-        field: &'static str,
+        /// The request field at fault, as the client named it.
+        field: std::borrow::Cow<'static, str>,
         message: String,
     },
     #[error("the admission token is not valid for this attempt")]
@@ -53,9 +54,12 @@ pub enum ServiceError {
 }
 
 impl ServiceError {
-    pub fn validation(field: &'static str, message: impl Into<String>) -> Self {
+    pub fn validation(
+        field: impl Into<std::borrow::Cow<'static, str>>,
+        message: impl Into<String>,
+    ) -> Self {
         ServiceError::Validation {
-            field,
+            field: field.into(),
             message: message.into(),
         }
     }

@@ -11,6 +11,7 @@ mod sync;
 mod view;
 
 pub mod checkout;
+pub mod drain;
 pub mod hold;
 pub mod join;
 pub mod leave;
@@ -71,6 +72,8 @@ pub struct AppParts {
     /// Recent offers by sale: every waiting-room page asks for one, the ledger answers at most
     /// once a second per sale and replica.
     pub offers: Arc<offer::OfferCache>,
+    /// Whether the process is shutting down: readiness and status streams follow it.
+    pub drain: drain::Drain,
 }
 
 impl App {
@@ -101,6 +104,7 @@ impl App {
             limits: Arc::new(limits::Limits::new(&config.limits)),
             instance_id: uuid::Uuid::now_v7().simple().to_string(),
             offers: Arc::default(),
+            drain: drain::Drain::default(),
             queue,
             ledger,
             config: Arc::new(config),

@@ -3,14 +3,26 @@
 //! after expiry → `refund_required` (the attempt stays EXPIRED).
 
 use super::{sync_queue, App, ServiceError, ServiceResult};
-use crate::domain::{AttemptEvent, AttemptState};
+use crate::domain::{AttemptEvent, AttemptState, Effect};
 use crate::ledger::PaymentApplied;
 use crate::payments::{PaymentWebhook, WebhookKind};
 
+/// What a webhook did, as the provider is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookResult {
+    /// The attempt moved: CONFIRMED, or EXPIRED with its stock back.
+    Applied,
+    /// This provider event id was processed before: nothing changed.
+    Duplicate,
+    /// A new event that changes nothing (a failure after a success, a second success).
+    Ignored,
+    /// Money arrived for an attempt that had expired: a refund is owed.
+    RefundRequired,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebhookAck {
-    /// False when this provider event id was processed before.
-    pub first_delivery: bool,
+    pub result: WebhookResult,
     pub state: AttemptState,
 }
 
@@ -38,15 +50,22 @@ pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<W
             metrics::counter!("sluice_webhooks_total", "outcome" => "applied").increment(1);
             let result = if succeeded { "succeeded" } else { "failed" };
             metrics::counter!("sluice_payments_total", "result" => result).increment(1);
+            let result = if applied.decision.effects.contains(&Effect::RefundRequired) {
+                WebhookResult::RefundRequired
+            } else if applied.decision.changed {
+                WebhookResult::Applied
+            } else {
+                WebhookResult::Ignored
+            };
             Ok(WebhookAck {
-                first_delivery: true,
+                result,
                 state: applied.record.state,
             })
         }
         PaymentApplied::Duplicate { record } => {
             metrics::counter!("sluice_webhooks_total", "outcome" => "duplicate").increment(1);
             Ok(WebhookAck {
-                first_delivery: false,
+                result: WebhookResult::Duplicate,
                 state: record.state,
             })
         }

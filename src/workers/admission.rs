@@ -39,13 +39,19 @@ const MAX_BATCH: u32 = 1000;
 /// At most this many ticks' worth of credit is kept, so a pause does not end in a burst.
 const MAX_CREDIT_TICKS: f64 = 2.0;
 
+/// Admits every tick until the process drains; then, its tick done, gives up the leases of
+/// the sales it admitted for, so another replica admits for them at its next tick.
 pub async fn run(app: App, mut rounds: watch::Receiver<Round>) {
     let tick = Duration::from_millis(app.config.workers.admission_tick_ms);
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tickers: HashMap<SaleId, SaleTicker> = HashMap::new();
+    let mut drain = app.drain.subscribe();
     loop {
-        interval.tick().await;
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = crate::service::drain::started(&mut drain) => break,
+        }
         let plans = match app.ledger.admitting_sales().await {
             Ok(plans) => plans,
             Err(e) => {
@@ -69,6 +75,15 @@ pub async fn run(app: App, mut rounds: watch::Receiver<Round>) {
             let ticker = tickers.entry(plan.sale).or_default();
             if let Err(e) = admit(&app, &plan, ticker, tick, fresh.as_ref()).await {
                 tracing::warn!(sale = %plan.sale, error = %e, "admission tick failed");
+            }
+        }
+    }
+    for sale in tickers.keys() {
+        match app.queue.release_lease(*sale, &app.instance_id).await {
+            Ok(true) => tracing::info!(%sale, "admission lease given up"),
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(%sale, error = %e, "giving up the admission lease failed: it runs out by itself")
             }
         }
     }

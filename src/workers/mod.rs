@@ -13,7 +13,10 @@ use crate::service::App;
 
 /// Handles of the running workers; dropping them does not stop them, [`Workers::stop`] does.
 pub struct Workers {
-    /// The loops, aborted together on stop.
+    /// The loops that stop by themselves at a clean point once the process drains: the
+    /// admission loop (its leases given up) and the relay (its batch marked).
+    draining: Vec<JoinHandle<()>>,
+    /// The loops that hold nothing worth finishing (signal reader, backlog gauges): aborted.
     tasks: Vec<JoinHandle<()>>,
     reapers: tokio_cron_scheduler::JobScheduler,
 }
@@ -29,15 +32,26 @@ impl Workers {
         let backlog = tokio::spawn(relay::watch_backlog(app.clone()));
         let reapers = reapers::start(app.clone()).await?;
         Ok(Workers {
-            tasks: vec![signals, admission, relay, backlog],
+            draining: vec![admission, relay],
+            tasks: vec![signals, backlog],
             reapers,
         })
     }
 
-    pub async fn stop(mut self) {
+    /// Stops the workers once the process drains (`app.drain` started): waits up to `bound`
+    /// for the admission loop and the relay to reach their clean stop, then aborts the rest.
+    pub async fn stop(mut self, bound: std::time::Duration) {
+        let _ = self.reapers.shutdown().await;
         for task in &self.tasks {
             task.abort();
         }
-        let _ = self.reapers.shutdown().await;
+        let deadline = tokio::time::Instant::now() + bound;
+        for task in self.draining {
+            let abort = task.abort_handle();
+            if tokio::time::timeout_at(deadline, task).await.is_err() {
+                tracing::warn!("a worker did not stop within the shutdown bound: cut off");
+                abort.abort();
+            }
+        }
     }
 }

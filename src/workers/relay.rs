@@ -33,13 +33,38 @@ pub async fn watch_backlog(app: App) {
     }
 }
 
+/// Relays until the process drains; then returns once the batch in flight (if any) is
+/// published and marked so, never between the sink taking a batch and the ledger learning it
+/// did (which would send those events again after a restart).
 pub async fn run(app: App, sink: Arc<dyn EventSink>) {
     let poll = Duration::from_millis(app.config.events.poll_ms);
     let mut backoff = poll;
     let mut lease: Option<Box<dyn crate::ledger::RelayLease>> = None;
     let mut in_flight: Option<InFlight> = None;
     let mut checked = Instant::now() - CHECK_EVERY;
+    let mut drain = app.drain.subscribe();
+    // Waits `wait`, or less if the drain starts meanwhile.
+    let pause = |wait: Duration, drain: &mut tokio::sync::watch::Receiver<bool>| {
+        let mut drain = drain.clone();
+        async move {
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = crate::service::drain::started(&mut drain) => {}
+            }
+        }
+    };
     loop {
+        if *drain.borrow_and_update() {
+            if let Some((batch, answer)) = in_flight.take() {
+                let answer = answer
+                    .await
+                    .unwrap_or_else(|e| Err(anyhow::anyhow!("publishing task: {e}")));
+                if let Err(e) = settle(&app, &batch, answer).await {
+                    tracing::warn!(error = %e, "draining: the last batch was not marked published; it is sent again later");
+                }
+            }
+            return;
+        }
         // Once a second: whether the lease still holds.
         if checked.elapsed() >= CHECK_EVERY {
             checked = Instant::now();
@@ -54,7 +79,7 @@ pub async fn run(app: App, sink: Arc<dyn EventSink>) {
                 Ok(Some(l)) => lease = Some(l),
                 Ok(None) | Err(_) => {
                     // Another relay publishes (or the ledger is down): stand by.
-                    tokio::time::sleep(poll * 5).await;
+                    pause(poll * 5, &mut drain).await;
                     continue;
                 }
             }
@@ -83,7 +108,7 @@ pub async fn run(app: App, sink: Arc<dyn EventSink>) {
                     Err(e) => {
                         metrics::counter!("sluice_event_publish_errors_total").increment(1);
                         tracing::warn!(error = %e, retry_in = ?backoff, "relaying events failed");
-                        tokio::time::sleep(backoff).await;
+                        pause(backoff, &mut drain).await;
                         backoff = (backoff * 2).min(MAX_BACKOFF);
                         continue;
                     }
@@ -114,7 +139,7 @@ pub async fn run(app: App, sink: Arc<dyn EventSink>) {
             backoff = poll;
         }
         if idle {
-            tokio::time::sleep(poll).await;
+            pause(poll, &mut drain).await;
         }
     }
 }

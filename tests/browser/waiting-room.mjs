@@ -2,7 +2,8 @@
 // the keyboard where a user would: join → live place in line → admitted → hold → pay in the
 // sandbox → confirmed; a sale that sells out under the user; an admission that times out;
 // seats chosen by keyboard; a sale that closes before the user joins; a sale that sells out
-// while the user waits; the page opened without a sign-in. Each key state is screenshotted
+// while the user waits; a sale that asks for proof of work; the page in Korean and back in
+// English; the page opened without a sign-in. Each key state is screenshotted
 // into $SHOTS (the Rust test checks the images) and its text and focus are asserted here.
 //
 //   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… SHOTS=dir node waiting-room.mjs
@@ -110,6 +111,7 @@ try {
     check(await focusedId(page) === 'title', 'focus moves to the new step\'s heading');
     await status(page).filter({ hasText: 'number 1 in line' }).waitFor();
     check(await page.locator('#position').textContent() === '1', 'the place in line is shown');
+    check(await page.locator('#queued-left').textContent() === '10 left', 'what is left is shown while waiting');
     check(!(await page.getByRole('button', { name: 'Join the queue' }).isVisible()), 'only the current step is shown');
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     check(width <= PHONE.width, `no sideways scrolling on a phone (${width}px)`);
@@ -236,6 +238,67 @@ try {
     await shot(page, 'sold-out-waiting');
     const stats = await admin('GET', `/v1/sales/${id}/stats`);
     check(stats.waiting === 0, 'the page gave its place up');
+    await context.close();
+  }
+
+  // 8. A sale that asks for proof of work: the page does the work itself, in a Web Worker,
+  //    showing its progress, and joins with it.
+  {
+    const id = await sale({});
+    await admin('POST', `/v1/sales/${id}/pause`);
+    await admin('PUT', `/v1/sales/${id}/proof-of-work`, { difficulty_bits: 18 });
+    const { page, context } = await phone('browser-pow', id);
+    const workers = [];
+    page.on('worker', (w) => workers.push(w.url()));
+    await waitTitle(page, 'Summer tour');
+    await page.getByRole('button', { name: 'Join the queue' }).click();
+    await title(page).filter({ hasText: 'Checking this browser' }).waitFor({ timeout: 20000 });
+    check(await page.locator('#proof-progress').isVisible(), 'the work shows its progress');
+    await shot(page, 'proof-of-work');
+    await waitTitle(page, "You're in line");
+    check(workers.some((u) => u.endsWith('/waiting-room/proof-of-work.js')), 'the work ran in a Web Worker');
+    check(!(await page.locator('#alert').isVisible()), 'no error on the way');
+    const stats = await admin('GET', `/v1/sales/${id}/stats`);
+    check(stats.waiting === 1, 'the join with proof of work is in the queue');
+    await context.close();
+  }
+
+  // 9. In Korean, from the browser's language, with the switch back to English; what is left
+  //    is shown, the shop's name and colour are the configured ones.
+  {
+    const id = await sale({ name: '서울 콘서트 — Seoul' });
+    await admin('POST', `/v1/sales/${id}/pause`);
+    const context = await browser.newContext({ viewport: PHONE, deviceScaleFactor: 1, locale: 'ko-KR' });
+    const page = await context.newPage();
+    page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+    await page.goto(`${BASE}/?sale=${id}#token=${token('browser-kim')}`);
+    await waitTitle(page, '서울 콘서트');
+    check(await page.evaluate(() => document.documentElement.lang) === 'ko', 'a Korean browser gets the page in Korean');
+    check(await page.getByRole('button', { name: '대기열에 줄 서기' }).isVisible(), 'the join button speaks Korean');
+    check((await page.locator('#join-left').textContent()) === '10장 남음', 'what is left is shown before joining');
+    await page.getByRole('button', { name: '대기열에 줄 서기' }).click();
+    await waitTitle(page, '대기 중입니다');
+    await status(page).filter({ hasText: '현재 대기 순서는 1번입니다' }).waitFor();
+    check((await page.getByRole('status').getAttribute('aria-live')) === 'polite', 'changes of place are read out (aria-live)');
+    if (process.env.SHOP_NAME) {
+      check((await page.locator('#shop-name').textContent()) === process.env.SHOP_NAME, "the shop's name is shown");
+      const accent = await page.evaluate(() => getComputedStyle(document.getElementById('leave')).color);
+      check(accent === process.env.SHOP_ACCENT_RGB, `the shop's colour is used (${accent})`);
+    }
+    const icon = await page.evaluate(async () => {
+      const res = await fetch(document.querySelector('link[rel=icon]').href);
+      return `${res.status} ${res.headers.get('content-type')}`;
+    });
+    check(icon === '200 image/svg+xml', `the page has a favicon (${icon})`);
+    await shot(page, 'queued-ko');
+    await page.getByLabel('언어').selectOption('en');
+    await waitTitle(page, "You're in line");
+    check(await page.evaluate(() => document.documentElement.lang) === 'en', 'the switch changes the language');
+    check(await page.getByRole('button', { name: 'Leave the queue' }).isVisible(), 'in English now');
+    await shot(page, 'queued-en');
+    await page.reload();
+    await waitTitle(page, "You're in line");
+    check(await page.evaluate(() => document.documentElement.lang) === 'en', 'the choice is remembered');
     await context.close();
   }
 

@@ -340,3 +340,152 @@ async fn offer_of(t: &TestApp, sale: &str) -> serde_json::Value {
     t.user_json(Method::GET, &format!("/v1/sales/{sale}/offer"), "shopper")
         .await
 }
+
+/// `/metrics`, the spec and the docs UI are open by default; each can be put behind the admin
+/// key (as `X-Admin-Key`, or as the bearer token Prometheus's `authorization` sends) or turned
+/// off, and the sandbox provider is off with PostgreSQL unless asked for.
+#[tokio::test]
+async fn operational_routes_can_be_closed_or_put_behind_the_admin_key() {
+    let open = TestApp::spawn().await;
+    for path in ["/metrics", "/openapi.json", "/docs"] {
+        let resp = open.http.get(open.url(path)).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{path} is open by default");
+    }
+    let sandbox = open
+        .http
+        .post(open.url(&format!("/sandbox/payments/{}", uuid::Uuid::new_v4())))
+        .json(&json!({ "outcome": "approve" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sandbox.status(), 404, "no sandbox in production");
+    open.stop().await;
+
+    let guarded = TestApp::spawn_with(|c| {
+        c.http.metrics = sluice::config::Exposure::Admin;
+        c.http.docs = sluice::config::Exposure::Off;
+    })
+    .await;
+    let anonymous = guarded
+        .http
+        .get(guarded.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(anonymous, 401, "/problems/unauthorized").await;
+    let wrong = guarded
+        .http
+        .get(guarded.url("/metrics"))
+        .bearer_auth("not-the-admin-key-0123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let by_header = guarded.admin(Method::GET, "/metrics").send().await.unwrap();
+    assert_eq!(by_header.status(), 200);
+    assert!(by_header.text().await.unwrap().contains("sluice_"));
+    let by_bearer = guarded
+        .http
+        .get(guarded.url("/metrics"))
+        .bearer_auth(crate::helpers::ADMIN_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_bearer.status(), 200);
+    for path in ["/openapi.json", "/docs"] {
+        let resp = guarded.admin(Method::GET, path).send().await.unwrap();
+        assert_problem(resp, 404, "/problems/not-found").await;
+    }
+    guarded.stop().await;
+}
+
+crate::on_both_configurations!(a_visitor_reads_the_public_offer_without_a_token_and_caches_it);
+
+/// A shop shows "312 left" before login: the public offer needs no token, leaves out the
+/// proof-of-work settings, is cacheable for a second and answers 304 to its own ETag.
+async fn a_visitor_reads_the_public_offer_without_a_token_and_caches_it(
+    backend: crate::helpers::Backend,
+) {
+    let t = TestApp::spawn_on(backend).await;
+    let sale = t.create_sale(json!({ "quantity": 5 })).await;
+    let pow = t
+        .admin(Method::PUT, &format!("/v1/sales/{sale}/proof-of-work"))
+        .json(&json!({ "difficulty_bits": 4 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pow.status(), 200);
+    let path = format!("/v1/public/sales/{sale}/offer");
+    let resp = t.http.get(t.url(&path)).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let header = |resp: &reqwest::Response, name: &str| {
+        resp.headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    assert_eq!(
+        header(&resp, "cache-control").as_deref(),
+        Some("public, max-age=1")
+    );
+    let etag = header(&resp, "etag").expect("an ETag");
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(
+        (body["remaining"].as_u64(), body["name"].as_str()),
+        (Some(5), Some("Test sale"))
+    );
+    assert!(body.get("proof_of_work").is_none(), "{body}");
+    assert!(
+        offer_of(&t, &sale).await["proof_of_work"].is_object(),
+        "a buyer still sees it"
+    );
+
+    let again = t
+        .http
+        .get(t.url(&path))
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    assert_eq!(header(&again, "etag").as_deref(), Some(etag.as_str()));
+
+    // Stock moves: after the offer's second, a new version with a new ETag.
+    let off = t
+        .admin(Method::PUT, &format!("/v1/sales/{sale}/proof-of-work"))
+        .json(&json!({ "difficulty_bits": 0 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(off.status(), 200);
+    let (attempt, token) = t.admitted(&sale, "alice").await;
+    let held = t
+        .hold(
+            &attempt,
+            "alice",
+            json!({ "admission_token": token, "quantity": 2 }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let changed = t
+        .http
+        .get(t.url(&path))
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 200);
+    assert_ne!(header(&changed, "etag"), Some(etag));
+    assert_eq!(
+        changed.json::<serde_json::Value>().await.unwrap()["remaining"],
+        3
+    );
+    let unknown = t
+        .http
+        .get(t.url(&format!("/v1/public/sales/{}/offer", uuid::Uuid::new_v4())))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(unknown, 404, "/problems/not-found").await;
+    t.stop().await;
+}

@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{assert_problem, TestApp, ADMIN_KEY};
+use crate::helpers::{assert_problem, Backend, TestApp, ADMIN_KEY};
 
 #[tokio::test]
 async fn someone_elses_attempt_is_not_found() {
@@ -248,6 +248,107 @@ async fn invalid_sales_name_the_field() {
         .await
         .unwrap();
     assert_problem(wrong_type, 400, "/problems/malformed-request").await;
+    t.stop().await;
+}
+
+crate::on_both_configurations!(
+    text_fields_take_json_strings_only_and_names_no_hidden_characters,
+    an_idempotency_key_that_is_not_ascii_is_refused,
+);
+
+/// `{"name": -1}` is not the name "-1": a number or a boolean where the spec says string is a
+/// malformed request; a name with a control, bidi-override or BOM character is refused with
+/// the field named (NUL was a 500 on PostgreSQL). None of them creates a sale.
+async fn text_fields_take_json_strings_only_and_names_no_hidden_characters(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    for body in [
+        json!({ "name": -1, "quantity": 1 }),
+        json!({ "name": true, "quantity": 1 }),
+        json!({ "name": "x", "quantity": 1, "opening": "lottery_at_open", "lottery_seed": 7 }),
+        json!({ "name": "x", "seats": ["A1", 2] }),
+    ] {
+        let resp = t
+            .admin(Method::POST, "/v1/sales")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_problem(resp, 400, "/problems/malformed-request").await;
+    }
+    for name in [
+        "\u{0}x",
+        "two\nlines",
+        "tab\there",
+        "price \u{202E}0001",
+        "\u{FEFF}BOM",
+    ] {
+        let resp = t
+            .admin(Method::POST, "/v1/sales")
+            .json(&json!({ "name": name, "quantity": 1 }))
+            .send()
+            .await
+            .unwrap();
+        let problem = assert_problem(resp, 422, "/problems/validation").await;
+        assert_eq!(problem["field"], "name", "{name:?}: {problem}");
+    }
+    let sale = t.create_sale(json!({ "name": "서울 콘서트" })).await;
+    let (attempt, token) = t.admitted(&sale, "alice").await;
+    let hold = t
+        .hold(
+            &attempt,
+            "alice",
+            json!({ "admission_token": 12345, "quantity": 1 }),
+        )
+        .await;
+    assert_problem(hold, 400, "/problems/malformed-request").await;
+    assert_eq!(t.stats(&sale).await["remaining"], 10, "nothing was held");
+    let held = t
+        .hold(
+            &attempt,
+            "alice",
+            json!({ "admission_token": token, "quantity": 1 }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    t.stop().await;
+}
+
+/// `Idempotency-Key: clé` was read as no key at all (two creates, two sales): it is refused
+/// like a key with a space, and nothing is created.
+async fn an_idempotency_key_that_is_not_ascii_is_refused(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    for key in [&b"cl\xc3\xa9"[..], b"caf\xe9", b"has space"] {
+        let resp = t
+            .admin(Method::POST, "/v1/sales")
+            .header(
+                "Idempotency-Key",
+                reqwest::header::HeaderValue::from_bytes(key).unwrap(),
+            )
+            .json(&json!({ "name": "keyed", "quantity": 1 }))
+            .send()
+            .await
+            .unwrap();
+        let problem = assert_problem(resp, 422, "/problems/validation").await;
+        assert_eq!(problem["field"], "Idempotency-Key", "{problem}");
+    }
+    let sale = t.create_sale(json!({ "quantity": 3 })).await;
+    let (attempt, token) = t.admitted(&sale, "alice").await;
+    let hold = t
+        .as_user(
+            Method::POST,
+            &format!("/v1/attempts/{attempt}/hold"),
+            "alice",
+        )
+        .header(
+            "Idempotency-Key",
+            reqwest::header::HeaderValue::from_bytes("clé".as_bytes()).unwrap(),
+        )
+        .json(&json!({ "admission_token": token, "quantity": 1 }))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(hold, 422, "/problems/validation").await;
+    assert_eq!(t.stats(&sale).await["remaining"], 3, "nothing was held");
     t.stop().await;
 }
 

@@ -835,6 +835,31 @@ impl SluiceProcess {
         }
     }
 
+    /// SIGTERM, as from Kubernetes or `docker stop`: returns how the process exited and how
+    /// long it took (`None` if it was still running after `within`; it is killed then).
+    pub async fn terminate(
+        &mut self,
+        within: Duration,
+    ) -> Option<(std::process::ExitStatus, Duration)> {
+        let mut child = self.child.take()?;
+        let sent = Instant::now();
+        let status = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        while sent.elapsed() < within {
+            if let Some(exit) = child.try_wait().unwrap() {
+                return Some((exit, sent.elapsed()));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        None
+    }
+
     /// SIGKILL: no shutdown, no flushing, as a crashed host.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -852,6 +877,46 @@ impl Drop for SluiceProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Waits until the ledger at `ledger` has relayed every outbox row (none pending, none dead);
+/// fails after 30 s.
+pub async fn outbox_relayed(ledger: &mut sqlx::PgConnection) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pending: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NULL",
+        )
+        .fetch_one(&mut *ledger)
+        .await
+        .unwrap();
+        if pending == 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{pending} events never published"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Who admits for `sale` as the sluice at `base` reports it: (instance, fence).
+pub async fn admitter_of(http: &reqwest::Client, base: &str, sale: &str) -> Option<(String, u64)> {
+    let view: Value = http
+        .get(format!("{base}/v1/sales/{sale}/admission"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .send()
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
+    let admitter = view.get("admitter")?;
+    Some((
+        admitter["instance"].as_str()?.to_owned(),
+        admitter["fence"].as_u64()?,
+    ))
 }
 
 /// A tool's stdout and stderr together, for assertion messages.

@@ -22,7 +22,109 @@ crate::on_both_configurations!(
     waiting_users_are_told_at_once_when_it_sells_out,
     seats_are_held_all_or_nothing_and_never_twice,
     per_user_limit_is_enforced,
+    stats_count_attempts_and_units_apart,
+    one_attempt_per_user_a_buyer_who_joins_again_gets_the_bought_attempt,
 );
+
+/// One attempt per user per sale: after CONFIRMED, joining again answers the bought attempt
+/// (no second place in line); after an attempt expired, the user joins anew.
+async fn one_attempt_per_user_a_buyer_who_joins_again_gets_the_bought_attempt(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let sale = t.create_sale(json!({ "quantity": 10 })).await;
+    let (attempt, payment) = t.paying(&sale, "alice", 1).await;
+    let reference = payment["reference"].as_str().unwrap();
+    assert_eq!(
+        t.webhook("evt_once", "payment.succeeded", reference)
+            .await
+            .status(),
+        200
+    );
+    t.wait_for(&attempt, "alice", "CONFIRMED", WAIT).await;
+    for _ in 0..2 {
+        let again = t.join(&sale, "alice").await;
+        assert_eq!(again["attempt_id"], attempt.as_str(), "{again}");
+        assert_eq!(again["state"], "CONFIRMED", "{again}");
+    }
+    let stats = t.stats(&sale).await;
+    assert_eq!(
+        (stats["waiting"].as_u64(), stats["confirmed"].as_u64()),
+        (Some(0), Some(1))
+    );
+
+    // Bob leaves while waiting, then joins again: a new attempt, at the back of the line.
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    let first = t.join(&sale, "bob").await;
+    let first_id = first["attempt_id"].as_str().unwrap();
+    let left = t
+        .as_user(Method::DELETE, &format!("/v1/attempts/{first_id}"), "bob")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(left.status(), 200);
+    let rejoined = t.join(&sale, "bob").await;
+    assert_ne!(rejoined["attempt_id"], first["attempt_id"]);
+    assert_eq!(rejoined["state"], "QUEUED");
+    t.stop().await;
+}
+
+/// Attempts are people, units are stock: a buyer of 2, a payer of 3 and a holder of 1 are
+/// three attempts over six units, and the units add up to the sale's total.
+async fn stats_count_attempts_and_units_apart(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let sale = t.create_sale(json!({ "quantity": 100 })).await;
+    let (_, payment) = t.paying(&sale, "buyer", 2).await;
+    let reference = payment["reference"].as_str().unwrap();
+    assert_eq!(
+        t.webhook("evt_units", "payment.succeeded", reference)
+            .await
+            .status(),
+        200
+    );
+    t.paying(&sale, "payer", 3).await;
+    let (attempt, token) = t.admitted(&sale, "holder").await;
+    let held = t
+        .hold(
+            &attempt,
+            "holder",
+            json!({ "admission_token": token, "quantity": 1 }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    t.admitted(&sale, "looker").await;
+
+    let stats = t.stats(&sale).await;
+    let attempts = |k: &str| stats[k].as_u64().unwrap();
+    assert_eq!(
+        (
+            attempts("confirmed"),
+            attempts("paying"),
+            attempts("holding"),
+            attempts("admitted")
+        ),
+        (1, 1, 1, 1),
+        "{stats}"
+    );
+    let units = &stats["units"];
+    let unit = |k: &str| units[k].as_u64().unwrap();
+    assert_eq!(
+        (
+            unit("free"),
+            unit("held"),
+            unit("paying"),
+            unit("sold"),
+            unit("total")
+        ),
+        (94, 1, 3, 2, 100),
+        "{stats}"
+    );
+    assert_eq!(
+        unit("free") + unit("held") + unit("paying") + unit("sold"),
+        unit("total")
+    );
+    assert_eq!(stats["remaining"], 94);
+    t.stop().await;
+}
 
 async fn join_admit_hold_checkout_pay_confirmed(backend: Backend) {
     let t = TestApp::spawn_on(backend).await;

@@ -8,6 +8,7 @@ mod admin;
 mod catalogue;
 mod connections;
 mod contention;
+mod cors;
 mod ecosystem;
 mod errors;
 mod events;

@@ -831,6 +831,7 @@ async fn init_keeps_a_live_sale_and_rebuilds_from_a_snapshot(q: Arc<dyn QueueSto
 
     // A forced rebuild from the ledger's snapshot: a holds 2, 3 are free, b is admitted.
     let b = sluice::domain::AttemptId::new(s.id);
+    let c = sluice::domain::AttemptId::new(s.id);
     let deadline_ms = Utc::now().timestamp_millis() + 60_000;
     let snapshot = SaleSnapshot {
         free: Stock::Quantity(3),
@@ -848,10 +849,18 @@ async fn init_keeps_a_live_sale_and_rebuilds_from_a_snapshot(q: Arc<dyn QueueSto
                 hold: None,
             },
         ],
-        bought: vec![(user("a"), 2)],
+        bought: vec![(user("a"), 2), (user("c"), 1)],
+        buyers: vec![(user("c"), c)],
         reset: true,
     };
     assert!(q.init_sale(&s, &snapshot, true).await.unwrap());
+    // c bought before the rebuild: joining again answers that attempt, not a new place.
+    assert_eq!(
+        q.join(s.id, &user("c"), Utc::now().timestamp_millis())
+            .await
+            .unwrap(),
+        JoinOutcome::Active { attempt: c }
+    );
     let stats = q.stats(s.id).await.unwrap();
     assert_eq!((stats.remaining, stats.active), (3, 2));
     let view = q.view(b, &user("b")).await.unwrap();

@@ -89,22 +89,7 @@ impl Replicas {
 
     /// Who admits for the sale now, as any live replica reports it: (instance, fence).
     async fn admitter(&self, sale: &str) -> Option<(String, u64)> {
-        let base = self.live(0);
-        let view: Value = self
-            .http
-            .get(format!("{base}/v1/sales/{sale}/admission"))
-            .header("X-Admin-Key", ADMIN_KEY)
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        let admitter = view.get("admitter")?;
-        Some((
-            admitter["instance"].as_str()?.to_owned(),
-            admitter["fence"].as_u64()?,
-        ))
+        crate::helpers::admitter_of(&self.http, &self.live(0), sale).await
     }
 }
 

@@ -61,6 +61,14 @@ async fn success_after_expiry_asks_for_a_refund_and_stays_expired(backend: Backe
     assert_eq!(ack.status(), 200);
     let ack: serde_json::Value = ack.json().await.unwrap();
     assert_eq!(ack["attempt_state"], "EXPIRED");
+    assert_eq!(ack["result"], "refund_required", "{ack}");
+    let again: serde_json::Value = t
+        .webhook("evt_late", "payment.succeeded", &reference)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["result"], "duplicate", "{again}");
     let status = t.status(&attempt, "alice").await;
     assert_eq!(
         (status["state"].as_str(), status["reason"].as_str()),
@@ -79,18 +87,16 @@ async fn failure_after_success_is_ignored(backend: Backend) {
     let t = TestApp::spawn_on(backend).await;
     let sale = t.create_sale(json!({ "quantity": 3 })).await;
     let (attempt, reference) = paying(&t, &sale, "alice").await;
-    assert_eq!(
-        t.webhook("evt_a", "payment.succeeded", &reference)
-            .await
-            .status(),
-        200
-    );
-    assert_eq!(
-        t.webhook("evt_b", "payment.failed", &reference)
-            .await
-            .status(),
-        200
-    );
+    let result = |resp: reqwest::Response| async move {
+        assert_eq!(resp.status(), 200);
+        resp.json::<serde_json::Value>().await.unwrap()["result"].clone()
+    };
+    let first = t.webhook("evt_a", "payment.succeeded", &reference).await;
+    assert_eq!(result(first).await, "applied");
+    let failed = t.webhook("evt_b", "payment.failed", &reference).await;
+    assert_eq!(result(failed).await, "ignored", "nothing changed");
+    let second = t.webhook("evt_c", "payment.succeeded", &reference).await;
+    assert_eq!(result(second).await, "ignored");
     assert_eq!(t.status(&attempt, "alice").await["state"], "CONFIRMED");
     assert_eq!(t.stats(&sale).await["remaining"], 2);
     t.stop().await;
@@ -149,6 +155,11 @@ async fn bad_signatures_and_stale_timestamps_are_refused_and_change_nothing(back
         .await
         .unwrap();
     assert_problem(signed_junk, 422, "/problems/validation").await;
+    // An event id with a NUL (PostgreSQL's text cannot hold one): 422, on every ledger.
+    let nul = t
+        .webhook("evt_\u{0}x", "payment.succeeded", &reference)
+        .await;
+    assert_problem(nul, 422, "/problems/validation").await;
     // An unknown reference: 404.
     let unknown = t
         .webhook(

@@ -4,29 +4,7 @@
  */
 
 export interface paths {
-    "/v1/sales": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Create a sale
-         * @description Creates a sale with its stock (a quantity or named seats), time limits and admission
-         *     settings. It is open at once, or scheduled if `opens_at` is ahead (joins wait until then).
-         *     Send an `Idempotency-Key` to make retries safe.
-         */
-        post: operations["createSale"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/sales/{sale_id}": {
+    "/.well-known/jwks.json": {
         parameters: {
             query?: never;
             header?: never;
@@ -34,10 +12,11 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get a sale
-         * @description The sale's settings, status and remaining stock.
+         * Admission-token keys
+         * @description The JSON Web Key Set with the Ed25519 public key that signs admission tokens, so a
+         *     merchant's services can verify an admission offline.
          */
-        get: operations["getSale"];
+        get: operations["getJwks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -46,68 +25,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/sales/{sale_id}/pause": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Pause admission
-         * @description Stops admitting; joins are still taken and waiting users keep their place.
-         */
-        post: operations["pauseSale"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/sales/{sale_id}/resume": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Resume admission
-         * @description Admits again after a pause. A closed sale cannot be resumed (409).
-         */
-        post: operations["resumeSale"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/sales/{sale_id}/close": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Close a sale
-         * @description Refuses new joins and stops admission for good. Attempts still waiting end EXPIRED
-         *     (`sale_closed`); those already holding or paying finish normally.
-         */
-        post: operations["closeSale"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/sales/{sale_id}/admission": {
+    "/health/live": {
         parameters: {
             query?: never;
             header?: never;
@@ -115,60 +33,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get a sale's admission
-         * @description The admission settings and, in adaptive mode, the controller: the rate in force, what
-         *     its last tick did and why, and each pressure signal against its target.
+         * Liveness
+         * @description The process is up.
          */
-        get: operations["getAdmission"];
-        /**
-         * Set admission settings
-         * @description Changes the admission rate (users per minute), the cap on active users, and who sets
-         *     the rate: `manual` (this rate) or `adaptive` (the controller, between
-         *     `min_rate_per_minute` and `max_rate_per_minute`, following the back end's pressure).
-         *     The admitter uses them from its next tick.
-         */
-        put: operations["setAdmission"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/sales/{sale_id}/proof-of-work": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /**
-         * Set proof of work on join
-         * @description Asks every join for a proof of work of `difficulty_bits` zero bits (0 turns it off), so
-         *     a bot farm pays for each place. Raise it live during an attack: a new salt is drawn,
-         *     and work done in advance is lost. Buyers' clients read the difficulty from `getOffer`.
-         */
-        put: operations["setProofOfWork"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/sales/{sale_id}/stats": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get a sale's counters
-         * @description Waiting, admitted, holding, paying, confirmed, expired by reason, and remaining stock.
-         */
-        get: operations["getSaleStats"];
+        get: operations["liveness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -177,7 +45,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/sales/{sale_id}/attempts": {
+    "/health/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness
+         * @description Redis and PostgreSQL both answer, and the process is not shutting down (once SIGTERM
+         *     arrives it answers 503 while it drains).
+         */
+        get: operations["readiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandbox/payments/{reference}": {
         parameters: {
             query?: never;
             header?: never;
@@ -187,13 +76,12 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Join a sale
-         * @description Puts the caller in the sale's queue and answers their attempt with its position. Joining
-         *     again while waiting (or admitted) answers the same attempt. Joins before `opens_at` wait
-         *     for the opening; a closed sale answers 409. A sale may ask for proof of work (428
-         *     without it).
+         * Pay in the sandbox
+         * @description Plays the payment provider for the checkout's payment reference: after `delay_ms` it
+         *     sends sluice a correctly signed `payment.succeeded` (approve) or `payment.failed`
+         *     (decline) webhook. Served only when the sandbox is on (the embedded default).
          */
-        post: operations["joinSale"];
+        post: operations["payInSandbox"];
         delete?: never;
         options?: never;
         head?: never;
@@ -221,6 +109,27 @@ export interface paths {
          *     stock releases it. The attempt ends EXPIRED (`left` or `released`).
          */
         delete: operations["leaveAttempt"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/attempts/{attempt_id}/checkout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check out
+         * @description Moves a hold to PAYMENT_PENDING and answers the payment reference to give the payment
+         *     provider. Repeating it answers the same reference.
+         */
+        post: operations["checkout"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -273,7 +182,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/attempts/{attempt_id}/checkout": {
+    "/v1/public/sales/{sale_id}/offer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a sale's public offer
+         * @description The offer for a visitor who has not signed in ("312 left" on the shop's page): the same
+         *     as `getOffer` without the proof-of-work settings, and no token needed. Browsers and CDNs
+         *     may cache it for a second (`Cache-Control`); send the `ETag` back as `If-None-Match` to
+         *     get 304 while it is unchanged. Counts against the per-IP status limit.
+         */
+        get: operations["getPublicOffer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales": {
         parameters: {
             query?: never;
             header?: never;
@@ -283,11 +215,105 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Check out
-         * @description Moves a hold to PAYMENT_PENDING and answers the payment reference to give the payment
-         *     provider. Repeating it answers the same reference.
+         * Create a sale
+         * @description Creates a sale with its stock (a quantity or named seats), time limits and admission
+         *     settings. It is open at once, or scheduled if `opens_at` is ahead (joins wait until then).
+         *     Send an `Idempotency-Key` to make retries safe.
          */
-        post: operations["checkout"];
+        post: operations["createSale"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a sale
+         * @description The sale's settings, status and remaining stock.
+         */
+        get: operations["getSale"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}/admission": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a sale's admission
+         * @description The admission settings and, in adaptive mode, the controller: the rate in force, what
+         *     its last tick did and why, and each pressure signal against its target.
+         */
+        get: operations["getAdmission"];
+        /**
+         * Set admission settings
+         * @description Changes the admission rate (users per minute), the cap on active users, and who sets
+         *     the rate: `manual` (this rate) or `adaptive` (the controller, between
+         *     `min_rate_per_minute` and `max_rate_per_minute`, following the back end's pressure).
+         *     The admitter uses them from its next tick.
+         */
+        put: operations["setAdmission"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Join a sale
+         * @description Puts the caller in the sale's queue and answers their attempt with its position. One
+         *     attempt per user per sale: joining again while waiting, admitted, holding, paying or
+         *     after buying (CONFIRMED) answers that same attempt; only after an attempt EXPIRED does a
+         *     join make a new one, at the back of the line. Joins before `opens_at` wait for the
+         *     opening; a closed sale answers 409. A sale may ask for proof of work (428 without it).
+         */
+        post: operations["joinSale"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close a sale
+         * @description Refuses new joins and stops admission for good. Attempts still waiting end EXPIRED
+         *     (`sale_closed`); those already holding or paying finish normally.
+         */
+        post: operations["closeSale"];
         delete?: never;
         options?: never;
         head?: never;
@@ -308,6 +334,88 @@ export interface paths {
          *     status request for the per-user limit.
          */
         get: operations["getOffer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause admission
+         * @description Stops admitting; joins are still taken and waiting users keep their place.
+         */
+        post: operations["pauseSale"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}/proof-of-work": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set proof of work on join
+         * @description Asks every join for a proof of work of `difficulty_bits` zero bits (0 turns it off), so
+         *     a bot farm pays for each place. Raise it live during an attack: a new salt is drawn,
+         *     and work done in advance is lost. Buyers' clients read the difficulty from `getOffer`.
+         */
+        put: operations["setProofOfWork"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume admission
+         * @description Admits again after a pause. A closed sale cannot be resumed (409).
+         */
+        post: operations["resumeSale"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a sale's counters
+         * @description Waiting, admitted, holding, paying, confirmed, expired by reason, and remaining stock.
+         */
+        get: operations["getSaleStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -348,95 +456,12 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/health/live": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Liveness
-         * @description The process is up.
-         */
-        get: operations["liveness"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/health/ready": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Readiness
-         * @description Redis and PostgreSQL both answer.
-         */
-        get: operations["readiness"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/.well-known/jwks.json": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Admission-token keys
-         * @description The JSON Web Key Set with the Ed25519 public key that signs admission tokens, so a
-         *     merchant's services can verify an admission offline.
-         */
-        get: operations["getJwks"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/sandbox/payments/{reference}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Pay in the sandbox
-         * @description Plays the payment provider for the checkout's payment reference: after `delay_ms` it
-         *     sends sluice a correctly signed `payment.succeeded` (approve) or `payment.failed`
-         *     (decline) webhook. Served only when the sandbox is on (the embedded default).
-         */
-        post: operations["payInSandbox"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description Who sets a sale's admission rate.
+         * @description Who sets a sale's admission rate. Default: `manual`.
          * @enum {string}
          */
         AdmissionModeName: "manual" | "adaptive";
@@ -476,34 +501,26 @@ export interface components {
          *     }
          */
         AdmissionOut: {
-            mode: components["schemas"]["AdmissionModeName"];
-            /**
-             * Format: uint32
-             * @description The manual rate, or where the controller started.
-             */
-            rate_per_minute: number;
-            /** Format: uint32 */
-            min_rate_per_minute?: number;
-            /** Format: uint32 */
-            max_rate_per_minute?: number;
-            /** Format: uint32 */
-            max_active: number;
+            admitter?: components["schemas"]["AdmitterOut"];
+            controller?: components["schemas"]["ControllerOut"];
             /**
              * Format: double
              * @description The rate in force now, users per minute: the controller's in adaptive mode, else
              *     `rate_per_minute`.
              */
             current_rate_per_minute: number;
+            /** Format: uint32 */
+            max_active: number;
+            /** Format: uint32 */
+            max_rate_per_minute?: number;
+            /** Format: uint32 */
+            min_rate_per_minute?: number;
+            mode: components["schemas"]["AdmissionModeName"];
             /**
-             * @description The controller as the sale's admitter last published it; absent in manual mode, and
-             *     before the first controller tick.
+             * Format: uint32
+             * @description The manual rate, or where the controller started.
              */
-            controller?: components["schemas"]["ControllerOut"] & unknown;
-            /**
-             * @description The replica admitting for this sale now (it holds the sale's admission lease); absent
-             *     while none does, e.g. before the opening or for up to a lease's life after it stopped.
-             */
-            admitter?: components["schemas"]["AdmitterOut"] & unknown;
+            rate_per_minute: number;
         };
         /**
          * AdmissionSettings
@@ -519,45 +536,43 @@ export interface components {
         AdmissionSettings: {
             /**
              * Format: uint32
-             * @description Users admitted per minute (1 to 1,000,000); in adaptive mode, where the controller
-             *     starts.
-             */
-            rate_per_minute: number;
-            /**
-             * Format: uint32
              * @description Cap on admitted + holding + paying users (1 to 1,000,000).
              */
             max_active: number;
-            /**
-             * @description Who sets the rate from now on. Default: `manual`.
-             * @default manual
-             */
-            mode?: components["schemas"]["AdmissionModeName"] & unknown;
-            /**
-             * Format: uint32
-             * @description Adaptive mode (required there): the lowest rate, users per minute (1 to 1,000,000).
-             */
-            min_rate_per_minute?: number;
             /**
              * Format: uint32
              * @description Adaptive mode (required there): the highest rate, users per minute (1 to 1,000,000,
              *     not below the lowest).
              */
             max_rate_per_minute?: number;
+            /**
+             * Format: uint32
+             * @description Adaptive mode (required there): the lowest rate, users per minute (1 to 1,000,000).
+             */
+            min_rate_per_minute?: number;
+            mode?: components["schemas"]["AdmissionModeName"];
+            /**
+             * Format: uint32
+             * @description Users admitted per minute (1 to 1,000,000); in adaptive mode, where the controller
+             *     starts.
+             */
+            rate_per_minute: number;
         };
         /**
          * AdmitterOut
-         * @description Which sluice process admits for a sale: one at a time, across all replicas.
+         * @description Which sluice process admits for a sale now (it holds the sale's admission lease): one at a
+         *     time, across all replicas. Absent while none does, e.g. before the opening or for up to a
+         *     lease's life after its admitter stopped without draining.
          */
         AdmitterOut: {
-            /** @description The process's instance id (each sluice logs its own when it starts serving). */
-            instance: string;
             /**
              * Format: uint64
              * @description The lease's fencing token: it grows with every change of admitter, and a replaced
              *     admitter's late writes are refused by it.
              */
             fence: number;
+            /** @description The process's instance id (each sluice logs its own when it starts serving). */
+            instance: string;
         };
         /**
          * AttemptOut
@@ -573,26 +588,36 @@ export interface components {
          *     }
          */
         AttemptOut: {
+            /**
+             * Format: date-time
+             * @description While ADMITTED: hold before this.
+             */
+            admission_expires_at?: string;
+            /**
+             * @description While ADMITTED: an Ed25519 JWT proving admission; send it with the hold. Verifiable
+             *     with `/.well-known/jwks.json`.
+             */
+            admission_token?: string;
             attempt_id: string;
-            sale_id: string;
-            state: components["schemas"]["AttemptStateName"];
-            /** @description Why the attempt expired. */
-            reason?: components["schemas"]["ExpiryReasonName"] & unknown;
-            /**
-             * Format: uint64
-             * @description 1-based place in the queue (QUEUED only).
-             */
-            position?: number;
-            /**
-             * Format: uint64
-             * @description How many wait in the sale (QUEUED only).
-             */
-            waiting?: number;
             /**
              * Format: uint64
              * @description Estimated seconds until admission, from the measured admission rate.
              */
             estimated_wait_secs?: number;
+            hold?: components["schemas"]["HoldOut"];
+            payment?: components["schemas"]["PaymentOut"];
+            /**
+             * Format: uint64
+             * @description Ask again after this many milliseconds (jittered; long when far, short when near).
+             */
+            poll_after_ms: number;
+            /**
+             * Format: uint64
+             * @description 1-based place in the queue (QUEUED only).
+             */
+            position?: number;
+            reason?: components["schemas"]["ExpiryReasonName"];
+            sale_id: string;
             /**
              * @description QUEUED only, and only when true: nothing is left to hold and nothing is held or being
              *     paid for (which could come back), so the user's turn would find it sold out. Tell them
@@ -600,33 +625,22 @@ export interface components {
              *     wait.
              */
             sold_out?: boolean;
+            state: components["schemas"]["AttemptStateName"];
             /**
              * Format: uint64
-             * @description Ask again after this many milliseconds (jittered; long when far, short when near).
+             * @description How many wait in the sale (QUEUED only).
              */
-            poll_after_ms: number;
-            /**
-             * @description While ADMITTED: an Ed25519 JWT proving admission; send it with the hold. Verifiable
-             *     with `/.well-known/jwks.json`.
-             */
-            admission_token?: string;
-            /**
-             * Format: date-time
-             * @description While ADMITTED: hold before this.
-             */
-            admission_expires_at?: string;
-            hold?: components["schemas"]["HoldOut"];
-            payment?: components["schemas"]["PaymentOut"];
+            waiting?: number;
         };
         /** @enum {string} */
         AttemptStateName: "QUEUED" | "ADMITTED" | "HOLD" | "PAYMENT_PENDING" | "CONFIRMED" | "EXPIRED";
         /**
          * ControllerOut
-         * @description The adaptive controller of a sale.
+         * @description The adaptive controller of a sale, as the sale's admitter last published it. Absent in
+         *     manual mode, and before the first controller tick.
          */
         ControllerOut: {
-            /** @description What the last tick did. */
-            last_change: components["schemas"]["RateChange"] & unknown;
+            last_change: components["schemas"]["RateChange"];
             /** @description The signal behind a decrease or a stale hold. */
             signal?: string;
             /** @description Each signal's reading against its target at the last tick. */
@@ -640,30 +654,24 @@ export interface components {
          * @example {
          *       "admission_mode": "manual",
          *       "admission_ttl_secs": 120,
-         *       "closes_at": null,
          *       "hold_ttl_secs": 300,
-         *       "lottery_seed": null,
          *       "max_active": 1000,
-         *       "max_rate_per_minute": null,
-         *       "min_rate_per_minute": null,
          *       "name": "Summer tour — Berlin",
          *       "opening": "fifo",
-         *       "opens_at": null,
          *       "payment_ttl_secs": 600,
          *       "per_user_limit": 4,
          *       "quantity": 3000,
-         *       "rate_per_minute": 600,
-         *       "seats": null
+         *       "rate_per_minute": 600
          *     }
          */
         CreateSale: {
-            /** @description Shown to users (1 to 200 characters). */
-            name: string;
+            admission_mode?: components["schemas"]["AdmissionModeName"];
             /**
-             * Format: date-time
-             * @description When admission starts; joins before it wait in the queue. Default: now.
+             * Format: uint32
+             * @description How long an admitted user has to hold, in seconds (1 to 86,400).
+             * @default 120
              */
-            opens_at?: string;
+            admission_ttl_secs?: number;
             /**
              * Format: date-time
              * @description After it, joins are refused; those already waiting are still admitted in turn, and once
@@ -672,32 +680,42 @@ export interface components {
             closes_at?: string;
             /**
              * Format: uint32
-             * @description Units of identical stock (1 to 1,000,000).
-             */
-            quantity?: number;
-            /**
-             * @description Named seats, each sold at most once: 1 to 100,000 unique ids, each 1 to 64 of
-             *     `A-Z a-z 0-9 - _ :`.
-             */
-            seats?: string[];
-            /**
-             * Format: uint32
-             * @description Most units one user may hold or buy (1 to 1,000).
-             * @default 4
-             */
-            per_user_limit?: number;
-            /**
-             * Format: uint32
-             * @description How long an admitted user has to hold, in seconds (1 to 86,400).
-             * @default 120
-             */
-            admission_ttl_secs?: number;
-            /**
-             * Format: uint32
              * @description How long a hold lasts before checkout, in seconds (1 to 86,400).
              * @default 300
              */
             hold_ttl_secs?: number;
+            /**
+             * @description A lottery's seed (up to 128 printable characters), published with the sale so anyone
+             *     can re-derive the order (default: drawn now). Publish it before the opening, e.g. a
+             *     value announced in advance.
+             */
+            lottery_seed?: string;
+            /**
+             * Format: uint32
+             * @description Cap on admitted + holding + paying users (1 to 1,000,000).
+             * @default 1000
+             */
+            max_active?: number;
+            /**
+             * Format: uint32
+             * @description Adaptive mode: the highest rate the controller climbs to (users per minute, 1 to
+             *     1,000,000, not below the lowest).
+             */
+            max_rate_per_minute?: number;
+            /**
+             * Format: uint32
+             * @description Adaptive mode: the lowest rate the controller goes to (users per minute, 1 to
+             *     1,000,000).
+             */
+            min_rate_per_minute?: number;
+            /** @description Shown to users (1 to 200 characters, no control or bidirectional-override characters). */
+            name: string;
+            opening?: components["schemas"]["OpeningName"];
+            /**
+             * Format: date-time
+             * @description When admission starts; joins before it wait in the queue. Default: now.
+             */
+            opens_at?: string;
             /**
              * Format: uint32
              * @description How long a payment may take, in seconds (1 to 86,400).
@@ -706,44 +724,26 @@ export interface components {
             payment_ttl_secs?: number;
             /**
              * Format: uint32
+             * @description Most units one user may hold or buy (1 to 1,000).
+             * @default 4
+             */
+            per_user_limit?: number;
+            /**
+             * Format: uint32
+             * @description Units of identical stock (1 to 1,000,000).
+             */
+            quantity?: number;
+            /**
+             * Format: uint32
              * @description Users admitted per minute (1 to 1,000,000).
              * @default 600
              */
             rate_per_minute?: number;
             /**
-             * Format: uint32
-             * @description Cap on admitted + holding + paying users (1 to 1,000,000).
-             * @default 1000
+             * @description Named seats, each sold at most once: 1 to 100,000 unique ids, each 1 to 64 of
+             *     `A-Z a-z 0-9 - _ :`.
              */
-            max_active?: number;
-            /**
-             * @description Who sets the admission rate. Default: `manual`.
-             * @default manual
-             */
-            admission_mode?: components["schemas"]["AdmissionModeName"] & unknown;
-            /**
-             * Format: uint32
-             * @description Adaptive mode: the lowest rate the controller goes to (users per minute, 1 to
-             *     1,000,000).
-             */
-            min_rate_per_minute?: number;
-            /**
-             * Format: uint32
-             * @description Adaptive mode: the highest rate the controller climbs to (users per minute, 1 to
-             *     1,000,000, not below the lowest).
-             */
-            max_rate_per_minute?: number;
-            /**
-             * @description How the queue opens. Default: `fifo`.
-             * @default fifo
-             */
-            opening?: components["schemas"]["OpeningName"] & unknown;
-            /**
-             * @description A lottery's seed (up to 128 printable characters), published with the sale so anyone
-             *     can re-derive the order (default: drawn now). Publish it before the opening, e.g. a
-             *     value announced in advance.
-             */
-            lottery_seed?: string;
+            seats?: string[];
         };
         /**
          * ExpiredCounts
@@ -751,50 +751,60 @@ export interface components {
          */
         ExpiredCounts: {
             /** Format: uint64 */
-            left: number;
-            /** Format: uint64 */
             abandoned: number;
             /** Format: uint64 */
             admission_timeout: number;
             /** Format: uint64 */
             hold_timeout: number;
             /** Format: uint64 */
-            released: number;
+            left: number;
             /** Format: uint64 */
             payment_failed: number;
             /** Format: uint64 */
             payment_timeout: number;
+            /** Format: uint64 */
+            released: number;
         };
-        /** @enum {string} */
+        /**
+         * @description Why an attempt expired (present on EXPIRED attempts only).
+         * @enum {string}
+         */
         ExpiryReasonName: "left" | "abandoned" | "admission_timeout" | "hold_timeout" | "released" | "payment_failed" | "payment_timeout" | "sale_closed";
         /**
          * HoldOut
          * @description What an attempt holds.
          */
         HoldOut: {
-            /** Format: uint32 */
-            quantity: number;
-            seat_ids: string[];
             /**
              * Format: date-time
              * @description Check out before this, or the units go back (while HOLD).
              */
             expires_at?: string;
+            /** Format: uint32 */
+            quantity: number;
+            /**
+             * @description The seats held (empty for units of identical stock). Always present: the schema
+             *     requires it, so a generated client reads it.
+             */
+            seat_ids: string[];
         };
         /**
          * HoldRequest
          * @description What to hold: exactly one of `quantity` or `seat_ids`.
          * @example {
          *       "admission_token": "eyJhbGciOiJFZERTQSIsImtpZCI6ImFkbWlzc2lvbi0xIn0.eyJzdWIiOiJ1c2VyLTQyIn0.c2lnbmF0dXJl",
-         *       "quantity": 2,
-         *       "seat_ids": null
+         *       "quantity": 2
          *     }
          */
         HoldRequest: {
             /** @description The `admission_token` of the attempt's status. */
             admission_token: string;
-            /** Format: uint32 */
+            /**
+             * Format: uint32
+             * @description Units to hold (1 to the sale's per-user limit, at most 1,000).
+             */
             quantity?: number;
+            /** @description Seats to hold: 1 to 100 unique seat ids. */
             seat_ids?: string[];
         };
         /**
@@ -820,29 +830,28 @@ export interface components {
          *     }
          */
         OfferOut: {
-            sale_id: string;
+            /** @description Seats still free (seated sales only). */
+            free_seats?: string[];
             name: string;
-            status: components["schemas"]["SaleStatusName"];
             /** Format: date-time */
             opens_at: string;
-            stock_kind: components["schemas"]["StockKindName"];
             /**
              * Format: uint32
              * @description Most units one user may hold or buy.
              */
             per_user_limit: number;
+            proof_of_work?: components["schemas"]["ProofOfWorkOut"];
             /**
              * Format: uint32
              * @description Units free to hold now.
              */
             remaining: number;
-            /** @description Seats still free (seated sales only). */
-            free_seats?: string[];
-            /** @description The work a join must show, when the sale asks for it. */
-            proof_of_work?: components["schemas"]["ProofOfWorkOut"] & unknown;
+            sale_id: string;
+            status: components["schemas"]["SaleStatusName"];
+            stock_kind: components["schemas"]["StockKindName"];
         };
         /**
-         * @description How a sale's queue opens.
+         * @description How a sale's queue opens. Default: `fifo`.
          * @enum {string}
          */
         OpeningName: "fifo" | "lottery_at_open";
@@ -851,15 +860,15 @@ export interface components {
          * @description The payment the provider is expected to report on.
          */
         PaymentOut: {
-            /** @description Pass it to the payment provider; its webhook names it. */
-            reference: string;
-            /** @description Sandbox only: POST `{"outcome": "approve"}` (or `"decline"`) here to pay. */
-            sandbox_url?: string;
             /**
              * Format: date-time
              * @description The provider must report before this (while PAYMENT_PENDING).
              */
             expires_at?: string;
+            /** @description Pass it to the payment provider; its webhook names it. */
+            reference: string;
+            /** @description Sandbox only: POST `{"outcome": "approve"}` (or `"decline"`) here to pay. */
+            sandbox_url?: string;
         };
         /**
          * Problem
@@ -872,23 +881,23 @@ export interface components {
          *     }
          */
         Problem: {
-            /** @description A stable identifier of the kind of problem, e.g. `/problems/sold-out`. */
-            type: string;
-            /** @description A short summary of the kind of problem. */
-            title: string;
+            /** @description What happened this time. */
+            detail: string;
+            /** @description The request field at fault, for validation problems. */
+            field?: string;
             /**
              * Format: uint16
              * @description The HTTP status code.
              */
             status: number;
-            /** @description What happened this time. */
-            detail: string;
-            /** @description The request field at fault, for validation problems. */
-            field?: string;
+            /** @description A short summary of the kind of problem. */
+            title: string;
+            /** @description A stable identifier of the kind of problem, e.g. `/problems/sold-out`. */
+            type: string;
         };
         /**
          * ProofOfWorkOut
-         * @description Proof of work on join: find a nonce making SHA-256 of `<salt>:<sale id>:<user id>:<nonce>`
+         * @description The work a join must show, when the sale asks for it (`getOffer` only): find a nonce making SHA-256 of `<salt>:<sale id>:<user id>:<nonce>`
          *     start with `difficulty_bits` zero bits; send it as `Sluice-Proof-Of-Work`.
          */
         ProofOfWorkOut: {
@@ -910,7 +919,10 @@ export interface components {
              */
             difficulty_bits: number;
         };
-        /** @enum {string} */
+        /**
+         * @description What the controller's last tick did to the rate.
+         * @enum {string}
+         */
         RateChange: "increase" | "decrease" | "hold" | "stale";
         /**
          * SaleOut
@@ -938,16 +950,42 @@ export interface components {
          *     }
          */
         SaleOut: {
-            id: string;
-            name: string;
-            status: components["schemas"]["SaleStatusName"];
-            /** Format: date-time */
-            opens_at: string;
+            admission_mode: components["schemas"]["AdmissionModeName"];
+            /** Format: uint32 */
+            admission_ttl_secs: number;
             /** Format: date-time */
             closes_at?: string;
-            stock_kind: components["schemas"]["StockKindName"];
+            /** Format: date-time */
+            created_at: string;
             /** Format: uint32 */
-            total: number;
+            hold_ttl_secs: number;
+            id: string;
+            /**
+             * @description The lottery's seed (lottery sales): the order at the opening is SHA-1 (hex) of
+             *     `<lottery_seed>:<user id>`, ascending.
+             */
+            lottery_seed?: string;
+            /** Format: uint32 */
+            max_active: number;
+            /** Format: uint32 */
+            max_rate_per_minute?: number;
+            /** Format: uint32 */
+            min_rate_per_minute?: number;
+            name: string;
+            opening: components["schemas"]["OpeningName"];
+            /** Format: date-time */
+            opens_at: string;
+            /** Format: uint32 */
+            payment_ttl_secs: number;
+            /** Format: uint32 */
+            per_user_limit: number;
+            /**
+             * Format: uint32
+             * @description Zero bits a join's proof of work needs (0: none asked).
+             */
+            proof_of_work_bits: number;
+            /** Format: uint32 */
+            rate_per_minute: number;
             /**
              * Format: uint32
              * @description Units free to hold now.
@@ -955,40 +993,15 @@ export interface components {
             remaining: number;
             /** @description Every seat of a seated sale. */
             seats?: string[];
+            status: components["schemas"]["SaleStatusName"];
+            stock_kind: components["schemas"]["StockKindName"];
             /** Format: uint32 */
-            per_user_limit: number;
-            /** Format: uint32 */
-            admission_ttl_secs: number;
-            /** Format: uint32 */
-            hold_ttl_secs: number;
-            /** Format: uint32 */
-            payment_ttl_secs: number;
-            /** Format: uint32 */
-            rate_per_minute: number;
-            /** Format: uint32 */
-            max_active: number;
-            admission_mode: components["schemas"]["AdmissionModeName"];
-            /** Format: uint32 */
-            min_rate_per_minute?: number;
-            /** Format: uint32 */
-            max_rate_per_minute?: number;
-            /**
-             * Format: uint32
-             * @description Zero bits a join's proof of work needs (0: none asked).
-             */
-            proof_of_work_bits: number;
-            opening: components["schemas"]["OpeningName"];
-            /**
-             * @description The lottery's seed (lottery sales): the order at the opening is SHA-1 (hex) of
-             *     `<lottery_seed>:<user id>`, ascending.
-             */
-            lottery_seed?: string;
-            /** Format: date-time */
-            created_at: string;
+            total: number;
         };
         /**
          * SaleStatsOut
-         * @description A sale's counters.
+         * @description A sale's counters: attempts (people) by state, and `units` (stock) by state. One attempt
+         *     may hold several units, so the two do not add up to each other.
          * @example {
          *       "admitted": 212,
          *       "confirmed": 2563,
@@ -1005,25 +1018,54 @@ export interface components {
          *       "paying": 41,
          *       "remaining": 300,
          *       "total": 3000,
+         *       "units": {
+         *         "free": 300,
+         *         "held": 150,
+         *         "paying": 61,
+         *         "sold": 2489,
+         *         "total": 3000
+         *       },
          *       "waiting": 48210
          *     }
          */
         SaleStatsOut: {
-            /** Format: uint64 */
-            waiting: number;
-            /** Format: uint64 */
+            /**
+             * Format: uint64
+             * @description Attempts admitted and not yet holding.
+             */
             admitted: number;
-            /** Format: uint64 */
-            holding: number;
-            /** Format: uint64 */
-            paying: number;
-            /** Format: uint64 */
+            /**
+             * Format: uint64
+             * @description Attempts that bought.
+             */
             confirmed: number;
             expired: components["schemas"]["ExpiredCounts"];
-            /** Format: uint32 */
+            /**
+             * Format: uint64
+             * @description Attempts holding stock.
+             */
+            holding: number;
+            /**
+             * Format: uint64
+             * @description Attempts whose payment is pending.
+             */
+            paying: number;
+            /**
+             * Format: uint32
+             * @description Units free to hold (as `units.free`).
+             */
             remaining: number;
-            /** Format: uint32 */
+            /**
+             * Format: uint32
+             * @description Units the sale has (as `units.total`).
+             */
             total: number;
+            units: components["schemas"]["UnitCounts"];
+            /**
+             * Format: uint64
+             * @description Attempts waiting in the queue.
+             */
+            waiting: number;
         };
         /** @enum {string} */
         SaleStatusName: "scheduled" | "open" | "paused" | "closed";
@@ -1050,28 +1092,56 @@ export interface components {
          *     }
          */
         SandboxPayment: {
-            outcome: components["schemas"]["SandboxOutcome"];
             /**
              * Format: uint64
              * @description Wait this long before sending the webhook (0 to 60000 ms).
              * @default 0
              */
             delay_ms?: number;
+            outcome: components["schemas"]["SandboxOutcome"];
         };
         /** SignalOut */
         SignalOut: {
             name: string;
+            stale: boolean;
+            /** Format: double */
+            target: number;
             /**
              * Format: double
              * @description Absent when it could not be read.
              */
             value?: number;
-            /** Format: double */
-            target: number;
-            stale: boolean;
         };
         /** @enum {string} */
         StockKindName: "quantity" | "seats";
+        /**
+         * UnitCounts
+         * @description A sale's units by state: `free + held + paying + sold = total`.
+         */
+        UnitCounts: {
+            /**
+             * Format: uint64
+             * @description Free to hold.
+             */
+            free: number;
+            /**
+             * Format: uint64
+             * @description Held by attempts in HOLD.
+             */
+            held: number;
+            /**
+             * Format: uint64
+             * @description Held by attempts whose payment is pending.
+             */
+            paying: number;
+            /**
+             * Format: uint64
+             * @description Sold (their attempts are CONFIRMED).
+             */
+            sold: number;
+            /** Format: uint64 */
+            total: number;
+        };
         /**
          * WebhookAckOut
          * @description The webhook's answer.
@@ -1081,10 +1151,18 @@ export interface components {
          *     }
          */
         WebhookAckOut: {
-            /** @description `applied` the first time a provider event id is seen, `duplicate` after. */
-            result: string;
             attempt_state: components["schemas"]["AttemptStateName"];
+            result: components["schemas"]["WebhookResultName"];
         };
+        /**
+         * @description What a webhook did: `applied` (the attempt moved: CONFIRMED, or EXPIRED with its stock
+         *     back), `duplicate` (this event id was seen before; nothing changed), `ignored` (a new event
+         *     that changes nothing, such as a failure after a success) or `refund_required` (money arrived
+         *     for an attempt that had expired; the attempt stays EXPIRED and a
+         *     `sluice.payment.refund_required` event is emitted).
+         * @enum {string}
+         */
+        WebhookResultName: "applied" | "duplicate" | "ignored" | "refund_required";
     };
     responses: never;
     parameters: never;
@@ -1094,159 +1172,30 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    createSale: {
+    getJwks: {
         parameters: {
             query?: never;
-            header?: {
-                "Idempotency-Key"?: string;
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json; charset=utf-8": components["schemas"]["CreateSale"];
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description The sale was created (or, with a repeated Idempotency-Key, had been). */
-            201: {
-                headers: {
-                    LOCATION: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
-                };
-            };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An internal error. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/json; charset=utf-8": unknown;
                 };
             };
         };
     };
-    getSale: {
+    liveness: {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                sale_id: string;
-            };
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;
@@ -1256,137 +1205,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
-                };
-            };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An internal error. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "text/plain; charset=utf-8": string;
                 };
             };
         };
     };
-    pauseSale: {
+    readiness: {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                sale_id: string;
-            };
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;
@@ -1396,1004 +1224,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
+                    "text/plain; charset=utf-8": string;
                 };
             };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An internal error. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
+            /** @description A store does not answer; the body names it. */
             503: {
                 headers: {
                     "RETRY-AFTER": number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "text/plain; charset=utf-8": string;
                 };
             };
         };
     };
-    resumeSale: {
+    payInSandbox: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                sale_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
-                };
-            };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An internal error. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    closeSale: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                sale_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
-                };
-            };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An internal error. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    getAdmission: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                sale_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json; charset=utf-8": components["schemas"]["AdmissionOut"];
-                };
-            };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An internal error. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    setAdmission: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                sale_id: string;
+                reference: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json; charset=utf-8": components["schemas"]["AdmissionSettings"];
+                "application/json; charset=utf-8": components["schemas"]["SandboxPayment"];
             };
         };
         responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
-                };
-            };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An internal error. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    setProofOfWork: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                sale_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json; charset=utf-8": components["schemas"]["ProofOfWorkSettings"];
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
-                };
-            };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An internal error. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    getSaleStats: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                sale_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json; charset=utf-8": components["schemas"]["SaleStatsOut"];
-                };
-            };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An internal error. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    joinSale: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description When the sale asks for proof of work (see `getOffer`): a nonce making SHA-256 of
-                 *     `<salt>:<sale id>:<user id>:<nonce>` start with the asked number of zero bits.
-                 */
-                "Sluice-Proof-Of-Work"?: string;
-            };
-            path: {
-                sale_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description In the queue (or, if the user had joined already, their existing attempt). */
+            /** @description The webhook will be sent after the delay. */
             202: {
                 headers: {
-                    LOCATION: string;
-                    "RETRY-AFTER": number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
+                    "application/json; charset=utf-8": components["schemas"]["SandboxAccepted"];
                 };
             };
             /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
@@ -2405,44 +1272,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description No such resource for this caller. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2471,25 +1302,6 @@ export interface operations {
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2538,26 +1350,8 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
                 };
             };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2574,53 +1368,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description The attempt or its admission has expired. */
             410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2680,15 +1429,6 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
                 };
             };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
                 headers: {
@@ -2698,8 +1438,79 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The attempt or its admission has expired. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    checkout: {
+        parameters: {
+            query?: never;
+            header?: {
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                attempt_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt's status. `Retry-After` mirrors `poll_after_ms`. */
+            200: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2743,37 +1554,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2820,26 +1603,8 @@ export interface operations {
                     "text/event-stream": components["schemas"]["AttemptOut"][];
                 };
             };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2856,53 +1621,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description The attempt or its admission has expired. */
             410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3049,25 +1769,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description An internal error. */
             500: {
                 headers: {
@@ -3110,26 +1811,8 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
                 };
             };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3164,6 +1847,152 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getPublicOffer: {
+        parameters: {
+            query?: never;
+            header?: {
+                "If-None-Match"?: string;
+            };
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The offer; `ETag` names this version of it. */
+            200: {
+                headers: {
+                    "CACHE-CONTROL": string;
+                    ETAG: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["OfferOut"];
+                };
+            };
+            /** @description The offer is the one `If-None-Match` named. */
+            304: {
+                headers: {
+                    "CACHE-CONTROL": string;
+                    ETAG: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests; retry after the given seconds. */
+            429: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createSale: {
+        parameters: {
+            query?: never;
+            header?: {
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["CreateSale"];
+            };
+        };
+        responses: {
+            /** @description The sale was created (or, with a repeated Idempotency-Key, had been). */
+            201: {
+                headers: {
+                    LOCATION: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request body is larger than the limit. */
             413: {
                 headers: {
@@ -3184,6 +2013,305 @@ export interface operations {
             };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSale: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAdmission: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["AdmissionOut"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setAdmission: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["AdmissionSettings"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    joinSale: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description When the sale asks for proof of work (see `getOffer`): a nonce making SHA-256 of
+                 *     `<salt>:<sale id>:<user id>:<nonce>` start with the asked number of zero bits.
+                 */
+                "Sluice-Proof-Of-Work"?: string;
+            };
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description In the queue, or the user's existing attempt (waiting, live or CONFIRMED). */
+            202: {
+                headers: {
+                    LOCATION: string;
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3231,49 +2359,27 @@ export interface operations {
             };
         };
     };
-    checkout: {
+    closeSale: {
         parameters: {
             query?: never;
-            header?: {
-                "Idempotency-Key"?: string;
-            };
+            header?: never;
             path: {
-                attempt_id: string;
+                sale_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The attempt's status. `Retry-After` mirrors `poll_after_ms`. */
             200: {
                 headers: {
-                    "RETRY-AFTER": number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
-                };
-            };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
                 };
             };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3290,64 +2396,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description The request body is larger than the limit. */
             413: {
                 headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3394,15 +2445,6 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["OfferOut"];
                 };
             };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
                 headers: {
@@ -3412,8 +2454,67 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests; retry after the given seconds. */
+            429: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    pauseSale: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3439,8 +2540,79 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The attempt or its admission has expired. */
-            410: {
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setProofOfWork: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["ProofOfWorkSettings"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3475,8 +2647,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
+            /** @description An internal error. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3484,10 +2656,125 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
                 headers: {
                     "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    resumeSale: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSaleStats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SaleStatsOut"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3532,7 +2819,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Processed now, or seen before (`result` says which); do not re-send. */
+            /** @description Received: `result` says what it did; do not re-send. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3559,35 +2846,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description No such resource for this caller. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3616,237 +2876,6 @@ export interface operations {
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An internal error. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    liveness: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/plain; charset=utf-8": string;
-                };
-            };
-        };
-    };
-    readiness: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/plain; charset=utf-8": string;
-                };
-            };
-            /** @description A store does not answer; the body names it. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/plain; charset=utf-8": string;
-                };
-            };
-        };
-    };
-    getJwks: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json; charset=utf-8": unknown;
-                };
-            };
-        };
-    };
-    payInSandbox: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                reference: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json; charset=utf-8": components["schemas"]["SandboxPayment"];
-            };
-        };
-        responses: {
-            /** @description The webhook will be sent after the delay. */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json; charset=utf-8": components["schemas"]["SandboxAccepted"];
-                };
-            };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -4,6 +4,9 @@
 // removed from the address bar, so it is neither shared nor logged). Status comes over
 // Server-Sent Events, read with fetch so the token travels in the Authorization header; if the
 // stream cannot be opened or drops, the page polls, waiting `poll_after_ms` as the server asks.
+// It speaks the visitor's language (English and Korean: the server picks from Accept-Language
+// and sets <html lang>; the switch overrides it, remembered in localStorage), and solves a
+// sale's proof of work in a Web Worker (proof-of-work.js) before it joins.
 'use strict';
 
 (() => {
@@ -17,14 +20,146 @@
   }
   const token = sessionStorage.getItem('sluice.token');
   const attemptKey = `sluice.attempt.${saleId}`;
-  const STEPS = ['join', 'queued', 'admitted', 'held', 'paying', 'done'];
+  const STEPS = ['join', 'proving', 'queued', 'admitted', 'held', 'paying', 'done'];
   const ENDED = ['CONFIRMED', 'EXPIRED'];
+
+  // ---- the visitor's language ----------------------------------------------------------------
+
+  const MESSAGES = {
+    en: {
+      language: 'Language', waitingRoom: 'Waiting room', loading: 'Loading…',
+      joinIntro: 'Tickets go on sale to everyone in the queue in the order they joined. Join once: keep this page open and we will let you in when it is your turn.',
+      join: 'Join the queue',
+      provingIntro: 'This sale asks every browser for a moment of work before it joins, so that bots cannot take the places of people. It runs by itself; keep this page open.',
+      provingProgress: 'Checking this browser', proving: 'Checking this browser',
+      provingSay: (p) => `Checking this browser before joining: ${p}% done.`,
+      yourPlace: 'Your place', peopleWaiting: 'People waiting', estimatedWait: 'Estimated wait',
+      queueProgress: 'Progress through the queue',
+      keepOpen: 'Keep this page open. You will be let in automatically — no need to refresh.',
+      leave: 'Leave the queue', howMany: 'How many tickets?', chooseSeats: 'Choose your seats',
+      chooseWithin: 'Choose within', hold: 'Hold my tickets', heldFor: 'Held for you for',
+      checkout: 'Go to payment', release: 'Release them', completePayment: 'Complete the payment.',
+      payWithin: 'Pay within', sandbox: 'Test mode: the sandbox payment provider.',
+      payNow: 'Pay now', decline: 'Decline the payment', again: 'Join again',
+      inLine: "You're in line", yourTurn: "It's your turn", heldTitle: 'Held for you',
+      payment: 'Payment', confirmed: 'Confirmed', youLeft: 'You left', timesUp: "Time's up",
+      soldOut: 'Sold out', saleClosed: 'Sale closed', joinAgainTitle: 'Please join again',
+      notAvailable: 'Sale not available', noSuchSale: 'There is no such sale.',
+      openFromShop: 'Open this page from the shop',
+      openFromShopText: 'This page needs a sale and your sign-in; the shop links here with both.',
+      saleEnded: 'This sale has ended.',
+      left: (n) => (n === 1 ? '1 left' : `${n} left`),
+      leftNone: 'Everything is held or sold right now; you can still join in case tickets come back.',
+      lessThanMinute: '< 1 min', aboutMinutesShort: (m) => `~${m} min`,
+      underAMinute: 'under a minute', aboutOneMinute: 'about 1 minute', aboutMinutes: (m) => `about ${m} minutes`,
+      placeSay: (n, wait) => `You are number ${n} in line. Estimated wait: ${wait}.`,
+      turnSay: 'It is your turn. Choose your tickets and hold them before the time runs out.',
+      upTo: (n) => `(up to ${n})`,
+      oneTicket: '1 ticket', tickets: (n) => `${n} tickets`, seats: (list) => `Seats ${list}`,
+      heldWhat: (what) => `${what} held for you. Go to payment to keep them.`,
+      heldSay: (what) => `${what} held. Go to payment before the time runs out.`,
+      payingWhat: (what) => `Paying for ${what}.`, payingSay: 'Waiting for your payment.',
+      confirmedText: (what) => `${what} — they are yours. A confirmation is on its way.`,
+      soldOutWaiting: 'Sorry — everything was sold while you waited, and nothing held can come back. Nothing was charged.',
+      soldOutText: 'Sorry — everything has been sold. Nothing was charged.',
+      saleClosedText: 'This sale takes no more joins. Nothing was charged.',
+      seatTaken: 'One of those seats was just taken. Please choose another.',
+      rejoinText: 'The waiting room was restarted and places were lost. Join again to get a new place.',
+      busy: (s) => `Busy — trying again in ${s} seconds.`,
+      connectionLost: 'Connection lost. Trying again…', chooseSeat: 'Choose at least one seat.',
+      chooseBetween: (max) => `Choose between 1 and ${max} tickets.`,
+      paymentSent: 'Payment sent. Waiting for confirmation…', declining: 'Declining…',
+      ended: 'This attempt has ended.',
+      reasons: {
+        left: 'You left the queue.',
+        abandoned: 'Your place lapsed because this page was closed for too long.',
+        admission_timeout: 'Your turn passed before you chose, so the tickets went to the next person in line.',
+        hold_timeout: 'Your hold ran out and the tickets went back on sale.',
+        released: 'You released your tickets; they are back on sale.',
+        payment_failed: 'The payment did not go through. Nothing was charged and the tickets went back on sale.',
+        payment_timeout: 'The payment took too long, so the tickets went back on sale.',
+        sale_closed: 'The sale closed before your turn came. Nothing was charged.',
+      },
+    },
+    ko: {
+      language: '언어', waitingRoom: '대기실', loading: '불러오는 중…',
+      joinIntro: '대기열에 들어온 순서대로 구매 차례가 돌아옵니다. 한 번만 줄을 서 주세요. 이 페이지를 열어 두시면 차례가 되었을 때 자동으로 입장합니다.',
+      join: '대기열에 줄 서기',
+      provingIntro: '이 판매는 봇이 사람의 자리를 차지하지 못하도록, 줄을 서기 전에 브라우저에 잠깐의 계산을 요청합니다. 자동으로 진행되니 이 페이지를 열어 두세요.',
+      provingProgress: '브라우저 확인 중', proving: '브라우저 확인 중',
+      provingSay: (p) => `줄 서기 전 브라우저 확인 중: ${p}% 완료.`,
+      yourPlace: '내 순서', peopleWaiting: '대기 인원', estimatedWait: '예상 대기 시간',
+      queueProgress: '대기열 진행 상황',
+      keepOpen: '이 페이지를 열어 두세요. 새로고침하지 않아도 차례가 되면 자동으로 입장합니다.',
+      leave: '대기열에서 나가기', howMany: '몇 장을 구매하시겠어요?', chooseSeats: '좌석을 선택하세요',
+      chooseWithin: '남은 선택 시간', hold: '티켓 확보하기', heldFor: '확보 유지 시간',
+      checkout: '결제하기', release: '확보 취소', completePayment: '결제를 완료해 주세요.',
+      payWithin: '남은 결제 시간', sandbox: '테스트 모드: 샌드박스 결제입니다.',
+      payNow: '지금 결제', decline: '결제 거절', again: '다시 줄 서기',
+      inLine: '대기 중입니다', yourTurn: '내 차례입니다', heldTitle: '티켓을 확보했습니다',
+      payment: '결제', confirmed: '구매 완료', youLeft: '대기열에서 나갔습니다', timesUp: '시간이 지났습니다',
+      soldOut: '매진', saleClosed: '판매 종료', joinAgainTitle: '다시 줄을 서 주세요',
+      notAvailable: '판매를 찾을 수 없습니다', noSuchSale: '해당 판매가 없습니다.',
+      openFromShop: '상점에서 이 페이지를 열어 주세요',
+      openFromShopText: '이 페이지에는 판매 정보와 로그인이 필요합니다. 상점의 링크로 들어와 주세요.',
+      saleEnded: '이 판매는 종료되었습니다.',
+      left: (n) => `${n}장 남음`,
+      leftNone: '지금은 모든 티켓이 확보되었거나 판매되었습니다. 티켓이 다시 나올 수 있으니 줄을 서실 수 있습니다.',
+      lessThanMinute: '1분 미만', aboutMinutesShort: (m) => `약 ${m}분`,
+      underAMinute: '1분 미만', aboutOneMinute: '약 1분', aboutMinutes: (m) => `약 ${m}분`,
+      placeSay: (n, wait) => `현재 대기 순서는 ${n}번입니다. 예상 대기 시간: ${wait}.`,
+      turnSay: '내 차례입니다. 시간이 끝나기 전에 티켓을 선택해 확보하세요.',
+      upTo: (n) => `(최대 ${n}장)`,
+      oneTicket: '티켓 1장', tickets: (n) => `티켓 ${n}장`, seats: (list) => `좌석 ${list}`,
+      heldWhat: (what) => `${what}을(를) 확보했습니다. 결제하시면 구매가 완료됩니다.`,
+      heldSay: (what) => `${what} 확보. 시간이 끝나기 전에 결제하세요.`,
+      payingWhat: (what) => `${what} 결제 중입니다.`, payingSay: '결제를 기다리고 있습니다.',
+      confirmedText: (what) => `${what} 구매가 완료되었습니다. 확인 메시지를 보내 드립니다.`,
+      soldOutWaiting: '죄송합니다. 기다리시는 동안 모두 판매되었고, 다시 나올 티켓도 없습니다. 결제된 금액은 없습니다.',
+      soldOutText: '죄송합니다. 모두 판매되었습니다. 결제된 금액은 없습니다.',
+      saleClosedText: '이 판매는 더 이상 줄 서기를 받지 않습니다. 결제된 금액은 없습니다.',
+      seatTaken: '방금 다른 분이 그 좌석을 선택했습니다. 다른 좌석을 골라 주세요.',
+      rejoinText: '대기실이 다시 시작되어 순서가 사라졌습니다. 다시 줄을 서면 새 순서를 받습니다.',
+      busy: (s) => `사용자가 많습니다. ${s}초 후에 다시 시도합니다.`,
+      connectionLost: '연결이 끊겼습니다. 다시 연결하는 중…', chooseSeat: '좌석을 하나 이상 선택하세요.',
+      chooseBetween: (max) => `1장에서 ${max}장 사이로 선택하세요.`,
+      paymentSent: '결제를 보냈습니다. 확인을 기다리는 중…', declining: '거절하는 중…',
+      ended: '이 구매 시도는 종료되었습니다.',
+      reasons: {
+        left: '대기열에서 나갔습니다.',
+        abandoned: '페이지가 너무 오래 닫혀 있어 순서가 취소되었습니다.',
+        admission_timeout: '선택하시기 전에 차례가 지나 다음 분께 넘어갔습니다.',
+        hold_timeout: '확보 시간이 끝나 티켓이 다시 판매됩니다.',
+        released: '티켓 확보를 취소하셨습니다. 티켓은 다시 판매됩니다.',
+        payment_failed: '결제가 완료되지 않았습니다. 결제된 금액은 없으며 티켓은 다시 판매됩니다.',
+        payment_timeout: '결제 시간이 초과되어 티켓이 다시 판매됩니다.',
+        sale_closed: '차례가 오기 전에 판매가 종료되었습니다. 결제된 금액은 없습니다.',
+      },
+    },
+  };
+  const LANGUAGES = Object.keys(MESSAGES);
+  const chosen = localStorage.getItem('sluice.language');
+  let lang = LANGUAGES.includes(chosen) ? chosen
+    : LANGUAGES.includes(document.documentElement.lang) ? document.documentElement.lang : 'en';
+  const t = (key, ...args) => {
+    const m = MESSAGES[lang][key] ?? MESSAGES.en[key];
+    return typeof m === 'function' ? m(...args) : m;
+  };
+
+  /// The page's fixed texts in the language; the step on screen is drawn again by the caller.
+  function translate() {
+    document.documentElement.lang = lang;
+    for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
+    for (const el of document.querySelectorAll('[data-i18n-label]')) el.setAttribute('aria-label', t(el.dataset.i18nLabel));
+    $('language').value = lang;
+  }
 
   let offer = null;
   let attempt = null;
   let firstPosition = null;
   let following = null; // AbortController of the live status
   let shownStep = null;
+  let redraw = null; // draws the step on screen again (after a change of language)
 
   // ---- talking to sluice -------------------------------------------------------------------
 
@@ -37,12 +172,13 @@
     }
   }
 
-  async function api(method, path, body) {
+  async function api(method, path, body, headers = {}) {
     const res = await fetch(path, {
       method,
       headers: {
         Authorization: `Bearer ${token}`,
         ...(body ? { 'Content-Type': 'application/json' } : {}),
+        ...headers,
       },
       body: body ? JSON.stringify(body) : undefined,
     });
@@ -116,6 +252,56 @@
 
   const isTransient = (e) => e instanceof Problem && (e.status === 429 || e.status >= 500);
 
+  /// The user id the token names (`sub`): the proof of work is bound to it.
+  function tokenUser() {
+    try {
+      const payload = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+      return JSON.parse(atob(payload)).sub;
+    } catch (e) {
+      return '';
+    }
+  }
+
+  /// Finds the sale's proof of work in a Web Worker, showing its progress; resolves the nonce.
+  function prove(pow) {
+    step('proving', t('proving'));
+    $('proof-progress').value = 0;
+    say(t('provingSay', 0));
+    return new Promise((resolve, reject) => {
+      const worker = new Worker('/waiting-room/proof-of-work.js');
+      let said = 0;
+      worker.onmessage = ({ data }) => {
+        if (data.nonce !== undefined) {
+          worker.terminate();
+          $('proof-progress').value = 100;
+          resolve(data.nonce);
+          return;
+        }
+        // Tries so far against those expected: a guide, not a promise (luck decides).
+        const done = Math.min(99, Math.floor((100 * data.progress) / data.expected));
+        $('proof-progress').value = done;
+        if (done >= said + 25) { said = done - (done % 25); say(t('provingSay', said)); }
+      };
+      worker.onerror = (e) => { worker.terminate(); reject(e); };
+      worker.postMessage({ salt: pow.salt, sale: saleId, user: tokenUser(), bits: pow.difficulty_bits });
+    });
+  }
+
+  /// Joins, with the sale's proof of work when it asks for one (again if it was raised since).
+  async function join() {
+    for (let round = 0; round < 3; round++) {
+      const pow = offer && offer.proof_of_work;
+      const headers = pow ? { 'Sluice-Proof-Of-Work': await prove(pow) } : {};
+      try {
+        return await api('POST', `/v1/sales/${saleId}/attempts`, undefined, headers);
+      } catch (e) {
+        if (e.type !== '/problems/proof-of-work-required') throw e;
+        offer = await api('GET', `/v1/sales/${saleId}/offer`); // a new difficulty or salt
+      }
+    }
+    throw new Problem(428, { detail: t('ended') }, 0);
+  }
+
   // ---- what the user sees ------------------------------------------------------------------
 
   function say(text) { $('status').textContent = text; }
@@ -130,9 +316,9 @@
     for (const s of STEPS) $(`step-${s}`).hidden = s !== name;
     $('status').classList.toggle('sr-only', name === 'done');
     $('title').textContent = title;
+    document.title = `${title} — ${offer ? offer.name : t('waitingRoom')}`;
     if (shownStep !== name) {
       shownStep = name;
-      document.title = `${title} — ${offer ? offer.name : 'Waiting room'}`;
       $('title').focus(); // keyboard and screen-reader users land on the new step
     }
   }
@@ -140,14 +326,23 @@
   /// The wait in a few characters, for the figure box.
   function shortWait(secs) {
     if (secs == null) return '–';
-    return secs < 60 ? '< 1 min' : `~${Math.round(secs / 60)} min`;
+    return secs < 60 ? t('lessThanMinute') : t('aboutMinutesShort', Math.round(secs / 60));
   }
 
   function minutes(secs) {
     if (secs == null) return '–';
-    if (secs < 60) return 'under a minute';
+    if (secs < 60) return t('underAMinute');
     const m = Math.round(secs / 60);
-    return m === 1 ? 'about 1 minute' : `about ${m} minutes`;
+    return m === 1 ? t('aboutOneMinute') : t('aboutMinutes', m);
+  }
+
+  /// What is left, when the offer knows it, on the steps before the turn.
+  function showLeft() {
+    const known = offer && typeof offer.remaining === 'number';
+    for (const id of ['join-left', 'queued-left']) {
+      $(id).hidden = !known;
+      if (known) $(id).textContent = offer.remaining > 0 ? t('left', offer.remaining) : t('leftNone');
+    }
   }
 
   const countdowns = {};
@@ -166,72 +361,65 @@
   }
   setInterval(tick, 1000);
 
-  const REASONS = {
-    left: 'You left the queue.',
-    abandoned: 'Your place lapsed because this page was closed for too long.',
-    admission_timeout: 'Your turn passed before you chose, so the tickets went to the next person in line.',
-    hold_timeout: 'Your hold ran out and the tickets went back on sale.',
-    released: 'You released your tickets; they are back on sale.',
-    payment_failed: 'The payment did not go through. Nothing was charged and the tickets went back on sale.',
-    payment_timeout: 'The payment took too long, so the tickets went back on sale.',
-    sale_closed: 'The sale closed before your turn came. Nothing was charged.',
-  };
-
   function describeHold(hold) {
     if (!hold) return '';
-    if (hold.seat_ids && hold.seat_ids.length) return `Seats ${hold.seat_ids.join(', ')}`;
-    return hold.quantity === 1 ? '1 ticket' : `${hold.quantity} tickets`;
+    if (hold.seat_ids && hold.seat_ids.length) return t('seats', hold.seat_ids.join(', '));
+    return hold.quantity === 1 ? t('oneTicket') : t('tickets', hold.quantity);
   }
 
   function show(next) {
+    const moved = !attempt || attempt.state !== next.state || attempt.position !== next.position;
     attempt = next;
     sessionStorage.setItem(attemptKey, next.attempt_id);
     alertUser('');
+    redraw = () => show(attempt);
     switch (next.state) {
       case 'QUEUED': {
         if (next.sold_out) {
           // Nothing left and nothing held that could come back: say so now, not at the turn,
           // and give the place up (a failed leave changes nothing for the user).
           api('DELETE', `/v1/attempts/${next.attempt_id}`).catch(() => {});
-          finish(false, 'Sold out', 'Sorry — everything was sold while you waited, and nothing held can come back. Nothing was charged.');
+          finish(false, t('soldOut'), t('soldOutWaiting'));
           $('again').hidden = true;
           break;
         }
         if (firstPosition == null || next.position > firstPosition) firstPosition = next.position;
-        step('queued', "You're in line");
+        step('queued', t('inLine'));
         $('position').textContent = next.position ?? '–';
         $('waiting').textContent = next.waiting ?? '–';
         $('eta').textContent = shortWait(next.estimated_wait_secs);
         const done = firstPosition > 1 ? (firstPosition - next.position) / (firstPosition - 1) : 0;
         $('progress').value = Math.round(done * 100);
-        say(`You are number ${next.position} in line. Estimated wait: ${minutes(next.estimated_wait_secs)}.`);
+        showLeft();
+        // Read out when the place changes, not on every push of the same figures.
+        if (moved) say(t('placeSay', next.position, minutes(next.estimated_wait_secs)));
         break;
       }
       case 'ADMITTED':
-        step('admitted', "It's your turn");
+        step('admitted', t('yourTurn'));
         prepareChoice();
         countdown('admission-countdown', next.admission_expires_at);
-        say('It is your turn. Choose your tickets and hold them before the time runs out.');
+        say(t('turnSay'));
         break;
       case 'HOLD':
-        step('held', 'Held for you');
-        $('held-what').textContent = `${describeHold(next.hold)} held for you. Go to payment to keep them.`;
+        step('held', t('heldTitle'));
+        $('held-what').textContent = t('heldWhat', describeHold(next.hold));
         countdown('hold-countdown', next.hold && next.hold.expires_at);
-        say(`${describeHold(next.hold)} held. Go to payment before the time runs out.`);
+        say(t('heldSay', describeHold(next.hold)));
         break;
       case 'PAYMENT_PENDING':
-        step('paying', 'Payment');
-        $('paying-what').textContent = `Paying for ${describeHold(next.hold).toLowerCase()}.`;
+        step('paying', t('payment'));
+        $('paying-what').textContent = t('payingWhat', describeHold(next.hold).toLowerCase());
         $('sandbox').hidden = !(next.payment && next.payment.sandbox_url);
         countdown('payment-countdown', next.payment && next.payment.expires_at);
-        say('Waiting for your payment.');
+        say(t('payingSay'));
         break;
       case 'CONFIRMED':
-        finish(true, 'Confirmed', `${describeHold(next.hold)} — they are yours. A confirmation is on its way.`);
+        finish(true, t('confirmed'), t('confirmedText', describeHold(next.hold)));
         break;
       case 'EXPIRED':
-        finish(false, next.reason === 'left' ? 'You left' : "Time's up",
-          REASONS[next.reason] || 'This attempt has ended.');
+        finish(false, next.reason === 'left' ? t('youLeft') : t('timesUp'),
+          t('reasons')[next.reason] || t('ended'));
         break;
     }
   }
@@ -246,6 +434,14 @@
     say(`${title}.`); // the heading takes focus and the text follows it
   }
 
+  /// A final step that is not an attempt's (no sale, no sign-in, closed, sold out): drawn again
+  /// in another language too.
+  function ending(titleKey, textKey, good = false) {
+    redraw = () => ending(titleKey, textKey, good);
+    finish(good, t(titleKey), t(textKey));
+    $('again').hidden = true;
+  }
+
   function prepareChoice() {
     if (!offer) return;
     const limit = Math.max(1, Math.min(offer.per_user_limit, offer.remaining || offer.per_user_limit));
@@ -254,10 +450,10 @@
     $('choose-seats').hidden = !seated;
     if (!seated) {
       $('quantity').max = String(limit);
-      $('quantity-limit').textContent = `(up to ${limit})`;
+      $('quantity-limit').textContent = t('upTo', limit);
       return;
     }
-    $('seat-limit').textContent = `(up to ${limit})`;
+    $('seat-limit').textContent = t('upTo', limit);
     const box = $('seats');
     if (box.childElementCount) return;
     for (const seat of offer.free_seats || []) {
@@ -273,33 +469,32 @@
 
   /// Problems the user can act on get their own words; the rest show the server's detail.
   function handleProblem(e) {
-    if (!(e instanceof Problem)) { alertUser('Connection lost. Trying again…'); return; }
+    if (!(e instanceof Problem)) { alertUser(t('connectionLost')); return; }
     switch (e.type) {
       case '/problems/sold-out':
-        finish(false, 'Sold out', 'Sorry — everything has been sold. Nothing was charged.');
-        $('again').hidden = true;
+        ending('soldOut', 'soldOutText');
         return;
       case '/problems/sale-closed':
         // Past its closing time (or closed by the shop) while the page offered to join.
-        finish(false, 'Sale closed', 'This sale takes no more joins. Nothing was charged.');
-        $('again').hidden = true;
+        ending('saleClosed', 'saleClosedText');
         return;
       case '/problems/seat-taken':
-        alertUser('One of those seats was just taken. Please choose another.');
+        alertUser(t('seatTaken'));
         refreshOffer();
         return;
       case '/problems/rejoin':
         sessionStorage.removeItem(attemptKey);
         attempt = null;
-        step('join', 'Please join again');
-        alertUser('The waiting room was restarted and places were lost. Join again to get a new place.');
+        redraw = null;
+        step('join', t('joinAgainTitle'));
+        alertUser(t('rejoinText'));
         return;
       case '/problems/admission-expired':
-        finish(false, "Time's up", REASONS.admission_timeout);
+        finish(false, t('timesUp'), t('reasons').admission_timeout);
         return;
       default:
         if (e.status === 429 || e.status >= 500) {
-          say(`Busy — trying again in ${Math.max(1, e.retryAfter)} seconds.`);
+          say(t('busy', Math.max(1, e.retryAfter)));
           return;
         }
         alertUser(e.message);
@@ -312,6 +507,7 @@
       $('sale-name').textContent = offer.name;
       $('seats').replaceChildren();
       prepareChoice();
+      showLeft();
     } catch (e) { handleProblem(e); }
   }
 
@@ -344,12 +540,13 @@
 
   $('join').addEventListener('click', (ev) => act(ev.currentTarget, async () => {
     firstPosition = null;
-    return api('POST', `/v1/sales/${saleId}/attempts`);
+    return join();
   }));
   $('again').addEventListener('click', () => {
     sessionStorage.removeItem(attemptKey);
     attempt = null;
-    step('join', offer ? offer.name : 'Join the queue');
+    redraw = () => step('join', offer ? offer.name : t('join'));
+    redraw();
     say('');
   });
   $('leave').addEventListener('click', (ev) => act(ev.currentTarget,
@@ -359,12 +556,12 @@
     const body = { admission_token: attempt.admission_token };
     if (offer && offer.stock_kind === 'seats') {
       body.seat_ids = [...document.querySelectorAll('input[name=seat]:checked')].map((i) => i.value);
-      if (!body.seat_ids.length) { alertUser('Choose at least one seat.'); return; }
+      if (!body.seat_ids.length) { alertUser(t('chooseSeat')); return; }
     } else {
       const n = Number($('quantity').value);
       const max = Number($('quantity').max);
       if (!Number.isInteger(n) || n < 1 || n > max) {
-        alertUser(`Choose between 1 and ${max} tickets.`);
+        alertUser(t('chooseBetween', max));
         $('quantity').focus();
         return;
       }
@@ -379,25 +576,46 @@
   for (const [id, outcome] of [['approve', 'approve'], ['decline', 'decline']]) {
     $(id).addEventListener('click', (ev) => act(ev.currentTarget, async () => {
       await api('POST', `/sandbox/payments/${attempt.payment.reference}`, { outcome });
-      say(outcome === 'approve' ? 'Payment sent. Waiting for confirmation…' : 'Declining…');
+      say(outcome === 'approve' ? t('paymentSent') : t('declining'));
       follow();
       return null;
     }));
   }
+  $('language').addEventListener('change', (ev) => {
+    lang = ev.currentTarget.value;
+    localStorage.setItem('sluice.language', lang);
+    translate();
+    if (offer) $('sale-name').textContent = offer.name;
+    if (redraw) redraw();
+  });
 
   // ---- start -------------------------------------------------------------------------------
 
+  /// The shop's name and logo (page.shop_name, page.logo_url), when configured.
+  async function brand() {
+    try {
+      const res = await fetch('/waiting-room/brand.json');
+      const shop = await res.json();
+      if (shop.name) { $('shop-name').textContent = shop.name; $('shop-name').hidden = false; }
+      if (shop.logo_url) {
+        $('logo').src = shop.logo_url;
+        $('logo').alt = shop.name || '';
+        $('logo').hidden = false;
+      }
+    } catch (e) { /* unbranded */ }
+  }
+
   async function start() {
+    translate();
+    brand();
     if (!saleId || !token) {
-      step('done', 'Open this page from the shop');
-      $('done-text').textContent = 'This page needs a sale and your sign-in; the shop links here with both.';
+      ending('openFromShop', 'openFromShopText');
       return;
     }
     try {
       offer = await api('GET', `/v1/sales/${saleId}/offer`);
     } catch (e) {
-      step('done', 'Sale not available');
-      $('done-text').textContent = e.status === 404 ? 'There is no such sale.' : e.message;
+      ending('notAvailable', e.status === 404 ? 'noSuchSale' : 'ended');
       return;
     }
     $('sale-name').textContent = offer.name;
@@ -412,12 +630,15 @@
       }
     }
     if (offer.status === 'closed') {
-      step('done', 'Sale closed');
-      $('done-text').textContent = 'This sale has ended.';
+      ending('saleClosed', 'saleEnded');
       return;
     }
-    step('join', offer.name);
-    say(offer.remaining > 0 ? '' : 'Everything is held or sold right now; you can still join in case tickets come back.');
+    redraw = () => { step('join', offer.name); showLeft(); };
+    redraw();
+    // What is left, kept current while the visitor waits to join or waits in line.
+    setInterval(() => {
+      if (shownStep === 'join' || shownStep === 'queued') refreshOffer();
+    }, 10000);
   }
 
   start();

@@ -118,6 +118,18 @@ pub(super) async fn apply(
     outcome
 }
 
+/// The CONFIRMED attempts of `sale` by user (a snapshot's buyers).
+pub(super) async fn buyers(pool: &PgPool, sale: SaleId) -> LedgerResult<Vec<(UserId, AttemptId)>> {
+    let rows: Vec<(String, Uuid)> = sqlx::query_as(
+        "SELECT user_id, id FROM attempts WHERE sale_id = $1 AND state = 'CONFIRMED' ORDER BY seq",
+    )
+    .bind(sale.0)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(crate::ledger::buyers_from(sale, rows))
+}
+
 #[async_trait]
 impl AttemptTx for PgConnection {
     async fn lock_attempt(&mut self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {

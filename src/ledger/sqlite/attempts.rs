@@ -95,6 +95,21 @@ pub(super) async fn live(
     Ok((live, crate::ledger::bought_from(bought)))
 }
 
+/// The CONFIRMED attempts of `sale` by user (a snapshot's buyers).
+pub(super) async fn buyers(
+    pool: &SqlitePool,
+    sale: SaleId,
+) -> LedgerResult<Vec<(UserId, AttemptId)>> {
+    let rows: Vec<(String, Uuid)> = sqlx::query_as(
+        "SELECT user_id, id FROM attempts WHERE sale_id = ? AND state = 'CONFIRMED' ORDER BY seq",
+    )
+    .bind(sale.0)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(crate::ledger::buyers_from(sale, rows))
+}
+
 #[async_trait]
 impl AttemptTx for SqliteConnection {
     /// The write transaction already holds the database lock.

@@ -139,10 +139,12 @@ impl Ledger for SqliteLedger {
     async fn snapshot(&self, id: SaleId) -> LedgerResult<SaleSnapshot> {
         let free = sales::free_stock(&self.pool, id).await?;
         let (live, bought) = attempts::live(&self.pool, id).await?;
+        let buyers = attempts::buyers(&self.pool, id).await?;
         Ok(SaleSnapshot {
             free,
             live,
             bought,
+            buyers,
             reset: true,
         })
     }

@@ -222,10 +222,19 @@ pub(super) async fn stats(pool: &SqlitePool, id: SaleId) -> LedgerResult<LedgerS
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
+    let units = sqlx::query_as(
+        "SELECT a.state, SUM(h.quantity) FROM holds h JOIN attempts a ON a.id = h.attempt_id \
+         WHERE h.sale_id = ? AND h.status <> 'returned' GROUP BY a.state",
+    )
+    .bind(id.0)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
     Ok(LedgerStats::tally(
         sale.remaining,
         sale.sale.stock.total(),
         rows,
+        units,
     ))
 }
 

@@ -192,6 +192,7 @@ impl QueueStore for MemoryQueue {
         snapshot: &SaleSnapshot,
         force: bool,
     ) -> QueueResult<bool> {
+        let _timer = CallTimer::start("init_sale");
         let mut sales = self.sales.write().expect("not poisoned");
         let fresh = !sales.contains_key(&sale.id);
         let entry = sales
@@ -232,6 +233,10 @@ impl QueueStore for MemoryQueue {
             }
         }
         q.bought = snapshot.bought.iter().cloned().collect();
+        for (user, attempt) in &snapshot.buyers {
+            q.owners.insert(attempt.local, user.clone());
+            q.users.insert(user.clone(), attempt.local);
+        }
         if snapshot.reset {
             q.rebuilt_at_ms = now_ms();
         }
@@ -239,11 +244,13 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()> {
+        let _timer = CallTimer::start("set_status");
         self.with(sale, |q| q.status = status);
         Ok(())
     }
 
     async fn set_admission(&self, sale: SaleId, admission: Admission) -> QueueResult<()> {
+        let _timer = CallTimer::start("set_admission");
         self.with(sale, |q| {
             q.rate_per_minute = admission.rate_per_minute;
             q.max_active = admission.max_active;
@@ -252,6 +259,8 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
+        let _timer = CallTimer::start("join");
+        record_batch("join", 1);
         let track = self.abandon_after_ms > 0;
         let outcome = self.with(sale, |q| {
             if q.status == SaleStatus::Closed || (q.closes_at_ms > 0 && now_ms >= q.closes_at_ms) {
@@ -268,7 +277,9 @@ impl QueueStore for MemoryQueue {
                     };
                     return q.queued(attempt, position);
                 }
-                if q.active.contains_key(&existing) {
+                // One attempt per user per sale: one that bought comes back (as join.lua).
+                let bought = q.bought.get(user).copied().unwrap_or(0) > 0;
+                if q.active.contains_key(&existing) || bought {
                     return JoinOutcome::Active {
                         attempt: AttemptId {
                             sale,
@@ -294,6 +305,8 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn view(&self, attempt: AttemptId, user: &UserId) -> QueueResult<QueueView> {
+        let _timer = CallTimer::start("status");
+        record_batch("status", 1);
         let view = self.with(attempt.sale, |q| {
             let owner = q.owners.get(&attempt.local).cloned();
             let position = q.position(&attempt.local);
@@ -332,6 +345,7 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome> {
+        let _timer = CallTimer::start("leave");
         let outcome = self.with(attempt.sale, |q| {
             if q.owners.get(&attempt.local) != Some(user) {
                 return LeaveOutcome::NotFound;
@@ -352,6 +366,7 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn lease(&self, sale: SaleId, holder: &str, ttl_ms: u64) -> QueueResult<Option<Lease>> {
+        let _timer = CallTimer::start("lease");
         let now = now_ms();
         let lease = self.with(sale, |q| {
             if let Some((value, expires)) = &q.lease {
@@ -375,7 +390,22 @@ impl QueueStore for MemoryQueue {
         Ok(lease.flatten())
     }
 
+    async fn release_lease(&self, sale: SaleId, holder: &str) -> QueueResult<bool> {
+        let _timer = CallTimer::start("release_lease");
+        let now = now_ms();
+        let released = self.with(sale, |q| {
+            let held = matches!(&q.lease, Some((value, expires))
+                if *expires > now && Lease::parse(value).is_some_and(|l| l.holder() == holder));
+            if held {
+                q.lease = None;
+            }
+            held
+        });
+        Ok(released.unwrap_or(false))
+    }
+
     async fn lease_holder(&self, sale: SaleId) -> QueueResult<Option<Lease>> {
+        let _timer = CallTimer::start("lease_holder");
         let now = now_ms();
         let lease = self.with(sale, |q| match &q.lease {
             Some((value, expires)) if *expires > now => Lease::parse(value),
@@ -392,6 +422,7 @@ impl QueueStore for MemoryQueue {
         admission_ttl_ms: u64,
         measured_rate: f64,
     ) -> QueueResult<AdmitOutcome> {
+        let _timer = CallTimer::start("admit");
         let now = now_ms();
         let outcome = self.with(sale, |q| {
             let held = matches!(&q.lease, Some((value, expires)) if *value == lease.value && *expires > now);
@@ -425,6 +456,7 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn admissions_recorded(&self, sale: SaleId, first: AttemptId) -> QueueResult<()> {
+        let _timer = CallTimer::start("admissions_recorded");
         self.with(sale, |q| {
             if q.unrecorded.first().map(|a| a.attempt) == Some(first) {
                 q.unrecorded.clear();
@@ -434,6 +466,7 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn unadmit(&self, sale: SaleId, admitted: &[Admitted]) -> QueueResult<()> {
+        let _timer = CallTimer::start("unadmit");
         self.with(sale, |q| {
             q.unrecorded.clear();
             for a in admitted {
@@ -451,6 +484,7 @@ impl QueueStore for MemoryQueue {
         user: &UserId,
         take: &Take,
     ) -> QueueResult<HoldOutcome> {
+        let _timer = CallTimer::start("hold");
         let now = now_ms();
         let outcome = self.with(attempt.sale, |q| {
             if let Some((held, _)) = q.holds.get(&attempt.local) {
@@ -499,6 +533,7 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn extend(&self, attempt: AttemptId) -> QueueResult<()> {
+        let _timer = CallTimer::start("extend");
         let now = now_ms();
         self.with(attempt.sale, |q| {
             let deadline = now + q.payment_ttl_ms;
@@ -514,6 +549,7 @@ impl QueueStore for MemoryQueue {
         attempt: AttemptId,
         keep_slot_until_ms: Option<i64>,
     ) -> QueueResult<bool> {
+        let _timer = CallTimer::start("restore");
         let restored = self.with(attempt.sale, |q| {
             match keep_slot_until_ms {
                 None => {
@@ -541,6 +577,7 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn finish(&self, attempt: AttemptId) -> QueueResult<()> {
+        let _timer = CallTimer::start("finish");
         self.with(attempt.sale, |q| {
             q.holds.remove(&attempt.local);
             q.active.remove(&attempt.local);
@@ -549,6 +586,7 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn forget_waiting(&self, sale: SaleId) -> QueueResult<u64> {
+        let _timer = CallTimer::start("forget_waiting");
         Ok(self
             .with(sale, |q| {
                 if q.status != SaleStatus::Closed {
@@ -571,6 +609,7 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats> {
+        let _timer = CallTimer::start("stats");
         let stats = self.with(sale, |q| QueueStats {
             waiting: q.queue.len() as u64,
             active: q.active.len() as u64,
@@ -581,10 +620,12 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn ping(&self) -> QueueResult<()> {
+        let _timer = CallTimer::start("ping");
         Ok(())
     }
 
     async fn abandon(&self, sale: SaleId, limit: u32) -> QueueResult<u64> {
+        let _timer = CallTimer::start("abandon");
         if self.abandon_after_ms == 0 {
             return Ok(0);
         }
@@ -611,6 +652,7 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn draw_lottery(&self, sale: SaleId, seed: &str) -> QueueResult<Option<u64>> {
+        let _timer = CallTimer::start("lottery");
         let drawn = self.with(sale, |q| {
             if q.lottery_drawn {
                 return None;
@@ -638,6 +680,7 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn put_controller(&self, sale: SaleId, state: &str, ttl_ms: u64) -> QueueResult<()> {
+        let _timer = CallTimer::start("put_controller");
         self.with(sale, |q| {
             q.controller = Some((state.to_owned(), now_ms() + ttl_ms as i64));
         });
@@ -645,6 +688,7 @@ impl QueueStore for MemoryQueue {
     }
 
     async fn controller(&self, sale: SaleId) -> QueueResult<Option<String>> {
+        let _timer = CallTimer::start("controller");
         let state = self.with(sale, |q| match &q.controller {
             Some((state, expires)) if *expires > now_ms() => Some(state.clone()),
             _ => None,

@@ -1,14 +1,18 @@
 //! The waiting-room page in headless Chromium (Debian's, driven by playwright-core from
-//! `tests/browser`): the script asserts each step's text, focus and layout; this test runs it
-//! against a live sluice and checks the screenshots it took of the key states.
+//! `tests/browser`): the script asserts each step's text, focus and layout, in English and in
+//! Korean; this test runs it against a live sluice (with a shop's name and colour configured)
+//! and checks the screenshots it took of the key states.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use crate::helpers::{Backend, TestApp, ADMIN_KEY, USER_SECRET};
 
-const STATES: [&str; 10] = [
+const STATES: [&str; 13] = [
     "queued",
+    "queued-ko",
+    "queued-en",
+    "proof-of-work",
     "admitted",
     "held",
     "confirmed",
@@ -20,6 +24,8 @@ const STATES: [&str; 10] = [
     "no-sign-in",
 ];
 
+const SHOP_NAME: &str = "Harbour Tickets";
+
 /// Width and height from a PNG's IHDR chunk.
 fn png_size(bytes: &[u8]) -> (u32, u32) {
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
@@ -30,7 +36,12 @@ fn png_size(bytes: &[u8]) -> (u32, u32) {
 
 #[tokio::test]
 async fn the_waiting_room_works_in_a_phone_sized_headless_chromium() {
-    let app = TestApp::spawn_on(Backend::Embedded).await; // the sandbox provider is on
+    // The sandbox provider is on (embedded); the shop's look is configured.
+    let app = TestApp::spawn_on_with(Backend::Embedded, |c| {
+        c.page.shop_name = SHOP_NAME.into();
+        c.page.accent_colour = "#b3261e".into();
+    })
+    .await;
     let shots =
         std::env::temp_dir().join(format!("sluice-shots-{}", uuid::Uuid::new_v4().simple()));
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
@@ -43,6 +54,8 @@ async fn the_waiting_room_works_in_a_phone_sized_headless_chromium() {
             .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
             .env("SLUICE_USER_SECRET", USER_SECRET)
             .env("SHOTS", out_dir)
+            .env("SHOP_NAME", SHOP_NAME)
+            .env("SHOP_ACCENT_RGB", "rgb(179, 38, 30)")
             .output()
             .expect("node is installed (scripts/tools)")
     })
@@ -68,5 +81,36 @@ async fn the_waiting_room_works_in_a_phone_sized_headless_chromium() {
         seen.push(bytes);
     }
     println!("screenshots in {}", shots.display());
+    app.stop().await;
+}
+
+/// A shop's page on a second origin joins and reads its status from the browser (CORS), and a
+/// page on an origin sluice does not list cannot read an answer (`tests/browser/cross-origin.mjs`).
+#[tokio::test]
+async fn a_page_on_a_listed_origin_calls_sluice_from_the_browser() {
+    let (shop, other) = (crate::helpers::free_port(), crate::helpers::free_port());
+    let app = TestApp::spawn_on_with(Backend::Embedded, |c| {
+        c.http.cors_allowed_origins = vec![format!("http://127.0.0.1:{shop}")];
+    })
+    .await;
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    let base = app.base.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg("cross-origin.mjs")
+            .current_dir(dir)
+            .env("SLUICE_URL", base)
+            .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
+            .env("SLUICE_USER_SECRET", USER_SECRET)
+            .env("SHOP_PORT", shop.to_string())
+            .env("OTHER_PORT", other.to_string())
+            .output()
+            .expect("node is installed (scripts/tools)")
+    })
+    .await
+    .unwrap();
+    let log = crate::helpers::output_text(&out);
+    assert!(out.status.success(), "browser test failed:\n{log}");
+    assert!(log.contains("all checks passed"), "{log}");
     app.stop().await;
 }

@@ -29,7 +29,7 @@ fn dclint(file: &Path) -> std::process::Output {
 }
 
 /// The file with its YAML merge keys (`<<: *sluice`) applied, as docker compose reads it.
-fn compose() -> Value {
+pub(crate) fn compose() -> Value {
     let mut file: Value =
         serde_yaml::from_str(&std::fs::read_to_string(root().join("docker-compose.yml")).unwrap())
             .unwrap();
@@ -81,6 +81,25 @@ fn the_production_shape_has_its_parts_and_two_replicas() {
     assert_eq!(
         file["services"]["kafka"]["environment"]["KAFKA_PROCESS_ROLES"], "broker,controller",
         "Kafka runs in KRaft mode (no ZooKeeper)"
+    );
+    // Each store keeps its data in a named volume: Kafka's log dir is the one it mounts.
+    let kafka = &file["services"]["kafka"];
+    let log_dir = kafka["environment"]["KAFKA_LOG_DIRS"]
+        .as_str()
+        .expect("Kafka is told its log dir (the image's default is /tmp)");
+    let named_mounts: Vec<&str> = kafka["volumes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str()?.split_once(':'))
+        .filter(|(source, _)| !source.starts_with('.') && !source.starts_with('/'))
+        .map(|(_, target)| target)
+        .collect();
+    assert!(
+        named_mounts
+            .iter()
+            .any(|target| log_dir.starts_with(target)),
+        "Kafka's log dir {log_dir} is in none of its volumes {named_mounts:?}"
     );
     // Prometheus scrapes exactly the replicas, on the port they listen on.
     let prometheus: Value = serde_yaml::from_str(

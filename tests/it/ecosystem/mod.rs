@@ -7,4 +7,5 @@ mod compose;
 mod contract;
 mod k6;
 mod prometheus;
+mod spec;
 mod typescript;

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::helpers::TestApp;
+use crate::helpers::{Backend, TestApp};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -42,11 +42,58 @@ fn alert_rules_and_scrape_config_pass_promtool_and_their_unit_tests() {
         &dir,
         None,
     );
-    let rules = dir.join("rules");
-    let checked = promtool(&["check", "rules", "sluice.yml"], &rules, None);
+    let checked = promtool(&["check", "rules", "sluice.yml"], &dir.join("rules"), None);
     assert!(checked.contains("6 rules found"), "{checked}");
-    let tested = promtool(&["test", "rules", "sluice_test.yml"], &rules, None);
+    let tested = promtool(
+        &["test", "rules", "sluice_test.yml"],
+        &dir.join("tests"),
+        None,
+    );
     assert!(tested.contains("SUCCESS"), "{tested}");
+}
+
+/// The config compose mounts, checked whole (rule files included) as the Prometheus container
+/// reads it: each path it names inside the container is taken back to the repository file
+/// compose mounts there. A rule-file glob that also takes the rules' unit tests fails here.
+#[test]
+fn prometheus_starts_on_the_files_compose_mounts() {
+    let compose = crate::ecosystem::compose::compose();
+    let mounts: Vec<(String, PathBuf)> = compose["services"]["prometheus"]["volumes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|v| {
+            let mut parts = v.as_str().unwrap().split(':');
+            let local = parts.next()?.strip_prefix("./")?;
+            Some((parts.next()?.to_owned(), root().join(local)))
+        })
+        .collect();
+    let local = |container: &str| -> String {
+        let (inside, outside) = mounts
+            .iter()
+            .find(|(inside, _)| container.starts_with(inside.as_str()))
+            .unwrap_or_else(|| panic!("{container} is not mounted by compose"));
+        format!("{}{}", outside.display(), &container[inside.len()..])
+    };
+    let config_path = mounts
+        .iter()
+        .find(|(inside, _)| inside.ends_with("prometheus.yml"))
+        .map(|(inside, _)| local(inside))
+        .expect("compose mounts prometheus.yml");
+    let mut config: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    for file in config["rule_files"].as_sequence_mut().unwrap() {
+        *file = serde_yaml::Value::String(local(file.as_str().unwrap()));
+    }
+    let dir = std::env::temp_dir().join(format!("prom-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("prometheus.yml"),
+        serde_yaml::to_string(&config).unwrap(),
+    )
+    .unwrap();
+    let checked = promtool(&["check", "config", "prometheus.yml"], &dir, None);
+    assert!(checked.contains("6 rules found"), "{checked}");
 }
 
 /// Every `expr` of the dashboards, with Grafana's variables given a value.
@@ -101,9 +148,14 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
     names
 }
 
-#[tokio::test]
-async fn metrics_pass_promtool_and_every_dashboard_and_alert_metric_is_exported() {
-    let app = TestApp::spawn_with(|c| c.valve.tick_ms = 200).await;
+crate::on_both_configurations!(
+    metrics_pass_promtool_and_every_dashboard_and_alert_metric_is_exported
+);
+
+/// On every store alike: the embedded one reports the queue-store metrics the dashboard and the
+/// `SluiceRedisSlow` alert read, as Redis does.
+async fn metrics_pass_promtool_and_every_dashboard_and_alert_metric_is_exported(backend: Backend) {
+    let app = TestApp::spawn_on_with(backend, |c| c.valve.tick_ms = 200).await;
     let sale = app
         .create_sale(json!({
             "quantity": 10, "admission_mode": "adaptive",

@@ -287,23 +287,7 @@ async fn a_sigkilled_sluice_restarts_with_nothing_stuck_lost_or_answered_twice()
     assert_eq!(stats["confirmed"], 5);
 
     // The outbox drains, and every confirmation reached the event sink.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let pending: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NULL",
-        )
-        .fetch_one(&mut ledger)
-        .await
-        .unwrap();
-        if pending == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{pending} events never published"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    crate::helpers::outbox_relayed(&mut ledger).await;
     let events = std::fs::read_to_string(&sluice.config.events.file).unwrap();
     let confirmations: HashSet<String> = events
         .lines()

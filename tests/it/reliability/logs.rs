@@ -98,6 +98,12 @@ async fn the_default_level_logs_events_not_requests() {
         !logs.contains("/v1/"),
         "no line per request at the default level: {logs}"
     );
+    for chatter in ["Uninited", "Job creator created"] {
+        assert!(
+            !logs.contains(chatter),
+            "the cron crate's start-up lines are not logged at the default level: {logs}"
+        );
+    }
     assert!(
         !logs.contains('\u{1b}'),
         "no terminal colours in a log file: {logs}"

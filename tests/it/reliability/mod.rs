@@ -5,6 +5,7 @@
 
 mod client_storm;
 mod crash;
+mod drain;
 mod fuzz;
 mod logs;
 mod postgres_outage;

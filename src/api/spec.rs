@@ -1,0 +1,264 @@
+//! The spec as it is served (`/openapi.json`, `/docs`) and committed (`sluice openapi`):
+//! poem-openapi's document with each operation's error answers cut to those it can give.
+//! Every handler answers [`super::problem::ApiError`], whose variants are every error status
+//! there is; a client generated from a spec that listed all of them everywhere would expect a
+//! 428 from `getSale`. [`ERRORS`] says, per operation, which it can answer and why.
+
+use serde_json::Value;
+
+/// The error statuses each operation can answer. Where they come from: 400 a body or a
+/// required header that does not parse; 401 no or bad credentials (a bad signature for the
+/// webhook); 403 an admission token for another attempt; 404 an id that names nothing (or the
+/// sandbox turned off); 409 the state refuses it (closed, sold out, a seat taken, the limit,
+/// a transition that does not apply, an `Idempotency-Key` whose first request still runs);
+/// 410 an attempt or admission that expired, or a place the store lost (`rejoin`); 413 a
+/// body over the limit (any POST or PUT); 415 a body that is not JSON; 422 a value out of
+/// range, an `Idempotency-Key` that is not printable ASCII or reused with another request;
+/// 428 proof of work missing; 429 the per-user or per-IP limit of joins and status reads; 500
+/// a fault of sluice's own; 503 a store that is down.
+pub const ERRORS: &[(&str, &[u16])] = &[
+    ("createSale", &[400, 401, 409, 413, 415, 422, 500, 503]),
+    ("getSale", &[401, 404, 500, 503]),
+    ("pauseSale", &[401, 404, 409, 413, 500, 503]),
+    ("resumeSale", &[401, 404, 409, 413, 500, 503]),
+    ("closeSale", &[401, 404, 413, 500, 503]),
+    ("getAdmission", &[401, 404, 500, 503]),
+    ("setAdmission", &[400, 401, 404, 413, 415, 422, 500, 503]),
+    ("setProofOfWork", &[400, 401, 404, 413, 415, 422, 500, 503]),
+    ("getSaleStats", &[401, 404, 500, 503]),
+    ("joinSale", &[401, 404, 409, 413, 428, 429, 500, 503]),
+    ("getAttempt", &[401, 404, 410, 429, 500, 503]),
+    ("streamAttempt", &[401, 404, 410, 429, 500, 503]),
+    ("leaveAttempt", &[401, 404, 409, 410, 500, 503]),
+    (
+        "holdStock",
+        &[400, 401, 403, 404, 409, 410, 413, 415, 422, 500, 503],
+    ),
+    ("releaseHold", &[401, 404, 409, 410, 500, 503]),
+    ("checkout", &[401, 404, 409, 410, 413, 422, 500, 503]),
+    ("getOffer", &[401, 404, 429, 500, 503]),
+    ("getPublicOffer", &[404, 429, 500, 503]),
+    (
+        "receivePaymentWebhook",
+        &[400, 401, 404, 413, 415, 422, 500, 503],
+    ),
+    ("payInSandbox", &[400, 404, 413, 415, 422, 500, 503]),
+    ("liveness", &[]),
+    // Its 503 is its own plain-text answer: a store is down, or the process drains.
+    ("readiness", &[503]),
+    ("getJwks", &[]),
+];
+
+/// The form of each id and key parameter, as the handlers parse it ([`crate::domain::SaleId`],
+/// [`crate::domain::AttemptId`], `service::IdempotencyKey`): a value of another form names
+/// nothing (404) or is refused (422). The spec states the form so a client can check it first.
+const PARAMETERS: &[ParameterForm] = &[
+    ParameterForm {
+        name: "sale_id",
+        pattern: UUID,
+        lengths: None,
+    },
+    ParameterForm {
+        name: "reference",
+        pattern: UUID,
+        lengths: None,
+    },
+    ParameterForm {
+        name: "attempt_id",
+        pattern: "^[0-9a-fA-F]{64}$",
+        lengths: Some((64, 64)),
+    },
+    ParameterForm {
+        name: "Idempotency-Key",
+        pattern: "^[!-~]{1,255}$",
+        lengths: Some((1, 255)),
+    },
+];
+
+/// One parameter's form in the spec.
+struct ParameterForm {
+    name: &'static str,
+    pattern: &'static str,
+    /// `(minLength, maxLength)`, where the pattern alone does not say it plainly.
+    lengths: Option<(u32, u32)>,
+}
+const UUID: &str = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+
+/// The error statuses `operation` can answer; `None` for an operation the table lacks.
+pub fn errors_of(operation: &str) -> Option<&'static [u16]> {
+    ERRORS
+        .iter()
+        .find(|(id, _)| *id == operation)
+        .map(|(_, errors)| *errors)
+}
+
+/// `document` (poem-openapi's spec) with each operation's 4xx and 5xx answers cut to those
+/// [`ERRORS`] gives it, the form of its ids and keys ([`PARAMETERS`]), and an explicit empty
+/// `security` on the operations that need no credentials. An operation missing from the table keeps all of its answers (a unit
+/// test makes sure none is missing).
+pub fn cut_errors(document: &str) -> String {
+    let mut spec: Value = serde_json::from_str(document).expect("poem-openapi writes JSON");
+    if let Some(paths) = spec["paths"].as_object_mut() {
+        for op in paths.values_mut().filter_map(Value::as_object_mut) {
+            for op in op.values_mut() {
+                let Some(errors) = op["operationId"].as_str().and_then(errors_of) else {
+                    continue;
+                };
+                // An operation without credentials says so (`security: []`), as generators
+                // and linters expect, rather than leaving it unsaid.
+                if op.get("security").is_none() {
+                    op["security"] = Value::Array(Vec::new());
+                }
+                let parameters = op.get_mut("parameters").and_then(Value::as_array_mut);
+                for parameter in parameters.into_iter().flatten() {
+                    let name = parameter["name"].as_str().unwrap_or("");
+                    if let Some(form) = PARAMETERS.iter().find(|p| p.name == name) {
+                        let schema = &mut parameter["schema"];
+                        schema["pattern"] = Value::from(form.pattern);
+                        if let Some((min, max)) = form.lengths {
+                            schema["minLength"] = Value::from(min);
+                            schema["maxLength"] = Value::from(max);
+                        }
+                    }
+                }
+                if let Some(responses) = op["responses"].as_object_mut() {
+                    responses.retain(|status, _| {
+                        let code: u16 = status.parse().unwrap_or(0);
+                        code < 400 || errors.contains(&code)
+                    });
+                }
+            }
+        }
+    }
+    let schemas = spec
+        .get_mut("components")
+        .and_then(|c| c.get_mut("schemas"))
+        .and_then(Value::as_object_mut);
+    for schema in schemas.into_iter().flat_map(|s| s.values_mut()) {
+        if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            properties.values_mut().for_each(plain_ref);
+        }
+    }
+    serde_json::to_string_pretty(&spec).expect("a JSON value serialises")
+}
+
+/// A property poem-openapi writes as `allOf: [$ref, {default}]` (an enum field with a default)
+/// becomes the plain `$ref`: generators such as openapi-python-client cannot read the `allOf`
+/// form and drop the whole schema. The default is the enum's own documented one.
+fn plain_ref(property: &mut Value) {
+    let Some([reference, rest]) = property["allOf"].as_array().map(Vec::as_slice) else {
+        return;
+    };
+    let only_annotations = rest
+        .as_object()
+        .is_some_and(|o| o.keys().all(|k| k == "default" || k == "description"));
+    if reference.get("$ref").is_some() && only_annotations {
+        *property = serde_json::json!({ "$ref": reference["$ref"] });
+    }
+}
+
+/// The methods each path answers, as `(segments, methods)`: a segment `None` is a
+/// `{parameter}`.
+pub type MethodsByPath = Vec<(Vec<Option<String>>, Vec<String>)>;
+
+/// The methods each path of `document` answers.
+pub fn methods_by_path(document: &str) -> MethodsByPath {
+    let spec: Value = serde_json::from_str(document).expect("a JSON spec");
+    let mut paths = Vec::new();
+    for (path, ops) in spec["paths"].as_object().into_iter().flatten() {
+        let segments = path
+            .split('/')
+            .map(|s| (!s.starts_with('{')).then(|| s.to_owned()))
+            .collect();
+        let mut methods: Vec<String> = ops
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(m, _)| m.to_uppercase())
+            .collect();
+        if methods.iter().any(|m| m == "GET") {
+            methods.push("HEAD".into());
+        }
+        methods.sort();
+        paths.push((segments, methods));
+    }
+    paths
+}
+
+/// The methods `path` answers, joined for an `Allow` header; `None` for a path none answers.
+pub fn allowed_methods(paths: &MethodsByPath, path: &str) -> Option<String> {
+    let asked: Vec<&str> = path.split('/').collect();
+    paths
+        .iter()
+        .find(|(segments, _)| {
+            segments.len() == asked.len()
+                && segments
+                    .iter()
+                    .zip(&asked)
+                    .all(|(s, a)| s.as_deref().is_none_or(|s| s == *a))
+        })
+        .map(|(_, methods)| methods.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r##"{"paths": {
+        "/v1/sales/{sale_id}": {"get": {"operationId": "getSale", "responses": {
+            "200": {}, "401": {}, "404": {}, "428": {}, "500": {}, "503": {}}}},
+        "/v1/sales/{sale_id}/attempts": {"post": {"operationId": "joinSale", "responses": {
+            "202": {}, "400": {}, "428": {}}}},
+        "/health/live": {"get": {"operationId": "liveness", "responses": {"200": {}}}}
+    }, "components": {"schemas": {"CreateSale": {"properties": {
+        "opening": {"allOf": [{"$ref": "#/components/schemas/OpeningName"}, {"default": "fifo"}],
+                    "default": "fifo"},
+        "name": {"type": "string"}
+    }}}}}"##;
+
+    #[test]
+    fn each_operation_keeps_only_its_errors() {
+        let cut: Value = serde_json::from_str(&cut_errors(SPEC)).unwrap();
+        let statuses = |path: &str, method: &str| -> Vec<String> {
+            cut["paths"][path][method]["responses"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect()
+        };
+        assert_eq!(
+            statuses("/v1/sales/{sale_id}", "get"),
+            ["200", "401", "404", "500", "503"]
+        );
+        assert_eq!(
+            statuses("/v1/sales/{sale_id}/attempts", "post"),
+            ["202", "428"]
+        );
+        assert_eq!(statuses("/health/live", "get"), ["200"]);
+        assert_eq!(
+            cut["paths"]["/health/live"]["get"]["security"],
+            serde_json::json!([])
+        );
+        let properties = &cut["components"]["schemas"]["CreateSale"]["properties"];
+        assert_eq!(
+            properties["opening"],
+            serde_json::json!({ "$ref": "#/components/schemas/OpeningName" })
+        );
+        assert_eq!(properties["name"], serde_json::json!({ "type": "string" }));
+    }
+
+    #[test]
+    fn a_path_answers_its_methods() {
+        let paths = methods_by_path(SPEC);
+        assert_eq!(
+            allowed_methods(&paths, "/v1/sales/abc").as_deref(),
+            Some("GET, HEAD")
+        );
+        assert_eq!(
+            allowed_methods(&paths, "/v1/sales/abc/attempts").as_deref(),
+            Some("POST")
+        );
+        assert_eq!(allowed_methods(&paths, "/v1/nothing/here"), None);
+    }
+}
