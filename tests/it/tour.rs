@@ -57,7 +57,9 @@ async fn the_readme_tour_works_as_written() {
     assert!(stdout.contains("\"state\":\"HOLD\""), "{stdout}");
     assert!(stdout.contains("\"state\":\"CONFIRMED\""), "{stdout}");
     assert!(
-        stdout.contains("\"confirmed\":1,\"remaining\":98,\"total\":100"),
+        stdout.contains(
+            "\"confirmed\":1,\"units\":{\"free\":98,\"held\":0,\"paying\":0,\"sold\":2,\"total\":100}"
+        ),
         "{stdout}"
     );
     t.stop().await;
