@@ -173,6 +173,10 @@ pub struct WorkersConfig {
     /// long loses the place: EXPIRED, reason abandoned. 0 turns it off. While on, clients are
     /// told to poll at least three times within it.
     pub abandon_after_secs: u64,
+    /// How often the queue-sync worker applies the queue-store changes no request applied
+    /// (the store was away): units given back meanwhile are sellable again this long after
+    /// the store returns, plus a second's grace.
+    pub queue_sync_ms: u64,
 }
 
 /// Where domain events go once committed to the outbox.
@@ -299,6 +303,7 @@ impl Default for Config {
                 reaper_cron: "*/1 * * * * *".into(),
                 idempotency_ttl_secs: 24 * 3600,
                 abandon_after_secs: 0,
+                queue_sync_ms: 500,
             },
             events: EventsConfig {
                 file: PathBuf::new(),
@@ -478,6 +483,9 @@ impl Config {
         }
         if self.events.poll_ms < 10 || self.events.batch == 0 {
             return bad("events.poll_ms", "poll_ms at least 10 and batch positive");
+        }
+        if self.workers.queue_sync_ms < 10 {
+            return bad("workers.queue_sync_ms", "must be at least 10");
         }
         if self.workers.admission_tick_ms < 10 {
             return bad("workers.admission_tick_ms", "must be at least 10");

@@ -113,6 +113,18 @@ fn describe() {
         "sluice_payments_total",
         "Payments settled by the provider's webhook, by result (succeeded, failed)"
     );
+    describe_gauge!(
+        "sluice_queue_sync_pending",
+        "Queue-store changes (stock back, sold, deadline moved) committed in the ledger and not yet applied to the queue store"
+    );
+    describe_gauge!(
+        "sluice_queue_sync_oldest_age_seconds",
+        "Age of the oldest queue-store change not yet applied"
+    );
+    describe_counter!(
+        "sluice_queue_sync_applied_total",
+        "Queue-store changes the queue-sync worker applied because no request could"
+    );
     describe_histogram!(
         "sluice_queue_call_duration_seconds",
         Unit::Seconds,

@@ -145,6 +145,55 @@ impl AttemptRecord {
 pub struct Applied {
     pub decision: Decision,
     pub record: AttemptRecord,
+    /// The queue-sync row the transition wrote (its change for the queue store), if any.
+    pub sync: Option<i64>,
+}
+
+/// What a committed transition asks of the queue store; see `migrations/*/…_queue_sync.sql`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncChange {
+    /// EXPIRED: the hold's units go back (once: the store drops the hold record it restores).
+    Restore,
+    /// CONFIRMED: the slot is freed, the units stay sold.
+    Finish,
+    /// PAYMENT_PENDING: the slot's deadline moves to the payment's.
+    Extend,
+}
+
+impl SyncChange {
+    /// The change entering `to` asks for.
+    pub fn entering(to: AttemptState) -> Option<SyncChange> {
+        match to {
+            AttemptState::Expired { .. } => Some(SyncChange::Restore),
+            AttemptState::Confirmed { .. } => Some(SyncChange::Finish),
+            AttemptState::PaymentPending { .. } => Some(SyncChange::Extend),
+            AttemptState::Queued { .. }
+            | AttemptState::Admitted { .. }
+            | AttemptState::Hold { .. } => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncChange::Restore => "restore",
+            SyncChange::Finish => "finish",
+            SyncChange::Extend => "extend",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SyncChange> {
+        [SyncChange::Restore, SyncChange::Finish, SyncChange::Extend]
+            .into_iter()
+            .find(|c| c.as_str() == s)
+    }
+}
+
+/// A change the queue store has not been seen to apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingSync {
+    pub id: i64,
+    pub attempt: AttemptId,
+    pub change: SyncChange,
 }
 
 /// What a payment webhook did.
@@ -266,6 +315,13 @@ pub trait Ledger: Send + Sync + 'static {
         after: Option<Uuid>,
     ) -> LedgerResult<Vec<OutboxEvent>>;
     async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()>;
+    /// Queue-sync rows not applied yet and older than `older_than_ms`, oldest first.
+    async fn pending_syncs(&self, older_than_ms: u64, limit: u32)
+        -> LedgerResult<Vec<PendingSync>>;
+    /// Marks queue-sync rows applied.
+    async fn mark_synced(&self, ids: &[i64]) -> LedgerResult<()>;
+    /// Queue-sync rows not applied yet, and the age of the oldest, in seconds.
+    async fn sync_backlog(&self) -> LedgerResult<(u64, f64)>;
     /// Unpublished rows and the age of the oldest, in seconds.
     async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)>;
     /// Counts a refusal of the sink for one row; at `max_tries` the row is dead-lettered.
@@ -350,6 +406,25 @@ pub(crate) fn buyers_from(
 ) -> Vec<(UserId, AttemptId)> {
     rows.into_iter()
         .filter_map(|(user, local)| Some((UserId::parse(&user).ok()?, AttemptId { sale, local })))
+        .collect()
+}
+
+/// `(id, sale, attempt, change)` rows of the queue-sync log (rows naming no known change are
+/// skipped).
+pub(crate) fn pending_syncs_from(
+    rows: Vec<(i64, uuid::Uuid, uuid::Uuid, String)>,
+) -> Vec<PendingSync> {
+    rows.into_iter()
+        .filter_map(|(id, sale, local, change)| {
+            Some(PendingSync {
+                id,
+                attempt: AttemptId {
+                    sale: SaleId(sale),
+                    local,
+                },
+                change: SyncChange::parse(&change)?,
+            })
+        })
         .collect()
 }
 

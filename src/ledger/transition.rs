@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{Applied, AttemptRecord, LedgerError, LedgerResult};
+use super::{Applied, AttemptRecord, LedgerError, LedgerResult, SyncChange};
 use crate::domain::events::EventType;
 use crate::domain::{decide, AttemptEvent, AttemptId, AttemptState, DomainEvent, Effect, UserId};
 use crate::queue::Take;
@@ -31,6 +31,8 @@ pub(crate) trait AttemptTx: Send {
         cause: &str,
     ) -> LedgerResult<()>;
     async fn insert_event(&mut self, event: &DomainEvent) -> LedgerResult<()>;
+    /// Writes the queue store's side of the transition (a queue-sync row); returns its id.
+    async fn record_sync(&mut self, id: AttemptId, change: SyncChange) -> LedgerResult<i64>;
 }
 
 /// Applies `event` to a locked attempt.
@@ -64,7 +66,11 @@ pub(crate) async fn transition<T: AttemptTx + ?Sized>(
             }
         }
     }
+    let mut sync = None;
     if decision.changed {
+        if let Some(change) = SyncChange::entering(decision.to) {
+            sync = Some(tx.record_sync(id, change).await?);
+        }
         tx.enter_state(id, decision.to).await?;
         tx.audit(id, decision.from, decision.to, event.as_str())
             .await?;
@@ -76,7 +82,11 @@ pub(crate) async fn transition<T: AttemptTx + ?Sized>(
         }
     }
     let record = tx.lock_attempt(id).await?.ok_or(LedgerError::NotFound)?;
-    Ok(Applied { decision, record })
+    Ok(Applied {
+        decision,
+        record,
+        sync,
+    })
 }
 
 /// The timeout event that applies to a locked attempt now, by the database's clock.

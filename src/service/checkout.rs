@@ -9,6 +9,6 @@ pub async fn checkout(app: &App, attempt: AttemptId, user: &UserId) -> ServiceRe
         .apply(attempt, Some(user), AttemptEvent::Checkout, None)
         .await?;
     crate::telemetry::record_transition(&applied.decision, AttemptEvent::Checkout.as_str());
-    sync_queue(app.queue.as_ref(), &applied).await;
+    sync_queue(app, &applied).await;
     Ok(AttemptView::from_record(&applied.record, None))
 }

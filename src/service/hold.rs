@@ -142,6 +142,6 @@ pub async fn release(app: &App, attempt: AttemptId, user: &UserId) -> ServiceRes
         .apply(attempt, Some(user), AttemptEvent::Release, None)
         .await?;
     crate::telemetry::record_transition(&applied.decision, AttemptEvent::Release.as_str());
-    sync_queue(app.queue.as_ref(), &applied).await;
+    sync_queue(app, &applied).await;
     Ok(AttemptView::from_record(&applied.record, None))
 }

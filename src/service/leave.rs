@@ -25,7 +25,7 @@ pub async fn leave(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResul
                         &applied.decision,
                         AttemptEvent::Leave.as_str(),
                     );
-                    sync_queue(app.queue.as_ref(), &applied).await;
+                    sync_queue(app, &applied).await;
                     Ok(AttemptView::from_record(&applied.record, None))
                 }
                 // Left the queue earlier: leaving again answers the same.

@@ -46,7 +46,7 @@ pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<W
                 AttemptEvent::PaymentFailed
             };
             crate::telemetry::record_transition(&applied.decision, cause.as_str());
-            sync_queue(app.queue.as_ref(), &applied).await;
+            sync_queue(app, &applied).await;
             metrics::counter!("sluice_webhooks_total", "outcome" => "applied").increment(1);
             let result = if succeeded { "succeeded" } else { "failed" };
             metrics::counter!("sluice_payments_total", "result" => result).increment(1);

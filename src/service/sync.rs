@@ -1,29 +1,46 @@
-//! After the ledger committed a transition, the queue store follows: the slot is freed, held
-//! stock comes back (at most once: the restore script deletes the hold record it restores), or
-//! the active deadline moves. A failure here is logged and counted, never returned to the
-//! client: the ledger already holds the truth, and a forgotten slot is dropped by admit_batch
-//! once well past its deadline.
+//! After the ledger committed a transition, the queue store follows: held stock comes back (at
+//! most once: the restore script deletes the hold record it restores), the slot is freed, or
+//! the active deadline moves. The transition wrote that change to the ledger's queue-sync log
+//! in its own transaction; the request applies it at once and marks it applied. When the queue
+//! store cannot be reached, the failure is logged and counted, never returned to the client
+//! (the ledger holds the truth), and the queue-sync worker (`workers::queue_sync`) applies the
+//! change once the store answers again: units given back while Redis was away are sellable
+//! again within a few seconds of its return.
 
-use crate::domain::AttemptState;
-use crate::ledger::Applied;
-use crate::queue::QueueStore;
+use super::App;
+use crate::domain::AttemptId;
+use crate::ledger::{Applied, SyncChange};
+use crate::queue::{QueueResult, QueueStore};
 
-pub async fn sync_queue(queue: &dyn QueueStore, applied: &Applied) {
-    let decision = &applied.decision;
-    if !decision.changed {
+/// Brings the queue store in line with a committed transition (the fast path).
+pub async fn sync_queue(app: &App, applied: &Applied) {
+    let Some(sync) = applied.sync else {
         return;
-    }
-    let id = applied.record.id;
-    let result = match decision.to {
-        AttemptState::Expired { .. } => queue.restore(id, None).await.map(|_| ()),
-        AttemptState::Confirmed { .. } => queue.finish(id).await,
-        AttemptState::PaymentPending { .. } => queue.extend(id).await,
-        AttemptState::Queued { .. } | AttemptState::Admitted { .. } | AttemptState::Hold { .. } => {
-            Ok(())
-        }
     };
-    if let Err(e) = result {
-        metrics::counter!("sluice_queue_sync_errors_total").increment(1);
-        tracing::error!(attempt = %id, to = %decision.to, error = %e, "queue store not updated after a ledger transition");
+    let Some(change) = SyncChange::entering(applied.decision.to) else {
+        return;
+    };
+    let id = applied.record.id;
+    match apply(app.queue.as_ref(), id, change).await {
+        Ok(()) => {
+            if let Err(e) = app.ledger.mark_synced(&[sync]).await {
+                // Applied but not marked: the worker applies it again, which changes nothing.
+                tracing::debug!(attempt = %id, error = %e, "queue change applied, not marked");
+            }
+        }
+        Err(e) => {
+            metrics::counter!("sluice_queue_sync_errors_total").increment(1);
+            tracing::warn!(attempt = %id, change = change.as_str(), error = %e, "queue store not updated after a ledger transition: the queue-sync worker retries it");
+        }
+    }
+}
+
+/// Applies one change to the queue store. Each is idempotent, so a change applied twice (by
+/// the request and by the worker, or after a failover) is applied once.
+pub async fn apply(queue: &dyn QueueStore, id: AttemptId, change: SyncChange) -> QueueResult<()> {
+    match change {
+        SyncChange::Restore => queue.restore(id, None).await.map(|_| ()),
+        SyncChange::Finish => queue.finish(id).await,
+        SyncChange::Extend => queue.extend(id).await,
     }
 }

@@ -1,9 +1,10 @@
 //! Background work: the admission loop (the valve) with its signal reader, the expiry reapers,
-//! and the outbox relay with its backlog gauges. All are safe to run in every replica:
+//! the outbox relay with its backlog gauges, and the queue-sync worker. All are safe to run in every replica:
 //! admission is leased per sale, reapers claim rows with SKIP LOCKED, the relay is leased.
 
 pub mod admission;
 pub mod controller;
+pub mod queue_sync;
 pub mod reapers;
 pub mod relay;
 
@@ -30,10 +31,12 @@ impl Workers {
         let sink = crate::events::from_config(&app.config).await?;
         let relay = tokio::spawn(relay::run(app.clone(), sink));
         let backlog = tokio::spawn(relay::watch_backlog(app.clone()));
+        let sync_every = std::time::Duration::from_millis(app.config.workers.queue_sync_ms);
+        let queue_sync = tokio::spawn(queue_sync::run(app.clone(), sync_every));
         let reapers = reapers::start(app.clone()).await?;
         Ok(Workers {
             draining: vec![admission, relay],
-            tasks: vec![signals, backlog],
+            tasks: vec![signals, backlog, queue_sync],
             reapers,
         })
     }

@@ -49,7 +49,7 @@ pub async fn reap(app: &App) {
                 Ok(expired) => {
                     for applied in &expired {
                         crate::telemetry::record_transition(&applied.decision, event.as_str());
-                        sync_queue(app.queue.as_ref(), applied).await;
+                        sync_queue(app, applied).await;
                     }
                     metrics::counter!("sluice_reaper_expired_total", "cause" => event.as_str())
                         .increment(expired.len() as u64);

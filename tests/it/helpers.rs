@@ -380,9 +380,8 @@ impl TestApp {
         .unwrap()
     }
 
-    /// Joins, waits for admission, holds `quantity` and checks out; returns the attempt id and
-    /// its `payment` object.
-    pub async fn paying(&self, sale: &str, user: &str, quantity: u32) -> (String, Value) {
+    /// Joins, waits for admission and holds `quantity`; returns the attempt id.
+    pub async fn holding(&self, sale: &str, user: &str, quantity: u32) -> String {
         let (attempt, token) = self.admitted(sale, user).await;
         let held = self
             .hold(
@@ -391,7 +390,14 @@ impl TestApp {
                 json!({ "admission_token": token, "quantity": quantity }),
             )
             .await;
-        assert_eq!(held.status(), 200);
+        assert_eq!(held.status(), 200, "{user} holds {quantity}");
+        attempt
+    }
+
+    /// Joins, waits for admission, holds `quantity` and checks out; returns the attempt id and
+    /// its `payment` object.
+    pub async fn paying(&self, sale: &str, user: &str, quantity: u32) -> (String, Value) {
+        let attempt = self.holding(sale, user, quantity).await;
         let paying: Value = self.checkout(&attempt, user).await.json().await.unwrap();
         assert_eq!(paying["state"], "PAYMENT_PENDING");
         (attempt, paying["payment"].clone())
@@ -589,6 +595,45 @@ impl PrivateRedis {
 impl Drop for PrivateRedis {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A TCP proxy to a loopback port that can be cut: while cut, its connections are closed and
+/// new ones closed at once, so what a client sends never arrives (a network cut, the server's
+/// data kept). Runs on the test's runtime.
+pub struct CuttableProxy {
+    pub port: u16,
+    cut: tokio::sync::watch::Sender<bool>,
+}
+
+impl CuttableProxy {
+    pub async fn start(to: u16) -> CuttableProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (cut, watch) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if *watch.borrow() {
+                    continue; // dropped: closed at once
+                }
+                let mut watch = watch.clone();
+                tokio::spawn(async move {
+                    let Ok(mut server) = tokio::net::TcpStream::connect(("127.0.0.1", to)).await
+                    else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = watch.wait_for(|cut| *cut) => {}
+                    }
+                });
+            }
+        });
+        CuttableProxy { port, cut }
+    }
+
+    pub fn cut(&self, cut: bool) {
+        self.cut.send_replace(cut);
     }
 }
 

@@ -89,7 +89,7 @@ impl Replicas {
 
     /// Who admits for the sale now, as any live replica reports it: (instance, fence).
     async fn admitter(&self, sale: &str) -> Option<(String, u64)> {
-        crate::helpers::admitter_of(&self.http, &self.live(0), sale).await
+        crate::helpers::admitter_of(&self.http, self.live(0), sale).await
     }
 }
 

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::{db_error, outbox};
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, DomainEvent, SaleId, UserId};
 use crate::ledger::transition::{apply_in, AttemptTx};
-use crate::ledger::{Applied, AttemptRecord, HeldStock, LedgerError, LedgerResult};
+use crate::ledger::{Applied, AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange};
 use crate::queue::{LiveAttempt, Take};
 
 /// Everything [`record_from_row`] reads; `FOR UPDATE OF a` locks only the attempt.
@@ -180,6 +180,18 @@ impl AttemptTx for PgConnection {
 
     async fn insert_event(&mut self, event: &DomainEvent) -> LedgerResult<()> {
         outbox::insert(self, event).await
+    }
+
+    async fn record_sync(&mut self, id: AttemptId, change: SyncChange) -> LedgerResult<i64> {
+        sqlx::query_scalar(
+            "INSERT INTO queue_sync (sale_id, attempt_id, change) VALUES ($1, $2, $3) RETURNING id",
+        )
+        .bind(id.sale.0)
+        .bind(id.local)
+        .bind(change.as_str())
+        .fetch_one(self)
+        .await
+        .map_err(db_error)
     }
 }
 

@@ -9,6 +9,7 @@ mod attempts;
 mod idempotency;
 mod outbox;
 mod payments;
+mod queue_sync;
 mod reapers;
 mod sales;
 
@@ -212,6 +213,22 @@ impl Ledger for PgLedger {
         after: Option<Uuid>,
     ) -> LedgerResult<Vec<OutboxEvent>> {
         outbox::pending(&self.pool, limit, after).await
+    }
+
+    async fn pending_syncs(
+        &self,
+        older_than_ms: u64,
+        limit: u32,
+    ) -> LedgerResult<Vec<PendingSync>> {
+        queue_sync::pending(&self.pool, older_than_ms, limit).await
+    }
+
+    async fn mark_synced(&self, ids: &[i64]) -> LedgerResult<()> {
+        queue_sync::mark(&self.pool, ids).await
+    }
+
+    async fn sync_backlog(&self) -> LedgerResult<(u64, f64)> {
+        queue_sync::backlog(&self.pool).await
     }
 
     async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()> {

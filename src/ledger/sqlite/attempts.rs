@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{db_error, from_ms, NOW_MS};
 use crate::domain::{AttemptId, AttemptState, DomainEvent, SaleId, UserId};
 use crate::ledger::transition::AttemptTx;
-use crate::ledger::{AttemptRecord, HeldStock, LedgerError, LedgerResult};
+use crate::ledger::{AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange};
 use crate::queue::{LiveAttempt, Take};
 
 const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
@@ -300,5 +300,18 @@ impl AttemptTx for SqliteConnection {
         .await
         .map_err(db_error)?;
         Ok(())
+    }
+
+    async fn record_sync(&mut self, id: AttemptId, change: SyncChange) -> LedgerResult<i64> {
+        sqlx::query_scalar(&format!(
+            "INSERT INTO queue_sync (sale_id, attempt_id, change, created_at_ms)
+             VALUES (?, ?, ?, {NOW_MS}) RETURNING id"
+        ))
+        .bind(id.sale.0)
+        .bind(id.local)
+        .bind(change.as_str())
+        .fetch_one(self)
+        .await
+        .map_err(db_error)
     }
 }

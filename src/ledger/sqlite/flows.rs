@@ -274,19 +274,13 @@ pub(super) async fn mark_published(ledger: &SqliteLedger, ids: &[Uuid]) -> Ledge
 }
 
 pub(super) async fn outbox_backlog(pool: &SqlitePool) -> LedgerResult<(u64, f64)> {
-    let (count, oldest): (i64, Option<i64>) = sqlx::query_as(
+    let rows = sqlx::query_as(
         "SELECT count(*), min(created_at_ms) FROM outbox WHERE published_at_ms IS NULL",
     )
     .fetch_one(pool)
     .await
     .map_err(db_error)?;
-    let now = chrono::Utc::now().timestamp_millis();
-    Ok((
-        count as u64,
-        oldest
-            .map(|t| (now - t).max(0) as f64 / 1000.0)
-            .unwrap_or(0.0),
-    ))
+    Ok(super::backlog_of(rows))
 }
 
 pub(super) async fn record_refusal(

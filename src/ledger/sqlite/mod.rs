@@ -8,6 +8,7 @@
 
 mod attempts;
 mod flows;
+mod queue_sync;
 mod sales;
 
 use crate::ledger::metered;
@@ -26,6 +27,13 @@ use super::*;
 
 /// The database's clock, in Unix milliseconds.
 pub(crate) const NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+
+/// A backlog from a `(count, min(created_at_ms))` row: the count and the oldest's age in s.
+pub(crate) fn backlog_of((count, oldest): (i64, Option<i64>)) -> (u64, f64) {
+    let now = chrono::Utc::now().timestamp_millis();
+    let age = oldest.map(|t| (now - t).max(0) as f64 / 1000.0);
+    (count as u64, age.unwrap_or(0.0))
+}
 
 #[derive(Clone)]
 pub struct SqliteLedger {
@@ -241,6 +249,22 @@ impl Ledger for SqliteLedger {
         after: Option<Uuid>,
     ) -> LedgerResult<Vec<OutboxEvent>> {
         flows::pending_events(&self.pool, limit, after).await
+    }
+
+    async fn pending_syncs(
+        &self,
+        older_than_ms: u64,
+        limit: u32,
+    ) -> LedgerResult<Vec<PendingSync>> {
+        queue_sync::pending(&self.pool, older_than_ms, limit).await
+    }
+
+    async fn mark_synced(&self, ids: &[i64]) -> LedgerResult<()> {
+        queue_sync::mark(self, ids).await
+    }
+
+    async fn sync_backlog(&self) -> LedgerResult<(u64, f64)> {
+        queue_sync::backlog(&self.pool).await
     }
 
     async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()> {

@@ -1,0 +1,51 @@
+//! The queue-sync log's statements (SQLite): what the queue store has not been seen to apply,
+//! and marking it applied.
+
+use sqlx::SqlitePool;
+use uuid::Uuid;
+
+use super::{backlog_of, db_error, SqliteLedger, NOW_MS};
+use crate::ledger::{LedgerResult, PendingSync};
+
+pub(super) async fn pending(
+    pool: &SqlitePool,
+    older_than_ms: u64,
+    limit: u32,
+) -> LedgerResult<Vec<PendingSync>> {
+    let rows: Vec<(i64, Uuid, Uuid, String)> = sqlx::query_as(&format!(
+        "SELECT id, sale_id, attempt_id, change FROM queue_sync
+         WHERE applied_at_ms IS NULL AND created_at_ms < {NOW_MS} - ?
+         ORDER BY id LIMIT ?"
+    ))
+    .bind(older_than_ms as i64)
+    .bind(limit as i64)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(crate::ledger::pending_syncs_from(rows))
+}
+
+pub(super) async fn mark(ledger: &SqliteLedger, ids: &[i64]) -> LedgerResult<()> {
+    // One statement per row: SQLite has no array parameter.
+    let mut tx = ledger.write().await?;
+    for id in ids {
+        sqlx::query(&format!(
+            "UPDATE queue_sync SET applied_at_ms = {NOW_MS} WHERE id = ? AND applied_at_ms IS NULL"
+        ))
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    }
+    tx.commit().await.map_err(db_error)
+}
+
+pub(super) async fn backlog(pool: &SqlitePool) -> LedgerResult<(u64, f64)> {
+    let row = sqlx::query_as(
+        "SELECT count(*), min(created_at_ms) FROM queue_sync WHERE applied_at_ms IS NULL",
+    )
+    .fetch_one(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(backlog_of(row))
+}
