@@ -114,6 +114,14 @@ fn describe() {
         "Payments settled by the provider's webhook, by result (succeeded, failed)"
     );
     describe_gauge!(
+        "sluice_ledger_breaker_open",
+        "1 while the ledger's database is unreachable and calls to it fail fast, until a probe gets an answer"
+    );
+    describe_counter!(
+        "sluice_ledger_breaker_opened_total",
+        "Times the ledger's database was found unreachable"
+    );
+    describe_gauge!(
         "sluice_queue_sync_pending",
         "Queue-store changes (stock back, sold, deadline moved) committed in the ledger and not yet applied to the queue store"
     );

@@ -3,6 +3,7 @@
 //! also writes its audit row and its outbox event. Stock is taken conditionally here too, so a
 //! wiped or stale queue store can never oversell. Deadlines are judged by the database's clock.
 
+pub mod breaker;
 pub mod postgres;
 pub mod sqlite;
 mod transition;
@@ -33,7 +34,11 @@ pub fn from_config(config: &crate::config::Config) -> anyhow::Result<std::sync::
             timeout,
         )?)
     } else {
-        std::sync::Arc::new(PgLedger::new(&c.url, c.max_connections, timeout)?)
+        // A database server can go away: fail fast while it is (see `breaker`). The embedded
+        // file cannot, and its busy moments are no outage.
+        let pg: std::sync::Arc<dyn Ledger> =
+            std::sync::Arc::new(PgLedger::new(&c.url, c.max_connections, timeout)?);
+        std::sync::Arc::new(breaker::Guarded::new(pg))
     })
 }
 

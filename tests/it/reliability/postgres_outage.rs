@@ -129,3 +129,118 @@ async fn postgres_down_fails_fast_where_needed_and_the_waiting_room_keeps_answer
     );
     t.stop().await;
 }
+
+/// With the default acquire timeout (3 s): once the first call finds PostgreSQL down, every
+/// answer that needs the ledger is a 503 + Retry-After within 200 ms (the breaker), joins and a
+/// waiting user's status never wait on it, and once PostgreSQL is back the ledger answers
+/// within a second (the breaker's probe), with nothing oversold.
+#[tokio::test]
+async fn a_down_ledger_fails_fast_after_the_first_failure_and_recovers_within_a_second() {
+    let pg = PrivatePostgres::start();
+    let t = TestApp::spawn_with(|c| {
+        c.ledger.url = pg.url.clone();
+        c.ledger.acquire_timeout_ms = 3000;
+    })
+    .await;
+    let sale = t
+        .create_sale(json!({ "quantity": 10, "max_active": 1 }))
+        .await;
+    let (late, late_token) = t.admitted(&sale, "late").await;
+    let waiter = t.join(&sale, "waiter").await;
+    let waiter_id = waiter["attempt_id"].as_str().unwrap().to_owned();
+
+    pg.stop();
+    // The first call that needs the ledger may wait out the pool; it opens the breaker.
+    let first = t
+        .admin(Method::GET, &format!("/v1/sales/{sale}/stats"))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(first, 503, "/problems/unavailable").await;
+    let mut times = Vec::new();
+    for i in 0..20 {
+        let started = Instant::now();
+        let resp = if i % 2 == 0 {
+            t.admin(Method::GET, &format!("/v1/sales/{sale}/stats"))
+                .send()
+                .await
+                .unwrap()
+        } else {
+            t.hold(
+                &late,
+                "late",
+                json!({ "admission_token": late_token, "quantity": 1 }),
+            )
+            .await
+        };
+        times.push(started.elapsed());
+        assert!(resp.headers().contains_key("retry-after"));
+        assert_problem(resp, 503, "/problems/unavailable").await;
+        // The waiting room meanwhile: from the queue store alone, at once.
+        let started = Instant::now();
+        let joined = t
+            .as_user(
+                Method::POST,
+                &format!("/v1/sales/{sale}/attempts"),
+                &format!("walk-in-{i}"),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(joined.status(), 202, "joins are unaffected");
+        assert_eq!(t.status(&waiter_id, "waiter").await["state"], "QUEUED");
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "a join waited on the ledger"
+        );
+    }
+    times.sort();
+    let p99 = times[times.len() * 99 / 100];
+    assert!(
+        p99 < Duration::from_millis(200),
+        "503s after the first failure: p99 {p99:?}"
+    );
+
+    pg.start_again();
+    let back = Instant::now();
+    let recovered = loop {
+        let resp = t
+            .admin(Method::GET, &format!("/v1/sales/{sale}/stats"))
+            .send()
+            .await
+            .unwrap();
+        if resp.status() == 200 {
+            break back.elapsed();
+        }
+        assert!(back.elapsed() < Duration::from_secs(10), "no recovery");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        recovered < Duration::from_secs(1),
+        "the ledger answered {recovered:?} after its return"
+    );
+    let held = t
+        .hold(
+            &late,
+            "late",
+            json!({ "admission_token": late_token, "quantity": 1 }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    assert_eq!(t.stats(&sale).await["remaining"], 9);
+    super::record(
+        "PostgreSQL stopped, default acquire timeout (3 s)",
+        &[
+            (
+                "503 after the first failure, p99",
+                format!("{} ms", p99.as_millis()),
+            ),
+            (
+                "answering again after its return",
+                format!("{} ms", recovered.as_millis()),
+            ),
+            ("joins and waiting statuses unaffected", "20 of 20".into()),
+        ],
+    );
+    t.stop().await;
+}

@@ -1,0 +1,219 @@
+//! The ledger fails fast while the database is down: a call that finds it unreachable opens
+//! the breaker, and every call after it answers `Unavailable` (503 + Retry-After) at once,
+//! rather than each waiting out the pool's acquire timeout. A probe pings the database every
+//! [`PROBE_EVERY`] while the breaker is open and closes it on the first answer, so service
+//! resumes within that of the database's return. Paths that need only the queue store (join,
+//! a waiting user's status) never wait on it either way.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::*;
+
+/// How often the probe asks a down database whether it is back.
+pub const PROBE_EVERY: Duration = Duration::from_millis(250);
+/// How long one probe waits for the database.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A ledger behind a breaker.
+pub struct Guarded {
+    inner: Arc<dyn Ledger>,
+    /// Open: the database was found unreachable and has not answered a probe since.
+    open: Arc<AtomicBool>,
+}
+
+impl Guarded {
+    pub fn new(inner: Arc<dyn Ledger>) -> Self {
+        Guarded {
+            inner,
+            open: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Whether calls are being refused now.
+    pub fn is_open(&self) -> bool {
+        self.open.load(Ordering::Acquire)
+    }
+
+    fn check(&self) -> LedgerResult<()> {
+        if self.is_open() {
+            return Err(LedgerError::Unavailable(
+                "the ledger's database is unreachable (failing fast until it answers)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Opens the breaker on an unreachable database, and starts the probe that closes it.
+    fn observe<T>(&self, result: &LedgerResult<T>) {
+        if !matches!(result, Err(LedgerError::Unavailable(_))) {
+            return;
+        }
+        if self.open.swap(true, Ordering::AcqRel) {
+            return; // a probe runs already
+        }
+        metrics::counter!("sluice_ledger_breaker_opened_total").increment(1);
+        metrics::gauge!("sluice_ledger_breaker_open").set(1.0);
+        tracing::warn!("ledger unreachable: failing fast until it answers a probe");
+        let (inner, open) = (self.inner.clone(), self.open.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(PROBE_EVERY).await;
+                if let Ok(Ok(())) = tokio::time::timeout(PROBE_TIMEOUT, inner.ping()).await {
+                    open.store(false, Ordering::Release);
+                    metrics::gauge!("sluice_ledger_breaker_open").set(0.0);
+                    tracing::info!("ledger answers again");
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// A call through the breaker: refused at once while it is open; an unreachable database
+/// opens it.
+macro_rules! guarded {
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {{
+        $self.check()?;
+        let result = $self.inner.$method($($arg),*).await;
+        $self.observe(&result);
+        result
+    }};
+}
+
+#[async_trait]
+impl Ledger for Guarded {
+    /// Start-up's own business: never refused.
+    async fn migrate(&self) -> LedgerResult<()> {
+        self.inner.migrate().await
+    }
+    async fn ping(&self) -> LedgerResult<()> {
+        guarded!(self.ping())
+    }
+    async fn create_sale(&self, sale: &Sale) -> LedgerResult<()> {
+        guarded!(self.create_sale(sale))
+    }
+    async fn sale(&self, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
+        guarded!(self.sale(id))
+    }
+    async fn sale_settings(&self, id: SaleId) -> LedgerResult<Option<Sale>> {
+        guarded!(self.sale_settings(id))
+    }
+    async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord> {
+        guarded!(self.set_status(id, status))
+    }
+    async fn set_admission(&self, id: SaleId, admission: Admission) -> LedgerResult<SaleRecord> {
+        guarded!(self.set_admission(id, admission))
+    }
+    async fn set_proof_of_work(&self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<SaleRecord> {
+        guarded!(self.set_proof_of_work(id, pow))
+    }
+    async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>> {
+        guarded!(self.admitting_sales())
+    }
+    async fn stats(&self, id: SaleId) -> LedgerResult<LedgerStats> {
+        guarded!(self.stats(id))
+    }
+    async fn snapshot(&self, id: SaleId) -> LedgerResult<SaleSnapshot> {
+        guarded!(self.snapshot(id))
+    }
+    async fn free_stock(&self, id: SaleId) -> LedgerResult<crate::domain::Stock> {
+        guarded!(self.free_stock(id))
+    }
+    async fn record_admissions(
+        &self,
+        plan: &AdmissionPlan,
+        admitted: &[Admitted],
+    ) -> LedgerResult<()> {
+        guarded!(self.record_admissions(plan, admitted))
+    }
+    async fn attempt(&self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
+        guarded!(self.attempt(id))
+    }
+    async fn apply(
+        &self,
+        id: AttemptId,
+        user: Option<&UserId>,
+        event: AttemptEvent,
+        take: Option<&Take>,
+    ) -> LedgerResult<Applied> {
+        guarded!(self.apply(id, user, event, take))
+    }
+    async fn payment_event(
+        &self,
+        provider_event_id: &str,
+        reference: Uuid,
+        succeeded: bool,
+    ) -> LedgerResult<PaymentApplied> {
+        guarded!(self.payment_event(provider_event_id, reference, succeeded))
+    }
+    async fn expire_due(&self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<Applied>> {
+        guarded!(self.expire_due(event, limit))
+    }
+    async fn saved_response(
+        &self,
+        user: &UserId,
+        key: &str,
+    ) -> LedgerResult<Option<SavedResponse>> {
+        guarded!(self.saved_response(user, key))
+    }
+    async fn reserve_key(
+        &self,
+        user: &UserId,
+        key: &str,
+        request_hash: &str,
+        stale_after_secs: u64,
+    ) -> LedgerResult<bool> {
+        guarded!(self.reserve_key(user, key, request_hash, stale_after_secs))
+    }
+    async fn release_key(&self, user: &UserId, key: &str) -> LedgerResult<()> {
+        guarded!(self.release_key(user, key))
+    }
+    async fn save_response(
+        &self,
+        user: &UserId,
+        key: &str,
+        saved: &SavedResponse,
+    ) -> LedgerResult<()> {
+        guarded!(self.save_response(user, key, saved))
+    }
+    async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64> {
+        guarded!(self.purge_saved_responses(older_than_secs))
+    }
+    async fn pending_events(
+        &self,
+        limit: u32,
+        after: Option<Uuid>,
+    ) -> LedgerResult<Vec<OutboxEvent>> {
+        guarded!(self.pending_events(limit, after))
+    }
+    async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()> {
+        guarded!(self.mark_published(ids))
+    }
+    async fn pending_syncs(
+        &self,
+        older_than_ms: u64,
+        limit: u32,
+    ) -> LedgerResult<Vec<PendingSync>> {
+        guarded!(self.pending_syncs(older_than_ms, limit))
+    }
+    async fn mark_synced(&self, ids: &[i64]) -> LedgerResult<()> {
+        guarded!(self.mark_synced(ids))
+    }
+    async fn sync_backlog(&self) -> LedgerResult<(u64, f64)> {
+        guarded!(self.sync_backlog())
+    }
+    async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)> {
+        guarded!(self.outbox_backlog())
+    }
+    async fn record_refusal(&self, id: Uuid, max_tries: u32) -> LedgerResult<bool> {
+        guarded!(self.record_refusal(id, max_tries))
+    }
+    async fn relay_lease(&self) -> LedgerResult<Option<Box<dyn RelayLease>>> {
+        guarded!(self.relay_lease())
+    }
+}
