@@ -126,12 +126,21 @@ impl<A> Drop for Drainer<A> {
 pub struct Asked<Q, R> {
     question: Q,
     reply: oneshot::Sender<QueueResult<R>>,
+    /// Told when the question's own call begins: its timeout runs from then.
+    begun: oneshot::Sender<()>,
 }
+
+/// How long a question may wait for its call to begin, in units of the timeout: behind at
+/// most [`MAX_CALLS`] calls in flight, each bounded by the timeout itself, and a backlog of
+/// full batches.
+const WAIT_TO_BEGIN: u32 = 4;
 
 impl<Q: Send + 'static, R: Send + 'static> Gathering<Asked<Q, R>> {
     /// Asks `question` about `sale` together with the others pending for it. `call` answers a
     /// batch (one answer per question, in order); it runs in the drainer this question starts,
-    /// if it starts one. Waits at most `timeout`.
+    /// if it starts one. Waits at most `timeout` for the answer once its call has begun: the
+    /// wait behind a call in flight is not the store's slowness (that call is bounded by the
+    /// timeout itself), and is bounded apart (`WAIT_TO_BEGIN` timeouts).
     pub async fn ask<C, F>(
         self: &Arc<Self>,
         sale: SaleId,
@@ -143,15 +152,33 @@ impl<Q: Send + 'static, R: Send + 'static> Gathering<Asked<Q, R>> {
         C: Fn(Vec<Q>) -> F + Send + 'static,
         F: Future<Output = QueueResult<Vec<R>>> + Send + 'static,
     {
-        let (reply, answer) = oneshot::channel();
-        if let Some(drainer) = self.add(sale, Asked { question, reply }) {
+        let (reply, mut answer) = oneshot::channel();
+        let (begun, started) = oneshot::channel();
+        let asked = Asked {
+            question,
+            reply,
+            begun,
+        };
+        if let Some(drainer) = self.add(sale, asked) {
             tokio::spawn(drainer.drain(call));
         }
-        match tokio::time::timeout(timeout, answer).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(QueueError::Unavailable("call dropped".into())),
-            Err(_) => Err(QueueError::Unavailable("timed out".into())),
-        }
+        // Until its call begins (or answers, which tells it too).
+        let waiting = tokio::time::timeout(timeout * WAIT_TO_BEGIN, async {
+            tokio::select! {
+                biased;
+                answered = &mut answer => Some(answered),
+                _ = started => None,
+            }
+        });
+        let answered = match waiting.await {
+            Ok(Some(answered)) => answered,
+            Ok(None) => match tokio::time::timeout(timeout, answer).await {
+                Ok(answered) => answered,
+                Err(_) => return Err(QueueError::Unavailable("timed out".into())),
+            },
+            Err(_) => return Err(QueueError::Unavailable("timed out".into())),
+        };
+        answered.unwrap_or_else(|_| Err(QueueError::Unavailable("call dropped".into())))
     }
 }
 
@@ -165,8 +192,13 @@ impl<Q, R> Drainer<Asked<Q, R>> {
         while let Some(batch) = self.next_batch() {
             // How much the batching saves: SREs see the questions per call (1 when idle).
             super::record_batch(self.gathering.call, batch.len());
-            let (questions, replies): (Vec<Q>, Vec<_>) =
-                batch.into_iter().map(|a| (a.question, a.reply)).unzip();
+            let (questions, replies): (Vec<Q>, Vec<_>) = batch
+                .into_iter()
+                .map(|a| {
+                    let _ = a.begun.send(());
+                    (a.question, a.reply)
+                })
+                .unzip();
             let asked = questions.len();
             let answers = match call(questions).await {
                 Ok(answers) if answers.len() != asked => Err(QueueError::Protocol(format!(
@@ -325,6 +357,37 @@ mod tests {
         for answer in answers {
             assert!(matches!(answer, Err(QueueError::Protocol(_))), "{answer:?}");
         }
+    }
+
+    /// A question that waits behind calls in flight has its own call's time: the wait is not
+    /// counted against its timeout (each call here takes 0.8 of the timeout; the third
+    /// question's call begins only once the first call is over).
+    #[tokio::test(start_paused = true)]
+    async fn the_wait_behind_calls_in_flight_is_not_counted_against_the_timeout() {
+        let gathering = Arc::new(Gathering::new("test"));
+        let (sale, timeout) = (sale(), Duration::from_millis(100));
+        let call = |batch: Vec<u32>| async move {
+            tokio::time::sleep(Duration::from_millis(80)).await;
+            Ok(batch)
+        };
+        let ask = |n: u32| {
+            let gathering = Arc::clone(&gathering);
+            async move { gathering.ask(sale, n, timeout, call).await }
+        };
+        // Two calls in flight, one question each: the most there are for a sale.
+        let first = tokio::spawn(ask(1));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let second = tokio::spawn(ask(2));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let started = tokio::time::Instant::now();
+        let third = tokio::spawn(ask(3)).await.unwrap();
+        assert_eq!(third.unwrap(), 3, "answered, not timed out");
+        assert!(
+            started.elapsed() > timeout,
+            "it waited behind a call in flight"
+        );
+        assert_eq!(first.await.unwrap().unwrap(), 1);
+        assert_eq!(second.await.unwrap().unwrap(), 2);
     }
 
     #[tokio::test(start_paused = true)]
