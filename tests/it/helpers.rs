@@ -637,6 +637,60 @@ impl CuttableProxy {
     }
 }
 
+/// A TCP proxy to a loopback port that delays every byte by `delay` each way, as a server a
+/// few milliseconds away (throughput is not capped: chunks are timestamped, not queued behind
+/// each other's sleeps). Runs on the test's runtime.
+pub struct DelayProxy {
+    pub port: u16,
+}
+
+impl DelayProxy {
+    pub async fn start(to: u16, delay: Duration) -> DelayProxy {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Copies `from` into `to`, each chunk `delay` after it was read.
+        async fn late<R, W>(mut from: R, mut to: W, delay: Duration)
+        where
+            R: tokio::io::AsyncRead + Unpin + Send + 'static,
+            W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+        {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+            tokio::spawn(async move {
+                while let Some((due, bytes)) = rx.recv().await {
+                    tokio::time::sleep_until(due.into()).await;
+                    if to.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            let mut buf = vec![0u8; 64 * 1024];
+            while let Ok(n) = from.read(&mut buf).await {
+                if n == 0
+                    || tx
+                        .send((Instant::now() + delay, buf[..n].to_vec()))
+                        .is_err()
+                {
+                    return;
+                }
+            }
+        }
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", to)).await else {
+                    continue;
+                };
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
+                let (client_read, client_write) = client.into_split();
+                let (server_read, server_write) = server.into_split();
+                tokio::spawn(late(client_read, server_write, delay));
+                tokio::spawn(late(server_read, client_write, delay));
+            }
+        });
+        DelayProxy { port }
+    }
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

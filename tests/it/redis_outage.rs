@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{assert_problem, free_port, CuttableProxy, PrivateRedis, TestApp};
+use crate::helpers::{
+    assert_problem, free_port, redis_url, CuttableProxy, DelayProxy, PrivateRedis, TestApp,
+};
 
 #[tokio::test]
 async fn redis_down_answers_503_quickly_and_recovers() {
@@ -186,6 +188,70 @@ async fn units_freed_while_redis_is_cut_off_are_sellable_soon_after_it_returns()
             ),
             ("units lost", "0 of 20".into()),
         ],
+    );
+    t.stop().await;
+}
+
+/// Redis 20 ms away each way (a delaying proxy): under load, with the default queue timeout,
+/// every join and status poll is answered, none 503. Before a batched question's timeout ran
+/// from its own call, the wait behind a call in flight counted against it.
+#[tokio::test]
+async fn a_redis_twenty_milliseconds_away_answers_every_join_and_status_with_the_defaults() {
+    let redis_port: u16 = redis_url().rsplit(':').next().unwrap().parse().unwrap();
+    let proxy = DelayProxy::start(redis_port, Duration::from_millis(20)).await;
+    let t = TestApp::spawn_with(|c| {
+        c.queue.url = format!("redis://127.0.0.1:{}", proxy.port);
+        c.queue.timeout_ms = sluice::config::Config::default().queue.timeout_ms;
+    })
+    .await;
+    let sale = t.create_sale(json!({ "quantity": 5 })).await;
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    let users = 200;
+    let answers = futures_util::future::join_all((0..users).map(|i| {
+        let (t, sale) = (&t, sale.clone());
+        async move {
+            let user = format!("far-{i}");
+            let mut statuses = Vec::new();
+            let joined = t
+                .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), &user)
+                .send()
+                .await
+                .unwrap();
+            statuses.push(joined.status().as_u16());
+            let attempt = joined.json::<serde_json::Value>().await.unwrap_or_default()
+                ["attempt_id"]
+                .as_str()
+                .unwrap_or("none")
+                .to_owned();
+            for _ in 0..3 {
+                let status = t
+                    .as_user(Method::GET, &format!("/v1/attempts/{attempt}"), &user)
+                    .send()
+                    .await
+                    .unwrap();
+                statuses.push(status.status().as_u16());
+            }
+            statuses
+        }
+    }))
+    .await;
+    let all: Vec<u16> = answers.into_iter().flatten().collect();
+    let unavailable = all.iter().filter(|s| **s == 503).count();
+    assert_eq!(all.len(), users * 4);
+    assert_eq!(
+        unavailable,
+        0,
+        "503s with Redis 20 ms away: {unavailable} of {}",
+        all.len()
+    );
+    assert!(all.iter().all(|s| *s == 202 || *s == 200), "{all:?}");
+    crate::reliability::record(
+        "Redis 20 ms away each way, default queue timeout (150 ms)",
+        &[(
+            "joins and status polls answered 503",
+            format!("0 of {}", all.len()),
+        )],
     );
     t.stop().await;
 }
