@@ -177,6 +177,10 @@ pub struct WorkersConfig {
     /// (the store was away): units given back meanwhile are sellable again this long after
     /// the store returns, plus a second's grace.
     pub queue_sync_ms: u64,
+    /// How often each open sale's free-unit counter in the queue store is compared with the
+    /// ledger's count (a standing difference is repaired); 0 turns it off. The ledger counts a
+    /// sale's free units for it: keep it seconds apart for sales of a million units.
+    pub drift_check_ms: u64,
 }
 
 /// Where domain events go once committed to the outbox.
@@ -304,6 +308,7 @@ impl Default for Config {
                 idempotency_ttl_secs: 24 * 3600,
                 abandon_after_secs: 0,
                 queue_sync_ms: 500,
+                drift_check_ms: 10_000,
             },
             events: EventsConfig {
                 file: PathBuf::new(),

@@ -113,6 +113,10 @@ fn describe() {
         "sluice_payments_total",
         "Payments settled by the provider's webhook, by result (succeeded, failed)"
     );
+    describe_counter!(
+        "sluice_queue_drift_repaired_total",
+        "Times a sale's free-unit counter in the queue store was found apart from the ledger's count and repaired, by sale"
+    );
     describe_gauge!(
         "sluice_ledger_breaker_open",
         "1 while the ledger's database is unreachable and calls to it fail fast, until a probe gets an answer"

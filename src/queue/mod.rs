@@ -353,6 +353,9 @@ pub trait QueueStore: Send + Sync + 'static {
     async fn forget_waiting(&self, sale: SaleId) -> QueueResult<u64>;
 
     async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats>;
+    /// Sets a quantity sale's free-unit counter to `to` if it still reads `seen` (true then):
+    /// the drift checker's repair, which a hold or restore since its read makes a no-op.
+    async fn repair_stock(&self, sale: SaleId, seen: u64, to: u64) -> QueueResult<bool>;
     async fn ping(&self) -> QueueResult<()>;
 
     /// Takes out of the queue up to `limit` waiting attempts that showed no sign of life (join,

@@ -44,6 +44,7 @@ queue_lua!(STATS, "stats.lua");
 queue_lua!(FORGET_WAITING, "forget_waiting.lua");
 lua!(LEASE, "lease.lua");
 lua!(RELEASE_LEASE, "release_lease.lua");
+lua!(REPAIR_STOCK, "repair_stock.lua");
 lua!(HOLD, "hold.lua");
 lua!(RESTORE, "restore.lua");
 lua!(FINISH, "finish.lua");
@@ -705,6 +706,13 @@ impl QueueStore for RedisQueue {
             remaining,
             known: known == 1,
         })
+    }
+
+    async fn repair_stock(&self, sale: SaleId, seen: u64, to: u64) -> QueueResult<bool> {
+        let mut inv = REPAIR_STOCK.prepare_invoke();
+        inv.key(self.keys(sale).key("stock")).arg(seen).arg(to);
+        let set: i64 = self.run("repair_stock", &inv).await?;
+        Ok(set == 1)
     }
 
     async fn ping(&self) -> QueueResult<()> {

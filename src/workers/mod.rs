@@ -1,9 +1,10 @@
 //! Background work: the admission loop (the valve) with its signal reader, the expiry reapers,
-//! the outbox relay with its backlog gauges, and the queue-sync worker. All are safe to run in every replica:
+//! the outbox relay with its backlog gauges, the queue-sync worker and the drift checker. All are safe to run in every replica:
 //! admission is leased per sale, reapers claim rows with SKIP LOCKED, the relay is leased.
 
 pub mod admission;
 pub mod controller;
+pub mod drift;
 pub mod queue_sync;
 pub mod reapers;
 pub mod relay;
@@ -33,10 +34,15 @@ impl Workers {
         let backlog = tokio::spawn(relay::watch_backlog(app.clone()));
         let sync_every = std::time::Duration::from_millis(app.config.workers.queue_sync_ms);
         let queue_sync = tokio::spawn(queue_sync::run(app.clone(), sync_every));
+        let mut tasks = vec![signals, backlog, queue_sync];
+        if app.config.workers.drift_check_ms > 0 {
+            let every = std::time::Duration::from_millis(app.config.workers.drift_check_ms);
+            tasks.push(tokio::spawn(drift::run(app.clone(), every)));
+        }
         let reapers = reapers::start(app.clone()).await?;
         Ok(Workers {
             draining: vec![admission, relay],
-            tasks: vec![signals, backlog, queue_sync],
+            tasks,
             reapers,
         })
     }

@@ -9,6 +9,7 @@ mod catalogue;
 mod connections;
 mod contention;
 mod cors;
+mod drift;
 mod ecosystem;
 mod errors;
 mod events;

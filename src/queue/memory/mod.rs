@@ -619,6 +619,18 @@ impl QueueStore for MemoryQueue {
         Ok(stats.unwrap_or_default())
     }
 
+    async fn repair_stock(&self, sale: SaleId, seen: u64, to: u64) -> QueueResult<bool> {
+        let _timer = CallTimer::start("repair_stock");
+        let set = self.with(sale, |q| {
+            let set = q.kind == StockKind::Quantity && u64::from(q.stock) == seen;
+            if set {
+                q.stock = u32::try_from(to).unwrap_or(u32::MAX);
+            }
+            set
+        });
+        Ok(set.unwrap_or(false))
+    }
+
     async fn ping(&self) -> QueueResult<()> {
         let _timer = CallTimer::start("ping");
         Ok(())

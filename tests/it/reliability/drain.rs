@@ -212,8 +212,13 @@ async fn sigterm_under_load_drains_answers_everything_sent_and_duplicates_no_eve
         let tally = Arc::new(Tally::default());
         let stop = Arc::new(AtomicBool::new(false));
         let load = Arc::new(Load {
+            // As a load balancer keeps its idle connections for less than the server's drain
+            // grace (a second): the server closes a connection idle past that, and a request
+            // sent on it at that instant would meet a closed socket, as with any keep-alive
+            // server.
             http: reqwest::Client::builder()
                 .pool_max_idle_per_host(64)
+                .pool_idle_timeout(Duration::from_millis(500))
                 .build()
                 .unwrap(),
             base: sluice.base.clone(),
