@@ -26,7 +26,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 
 pub use error::ServiceError;
 pub use idempotency::{idempotent, IdempotencyKey};
-pub use sync::{apply as apply_sync, sync_queue};
+pub use sync::{apply as apply_sync, sync_queue, sync_queue_all};
 pub use view::{poll_after_ms, AttemptView};
 
 use crate::auth::{AdminKey, AdmissionTokens, UserTokens};

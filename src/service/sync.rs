@@ -14,24 +14,33 @@ use crate::queue::{QueueResult, QueueStore};
 
 /// Brings the queue store in line with a committed transition (the fast path).
 pub async fn sync_queue(app: &App, applied: &Applied) {
-    let Some(sync) = applied.sync else {
-        return;
-    };
-    let Some(change) = SyncChange::entering(applied.decision.to) else {
-        return;
-    };
-    let id = applied.record.id;
-    match apply(app.queue.as_ref(), id, change).await {
-        Ok(()) => {
-            if let Err(e) = app.ledger.mark_synced(&[sync]).await {
-                // Applied but not marked: the worker applies it again, which changes nothing.
-                tracing::debug!(attempt = %id, error = %e, "queue change applied, not marked");
+    sync_queue_all(app, std::slice::from_ref(applied)).await
+}
+
+/// [`sync_queue`] for several transitions (a reaper's batch), marking them applied in one
+/// ledger write.
+pub async fn sync_queue_all(app: &App, applied: &[Applied]) {
+    let mut synced = Vec::new();
+    for applied in applied {
+        let (Some(sync), Some(change)) = (applied.sync, SyncChange::entering(applied.decision.to))
+        else {
+            continue;
+        };
+        let id = applied.record.id;
+        match apply(app.queue.as_ref(), id, change).await {
+            Ok(()) => synced.push(sync),
+            Err(e) => {
+                metrics::counter!("sluice_queue_sync_errors_total").increment(1);
+                tracing::warn!(attempt = %id, change = change.as_str(), error = %e, "queue store not updated after a ledger transition: the queue-sync worker retries it");
             }
         }
-        Err(e) => {
-            metrics::counter!("sluice_queue_sync_errors_total").increment(1);
-            tracing::warn!(attempt = %id, change = change.as_str(), error = %e, "queue store not updated after a ledger transition: the queue-sync worker retries it");
-        }
+    }
+    if synced.is_empty() {
+        return;
+    }
+    if let Err(e) = app.ledger.mark_synced(&synced).await {
+        // Applied but not marked: the worker applies them again, which changes nothing.
+        tracing::debug!(error = %e, "queue changes applied, not marked");
     }
 }
 

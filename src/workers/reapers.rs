@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio_cron_scheduler::{Job, JobScheduler};
 
 use crate::domain::AttemptEvent;
-use crate::service::{sync_queue, App};
+use crate::service::{sync_queue_all, App};
 
 /// Rows claimed per transaction.
 const BATCH: u32 = 200;
@@ -49,8 +49,8 @@ pub async fn reap(app: &App) {
                 Ok(expired) => {
                     for applied in &expired {
                         crate::telemetry::record_transition(&applied.decision, event.as_str());
-                        sync_queue(app, applied).await;
                     }
+                    sync_queue_all(app, &expired).await;
                     metrics::counter!("sluice_reaper_expired_total", "cause" => event.as_str())
                         .increment(expired.len() as u64);
                     if (expired.len() as u32) < BATCH {

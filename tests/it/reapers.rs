@@ -56,12 +56,16 @@ async fn racing_reapers_restore_each_hold_exactly_once() {
     }
     let stats = a.stats(&sale).await;
     assert_eq!(stats["remaining"], 60, "every unit back, none twice");
-    let queue = a
-        .app
-        .queue
-        .stats(sluice::domain::SaleId::parse(&sale).unwrap())
-        .await
-        .unwrap();
+    // Redis follows each commit (the reapers sync their batch just after it).
+    let id = sluice::domain::SaleId::parse(&sale).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let queue = loop {
+        let queue = a.app.queue.stats(id).await.unwrap();
+        if queue.remaining >= 60 || Instant::now() > deadline {
+            break queue;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!((queue.remaining, queue.active), (60, 0), "Redis agrees");
 
     let pool = sqlx::PgPool::connect(&a.app.config.ledger.url)
