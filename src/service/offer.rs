@@ -46,10 +46,24 @@ pub async fn offer(app: &App, id: SaleId) -> ServiceResult<Arc<Offer>> {
     app.offers.get(id, || read(app, id)).await
 }
 
-/// The work a join to `id` must show. From the offers kept in memory; when the ledger cannot
-/// be read, the last one known (or none: joins keep answering from the queue store alone
-/// while the ledger is down, and stop asking for work rather than stop taking joins).
+/// The work a join to `id` must show. From the offer kept in memory, even a stale one: the
+/// join does not wait for its refresh, which runs apart (a join's time is the queue store's
+/// call alone, not also the offer's read of the ledger and of the store's counter, each with
+/// its own timeout). Only with no offer kept does the join wait for the read; when the ledger
+/// cannot be read, none is asked (joins keep answering from the queue store alone while the
+/// ledger is down, and stop asking for work rather than stop taking joins).
 pub async fn proof_of_work(app: &App, id: SaleId) -> Option<ProofOfWork> {
+    if let Some((at, kept)) = app.offers.kept(id) {
+        if at.elapsed() >= FRESH_FOR {
+            let app = app.clone();
+            tokio::spawn(async move {
+                if let Err(e) = offer(&app, id).await {
+                    tracing::debug!(sale = %id, error = %e, "offer not refreshed");
+                }
+            });
+        }
+        return Some(kept.sale.proof_of_work.clone());
+    }
     match offer(app, id).await {
         Ok(offer) => Some(offer.sale.proof_of_work.clone()),
         Err(ServiceError::NotFound(_)) => None,
