@@ -1,5 +1,6 @@
-//! The ledger fails fast while the database is down: a call that finds it unreachable opens
-//! the breaker, and every call after it answers `Unavailable` (503 + Retry-After) at once,
+//! The ledger fails fast while the database is down: a call that finds it unreachable (its
+//! error says so, and a connection of its own to the database fails too: a busy pool is no
+//! outage) opens the breaker, and every call after it answers `Unavailable` (503 + Retry-After) at once,
 //! rather than each waiting out the pool's acquire timeout. A probe pings the database every
 //! [`PROBE_EVERY`] while the breaker is open and closes it on the first answer, so service
 //! resumes within that of the database's return. Paths that need only the queue store (join,
@@ -24,6 +25,8 @@ pub struct Guarded {
     inner: Arc<dyn Ledger>,
     /// Open: the database was found unreachable and has not answered a probe since.
     open: Arc<AtomicBool>,
+    /// A caller is asking the database whether it is there.
+    checking: AtomicBool,
 }
 
 impl Guarded {
@@ -31,6 +34,7 @@ impl Guarded {
         Guarded {
             inner,
             open: Arc::new(AtomicBool::new(false)),
+            checking: AtomicBool::new(false),
         }
     }
 
@@ -48,13 +52,20 @@ impl Guarded {
         Ok(())
     }
 
-    /// Opens the breaker on an unreachable database, and starts the probe that closes it.
-    fn observe<T>(&self, result: &LedgerResult<T>) {
-        if !matches!(result, Err(LedgerError::Unavailable(_))) {
+    /// Opens the breaker on an unreachable database, and starts the probe that closes it. An
+    /// `Unavailable` is not enough: a pool that is only busy (a burst of holds) times out as a
+    /// database that is down does, so one caller at a time asks the database directly first.
+    async fn observe(&self, unavailable: bool) {
+        if !unavailable || self.is_open() {
             return;
         }
-        if self.open.swap(true, Ordering::AcqRel) {
-            return; // a probe runs already
+        if self.checking.swap(true, Ordering::AcqRel) {
+            return; // another caller is asking
+        }
+        let reachable = self.inner.reachable().await;
+        self.checking.store(false, Ordering::Release);
+        if reachable || self.open.swap(true, Ordering::AcqRel) {
+            return;
         }
         metrics::counter!("sluice_ledger_breaker_opened_total").increment(1);
         metrics::gauge!("sluice_ledger_breaker_open").set(1.0);
@@ -80,7 +91,9 @@ macro_rules! guarded {
     ($self:ident . $method:ident ( $($arg:expr),* )) => {{
         $self.check()?;
         let result = $self.inner.$method($($arg),*).await;
-        $self.observe(&result);
+        $self
+            .observe(matches!(result, Err(LedgerError::Unavailable(_))))
+            .await;
         result
     }};
 }
@@ -93,6 +106,9 @@ impl Ledger for Guarded {
     }
     async fn ping(&self) -> LedgerResult<()> {
         guarded!(self.ping())
+    }
+    async fn reachable(&self) -> bool {
+        self.inner.reachable().await
     }
     async fn create_sale(&self, sale: &Sale) -> LedgerResult<()> {
         guarded!(self.create_sale(sale))

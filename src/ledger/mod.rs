@@ -243,6 +243,10 @@ pub struct LedgerStats {
 pub trait Ledger: Send + Sync + 'static {
     async fn migrate(&self) -> LedgerResult<()>;
     async fn ping(&self) -> LedgerResult<()>;
+    /// Whether the database answers at all (the breaker's question after an `Unavailable`).
+    async fn reachable(&self) -> bool {
+        self.ping().await.is_ok()
+    }
 
     async fn create_sale(&self, sale: &Sale) -> LedgerResult<()>;
     /// The sale with its free units counted (a scan of them: not for every request).

@@ -27,6 +27,8 @@ use super::*;
 #[derive(Clone)]
 pub struct PgLedger {
     pool: PgPool,
+    /// How to reach the database without the pool (the breaker asks whether it is there).
+    options: PgConnectOptions,
 }
 
 impl PgLedger {
@@ -36,8 +38,8 @@ impl PgLedger {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(acquire_timeout)
-            .connect_lazy_with(options);
-        Ok(PgLedger { pool })
+            .connect_lazy_with(options.clone());
+        Ok(PgLedger { pool, options })
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -73,6 +75,21 @@ impl Ledger for PgLedger {
                 sqlx::migrate::MigrateError::Execute(e) => db_error(e),
                 other => LedgerError::Other(other.to_string()),
             })
+    }
+
+    /// A connection of its own, not the pool's: a pool that is only busy does not read as a
+    /// database that is down.
+    async fn reachable(&self) -> bool {
+        use sqlx::{ConnectOptions, Connection};
+        let attempt = async {
+            let mut conn = self.options.connect().await?;
+            sqlx::query("SELECT 1").execute(&mut conn).await?;
+            conn.close().await
+        };
+        matches!(
+            tokio::time::timeout(Duration::from_millis(500), attempt).await,
+            Ok(Ok(()))
+        )
     }
 
     async fn ping(&self) -> LedgerResult<()> {
