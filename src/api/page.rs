@@ -49,7 +49,6 @@ fn file(body: impl Into<poem::Body>, content_type: &str, page: &PageConfig) -> R
         .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
         .header(header::REFERRER_POLICY, "no-referrer")
         .header(header::CACHE_CONTROL, "no-cache")
-        .header(header::VARY, "Accept-Language")
         .body(body)
 }
 
@@ -87,7 +86,13 @@ pub async fn at_root<E: Endpoint>(
             .and_then(|v| v.to_str().ok());
         let lang = language(accept);
         let html = INDEX.replacen("<html lang=\"en\">", &format!("<html lang=\"{lang}\">"), 1);
-        return Ok(file(html, "text/html; charset=utf-8", &page));
+        let mut resp = file(html, "text/html; charset=utf-8", &page);
+        // Its language follows the visitor's.
+        resp.headers_mut().insert(
+            header::VARY,
+            poem::http::HeaderValue::from_static("Accept-Language"),
+        );
+        return Ok(resp);
     }
     ep.call(req).await.map(IntoResponse::into_response)
 }

@@ -150,8 +150,8 @@ impl AttemptRecord {
 pub struct Applied {
     pub decision: Decision,
     pub record: AttemptRecord,
-    /// The queue-sync row the transition wrote (its change for the queue store), if any.
-    pub sync: Option<i64>,
+    /// The change the transition asks of the queue store, as its queue-sync row, if any.
+    pub sync: Option<PendingSync>,
 }
 
 /// What a committed transition asks of the queue store; see `migrations/*/…_queue_sync.sql`.

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{Applied, AttemptRecord, LedgerError, LedgerResult, SyncChange};
+use super::{Applied, AttemptRecord, LedgerError, LedgerResult, PendingSync, SyncChange};
 use crate::domain::events::EventType;
 use crate::domain::{decide, AttemptEvent, AttemptId, AttemptState, DomainEvent, Effect, UserId};
 use crate::queue::Take;
@@ -69,7 +69,12 @@ pub(crate) async fn transition<T: AttemptTx + ?Sized>(
     let mut sync = None;
     if decision.changed {
         if let Some(change) = SyncChange::entering(decision.to) {
-            sync = Some(tx.record_sync(id, change).await?);
+            let row = tx.record_sync(id, change).await?;
+            sync = Some(PendingSync {
+                id: row,
+                attempt: id,
+                change,
+            });
         }
         tx.enter_state(id, decision.to).await?;
         tx.audit(id, decision.from, decision.to, event.as_str())

@@ -21,17 +21,12 @@ pub async fn sync_queue(app: &App, applied: &Applied) {
 /// ledger write.
 pub async fn sync_queue_all(app: &App, applied: &[Applied]) {
     let mut synced = Vec::new();
-    for applied in applied {
-        let (Some(sync), Some(change)) = (applied.sync, SyncChange::entering(applied.decision.to))
-        else {
-            continue;
-        };
-        let id = applied.record.id;
-        match apply(app.queue.as_ref(), id, change).await {
-            Ok(()) => synced.push(sync),
+    for sync in applied.iter().filter_map(|a| a.sync.as_ref()) {
+        match apply(app.queue.as_ref(), sync.attempt, sync.change).await {
+            Ok(()) => synced.push(sync.id),
             Err(e) => {
                 metrics::counter!("sluice_queue_sync_errors_total").increment(1);
-                tracing::warn!(attempt = %id, change = change.as_str(), error = %e, "queue store not updated after a ledger transition: the queue-sync worker retries it");
+                tracing::warn!(attempt = %sync.attempt, change = sync.change.as_str(), error = %e, "queue store not updated after a ledger transition: the queue-sync worker retries it");
             }
         }
     }

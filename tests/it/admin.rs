@@ -408,13 +408,12 @@ async fn a_visitor_reads_the_public_offer_without_a_token_and_caches_it(
 ) {
     let t = TestApp::spawn_on(backend).await;
     let sale = t.create_sale(json!({ "quantity": 5 })).await;
-    let pow = t
-        .admin(Method::PUT, &format!("/v1/sales/{sale}/proof-of-work"))
-        .json(&json!({ "difficulty_bits": 4 }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(pow.status(), 200);
+    let proof_of_work = |bits: u32| {
+        t.admin(Method::PUT, &format!("/v1/sales/{sale}/proof-of-work"))
+            .json(&json!({ "difficulty_bits": bits }))
+            .send()
+    };
+    assert_eq!(proof_of_work(4).await.unwrap().status(), 200);
     let path = format!("/v1/public/sales/{sale}/offer");
     let resp = t.http.get(t.url(&path)).send().await.unwrap();
     assert_eq!(resp.status(), 200);
@@ -450,22 +449,8 @@ async fn a_visitor_reads_the_public_offer_without_a_token_and_caches_it(
     assert_eq!(header(&again, "etag").as_deref(), Some(etag.as_str()));
 
     // Stock moves: after the offer's second, a new version with a new ETag.
-    let off = t
-        .admin(Method::PUT, &format!("/v1/sales/{sale}/proof-of-work"))
-        .json(&json!({ "difficulty_bits": 0 }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(off.status(), 200);
-    let (attempt, token) = t.admitted(&sale, "alice").await;
-    let held = t
-        .hold(
-            &attempt,
-            "alice",
-            json!({ "admission_token": token, "quantity": 2 }),
-        )
-        .await;
-    assert_eq!(held.status(), 200);
+    assert_eq!(proof_of_work(0).await.unwrap().status(), 200);
+    t.holding(&sale, "alice", 2).await;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let changed = t
         .http

@@ -258,7 +258,8 @@ crate::on_both_configurations!(
 
 /// `{"name": -1}` is not the name "-1": a number or a boolean where the spec says string is a
 /// malformed request; a name with a control, bidi-override or BOM character is refused with
-/// the field named (NUL was a 500 on PostgreSQL). None of them creates a sale.
+/// the field named, on both ledgers (PostgreSQL's text cannot hold a NUL). None of them
+/// creates a sale.
 async fn text_fields_take_json_strings_only_and_names_no_hidden_characters(backend: Backend) {
     let t = TestApp::spawn_on(backend).await;
     for body in [
@@ -313,8 +314,8 @@ async fn text_fields_take_json_strings_only_and_names_no_hidden_characters(backe
     t.stop().await;
 }
 
-/// `Idempotency-Key: clé` was read as no key at all (two creates, two sales): it is refused
-/// like a key with a space, and nothing is created.
+/// `Idempotency-Key: clé` is refused like a key with a space (poem would read it as no key,
+/// and two creates would make two sales), and nothing is created.
 async fn an_idempotency_key_that_is_not_ascii_is_refused(backend: Backend) {
     let t = TestApp::spawn_on(backend).await;
     for key in [&b"cl\xc3\xa9"[..], b"caf\xe9", b"has space"] {

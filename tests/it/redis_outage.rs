@@ -103,7 +103,7 @@ async fn redis_down_answers_503_quickly_and_recovers() {
 /// Redis answers again: 20 units held (10 of them paying), Redis cut, 5 payments fail and 5
 /// holds are released (answered 200: the ledger freed the units, the queue store never heard),
 /// Redis back: within a few seconds the store's counter equals the ledger's and newcomers hold
-/// every unit. Before the queue-sync log, those 20 units stayed taken in Redis for good.
+/// every unit: the queue-sync worker applies what the requests could not.
 #[tokio::test]
 async fn units_freed_while_redis_is_cut_off_are_sellable_soon_after_it_returns() {
     let dir = std::env::temp_dir().join(format!("sluice-redis-{}", uuid::Uuid::new_v4().simple()));
@@ -204,8 +204,8 @@ async fn units_freed_while_redis_is_cut_off_are_sellable_soon_after_it_returns()
 }
 
 /// Redis 20 ms away each way (a delaying proxy): under load, with the default queue timeout,
-/// every join and status poll is answered, none 503. Before a batched question's timeout ran
-/// from its own call, the wait behind a call in flight counted against it.
+/// every join and status poll is answered, none 503: a batched question's timeout runs from
+/// its own call, not from the wait behind a call in flight.
 #[tokio::test]
 async fn a_redis_twenty_milliseconds_away_answers_every_join_and_status_with_the_defaults() {
     let redis_port: u16 = redis_url().rsplit(':').next().unwrap().parse().unwrap();

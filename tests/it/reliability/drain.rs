@@ -22,8 +22,6 @@ struct Tally {
     answered: AtomicUsize,
     /// Sent on a connection and not answered: what a drain must never cause.
     failed_in_flight: AtomicUsize,
-    /// Refused before anything was sent (the listener is closed): expected once it drains.
-    refused: AtomicUsize,
     purchases: AtomicUsize,
 }
 
@@ -61,10 +59,8 @@ impl Load {
                     }
                 }
             }
-            Err(e) if e.is_connect() => {
-                self.tally.refused.fetch_add(1, Ordering::Relaxed);
-                Outcome::Gone
-            }
+            // Refused before anything was sent (the listener is closed): expected once it drains.
+            Err(e) if e.is_connect() => Outcome::Gone,
             Err(e) => {
                 eprintln!("request failed in flight: {e:?}");
                 self.tally.failed_in_flight.fetch_add(1, Ordering::Relaxed);
