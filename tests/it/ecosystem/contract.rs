@@ -133,3 +133,68 @@ fn operation_ids_are_stable() {
     ];
     assert_eq!(ids, expected, "operation ids changed: add, never rename");
 }
+
+/// The bounds the server enforces stand in the spec, so a generated client can check a value
+/// before sending it: ranges and lengths on the request bodies, the form of every id and of
+/// `Idempotency-Key`; and no property is an `allOf` (generators such as openapi-python-client
+/// drop a schema that has one).
+#[test]
+fn the_spec_states_the_bounds_and_forms_the_server_enforces() {
+    let spec = spec();
+    let schemas = &spec["components"]["schemas"];
+    let bounds = |schema: &str, field: &str| {
+        let p = &schemas[schema]["properties"][field];
+        let n = |k: &str| p[k].as_f64();
+        (
+            n("minimum"),
+            n("maximum"),
+            p["minLength"].as_u64(),
+            p["maxLength"].as_u64(),
+        )
+    };
+    assert_eq!(
+        bounds("CreateSale", "name"),
+        (None, None, Some(1), Some(200))
+    );
+    assert_eq!(
+        bounds("CreateSale", "quantity"),
+        (Some(1.0), Some(1e6), None, None)
+    );
+    assert_eq!(
+        bounds("CreateSale", "per_user_limit"),
+        (Some(1.0), Some(1000.0), None, None)
+    );
+    assert_eq!(
+        bounds("CreateSale", "hold_ttl_secs"),
+        (Some(1.0), Some(86400.0), None, None)
+    );
+    assert_eq!(bounds("CreateSale", "lottery_seed").3, Some(128));
+    assert_eq!(
+        bounds("HoldRequest", "quantity"),
+        (Some(1.0), Some(1000.0), None, None)
+    );
+    assert_eq!(
+        bounds("ProofOfWorkSettings", "difficulty_bits").1,
+        Some(32.0)
+    );
+    assert!(schemas["CreateSale"]["properties"]["seats"]["items"]["pattern"].is_string());
+    for (name, schema) in schemas.as_object().unwrap() {
+        for (field, property) in schema["properties"].as_object().into_iter().flatten() {
+            assert!(
+                property.get("allOf").is_none(),
+                "{name}.{field} is an allOf"
+            );
+        }
+    }
+    for (name, op) in operations(&spec) {
+        for parameter in op["parameters"].as_array().into_iter().flatten() {
+            let param = parameter["name"].as_str().unwrap();
+            if ["sale_id", "attempt_id", "reference", "Idempotency-Key"].contains(&param) {
+                assert!(
+                    parameter["schema"]["pattern"].is_string(),
+                    "{name}: {param} has no pattern"
+                );
+            }
+        }
+    }
+}
