@@ -2,6 +2,7 @@
 -- The batch is also written to `unrecorded` until the admitter has recorded it in the ledger
 -- (recorded.lua): if the admitter dies in between, the next lease holder gets that batch back
 -- first, so nobody admitted here is missing from the ledger (skipped) or admitted twice.
+-- A change to the active set bumps meta.version (see lua/lib/changes.lua).
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 active (zset attempt -> deadline ms), 5 owners (attempt ->
 --       user), 6 users (user -> attempt), 7 lease, 8 seen, 9 unrecorded (list: attempt,
 --       serial, user, deadline, ...)
@@ -20,7 +21,8 @@ end
 if redis.call('HGET', KEYS[1], 'status') ~= 'open' then return {'ok'} end
 local now = now_ms()
 -- Entries whose deadline passed long ago lost their ledger row's reaper: free the slot.
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[4]))
+local dropped = redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[4]))
+if dropped > 0 then redis.call('HINCRBY', KEYS[1], 'version', 1) end
 redis.call('HSET', KEYS[1], 'measured_rate', ARGV[5])
 local max_active = tonumber(redis.call('HGET', KEYS[1], 'max_active') or '0')
 local n = math.min(tonumber(ARGV[2]), max_active - redis.call('ZCARD', KEYS[4]))
@@ -64,4 +66,5 @@ while n > 0 and head <= last do
 end
 redis.call('HSET', KEYS[1], 'head', head)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. head)
+if #out > 1 then redis.call('HINCRBY', KEYS[1], 'version', 1) end
 return out

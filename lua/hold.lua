@@ -2,7 +2,7 @@
 -- KEYS: 1 meta, 2 active, 3 holds (hash attempt -> "kind|payload|user"), 4 stock (counter),
 --       5 seats (set of free seats), 6 bought (hash user -> units held or confirmed)
 -- ARGV: 1 attempt, 2 user, 3 kind ('q' or 's'), 4 quantity, 5 seats "A1,A2"
--- The active deadline moves to now + the sale's hold_ttl_ms.
+-- The active deadline moves to now + the sale's hold_ttl_ms; meta.version counts the change.
 -- Returns {'held', record} (also when already held: idempotent) | {'not_admitted'} |
 --         {'limit', units already bought} | {'sold_out', remaining} | {'seat_taken', seat} |
 --         {'wrong_kind'}
@@ -41,4 +41,5 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(redis.call('HGET', KEYS[1], 'hold_ttl_ms') or '0')
 redis.call('ZADD', KEYS[2], 'XX', now + ttl, ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'version', 1)
 return {'held', record}

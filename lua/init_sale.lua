@@ -5,19 +5,29 @@
 --       9 unrecorded (an admission batch not yet in the ledger: the rebuilt active set is
 --       the ledger's, so that batch is gone)
 -- ARGV: 1 status, 2 opens_at ms, 3 closes_at ms (0 = none), 4 max_active, 5 per_user_limit,
---       6 rate_per_minute, 7 kind, 8 hold_ttl_ms, 9 payment_ttl_ms, 10 force (1/0),
+--       6 rate_per_minute, 7 kind, 8 hold_ttl_ms, 9 payment_ttl_ms, 10 force: '1', '0', or
+--       'v<version>': rebuild only if meta.version still reads that (the drift checker's
+--       repair, a compare-and-set: a change since its read leaves the sale alone; it keeps
+--       the unrecorded batch, whose attempts its snapshot carries),
 --       11 reset (1/0: the sale existed before, so places in its queue were lost),
 --       12 free quantity, 13 n free seats, then the seats,
 --       then n live attempts, then per attempt: id, user, deadline ms, hold record ('' if none),
 --       then n users, then per user: user, units held or bought,
 --       then n buyers, then per buyer: user, their CONFIRMED attempt (join answers it)
--- Returns 1 if the sale was rebuilt, 0 if only its settings were written.
+-- Returns 1 if the sale was rebuilt, 0 if only its settings were written (or, guarded,
+-- nothing: the sale had moved).
+local guarded = string.sub(ARGV[10], 1, 1) == 'v'
+if guarded and (redis.call('HGET', KEYS[1], 'version') or '0') ~= string.sub(ARGV[10], 2) then
+  return 0
+end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'opens_at_ms', ARGV[2], 'closes_at_ms', ARGV[3],
   'max_active', ARGV[4], 'per_user_limit', ARGV[5], 'rate_per_minute', ARGV[6], 'kind', ARGV[7],
   'hold_ttl_ms', ARGV[8], 'payment_ttl_ms', ARGV[9])
 local fresh = redis.call('HSETNX', KEYS[1], 'stock_initialised', '1') == 1
-if not fresh and ARGV[10] ~= '1' then return 0 end
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[9])
+if not fresh and ARGV[10] == '0' then return 0 end
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8])
+if not guarded then redis.call('DEL', KEYS[9]) end
+redis.call('HINCRBY', KEYS[1], 'version', 1)
 if ARGV[11] == '1' then
   local t = redis.call('TIME')
   redis.call('HSET', KEYS[1], 'rebuilt_at_ms', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))

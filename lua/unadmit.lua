@@ -21,4 +21,5 @@ for serial = lowest, head - 1 do
 end
 redis.call('HSET', KEYS[1], 'head', lowest)
 redis.call('DEL', KEYS[5])
+redis.call('HINCRBY', KEYS[1], 'version', 1)
 return #ARGV / 3

@@ -177,9 +177,15 @@ pub struct WorkersConfig {
     /// (the store was away): units given back meanwhile are sellable again this long after
     /// the store returns, plus a second's grace.
     pub queue_sync_ms: u64,
-    /// How often each open sale's free-unit counter in the queue store is compared with the
-    /// ledger's count (a standing difference is repaired); 0 turns it off. The ledger counts a
-    /// sale's free units for it: keep it seconds apart for sales of a million units.
+    /// How far back the queue-sync worker checks, every few seconds, that the queue store
+    /// still has the changes the ledger saw applied, and replays those it lost (a failover's
+    /// asynchronous replication, or a restart, drops the last writes). Between 10 s and an
+    /// hour (the store keeps its record of applied changes that long).
+    pub queue_sync_replay_secs: u64,
+    /// How often each open sale's holdings in the queue store (free units or seats, active
+    /// set, holds, units per user) are compared with the ledger's (a standing difference is
+    /// repaired); 0 turns it off. The ledger reads a sale's snapshot for it: keep it seconds
+    /// apart for sales of a million units.
     pub drift_check_ms: u64,
 }
 
@@ -308,6 +314,7 @@ impl Default for Config {
                 idempotency_ttl_secs: 24 * 3600,
                 abandon_after_secs: 0,
                 queue_sync_ms: 500,
+                queue_sync_replay_secs: 300,
                 drift_check_ms: 10_000,
             },
             events: EventsConfig {
@@ -491,6 +498,13 @@ impl Config {
         }
         if self.workers.queue_sync_ms < 10 {
             return bad("workers.queue_sync_ms", "must be at least 10");
+        }
+        let replay_ms = self.workers.queue_sync_replay_secs.saturating_mul(1000);
+        if !(10_000..=crate::queue::SYNCED_KEEP_MS).contains(&replay_ms) {
+            return bad(
+                "workers.queue_sync_replay_secs",
+                "must be between 10 and 3600 (the queue store keeps its record of applied changes an hour)",
+            );
         }
         if self.workers.admission_tick_ms < 10 {
             return bad("workers.admission_tick_ms", "must be at least 10");

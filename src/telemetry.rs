@@ -115,7 +115,7 @@ fn describe() {
     );
     describe_counter!(
         "sluice_queue_drift_repaired_total",
-        "Times a sale's free-unit counter in the queue store was found apart from the ledger's count and repaired, by sale"
+        "Times a sale's holdings in the queue store (free units or seats, active set, holds, units per user) were found apart from the ledger's and rebuilt from it, by sale"
     );
     describe_gauge!(
         "sluice_ledger_breaker_open",
@@ -136,6 +136,10 @@ fn describe() {
     describe_counter!(
         "sluice_queue_sync_applied_total",
         "Queue-store changes the queue-sync worker applied because no request could"
+    );
+    describe_counter!(
+        "sluice_queue_sync_replayed_total",
+        "Queue-store changes the ledger saw applied that the store had lost (a failover or a restart), applied again"
     );
     describe_histogram!(
         "sluice_queue_call_duration_seconds",
@@ -199,13 +203,13 @@ fn describe() {
     );
 }
 
-/// Counts a transition that changed an attempt's state.
 /// Counters that may stay at zero for a long time exist from the start, so `rate()` and the
 /// alert rules see 0 rather than no series at all.
 fn zero_counters() {
     for name in [
         "sluice_reaper_runs_total",
         "sluice_queue_sync_errors_total",
+        "sluice_queue_sync_replayed_total",
         "sluice_events_published_total",
         "sluice_event_publish_errors_total",
         "sluice_outbox_dead_letters_total",
@@ -214,6 +218,7 @@ fn zero_counters() {
     }
 }
 
+/// Counts a transition that changed an attempt's state.
 pub fn record_transition(decision: &Decision, cause: &str) {
     if decision.changed {
         count_transitions(&decision.from, &decision.to, cause, 1);

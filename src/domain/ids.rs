@@ -93,7 +93,7 @@ impl<'de> Deserialize<'de> for AttemptId {
 }
 
 /// The `sub` of the customer's identity token: 1..=128 printable ASCII characters, no spaces.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct UserId(String);
 

@@ -223,6 +223,12 @@ impl Ledger for Guarded {
     async fn sync_backlog(&self) -> LedgerResult<(u64, f64)> {
         guarded!(self.sync_backlog())
     }
+    async fn recently_synced(&self, within_ms: u64, limit: u32) -> LedgerResult<Vec<PendingSync>> {
+        guarded!(self.recently_synced(within_ms, limit))
+    }
+    async fn prune_synced(&self, older_than_ms: u64) -> LedgerResult<u64> {
+        guarded!(self.prune_synced(older_than_ms))
+    }
     async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)> {
         guarded!(self.outbox_backlog())
     }

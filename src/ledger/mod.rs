@@ -17,6 +17,7 @@ use crate::domain::{
     Rejected, Sale, SaleId, SaleStatus, UserId,
 };
 use crate::queue::{Admitted, LiveAttempt, SaleSnapshot, Take};
+pub use crate::queue::{PendingSync, SyncChange};
 
 pub use self::postgres::PgLedger;
 pub use self::sqlite::SqliteLedger;
@@ -154,53 +155,6 @@ pub struct Applied {
     pub sync: Option<PendingSync>,
 }
 
-/// What a committed transition asks of the queue store; see `migrations/*/…_queue_sync.sql`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyncChange {
-    /// EXPIRED: the hold's units go back (once: the store drops the hold record it restores).
-    Restore,
-    /// CONFIRMED: the slot is freed, the units stay sold.
-    Finish,
-    /// PAYMENT_PENDING: the slot's deadline moves to the payment's.
-    Extend,
-}
-
-impl SyncChange {
-    /// The change entering `to` asks for.
-    pub fn entering(to: AttemptState) -> Option<SyncChange> {
-        match to {
-            AttemptState::Expired { .. } => Some(SyncChange::Restore),
-            AttemptState::Confirmed { .. } => Some(SyncChange::Finish),
-            AttemptState::PaymentPending { .. } => Some(SyncChange::Extend),
-            AttemptState::Queued { .. }
-            | AttemptState::Admitted { .. }
-            | AttemptState::Hold { .. } => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SyncChange::Restore => "restore",
-            SyncChange::Finish => "finish",
-            SyncChange::Extend => "extend",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<SyncChange> {
-        [SyncChange::Restore, SyncChange::Finish, SyncChange::Extend]
-            .into_iter()
-            .find(|c| c.as_str() == s)
-    }
-}
-
-/// A change the queue store has not been seen to apply.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PendingSync {
-    pub id: i64,
-    pub attempt: AttemptId,
-    pub change: SyncChange,
-}
-
 /// What a payment webhook did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PaymentApplied {
@@ -331,6 +285,11 @@ pub trait Ledger: Send + Sync + 'static {
     async fn mark_synced(&self, ids: &[i64]) -> LedgerResult<()>;
     /// Queue-sync rows not applied yet, and the age of the oldest, in seconds.
     async fn sync_backlog(&self) -> LedgerResult<(u64, f64)>;
+    /// Queue-sync rows marked applied within the last `within_ms`, oldest first: what a
+    /// replay checks the queue store still has.
+    async fn recently_synced(&self, within_ms: u64, limit: u32) -> LedgerResult<Vec<PendingSync>>;
+    /// Deletes queue-sync rows applied more than `older_than_ms` ago; returns how many.
+    async fn prune_synced(&self, older_than_ms: u64) -> LedgerResult<u64>;
     /// Unpublished rows and the age of the oldest, in seconds.
     async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)>;
     /// Counts a refusal of the sink for one row; at `max_tries` the row is dead-lettered.

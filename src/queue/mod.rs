@@ -24,6 +24,8 @@
 //!
 //! Attempts are stored by their local UUID (32 hex digits): the sale is in the key already.
 
+mod change;
+mod holdings;
 pub mod memory;
 pub mod redis;
 mod redis_batches;
@@ -35,6 +37,8 @@ use async_trait::async_trait;
 
 use crate::domain::{Admission, AttemptId, Sale, SaleId, SaleStatus, Stock, UserId};
 
+pub use self::change::{PendingSync, SyncChange};
+pub use self::holdings::{Drift, Holdings};
 pub use self::memory::MemoryQueue;
 pub use self::redis::RedisQueue;
 
@@ -221,7 +225,13 @@ pub struct QueueStats {
     /// The store holds the sale; all of the above are zero when it does not (flushed, or an
     /// embedded restart, until rebuilt).
     pub known: bool,
+    /// The sale's [`Holdings::version`].
+    pub version: u64,
 }
+
+/// How long a store keeps the record of a queue-sync change it applied: a replay of the log
+/// reaches back at most this far (`workers.queue_sync_replay_secs` is bounded by it).
+pub const SYNCED_KEEP_MS: u64 = 3_600_000;
 
 /// What the ledger says of a sale now: what the queue store is (re)built from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -333,8 +343,6 @@ pub trait QueueStore: Send + Sync + 'static {
         user: &UserId,
         take: &Take,
     ) -> QueueResult<HoldOutcome>;
-    /// Moves the attempt's active deadline to now + the sale's payment TTL (checkout).
-    async fn extend(&self, attempt: AttemptId) -> QueueResult<()>;
     /// Gives the attempt's held stock back (at most once) and frees its slot; with
     /// `keep_slot_until_ms`, the attempt keeps its slot (admitted) until then instead.
     async fn restore(
@@ -342,8 +350,13 @@ pub trait QueueStore: Send + Sync + 'static {
         attempt: AttemptId,
         keep_slot_until_ms: Option<i64>,
     ) -> QueueResult<bool>;
-    /// Frees the attempt's slot, keeping what it bought.
-    async fn finish(&self, attempt: AttemptId) -> QueueResult<()>;
+    /// Applies a change of the ledger's queue-sync log unless the store has a record of
+    /// applying it (true when applied now), and records it with the change, in one step: a
+    /// retry or a replay applies each change once.
+    async fn apply_sync(&self, sync: &PendingSync) -> QueueResult<bool>;
+    /// Which of the sale's queue-sync changes `ids` the store has no record of applying: the
+    /// ones a failover or a restart lost, when the ledger saw them applied.
+    async fn unsynced(&self, sale: SaleId, ids: &[i64]) -> QueueResult<Vec<i64>>;
 
     /// Lets go of everyone still waiting in a closed sale and returns how many there were
     /// (0, changing nothing, when the sale is not closed). Their answer is EXPIRED
@@ -353,9 +366,18 @@ pub trait QueueStore: Send + Sync + 'static {
     async fn forget_waiting(&self, sale: SaleId) -> QueueResult<u64>;
 
     async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats>;
-    /// Sets a quantity sale's free-unit counter to `to` if it still reads `seen` (true then):
-    /// the drift checker's repair, which a hold or restore since its read makes a no-op.
-    async fn repair_stock(&self, sale: SaleId, seen: u64, to: u64) -> QueueResult<bool>;
+    /// The sale's holdings (free stock, active set, holds, units per user), `None` when the
+    /// store does not hold the sale: what the drift checker compares with the ledger.
+    async fn holdings(&self, sale: SaleId) -> QueueResult<Option<Holdings>>;
+    /// Rebuilds the sale's holdings from `snapshot` as `init_sale` with `force` does, keeping
+    /// its queue and its unrecorded batch, only if its version still reads `version` (true
+    /// then): the drift checker's repair, which any change since its read makes a no-op.
+    async fn rebuild_if_unchanged(
+        &self,
+        sale: &Sale,
+        snapshot: &SaleSnapshot,
+        version: u64,
+    ) -> QueueResult<bool>;
     async fn ping(&self) -> QueueResult<()>;
 
     /// Takes out of the queue up to `limit` waiting attempts that showed no sign of life (join,

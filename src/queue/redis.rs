@@ -15,22 +15,33 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::*;
+use crate::domain::StockKind;
 
 macro_rules! lua {
     ($name:ident, $file:literal) => {
         static $name: LazyLock<Script> =
             LazyLock::new(|| Script::new(include_str!(concat!("../../lua/", $file))));
     };
+    // A script with a library of `lua/lib/` first (its layout or its functions).
+    ($name:ident, $lib:literal, $file:literal) => {
+        static $name: LazyLock<Script> = LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!(concat!("../../lua/lib/", $lib)),
+                include_str!(concat!("../../lua/", $file))
+            ))
+        });
+    };
 }
 /// A script that touches the waiting queue: `lua/lib/queue.lua` (its layout) comes first.
 macro_rules! queue_lua {
     ($name:ident, $file:literal) => {
-        static $name: LazyLock<Script> = LazyLock::new(|| {
-            Script::new(concat!(
-                include_str!("../../lua/lib/queue.lua"),
-                include_str!(concat!("../../lua/", $file))
-            ))
-        });
+        lua!($name, "queue.lua", $file);
+    };
+}
+/// A script that applies a transition's change: `lua/lib/changes.lua` comes first.
+macro_rules! changes_lua {
+    ($name:ident, $file:literal) => {
+        lua!($name, "changes.lua", $file);
     };
 }
 queue_lua!(JOIN, "join.lua");
@@ -44,12 +55,12 @@ queue_lua!(STATS, "stats.lua");
 queue_lua!(FORGET_WAITING, "forget_waiting.lua");
 lua!(LEASE, "lease.lua");
 lua!(RELEASE_LEASE, "release_lease.lua");
-lua!(REPAIR_STOCK, "repair_stock.lua");
 lua!(HOLD, "hold.lua");
-lua!(RESTORE, "restore.lua");
-lua!(FINISH, "finish.lua");
+changes_lua!(RESTORE, "restore.lua");
+changes_lua!(APPLY_SYNC, "apply_sync.lua");
+lua!(UNSYNCED, "unsynced.lua");
+lua!(HOLDINGS, "holdings.lua");
 lua!(INIT_SALE, "init_sale.lua");
-lua!(EXTEND, "extend.lua");
 lua!(RECORDED, "recorded.lua");
 
 /// Keys deleted in one call when a closed sale lets go of its waiting users (a 1,000,000-user
@@ -138,6 +149,14 @@ impl RedisQueue {
         }
     }
 
+    /// The keys of `lua/lib/changes.lua`, in its order.
+    fn change_keys(&self, inv: &mut ScriptInvocation<'_>, sale: SaleId) {
+        let k = self.keys(sale);
+        for name in ["meta", "holds", "stock", "seats", "bought", "active"] {
+            inv.key(k.key(name));
+        }
+    }
+
     fn keys(&self, sale: SaleId) -> SaleKeys {
         SaleKeys {
             base: format!("{}:{{sale:{}}}", self.prefix, sale),
@@ -185,6 +204,62 @@ impl RedisQueue {
 }
 
 impl RedisQueue {
+    /// `init_sale.lua` with its `force` argument: "1", "0", or "v<version>" (see the script).
+    async fn init(&self, sale: &Sale, snapshot: &SaleSnapshot, force: &str) -> QueueResult<bool> {
+        let k = self.keys(sale.id);
+        let mut inv = INIT_SALE.prepare_invoke();
+        for name in [
+            "meta",
+            "stock",
+            "seats",
+            "active",
+            "holds",
+            "owners",
+            "users",
+            "bought",
+            "unrecorded",
+        ] {
+            inv.key(k.key(name));
+        }
+        inv.arg(sale.status.as_str())
+            .arg(sale.opens_at.timestamp_millis())
+            .arg(sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0))
+            .arg(sale.admission.max_active)
+            .arg(sale.per_user_limit)
+            .arg(sale.admission.rate_per_minute)
+            .arg(sale.stock.kind().as_str())
+            .arg(sale.ttls.hold_secs as u64 * 1000)
+            .arg(sale.ttls.payment_secs as u64 * 1000)
+            .arg(force)
+            .arg(if snapshot.reset { 1 } else { 0 });
+        match &snapshot.free {
+            Stock::Quantity(n) => inv.arg(*n).arg(0),
+            Stock::Seats(seats) => inv.arg(0).arg(seats.len()).arg(seats),
+        };
+        inv.arg(snapshot.live.len());
+        for live in &snapshot.live {
+            inv.arg(local(live.attempt))
+                .arg(live.user.as_str())
+                .arg(live.deadline_ms)
+                .arg(
+                    live.hold
+                        .as_ref()
+                        .map(|t| hold_record(t, &live.user))
+                        .unwrap_or_default(),
+                );
+        }
+        inv.arg(snapshot.bought.len());
+        for (user, units) in &snapshot.bought {
+            inv.arg(user.as_str()).arg(*units);
+        }
+        inv.arg(snapshot.buyers.len());
+        for (user, attempt) in &snapshot.buyers {
+            inv.arg(user.as_str()).arg(local(*attempt));
+        }
+        let rebuilt: i64 = self.run("init_sale", &inv).await?;
+        Ok(rebuilt == 1)
+    }
+
     /// Joins `asks` (users of `sale`, each with the time of their join, ms) in their order: one
     /// call of `lua/join.lua`, one outcome per ask.
     async fn joins(&self, sale: SaleId, asks: &[(UserId, i64)]) -> QueueResult<Vec<JoinOutcome>> {
@@ -323,6 +398,19 @@ fn attempt_of(sale: SaleId, local: &str) -> QueueResult<AttemptId> {
         .map_err(|_| protocol("attempt id", &local))
 }
 
+/// One admitted attempt as admit_batch.lua lists it: attempt, serial, user, deadline (ms).
+fn admitted_of(sale: SaleId, entry: &[String]) -> QueueResult<Admitted> {
+    let [attempt, seq, user, deadline] = entry else {
+        return Err(protocol("admitted", &entry));
+    };
+    Ok(Admitted {
+        attempt: attempt_of(sale, attempt)?,
+        seq: seq.parse().map_err(|_| protocol("seq", seq))?,
+        user: UserId::parse(user).map_err(|_| protocol("owner", user))?,
+        deadline_ms: deadline.parse().unwrap_or_default(),
+    })
+}
+
 /// The `holds` value hold.lua writes: `q|<n>|<user>` or `s|<seat,seat>|<user>`.
 fn hold_record(take: &Take, user: &UserId) -> String {
     match take {
@@ -351,58 +439,17 @@ impl QueueStore for RedisQueue {
         snapshot: &SaleSnapshot,
         force: bool,
     ) -> QueueResult<bool> {
-        let k = self.keys(sale.id);
-        let mut inv = INIT_SALE.prepare_invoke();
-        for name in [
-            "meta",
-            "stock",
-            "seats",
-            "active",
-            "holds",
-            "owners",
-            "users",
-            "bought",
-            "unrecorded",
-        ] {
-            inv.key(k.key(name));
-        }
-        inv.arg(sale.status.as_str())
-            .arg(sale.opens_at.timestamp_millis())
-            .arg(sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0))
-            .arg(sale.admission.max_active)
-            .arg(sale.per_user_limit)
-            .arg(sale.admission.rate_per_minute)
-            .arg(sale.stock.kind().as_str())
-            .arg(sale.ttls.hold_secs as u64 * 1000)
-            .arg(sale.ttls.payment_secs as u64 * 1000)
-            .arg(if force { 1 } else { 0 })
-            .arg(if snapshot.reset { 1 } else { 0 });
-        match &snapshot.free {
-            Stock::Quantity(n) => inv.arg(*n).arg(0),
-            Stock::Seats(seats) => inv.arg(0).arg(seats.len()).arg(seats),
-        };
-        inv.arg(snapshot.live.len());
-        for live in &snapshot.live {
-            inv.arg(local(live.attempt))
-                .arg(live.user.as_str())
-                .arg(live.deadline_ms)
-                .arg(
-                    live.hold
-                        .as_ref()
-                        .map(|t| hold_record(t, &live.user))
-                        .unwrap_or_default(),
-                );
-        }
-        inv.arg(snapshot.bought.len());
-        for (user, units) in &snapshot.bought {
-            inv.arg(user.as_str()).arg(*units);
-        }
-        inv.arg(snapshot.buyers.len());
-        for (user, attempt) in &snapshot.buyers {
-            inv.arg(user.as_str()).arg(local(*attempt));
-        }
-        let rebuilt: i64 = self.run("init_sale", &inv).await?;
-        Ok(rebuilt == 1)
+        self.init(sale, snapshot, if force { "1" } else { "0" })
+            .await
+    }
+
+    async fn rebuild_if_unchanged(
+        &self,
+        sale: &Sale,
+        snapshot: &SaleSnapshot,
+        version: u64,
+    ) -> QueueResult<bool> {
+        self.init(sale, snapshot, &format!("v{version}")).await
     }
 
     async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()> {
@@ -543,14 +590,8 @@ impl QueueStore for RedisQueue {
         };
         let mut admitted = Vec::with_capacity(rest.len() / 4);
         for chunk in rest.chunks_exact(4) {
-            admitted.push(Admitted {
-                attempt: attempt_of(sale, &text(&chunk[0]))?,
-                seq: text(&chunk[1])
-                    .parse()
-                    .map_err(|_| protocol("seq", &chunk[1]))?,
-                user: UserId::parse(&text(&chunk[2])).map_err(|_| protocol("owner", &chunk[2]))?,
-                deadline_ms: text(&chunk[3]).parse().unwrap_or_default(),
-            });
+            let entry: Vec<String> = chunk.iter().map(text).collect();
+            admitted.push(admitted_of(sale, &entry)?);
         }
         Ok(if fresh {
             AdmitOutcome::Admitted(admitted)
@@ -624,46 +665,42 @@ impl QueueStore for RedisQueue {
         })
     }
 
-    async fn extend(&self, attempt: AttemptId) -> QueueResult<()> {
-        let k = self.keys(attempt.sale);
-        let mut inv = EXTEND.prepare_invoke();
-        inv.key(k.key("meta"))
-            .key(k.key("active"))
-            .arg(local(attempt));
-        let _: i64 = self.run("extend", &inv).await?;
-        Ok(())
-    }
-
     async fn restore(
         &self,
         attempt: AttemptId,
         keep_slot_until_ms: Option<i64>,
     ) -> QueueResult<bool> {
-        let k = self.keys(attempt.sale);
         let mut inv = RESTORE.prepare_invoke();
-        inv.key(k.key("holds"))
-            .key(k.key("stock"))
-            .key(k.key("seats"))
-            .key(k.key("bought"))
-            .key(k.key("active"))
-            .arg(local(attempt))
-            .arg(
-                keep_slot_until_ms
-                    .map(|ms| ms.to_string())
-                    .unwrap_or_default(),
-            );
+        self.change_keys(&mut inv, attempt.sale);
+        inv.arg(local(attempt)).arg(
+            keep_slot_until_ms
+                .map(|ms| ms.to_string())
+                .unwrap_or_default(),
+        );
         let restored: i64 = self.run("restore", &inv).await?;
         Ok(restored == 1)
     }
 
-    async fn finish(&self, attempt: AttemptId) -> QueueResult<()> {
-        let k = self.keys(attempt.sale);
-        let mut inv = FINISH.prepare_invoke();
-        inv.key(k.key("holds"))
-            .key(k.key("active"))
-            .arg(local(attempt));
-        let _: i64 = self.run("finish", &inv).await?;
-        Ok(())
+    async fn apply_sync(&self, sync: &PendingSync) -> QueueResult<bool> {
+        let mut inv = APPLY_SYNC.prepare_invoke();
+        self.change_keys(&mut inv, sync.attempt.sale);
+        inv.key(self.keys(sync.attempt.sale).key("synced"))
+            .arg(sync.id)
+            .arg(sync.change.as_str())
+            .arg(local(sync.attempt))
+            .arg(SYNCED_KEEP_MS);
+        let applied: i64 = self.run(sync.change.as_str(), &inv).await?;
+        Ok(applied == 1)
+    }
+
+    async fn unsynced(&self, sale: SaleId, ids: &[i64]) -> QueueResult<Vec<i64>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut inv = UNSYNCED.prepare_invoke();
+        inv.key(self.keys(sale).key("synced")).arg(ids);
+        let missing: Vec<i64> = self.run("unsynced", &inv).await?;
+        Ok(missing)
     }
 
     async fn forget_waiting(&self, sale: SaleId) -> QueueResult<u64> {
@@ -698,21 +735,80 @@ impl QueueStore for RedisQueue {
         for name in ["meta", "seq", "gone", "active", "stock", "seats"] {
             inv.key(k.key(name));
         }
-        let (waiting, active, remaining, known): (u64, u64, u64, u8) =
+        let (waiting, active, remaining, known, version): (u64, u64, u64, u8, u64) =
             self.run("stats", &inv).await?;
         Ok(QueueStats {
             waiting,
             active,
             remaining,
             known: known == 1,
+            version,
         })
     }
 
-    async fn repair_stock(&self, sale: SaleId, seen: u64, to: u64) -> QueueResult<bool> {
-        let mut inv = REPAIR_STOCK.prepare_invoke();
-        inv.key(self.keys(sale).key("stock")).arg(seen).arg(to);
-        let set: i64 = self.run("repair_stock", &inv).await?;
-        Ok(set == 1)
+    async fn holdings(&self, sale: SaleId) -> QueueResult<Option<Holdings>> {
+        let k = self.keys(sale);
+        let mut inv = HOLDINGS.prepare_invoke();
+        for name in [
+            "meta",
+            "stock",
+            "seats",
+            "active",
+            "holds",
+            "bought",
+            "unrecorded",
+        ] {
+            inv.key(k.key(name));
+        }
+        type Reply = (
+            u8,
+            u64,
+            String,
+            i64,
+            Vec<String>,
+            Vec<String>,
+            Vec<String>,
+            Vec<String>,
+            Vec<String>,
+        );
+        let (known, version, kind, units, seats, active, holds, bought, unrecorded): Reply =
+            self.run("holdings", &inv).await?;
+        if known == 0 {
+            return Ok(None);
+        }
+        let held: std::collections::HashMap<&str, &str> = holds
+            .chunks_exact(2)
+            .map(|p| (p[0].as_str(), p[1].as_str()))
+            .collect();
+        let mut holdings = Holdings {
+            version,
+            free: match StockKind::parse(&kind) {
+                Some(StockKind::Seats) => Stock::Seats(seats),
+                Some(StockKind::Quantity) | None => Stock::Quantity(units.max(0) as u32),
+            },
+            active: Default::default(),
+            bought: Default::default(),
+            unrecorded: Vec::new(),
+        };
+        for pair in active.chunks_exact(2) {
+            let attempt = attempt_of(sale, &pair[0])?;
+            let take = held
+                .get(pair[0].as_str())
+                .map(|r| parse_take(r))
+                .transpose()?;
+            holdings.active.insert(attempt.local, take);
+        }
+        for pair in bought.chunks_exact(2) {
+            let units: i64 = pair[1].parse().map_err(|_| protocol("bought", &pair))?;
+            if units > 0 {
+                let user = UserId::parse(&pair[0]).map_err(|_| protocol("bought", &pair))?;
+                holdings.bought.insert(user, units as u32);
+            }
+        }
+        for entry in unrecorded.chunks_exact(4) {
+            holdings.unrecorded.push(admitted_of(sale, entry)?);
+        }
+        Ok(Some(holdings))
     }
 
     async fn ping(&self) -> QueueResult<()> {

@@ -56,6 +56,7 @@ pub async fn hold(
             return Err(ServiceError::AdmissionTokenInvalid)
         }
     };
+    let _in_flight = app.holds_in_flight.hold(attempt.sale);
     let outcome = app.queue.hold(attempt, user, &take).await?;
     let label = match &outcome {
         HoldOutcome::Held { .. } => "held",

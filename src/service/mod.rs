@@ -6,6 +6,7 @@
 
 mod error;
 mod idempotency;
+pub mod in_flight;
 pub mod limits;
 mod sync;
 mod view;
@@ -26,7 +27,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 
 pub use error::ServiceError;
 pub use idempotency::{idempotent, IdempotencyKey};
-pub use sync::{apply as apply_sync, sync_queue, sync_queue_all};
+pub use sync::{sync_queue, sync_queue_all};
 pub use view::{poll_after_ms, AttemptView};
 
 use crate::auth::{AdminKey, AdmissionTokens, UserTokens};
@@ -74,6 +75,9 @@ pub struct AppParts {
     pub offers: Arc<offer::OfferCache>,
     /// Whether the process is shutting down: readiness and status streams follow it.
     pub drain: drain::Drain,
+    /// Holds taken in the queue store and not yet settled in the ledger, by sale: the drift
+    /// checker leaves those sales alone.
+    pub holds_in_flight: in_flight::InFlight,
 }
 
 impl App {
@@ -105,6 +109,7 @@ impl App {
             instance_id: uuid::Uuid::now_v7().simple().to_string(),
             offers: Arc::default(),
             drain: drain::Drain::default(),
+            holds_in_flight: Default::default(),
             queue,
             ledger,
             config: Arc::new(config),

@@ -5,12 +5,11 @@
 //! store cannot be reached, the failure is logged and counted, never returned to the client
 //! (the ledger holds the truth), and the queue-sync worker (`workers::queue_sync`) applies the
 //! change once the store answers again: units given back while Redis was away are sellable
-//! again within a few seconds of its return.
+//! again within a few seconds of its return. The store records each change's id as it
+//! applies it, so the request and the worker (or a replay after a failover) apply it once.
 
 use super::App;
-use crate::domain::AttemptId;
-use crate::ledger::{Applied, SyncChange};
-use crate::queue::{QueueResult, QueueStore};
+use crate::ledger::Applied;
 
 /// Brings the queue store in line with a committed transition (the fast path).
 pub async fn sync_queue(app: &App, applied: &Applied) {
@@ -22,8 +21,8 @@ pub async fn sync_queue(app: &App, applied: &Applied) {
 pub async fn sync_queue_all(app: &App, applied: &[Applied]) {
     let mut synced = Vec::new();
     for sync in applied.iter().filter_map(|a| a.sync.as_ref()) {
-        match apply(app.queue.as_ref(), sync.attempt, sync.change).await {
-            Ok(()) => synced.push(sync.id),
+        match app.queue.apply_sync(sync).await {
+            Ok(_) => synced.push(sync.id),
             Err(e) => {
                 metrics::counter!("sluice_queue_sync_errors_total").increment(1);
                 tracing::warn!(attempt = %sync.attempt, change = sync.change.as_str(), error = %e, "queue store not updated after a ledger transition: the queue-sync worker retries it");
@@ -36,15 +35,5 @@ pub async fn sync_queue_all(app: &App, applied: &[Applied]) {
     if let Err(e) = app.ledger.mark_synced(&synced).await {
         // Applied but not marked: the worker applies them again, which changes nothing.
         tracing::debug!(error = %e, "queue changes applied, not marked");
-    }
-}
-
-/// Applies one change to the queue store. Each is idempotent, so a change applied twice (by
-/// the request and by the worker, or after a failover) is applied once.
-pub async fn apply(queue: &dyn QueueStore, id: AttemptId, change: SyncChange) -> QueueResult<()> {
-    match change {
-        SyncChange::Restore => queue.restore(id, None).await.map(|_| ()),
-        SyncChange::Finish => queue.finish(id).await,
-        SyncChange::Extend => queue.extend(id).await,
     }
 }

@@ -1,24 +1,38 @@
-//! The drift checker: each open sale of identical units has its queue-store counter (free
-//! units) compared with the ledger's count on a schedule, and repaired when they disagree, as
-//! when Redis lost writes in a failover or a compensation after a refused hold never reached
-//! it. A hold in flight makes them disagree for a moment (the store takes first, the ledger
-//! commits after), so a difference is repaired only once it has stood still: the same counter
-//! and the same ledger count at [`STANDING`] checks in a row, no queue-sync change waiting,
-//! and the repair a compare-and-set on the counter the check read (a hold since then makes it
-//! a no-op). Admission is never paused. Each repair is counted
-//! (`sluice_queue_drift_repaired_total{sale}`) and logged with the difference.
+//! The drift checker: each open sale's holdings in the queue store (free units or seats, the
+//! active set, the holds, the units per user) are compared with the ledger's snapshot on a
+//! schedule, and rebuilt from it when they disagree, as when Redis lost writes in a failover
+//! or a compensation after a refused hold never reached it. Admission is never paused.
+//!
+//! A hold in flight makes the two disagree for a moment (the store takes first, the ledger
+//! commits after), so a difference is repaired only once it has stood still: the store's
+//! version (it counts every change to its holdings) and the ledger's snapshot the same at
+//! [`STANDING`] checks in a row and for twice the ledger's acquire timeout (longer than a
+//! hold of another replica can be between the two), with no queue-sync change waiting and
+//! no hold of this process in flight; and the repair is a compare-and-set on that version
+//! (any change since makes it a no-op).
+//! Each repair is counted (`sluice_queue_drift_repaired_total{sale}`) and logged with the
+//! differences found.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::domain::{SaleId, StockKind};
+use crate::domain::SaleId;
+use crate::queue::SaleSnapshot;
 use crate::service::App;
 
-/// Checks in a row that must find the same difference before it is repaired.
-const STANDING: u32 = 3;
+/// Checks in a row that must find the same store version and ledger snapshot, disagreeing.
+const STANDING: u32 = 2;
 
-/// What the last check of a sale found: (counter, ledger count, checks in a row).
-type Seen = HashMap<SaleId, (u64, u64, u32)>;
+/// A difference found: the store's version, the ledger's snapshot, when it was first found
+/// so, and by how many checks in a row.
+struct Standing {
+    version: u64,
+    snapshot: SaleSnapshot,
+    since: Instant,
+    checks: u32,
+}
+
+type Seen = HashMap<SaleId, Standing>;
 
 pub async fn run(app: App, every: Duration) {
     let mut drain = app.drain.subscribe();
@@ -40,40 +54,66 @@ async fn check(app: &App, seen: &mut Seen) -> anyhow::Result<()> {
         seen.clear(); // the queue-sync worker has changes to apply first
         return Ok(());
     }
+    let min_standing = Duration::from_millis(2 * app.config.ledger.acquire_timeout_ms);
     let plans = app.ledger.admitting_sales().await?;
     seen.retain(|sale, _| plans.iter().any(|p| p.sale == *sale));
     for plan in plans {
         let sale = plan.sale;
-        let Some(settings) = app.ledger.sale_settings(sale).await? else {
-            continue;
-        };
-        if settings.stock.kind() != StockKind::Quantity {
-            continue;
-        }
-        let before = app.queue.stats(sale).await?;
-        let Some(record) = app.ledger.sale(sale).await? else {
-            continue;
-        };
-        let after = app.queue.stats(sale).await?;
-        let ledger = u64::from(record.remaining);
-        let counter = after.remaining;
-        if !after.known || before.remaining != counter || counter == ledger {
+        if app.holds_in_flight.any(sale) {
             seen.remove(&sale);
             continue;
         }
-        let streak = match seen.get(&sale) {
-            Some((c, l, n)) if *c == counter && *l == ledger => n + 1,
-            _ => 1,
+        let Some(holdings) = app.queue.holdings(sale).await? else {
+            seen.remove(&sale);
+            continue;
         };
-        if streak < STANDING {
-            seen.insert(sale, (counter, ledger, streak));
+        let snapshot = app.ledger.snapshot(sale).await?;
+        let after = app.queue.stats(sale).await?;
+        let drift = holdings.drift(&snapshot);
+        let still = after.version == holdings.version && !app.holds_in_flight.any(sale);
+        let (Some(drift), true) = (drift, still) else {
+            seen.remove(&sale);
+            continue;
+        };
+        let standing = match seen.remove(&sale) {
+            Some(s) if s.version == holdings.version && s.snapshot == snapshot => Standing {
+                checks: s.checks + 1,
+                ..s
+            },
+            _ => Standing {
+                version: holdings.version,
+                snapshot,
+                since: Instant::now(),
+                checks: 1,
+            },
+        };
+        if standing.checks < STANDING || standing.since.elapsed() < min_standing {
+            seen.insert(sale, standing);
             continue;
         }
-        seen.remove(&sale);
-        if app.queue.repair_stock(sale, counter, ledger).await? {
+        let snapshot = standing.snapshot;
+        let Some(settings) = app.ledger.sale_settings(sale).await? else {
+            continue;
+        };
+        let repair = holdings.repair_from(&snapshot);
+        if app
+            .queue
+            .rebuild_if_unchanged(&settings, &repair, holdings.version)
+            .await?
+        {
             metrics::counter!("sluice_queue_drift_repaired_total", "sale" => sale.to_string())
                 .increment(1);
-            tracing::warn!(%sale, queue_store = counter, ledger, difference = ledger as i64 - counter as i64, "queue store's free units repaired from the ledger");
+            tracing::warn!(
+                %sale,
+                free_in_queue_store = drift.free.0,
+                free_in_ledger = drift.free.1,
+                seats_differing = drift.seats,
+                active_but_ended = drift.extra,
+                live_but_missing = drift.missing,
+                holds_differing = drift.holds,
+                users_differing = drift.bought,
+                "queue store's holdings repaired from the ledger"
+            );
         }
     }
     Ok(())

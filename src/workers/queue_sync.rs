@@ -5,9 +5,20 @@
 //! store is away it waits and tries again, doubling the wait up to a few seconds. The backlog
 //! and its oldest age are gauges (`sluice_queue_sync_pending`,
 //! `sluice_queue_sync_oldest_age_seconds`; alert `SluiceQueueSyncBehind`).
+//!
+//! Every [`REPLAY_EVERY`] rounds it also replays: the rows applied within
+//! `workers.queue_sync_replay_secs` whose application the store has no record of (a Redis
+//! failover or restart lost the last writes the ledger saw applied) are applied again, once
+//! (`sluice_queue_sync_replayed_total`). The store records each change's id with the change,
+//! so a change whose write survived is never applied twice. Rows applied more than
+//! [`SYNCED_KEEP_MS`] ago are pruned.
 
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
+use crate::domain::SaleId;
+use crate::ledger::PendingSync;
+use crate::queue::SYNCED_KEEP_MS;
 use crate::service::App;
 
 /// A row younger than this is left to the request that wrote it (its fast path).
@@ -15,15 +26,35 @@ const GRACE_MS: u64 = 1000;
 /// Rows applied per round.
 const BATCH: u32 = 500;
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// Rounds between replays (5 s at the default 500 ms); the first round replays, since the
+/// store may have lost writes while this process was away.
+const REPLAY_EVERY: u64 = 10;
+/// Rounds between prunes of the log (5 minutes at the default).
+const PRUNE_EVERY: u64 = 600;
+/// Rows checked per replay.
+const REPLAY_BATCH: u32 = 20_000;
 
 pub async fn run(app: App, every: Duration) {
     let mut drain = app.drain.subscribe();
     let mut wait = every;
+    let replay_ms = app.config.workers.queue_sync_replay_secs * 1000;
+    let mut rounds: u64 = 0;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = crate::service::drain::started(&mut drain) => return,
         }
+        if rounds % REPLAY_EVERY == 0 {
+            if let Err(e) = replay(&app, replay_ms).await {
+                tracing::debug!(error = %e, "queue sync: replay skipped");
+            }
+        }
+        if rounds % PRUNE_EVERY == PRUNE_EVERY - 1 {
+            if let Err(e) = app.ledger.prune_synced(SYNCED_KEEP_MS).await {
+                tracing::debug!(error = %e, "queue sync: prune skipped");
+            }
+        }
+        rounds += 1;
         wait = match round(&app).await {
             Ok(()) => every,
             Err(e) => {
@@ -45,8 +76,8 @@ async fn round(app: &App) -> anyhow::Result<()> {
     let mut applied = Vec::with_capacity(due.len());
     let mut failed = None;
     for sync in &due {
-        match crate::service::apply_sync(app.queue.as_ref(), sync.attempt, sync.change).await {
-            Ok(()) => applied.push(sync.id),
+        match app.queue.apply_sync(sync).await {
+            Ok(_) => applied.push(sync.id),
             Err(e) => {
                 failed = Some(e);
                 break;
@@ -65,4 +96,29 @@ async fn round(app: &App) -> anyhow::Result<()> {
         Some(e) => Err(e.into()),
         None => Ok(()),
     }
+}
+
+/// Applies again the rows applied within `within_ms` that the store has no record of.
+async fn replay(app: &App, within_ms: u64) -> anyhow::Result<()> {
+    let recent = app.ledger.recently_synced(within_ms, REPLAY_BATCH).await?;
+    let mut by_sale: BTreeMap<SaleId, Vec<PendingSync>> = BTreeMap::new();
+    for sync in recent {
+        by_sale.entry(sync.attempt.sale).or_default().push(sync);
+    }
+    for (sale, rows) in by_sale {
+        let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        let missing: HashSet<i64> = app.queue.unsynced(sale, &ids).await?.into_iter().collect();
+        if missing.is_empty() {
+            continue;
+        }
+        let mut replayed = 0u64;
+        for sync in rows.iter().filter(|r| missing.contains(&r.id)) {
+            if app.queue.apply_sync(sync).await? {
+                replayed += 1;
+            }
+        }
+        metrics::counter!("sluice_queue_sync_replayed_total").increment(replayed);
+        tracing::warn!(%sale, replayed, "queue sync: changes the ledger saw applied were missing from the queue store (a failover or a restart lost them) and are applied again");
+    }
+    Ok(())
 }

@@ -1,19 +1,30 @@
-//! The drift checker (src/workers/drift.rs): a queue-store counter broken on purpose is found
-//! and repaired from the ledger, and counted; under 200 concurrent holds, checked every 50 ms,
+//! The drift checker (src/workers/drift.rs): a queue store's holdings broken on purpose (its
+//! free-unit counter, a seat hold it lost, a hold it kept after the ledger ended it) are found
+//! and rebuilt from the ledger, and counted; under 200 concurrent holds, checked every 50 ms,
 //! nothing is "repaired", nothing is oversold and no drift is left.
 
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
+use reqwest::Method;
 use serde_json::json;
-use sluice::domain::SaleId;
+use sluice::domain::{SaleId, Stock};
+use sluice::queue::SaleSnapshot;
 
 use crate::helpers::{Backend, TestApp};
 
 crate::on_both_configurations!(
     a_counter_broken_on_purpose_is_repaired_from_the_ledger,
+    a_seat_hold_the_store_lost_is_restored_from_the_ledger,
+    a_hold_the_store_kept_after_the_ledger_ended_it_is_given_back,
     concurrent_holds_are_never_repaired_and_leave_no_drift,
 );
+
+/// Checks every 100 ms; a difference must stand 400 ms (twice a 200 ms acquire timeout).
+fn checked_often(c: &mut sluice::config::Config) {
+    c.workers.drift_check_ms = 100;
+    c.ledger.acquire_timeout_ms = 200;
+}
 
 async fn counter(t: &TestApp, sale: SaleId) -> u64 {
     t.app.queue.stats(sale).await.unwrap().remaining
@@ -24,21 +35,134 @@ async fn repaired(t: &TestApp, sale: &str) -> f64 {
         .await
 }
 
+/// Rebuilds the store's holdings of `sale` from `snapshot` (the ledger's, changed to break
+/// them): what lost or stale writes leave behind.
+async fn break_store(t: &TestApp, sale: SaleId, snapshot: &SaleSnapshot) {
+    let settings = t.app.ledger.sale_settings(sale).await.unwrap().unwrap();
+    let version = t.app.queue.stats(sale).await.unwrap().version;
+    assert!(t
+        .app
+        .queue
+        .rebuild_if_unchanged(&settings, snapshot, version)
+        .await
+        .unwrap());
+}
+
+/// Waits until the store's holdings agree with the ledger's again.
+async fn until_repaired(t: &TestApp, sale: SaleId) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let holdings = t.app.queue.holdings(sale).await.unwrap().unwrap();
+        let ledger = t.app.ledger.snapshot(sale).await.unwrap();
+        if holdings.drift(&ledger).is_none() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never repaired: {:?}",
+            holdings.drift(&ledger)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn a_counter_broken_on_purpose_is_repaired_from_the_ledger(backend: Backend) {
-    let t = TestApp::spawn_on_with(backend, |c| c.workers.drift_check_ms = 100).await;
+    let t = TestApp::spawn_on_with(backend, checked_often).await;
     let sale = t.create_sale(json!({ "quantity": 10 })).await;
     let id = SaleId::parse(&sale).unwrap();
     t.holding(&sale, "alice", 2).await;
     assert_eq!(counter(&t, id).await, 8);
     // Broken: the store counts 3 free where the ledger has 8 (lost writes, say).
-    assert!(t.app.queue.repair_stock(id, 8, 3).await.unwrap());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while counter(&t, id).await != 8 {
-        assert!(Instant::now() < deadline, "never repaired");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut snapshot = t.app.ledger.snapshot(id).await.unwrap();
+    snapshot.free = Stock::Quantity(3);
+    break_store(&t, id, &snapshot).await;
+    assert_eq!(counter(&t, id).await, 3);
+    until_repaired(&t, id).await;
+    assert_eq!(counter(&t, id).await, 8);
     assert_eq!(repaired(&t, &sale).await, 1.0, "the repair is counted once");
     assert_eq!(t.stats(&sale).await["remaining"], 8);
+    t.stop().await;
+}
+
+/// The store lost alice's seat hold (the seat free again, alice's slot gone, as a failover
+/// that dropped the hold's write leaves it): repaired, the seat is alice's again and bob,
+/// admitted, cannot take it.
+async fn a_seat_hold_the_store_lost_is_restored_from_the_ledger(backend: Backend) {
+    let t = TestApp::spawn_on_with(backend, checked_often).await;
+    let sale = t
+        .create_sale(json!({ "quantity": null, "seats": ["A1", "A2", "A3"] }))
+        .await;
+    let id = SaleId::parse(&sale).unwrap();
+    let (attempt, token) = t.admitted(&sale, "alice").await;
+    let held = t
+        .hold(
+            &attempt,
+            "alice",
+            json!({ "admission_token": token, "seat_ids": ["A1"] }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    let mut snapshot = t.app.ledger.snapshot(id).await.unwrap();
+    snapshot.free = Stock::Seats(vec!["A1".into(), "A2".into(), "A3".into()]);
+    snapshot.live.clear();
+    snapshot.bought.clear();
+    break_store(&t, id, &snapshot).await;
+    assert_eq!(counter(&t, id).await, 3, "broken: A1 free in the store");
+    until_repaired(&t, id).await;
+    assert_eq!(counter(&t, id).await, 2);
+    assert_eq!(repaired(&t, &sale).await, 1.0);
+    let (bob, token) = t.admitted(&sale, "bob").await;
+    let taken = t
+        .hold(
+            &bob,
+            "bob",
+            json!({ "admission_token": token, "seat_ids": ["A1"] }),
+        )
+        .await;
+    assert_eq!(taken.status(), 409, "A1 is alice's");
+    let status = t
+        .as_user(Method::GET, &format!("/v1/attempts/{attempt}"), "alice")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status.status(), 200);
+    t.stop().await;
+}
+
+/// The store kept alice's hold and slot after the ledger released them (a failover lost the
+/// restore, and the replay's record of it survived): repaired, the 2 units are free again
+/// and the slot is gone.
+async fn a_hold_the_store_kept_after_the_ledger_ended_it_is_given_back(backend: Backend) {
+    let t = TestApp::spawn_on_with(backend, checked_often).await;
+    let sale = t.create_sale(json!({ "quantity": 4 })).await;
+    let id = SaleId::parse(&sale).unwrap();
+    let attempt = t.holding(&sale, "alice", 2).await;
+    let before = t.app.ledger.snapshot(id).await.unwrap();
+    let released = t
+        .as_user(
+            Method::DELETE,
+            &format!("/v1/attempts/{attempt}/hold"),
+            "alice",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(released.status(), 200);
+    assert_eq!(counter(&t, id).await, 4);
+    break_store(&t, id, &before).await;
+    let stale = t.app.queue.stats(id).await.unwrap();
+    assert_eq!(
+        (stale.remaining, stale.active),
+        (2, 1),
+        "broken: still held"
+    );
+    until_repaired(&t, id).await;
+    let stats = t.app.queue.stats(id).await.unwrap();
+    assert_eq!((stats.remaining, stats.active), (4, 0));
+    assert_eq!(repaired(&t, &sale).await, 1.0);
+    for user in ["bob", "carol"] {
+        t.holding(&sale, user, 2).await;
+    }
     t.stop().await;
 }
 
@@ -65,6 +189,9 @@ async fn concurrent_holds_are_never_repaired_and_leave_no_drift(backend: Backend
     assert_eq!(ledger.remaining, 0);
     assert_eq!(ledger.units_held, 150, "0 oversold");
     assert_eq!(counter(&t, id).await, 0, "no drift left");
+    let holdings = t.app.queue.holdings(id).await.unwrap().unwrap();
+    let snapshot = t.app.ledger.snapshot(id).await.unwrap();
+    assert_eq!(holdings.drift(&snapshot), None, "no drift left");
     assert_eq!(
         repaired(&t, &sale).await,
         0.0,

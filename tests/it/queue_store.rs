@@ -7,8 +7,8 @@ use sluice::domain::{Admission, NewSale, Sale, SaleStatus, Stock, Ttls, UserId};
 use std::sync::Arc;
 
 use sluice::queue::{
-    AdmitOutcome, HoldOutcome, JoinOutcome, LiveAttempt, MemoryQueue, QueueStore, RedisQueue,
-    SaleSnapshot, Take,
+    AdmitOutcome, HoldOutcome, JoinOutcome, LiveAttempt, MemoryQueue, PendingSync, QueueStore,
+    RedisQueue, SaleSnapshot, SyncChange, Take,
 };
 
 use crate::helpers::{redis_cluster_nodes, redis_url};
@@ -68,7 +68,163 @@ on_every_queue_store!(
     joins_asked_at_once_each_get_their_own_answer,
     a_closed_sale_lets_go_of_its_waiting_users,
     nothing_free_and_nothing_held_is_sold_out,
+    a_sync_change_is_applied_once_however_often_it_comes,
+    holdings_are_what_the_store_holds_and_a_repair_is_a_compare_and_set,
 );
+
+/// A queue-sync change of a fresh id, as the ledger's log would hand it.
+fn change(attempt: sluice::domain::AttemptId, change: SyncChange) -> PendingSync {
+    PendingSync {
+        id: rand::random::<u32>() as i64,
+        attempt,
+        change,
+    }
+}
+
+/// The attempt's units stay sold and its slot is freed (what CONFIRMED asks of the store).
+async fn finish(q: &Arc<dyn QueueStore>, attempt: sluice::domain::AttemptId) {
+    assert!(q
+        .apply_sync(&change(attempt, SyncChange::Finish))
+        .await
+        .unwrap());
+}
+
+/// A change the request applied and the worker applies again, or one replayed after a
+/// failover that did not lose it, is applied once: the store records its id with it.
+async fn a_sync_change_is_applied_once_however_often_it_comes(q: Arc<dyn QueueStore>) {
+    let s = sale(Stock::Quantity(10), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    queued(&q, &s, ["a", "b"]).await;
+    let admitted = admit_all(&q, &s, 2).await;
+    let (a, b) = (admitted[0].attempt, admitted[1].attempt);
+    q.hold(a, &user("a"), &Take::Quantity(3)).await.unwrap();
+    q.hold(b, &user("b"), &Take::Quantity(2)).await.unwrap();
+    assert_eq!(q.stats(s.id).await.unwrap().remaining, 5);
+
+    let restore = change(a, SyncChange::Restore);
+    let other = change(b, SyncChange::Extend);
+    assert_eq!(
+        q.unsynced(s.id, &[restore.id, other.id])
+            .await
+            .unwrap()
+            .len(),
+        2,
+        "neither applied yet"
+    );
+    assert!(q.apply_sync(&restore).await.unwrap(), "applied now");
+    assert!(!q.apply_sync(&restore).await.unwrap(), "applied before");
+    assert_eq!(q.stats(s.id).await.unwrap().remaining, 8, "3 back, once");
+    assert_eq!(
+        q.unsynced(s.id, &[restore.id, other.id]).await.unwrap(),
+        vec![other.id],
+        "the store knows which it applied"
+    );
+    // An extend moves the deadline once: applied again, it does not move it further.
+    assert!(q.apply_sync(&other).await.unwrap());
+    assert!(!q.apply_sync(&other).await.unwrap());
+    let stats = q.stats(s.id).await.unwrap();
+    assert_eq!((stats.remaining, stats.active), (8, 1));
+}
+
+/// The store's holdings are what it holds; one that agrees with the ledger's snapshot has no
+/// drift; a rebuild asked with a version the store has moved past changes nothing, one with
+/// the version it reads rebuilds the holdings and keeps the queue and the unrecorded batch.
+async fn holdings_are_what_the_store_holds_and_a_repair_is_a_compare_and_set(
+    q: Arc<dyn QueueStore>,
+) {
+    let s = sale(
+        Stock::Seats(vec!["A1".into(), "A2".into(), "A3".into()]),
+        10,
+    );
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    queued(&q, &s, ["a", "b", "c"]).await;
+    let admitted = admit_all(&q, &s, 1).await;
+    let a = admitted[0].attempt;
+    let seat = Take::Seats(vec!["A2".into()]);
+    q.hold(a, &user("a"), &seat).await.unwrap();
+    let held = q
+        .holdings(s.id)
+        .await
+        .unwrap()
+        .expect("the store holds the sale");
+    let mut free = match &held.free {
+        Stock::Seats(seats) => seats.clone(),
+        other => panic!("{other:?}"),
+    };
+    free.sort();
+    assert_eq!(free, vec!["A1".to_string(), "A3".to_string()]);
+    assert_eq!(held.active.get(&a.local), Some(&Some(seat.clone())));
+    assert_eq!(held.bought.get(&user("a")), Some(&1));
+    let ledger = SaleSnapshot {
+        free: Stock::Seats(vec!["A1".into(), "A3".into()]),
+        live: vec![LiveAttempt {
+            attempt: a,
+            user: user("a"),
+            deadline_ms: admitted[0].deadline_ms,
+            hold: Some(seat.clone()),
+        }],
+        bought: vec![(user("a"), 1)],
+        buyers: vec![],
+        reset: false,
+    };
+    assert_eq!(held.drift(&ledger), None, "they agree");
+
+    // The store lost a's hold (the seat is free again, nothing is held): drift.
+    let lost = SaleSnapshot {
+        free: Stock::Seats(vec!["A1".into(), "A2".into(), "A3".into()]),
+        live: vec![],
+        bought: vec![],
+        ..ledger.clone()
+    };
+    assert!(q
+        .rebuild_if_unchanged(&s, &lost, held.version)
+        .await
+        .unwrap());
+    let broken = q.holdings(s.id).await.unwrap().unwrap();
+    let drift = broken.drift(&ledger).expect("drift");
+    assert_eq!((drift.free, drift.seats, drift.missing), ((3, 2), 1, 1));
+    assert!(broken.version > held.version);
+
+    // A change since the checker's read (b admitted, its admitter yet to record it in the
+    // ledger): its repair is a no-op.
+    let lease = q.lease(s.id, "me", 5000).await.unwrap().expect("lease");
+    let b = match q.admit_batch(s.id, &lease, 1, 60_000, 0.0).await.unwrap() {
+        AdmitOutcome::Admitted(a) => a[0].attempt,
+        other => panic!("{other:?}"),
+    };
+    assert!(!q
+        .rebuild_if_unchanged(&s, &ledger, broken.version)
+        .await
+        .unwrap());
+    // Read again, repaired: the ledger's holdings, b's admission (not yet in the ledger,
+    // carried by the repair) and the queue (c still waits) kept.
+    let now = q.holdings(s.id).await.unwrap().unwrap();
+    assert_eq!(now.unrecorded.len(), 1);
+    assert!(
+        now.drift(&ledger).is_some(),
+        "the store still lost a's hold"
+    );
+    let repair = now.repair_from(&ledger);
+    assert!(q
+        .rebuild_if_unchanged(&s, &repair, now.version)
+        .await
+        .unwrap());
+    let repaired = q.holdings(s.id).await.unwrap().unwrap();
+    assert_eq!(repaired.drift(&repair), None);
+    assert!(repaired.active.contains_key(&b.local), "b keeps its slot");
+    assert_eq!(
+        q.hold(b, &user("b"), &Take::Seats(vec!["A2".into()]))
+            .await
+            .unwrap(),
+        HoldOutcome::SeatTaken { seat: "A2".into() },
+        "a's seat is a's again"
+    );
+    assert_eq!(q.stats(s.id).await.unwrap().waiting, 1, "c still waits");
+}
 
 /// A waiting user learns the sale is sold out once nothing is free and nothing held could
 /// come back: not while a unit is free, nor while one is held; once the holder's units stay
@@ -90,7 +246,7 @@ async fn nothing_free_and_nothing_held_is_sold_out(q: Arc<dyn QueueStore>) {
     let held = q.hold(a, &user("a"), &one).await.unwrap();
     assert_eq!(held, HoldOutcome::Held { take: one.clone() });
     assert!(!sold_out(1, "b").await, "a's hold may lapse");
-    q.finish(a).await.unwrap();
+    finish(&q, a).await;
     assert!(sold_out(1, "b").await, "a bought the last unit");
     assert!(sold_out(2, "c").await, "for everyone waiting");
 
@@ -803,7 +959,7 @@ async fn holds_are_all_or_nothing_limited_and_restored_once(q: Arc<dyn QueueStor
             .unwrap(),
         HoldOutcome::SoldOut { remaining: 2 }
     );
-    q.finish(admitted[0].attempt).await.unwrap();
+    finish(&q, admitted[0].attempt).await;
     assert_eq!(
         q.stats(qs.id).await.unwrap().remaining,
         2,

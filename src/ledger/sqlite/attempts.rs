@@ -74,7 +74,7 @@ pub(super) async fn live(
     sale: SaleId,
 ) -> LedgerResult<(Vec<LiveAttempt>, Vec<(UserId, u32)>)> {
     let rows = sqlx::query(&format!(
-        "{SELECT_FROM} WHERE a.sale_id = ? AND a.state IN ('ADMITTED', 'HOLD', 'PAYMENT_PENDING')"
+        "{SELECT_FROM} WHERE a.sale_id = ? AND a.state IN ('ADMITTED', 'HOLD', 'PAYMENT_PENDING') ORDER BY a.seq"
     ))
     .bind(sale.0)
     .fetch_all(pool)
@@ -86,7 +86,7 @@ pub(super) async fn live(
     }
     let bought: Vec<(String, i64)> = sqlx::query_as(
         "SELECT a.user_id, sum(h.quantity) FROM holds h JOIN attempts a ON a.id = h.attempt_id
-         WHERE h.sale_id = ? AND h.status IN ('held', 'confirmed') GROUP BY a.user_id",
+         WHERE h.sale_id = ? AND h.status IN ('held', 'confirmed') GROUP BY a.user_id ORDER BY a.user_id",
     )
     .bind(sale.0)
     .fetch_all(pool)

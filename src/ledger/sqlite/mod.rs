@@ -267,6 +267,14 @@ impl Ledger for SqliteLedger {
         queue_sync::backlog(&self.pool).await
     }
 
+    async fn recently_synced(&self, within_ms: u64, limit: u32) -> LedgerResult<Vec<PendingSync>> {
+        queue_sync::recent(&self.pool, within_ms, limit).await
+    }
+
+    async fn prune_synced(&self, older_than_ms: u64) -> LedgerResult<u64> {
+        queue_sync::prune(self, older_than_ms).await
+    }
+
     async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()> {
         flows::mark_published(self, ids).await
     }

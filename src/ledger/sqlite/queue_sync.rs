@@ -1,5 +1,5 @@
 //! The queue-sync log's statements (SQLite): what the queue store has not been seen to apply,
-//! and marking it applied.
+//! marking it applied, what was applied lately (for a replay), and pruning.
 
 use sqlx::SqlitePool;
 use uuid::Uuid;
@@ -48,4 +48,34 @@ pub(super) async fn backlog(pool: &SqlitePool) -> LedgerResult<(u64, f64)> {
     .await
     .map_err(db_error)?;
     Ok(backlog_of(row))
+}
+
+pub(super) async fn recent(
+    pool: &SqlitePool,
+    within_ms: u64,
+    limit: u32,
+) -> LedgerResult<Vec<PendingSync>> {
+    let rows: Vec<(i64, Uuid, Uuid, String)> = sqlx::query_as(&format!(
+        "SELECT id, sale_id, attempt_id, change FROM queue_sync
+         WHERE applied_at_ms > {NOW_MS} - ? ORDER BY applied_at_ms LIMIT ?"
+    ))
+    .bind(within_ms as i64)
+    .bind(limit as i64)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(crate::ledger::pending_syncs_from(rows))
+}
+
+pub(super) async fn prune(ledger: &SqliteLedger, older_than_ms: u64) -> LedgerResult<u64> {
+    let mut tx = ledger.write().await?;
+    let done = sqlx::query(&format!(
+        "DELETE FROM queue_sync WHERE applied_at_ms < {NOW_MS} - ?"
+    ))
+    .bind(older_than_ms as i64)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    tx.commit().await.map_err(db_error)?;
+    Ok(done.rows_affected())
 }

@@ -9,7 +9,7 @@
 
 mod presence;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
@@ -71,6 +71,12 @@ struct SaleQueue {
     abandoned: HashSet<Uuid>,
     /// A lottery sale's draw was made.
     lottery_drawn: bool,
+    /// Counts changes to the stock, holds and active set ([`Holdings::version`]).
+    version: u64,
+    /// Queue-sync changes applied, and when (ms), for as long as [`SYNCED_KEEP_MS`]: a
+    /// change is applied once.
+    synced: HashSet<i64>,
+    synced_at: BTreeSet<(i64, i64)>,
 }
 
 /// A lottery rank, as `lottery.lua` computes it: SHA-1 (hex) of `<seed>:<user id>`.
@@ -156,7 +162,107 @@ impl SaleQueue {
             seen: Presence::default(),
             abandoned: HashSet::new(),
             lottery_drawn: false,
+            version: 0,
+            synced: HashSet::new(),
+            synced_at: BTreeSet::new(),
         }
+    }
+
+    /// Rebuilds the stock, active set, holds and per-user counts from `snapshot`; the
+    /// unrecorded batch goes too unless `keep_unrecorded` (a repair's snapshot carries it).
+    fn rebuild(&mut self, snapshot: &SaleSnapshot, keep_unrecorded: bool) {
+        match &snapshot.free {
+            Stock::Quantity(n) => {
+                self.stock = *n;
+                self.seats.clear();
+            }
+            Stock::Seats(seats) => {
+                self.stock = 0;
+                self.seats = seats.iter().cloned().collect();
+            }
+        }
+        self.active.clear();
+        self.holds.clear();
+        if !keep_unrecorded {
+            self.unrecorded.clear();
+        }
+        for live in &snapshot.live {
+            self.active.insert(live.attempt.local, live.deadline_ms);
+            self.owners.insert(live.attempt.local, live.user.clone());
+            self.users.insert(live.user.clone(), live.attempt.local);
+            if let Some(take) = &live.hold {
+                self.holds
+                    .insert(live.attempt.local, (take.clone(), live.user.clone()));
+            }
+        }
+        self.bought = snapshot.bought.iter().cloned().collect();
+        for (user, attempt) in &snapshot.buyers {
+            self.owners.insert(attempt.local, user.clone());
+            self.users.insert(user.clone(), attempt.local);
+        }
+        if snapshot.reset {
+            self.rebuilt_at_ms = now_ms();
+        }
+        self.version += 1;
+    }
+
+    /// See `restore_attempt` in `lua/lib/changes.lua`.
+    fn restore(&mut self, attempt: Uuid, keep_slot_until_ms: Option<i64>) -> bool {
+        let moved = match keep_slot_until_ms {
+            None => self.active.remove(&attempt).is_some(),
+            Some(until) => self.active.get_mut(&attempt).map(|d| *d = until).is_some(),
+        };
+        let Some((take, user)) = self.holds.remove(&attempt) else {
+            if moved {
+                self.version += 1;
+            }
+            return false;
+        };
+        match &take {
+            Take::Quantity(n) => self.stock += n,
+            Take::Seats(seats) => self.seats.extend(seats.iter().cloned()),
+        }
+        if let Some(b) = self.bought.get_mut(&user) {
+            *b = b.saturating_sub(take.units());
+        }
+        self.version += 1;
+        true
+    }
+
+    /// See `apply_sync.lua`.
+    fn apply_sync(&mut self, sync: &PendingSync, now: i64) -> bool {
+        if self.synced.contains(&sync.id) {
+            return false;
+        }
+        let attempt = sync.attempt.local;
+        match sync.change {
+            SyncChange::Restore => {
+                self.restore(attempt, None);
+            }
+            SyncChange::Finish => {
+                let held = self.holds.remove(&attempt).is_some();
+                if self.active.remove(&attempt).is_some() || held {
+                    self.version += 1;
+                }
+            }
+            SyncChange::Extend => {
+                let deadline = now + self.payment_ttl_ms;
+                if let Some(d) = self.active.get_mut(&attempt) {
+                    *d = deadline;
+                }
+            }
+        }
+        self.synced.insert(sync.id);
+        self.synced_at.insert((now, sync.id));
+        let keep_from = now - SYNCED_KEEP_MS as i64;
+        while let Some(&(at, id)) = self.synced_at.first() {
+            if at >= keep_from {
+                break;
+            }
+            self.synced_at.pop_first();
+            self.synced.remove(&id);
+        }
+        true
     }
 
     /// A join's answer for a waiting attempt.
@@ -210,37 +316,25 @@ impl QueueStore for MemoryQueue {
         if !fresh && !force {
             return Ok(false);
         }
-        match &snapshot.free {
-            Stock::Quantity(n) => {
-                q.stock = *n;
-                q.seats.clear();
-            }
-            Stock::Seats(seats) => {
-                q.stock = 0;
-                q.seats = seats.iter().cloned().collect();
-            }
-        }
-        q.active.clear();
-        q.holds.clear();
-        q.unrecorded.clear();
-        for live in &snapshot.live {
-            q.active.insert(live.attempt.local, live.deadline_ms);
-            q.owners.insert(live.attempt.local, live.user.clone());
-            q.users.insert(live.user.clone(), live.attempt.local);
-            if let Some(take) = &live.hold {
-                q.holds
-                    .insert(live.attempt.local, (take.clone(), live.user.clone()));
-            }
-        }
-        q.bought = snapshot.bought.iter().cloned().collect();
-        for (user, attempt) in &snapshot.buyers {
-            q.owners.insert(attempt.local, user.clone());
-            q.users.insert(user.clone(), attempt.local);
-        }
-        if snapshot.reset {
-            q.rebuilt_at_ms = now_ms();
-        }
+        q.rebuild(snapshot, false);
         Ok(true)
+    }
+
+    async fn rebuild_if_unchanged(
+        &self,
+        sale: &Sale,
+        snapshot: &SaleSnapshot,
+        version: u64,
+    ) -> QueueResult<bool> {
+        let _timer = CallTimer::start("init_sale");
+        let rebuilt = self.with(sale.id, |q| {
+            let unchanged = q.version == version;
+            if unchanged {
+                q.rebuild(snapshot, true);
+            }
+            unchanged
+        });
+        Ok(rebuilt.unwrap_or(false))
     }
 
     async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()> {
@@ -435,7 +529,11 @@ impl QueueStore for MemoryQueue {
             if q.status != SaleStatus::Open {
                 return AdmitOutcome::Admitted(Vec::new());
             }
+            let before = q.active.len();
             q.active.retain(|_, deadline| *deadline >= now - FORGOTTEN_ACTIVE_GRACE_MS);
+            if q.active.len() != before {
+                q.version += 1;
+            }
             q.measured_rate = measured_rate;
             let free = (q.max_active as usize).saturating_sub(q.active.len());
             let n = free.min(wanted as usize);
@@ -448,6 +546,9 @@ impl QueueStore for MemoryQueue {
                 q.active.insert(local, deadline);
                 let Some(user) = q.owners.get(&local).cloned() else { continue };
                 admitted.push(Admitted { attempt: AttemptId { sale, local }, seq, user, deadline_ms: deadline });
+            }
+            if !admitted.is_empty() {
+                q.version += 1;
             }
             q.unrecorded = admitted.clone();
             AdmitOutcome::Admitted(admitted)
@@ -469,6 +570,7 @@ impl QueueStore for MemoryQueue {
         let _timer = CallTimer::start("unadmit");
         self.with(sale, |q| {
             q.unrecorded.clear();
+            q.version += 1;
             for a in admitted {
                 q.active.remove(&a.attempt.local);
                 q.queue.insert(a.seq, a.attempt.local);
@@ -527,21 +629,10 @@ impl QueueStore for MemoryQueue {
             *q.bought.entry(user.clone()).or_default() += units;
             let deadline = now + q.hold_ttl_ms;
             q.active.insert(attempt.local, deadline);
+            q.version += 1;
             HoldOutcome::Held { take: take.clone() }
         });
         Ok(outcome.unwrap_or(HoldOutcome::NotAdmitted))
-    }
-
-    async fn extend(&self, attempt: AttemptId) -> QueueResult<()> {
-        let _timer = CallTimer::start("extend");
-        let now = now_ms();
-        self.with(attempt.sale, |q| {
-            let deadline = now + q.payment_ttl_ms;
-            if let Some(d) = q.active.get_mut(&attempt.local) {
-                *d = deadline;
-            }
-        });
-        Ok(())
     }
 
     async fn restore(
@@ -551,38 +642,27 @@ impl QueueStore for MemoryQueue {
     ) -> QueueResult<bool> {
         let _timer = CallTimer::start("restore");
         let restored = self.with(attempt.sale, |q| {
-            match keep_slot_until_ms {
-                None => {
-                    q.active.remove(&attempt.local);
-                }
-                Some(until) => {
-                    if let Some(deadline) = q.active.get_mut(&attempt.local) {
-                        *deadline = until;
-                    }
-                }
-            }
-            let Some((take, user)) = q.holds.remove(&attempt.local) else {
-                return false;
-            };
-            match &take {
-                Take::Quantity(n) => q.stock += n,
-                Take::Seats(seats) => q.seats.extend(seats.iter().cloned()),
-            }
-            if let Some(b) = q.bought.get_mut(&user) {
-                *b = b.saturating_sub(take.units());
-            }
-            true
+            q.restore(attempt.local, keep_slot_until_ms)
         });
         Ok(restored.unwrap_or(false))
     }
 
-    async fn finish(&self, attempt: AttemptId) -> QueueResult<()> {
-        let _timer = CallTimer::start("finish");
-        self.with(attempt.sale, |q| {
-            q.holds.remove(&attempt.local);
-            q.active.remove(&attempt.local);
+    async fn apply_sync(&self, sync: &PendingSync) -> QueueResult<bool> {
+        let _timer = CallTimer::start(sync.change.as_str());
+        let now = now_ms();
+        let applied = self.with(sync.attempt.sale, |q| q.apply_sync(sync, now));
+        Ok(applied.unwrap_or(false))
+    }
+
+    async fn unsynced(&self, sale: SaleId, ids: &[i64]) -> QueueResult<Vec<i64>> {
+        let _timer = CallTimer::start("unsynced");
+        let missing = self.with(sale, |q| {
+            ids.iter()
+                .copied()
+                .filter(|id| !q.synced.contains(id))
+                .collect()
         });
-        Ok(())
+        Ok(missing.unwrap_or_else(|| ids.to_vec()))
     }
 
     async fn forget_waiting(&self, sale: SaleId) -> QueueResult<u64> {
@@ -615,20 +695,32 @@ impl QueueStore for MemoryQueue {
             active: q.active.len() as u64,
             remaining: q.remaining(),
             known: true,
+            version: q.version,
         });
         Ok(stats.unwrap_or_default())
     }
 
-    async fn repair_stock(&self, sale: SaleId, seen: u64, to: u64) -> QueueResult<bool> {
-        let _timer = CallTimer::start("repair_stock");
-        let set = self.with(sale, |q| {
-            let set = q.kind == StockKind::Quantity && u64::from(q.stock) == seen;
-            if set {
-                q.stock = u32::try_from(to).unwrap_or(u32::MAX);
-            }
-            set
-        });
-        Ok(set.unwrap_or(false))
+    async fn holdings(&self, sale: SaleId) -> QueueResult<Option<Holdings>> {
+        let _timer = CallTimer::start("holdings");
+        Ok(self.with(sale, |q| Holdings {
+            version: q.version,
+            free: match q.kind {
+                StockKind::Quantity => Stock::Quantity(q.stock),
+                StockKind::Seats => Stock::Seats(q.seats.iter().cloned().collect()),
+            },
+            active: q
+                .active
+                .keys()
+                .map(|a| (*a, q.holds.get(a).map(|(take, _)| take.clone())))
+                .collect(),
+            bought: q
+                .bought
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(u, n)| (u.clone(), *n))
+                .collect(),
+            unrecorded: q.unrecorded.clone(),
+        }))
     }
 
     async fn ping(&self) -> QueueResult<()> {
