@@ -165,27 +165,12 @@ async fn connection(stream: TcpStream, remote: SocketAddr, serving: Serving) {
         drain,
     } = serving;
     let _ = stream.set_nodelay(true);
-    let sniffing = async {
-        match idle_timeout {
-            Some(limit) => tokio::time::timeout(limit, sniff(&stream))
-                .await
-                .ok()
-                .flatten(),
-            None => sniff(&stream).await,
-        }
-    };
-    // A connection that has sent nothing a grace after the drain began is closed: HTTP
-    // clients open connections they may never use (hyper's pool keeps the loser of a race to
-    // connect), and one left waiting would hold the drain for the whole idle timeout. One
-    // whose request was on its way is served, as a kept-alive connection is.
-    let mut draining = drain.clone();
-    let drained = async {
-        crate::service::drain::started(&mut draining).await;
-        tokio::time::sleep(HTTP1_DRAIN_GRACE).await;
-    };
-    let sniffed = tokio::select! {
-        sniffed = sniffing => sniffed,
-        _ = drained => None,
+    let sniffed = match idle_timeout {
+        Some(limit) => tokio::time::timeout(limit, sniff(&stream))
+            .await
+            .ok()
+            .flatten(),
+        None => sniff(&stream).await,
     };
     let Some(protocol) = sniffed else {
         return;
