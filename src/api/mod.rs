@@ -112,6 +112,7 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
     );
     let metrics = app.metrics.clone();
     let body_limit = app.config.http.body_limit_bytes;
+    let queue_budget = app.config.queue_timeout();
     let app_http = app.config.http.clone();
     let page_config = Arc::new(app.config.page.clone());
     let (docs_exposure, metrics_exposure) = (app_http.docs, app_http.metrics);
@@ -136,6 +137,9 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
         .around(refuse_unreadable_idempotency_key)
         .around(move |ep, req| limit_by_ip(ep, req, app.clone()))
         .around(measure)
+        .around(move |ep, req| {
+            crate::queue::budget::within(queue_budget, async move { ep.call(req).await })
+        })
         // The API is nested at "/", which takes the bare "/" too: the page is answered first.
         .around(move |ep, req| page::at_root(ep, req, page_config.clone()))
         .catch_all_error(|err: poem::Error| async move { as_problem(err) })

@@ -24,6 +24,7 @@
 //!
 //! Attempts are stored by their local UUID (32 hex digits): the sale is in the key already.
 
+pub mod budget;
 mod change;
 mod holdings;
 pub mod memory;

@@ -183,7 +183,8 @@ impl RedisQueue {
         self.timed(call, cmd.query_async(&mut conn)).await
     }
 
-    /// A call bounded by `timeout` and timed, failures and timeouts included:
+    /// A call bounded by `timeout` (or what is left of the request's budget, [`super::budget`])
+    /// and timed, failures and timeouts included:
     /// `sluice_queue_call_duration_seconds{call}` is Redis as sluice sees it (the round trip,
     /// the script, and any wait for the connection or a core), which an SRE reads next to the
     /// HTTP latencies to tell a slow Redis from a slow sluice.
@@ -193,7 +194,9 @@ impl RedisQueue {
         reply: impl Future<Output = ::redis::RedisResult<T>>,
     ) -> QueueResult<T> {
         let timer = super::CallTimer::start(call);
-        let reply = tokio::time::timeout(self.timeout, reply).await;
+        let started = std::time::Instant::now();
+        let reply = tokio::time::timeout(super::budget::left(self.timeout), reply).await;
+        super::budget::spend(started.elapsed());
         drop(timer);
         match reply {
             Ok(Ok(v)) => Ok(v),

@@ -172,10 +172,16 @@ impl<Q: Send + 'static, R: Send + 'static> Gathering<Asked<Q, R>> {
         });
         let answered = match waiting.await {
             Ok(Some(answered)) => answered,
-            Ok(None) => match tokio::time::timeout(timeout, answer).await {
-                Ok(answered) => answered,
-                Err(_) => return Err(QueueError::Unavailable("timed out".into())),
-            },
+            Ok(None) => {
+                // The call has begun: the store's answer counts against the request's budget.
+                let begun = std::time::Instant::now();
+                let answered = tokio::time::timeout(super::budget::left(timeout), answer).await;
+                super::budget::spend(begun.elapsed());
+                match answered {
+                    Ok(answered) => answered,
+                    Err(_) => return Err(QueueError::Unavailable("timed out".into())),
+                }
+            }
             Err(_) => return Err(QueueError::Unavailable("timed out".into())),
         };
         answered.unwrap_or_else(|_| Err(QueueError::Unavailable("call dropped".into())))
