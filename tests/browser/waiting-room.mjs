@@ -205,7 +205,8 @@ try {
 
   // 5. The sale's closing time passes while the page offers to join: joining says so.
   {
-    const closesAt = new Date(Date.now() + 1500);
+    // Far enough ahead that the page has loaded before it, on a busy machine too.
+    const closesAt = new Date(Date.now() + 4000);
     const id = await sale({ closes_at: closesAt.toISOString() });
     const { page, context } = await phone('browser-erin', id);
     await waitTitle(page, 'Summer tour');
