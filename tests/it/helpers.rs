@@ -432,6 +432,34 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Asserts that every attempt of `attempts` is CONFIRMED in the ledger (`why` says why
+    /// it must be).
+    pub async fn assert_confirmed<'a>(
+        &self,
+        attempts: impl IntoIterator<Item = &'a String>,
+        why: &str,
+    ) {
+        for attempt in attempts {
+            let id = sluice::domain::AttemptId::parse(attempt).unwrap();
+            let record = self.app.ledger.attempt(id).await.unwrap().unwrap();
+            assert_eq!(record.state.name(), "CONFIRMED", "{why}: {attempt}");
+        }
+    }
+
+    /// Asserts that the ledger accounts for each of the sale's `units` once: free, held,
+    /// paying or sold.
+    pub async fn assert_stock_conserved(&self, sale: sluice::domain::SaleId, units: u64) {
+        let ledger = self.app.ledger.stats(sale).await.unwrap();
+        assert_eq!(
+            u64::from(ledger.remaining)
+                + ledger.units_held
+                + ledger.units_paying
+                + ledger.units_sold,
+            units,
+            "stock conserved: {ledger:?}"
+        );
+    }
+
     pub async fn stats(&self, sale: &str) -> Value {
         let resp = self
             .admin(reqwest::Method::GET, &format!("/v1/sales/{sale}/stats"))

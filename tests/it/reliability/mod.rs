@@ -4,6 +4,7 @@
 //! `docs/reliability.md`.
 
 mod client_storm;
+mod cluster_failover;
 mod crash;
 mod drain;
 mod fuzz;

@@ -130,10 +130,12 @@ async fn postgres_down_fails_fast_where_needed_and_the_waiting_room_keeps_answer
     t.stop().await;
 }
 
-/// With the default acquire timeout (3 s): once the first call finds PostgreSQL down, every
-/// answer that needs the ledger is a 503 + Retry-After within 200 ms (the breaker), joins and a
-/// waiting user's status never wait on it, and once PostgreSQL is back the ledger answers
-/// within a second (the breaker's probe), with nothing oversold.
+/// With the default acquire timeout (3 s), under load: once the first call finds PostgreSQL
+/// down, every answer that needs the ledger (stats, holds, the provider's webhooks) is a 503 +
+/// Retry-After within 200 ms (the breaker), joins and a waiting user's status never wait on
+/// it, and once PostgreSQL is back the ledger answers within a second (the breaker's probe).
+/// No confirmation is lost (the provider's retries after the return confirm the payments the
+/// outage refused, the earlier ones stand) and stock is conserved, in the ledger and the store.
 #[tokio::test]
 async fn a_down_ledger_fails_fast_after_the_first_failure_and_recovers_within_a_second() {
     let pg = PrivatePostgres::start();
@@ -143,9 +145,27 @@ async fn a_down_ledger_fails_fast_after_the_first_failure_and_recovers_within_a_
     })
     .await;
     let sale = t
-        .create_sale(json!({ "quantity": 10, "max_active": 1 }))
+        .create_sale(json!({ "quantity": 10, "per_user_limit": 1 }))
         .await;
+    let id = sluice::domain::SaleId::parse(&sale).unwrap();
     let (late, late_token) = t.admitted(&sale, "late").await;
+    let mut confirmed = Vec::new();
+    let mut paying = Vec::new();
+    for i in 0..6 {
+        let (attempt, payment) = t.paying(&sale, &format!("payer-{i}"), 1).await;
+        let reference = payment["reference"].as_str().unwrap().to_owned();
+        if i < 2 {
+            let resp = t
+                .webhook(&format!("evt-before-{i}"), "payment.succeeded", &reference)
+                .await;
+            assert_eq!(resp.status(), 200);
+            confirmed.push(attempt);
+        } else {
+            paying.push((attempt, reference));
+        }
+    }
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
     let waiter = t.join(&sale, "waiter").await;
     let waiter_id = waiter["attempt_id"].as_str().unwrap().to_owned();
 
@@ -157,43 +177,60 @@ async fn a_down_ledger_fails_fast_after_the_first_failure_and_recovers_within_a_
         .await
         .unwrap();
     assert_problem(first, 503, "/problems/unavailable").await;
-    let mut times = Vec::new();
-    for i in 0..20 {
-        let started = Instant::now();
-        let resp = if i % 2 == 0 {
-            t.admin(Method::GET, &format!("/v1/sales/{sale}/stats"))
+    // Load: stats, holds and webhooks (each needs the ledger), joins and a waiting user's
+    // status (neither does), 20 rounds of each at once.
+    let ledger_answers = futures_util::future::join_all((0..60).map(|i| {
+        let (t, sale, late, late_token, paying) = (&t, &sale, &late, &late_token, &paying);
+        async move {
+            let started = Instant::now();
+            let resp = match i % 3 {
+                0 => t
+                    .admin(Method::GET, &format!("/v1/sales/{sale}/stats"))
+                    .send()
+                    .await
+                    .unwrap(),
+                1 => {
+                    t.hold(
+                        late,
+                        "late",
+                        json!({ "admission_token": late_token, "quantity": 1 }),
+                    )
+                    .await
+                }
+                _ => {
+                    let (_, reference) = &paying[i % paying.len()];
+                    t.webhook(&format!("evt-during-{i}"), "payment.succeeded", reference)
+                        .await
+                }
+            };
+            let took = started.elapsed();
+            assert!(resp.headers().contains_key("retry-after"));
+            assert_problem(resp, 503, "/problems/unavailable").await;
+            took
+        }
+    }));
+    let waiting_room = futures_util::future::join_all((0..20).map(|i| {
+        let (t, sale, waiter_id) = (&t, &sale, &waiter_id);
+        async move {
+            let started = Instant::now();
+            let joined = t
+                .as_user(
+                    Method::POST,
+                    &format!("/v1/sales/{sale}/attempts"),
+                    &format!("walk-in-{i}"),
+                )
                 .send()
                 .await
-                .unwrap()
-        } else {
-            t.hold(
-                &late,
-                "late",
-                json!({ "admission_token": late_token, "quantity": 1 }),
-            )
-            .await
-        };
-        times.push(started.elapsed());
-        assert!(resp.headers().contains_key("retry-after"));
-        assert_problem(resp, 503, "/problems/unavailable").await;
-        // The waiting room meanwhile: from the queue store alone, at once.
-        let started = Instant::now();
-        let joined = t
-            .as_user(
-                Method::POST,
-                &format!("/v1/sales/{sale}/attempts"),
-                &format!("walk-in-{i}"),
-            )
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(joined.status(), 202, "joins are unaffected");
-        assert_eq!(t.status(&waiter_id, "waiter").await["state"], "QUEUED");
-        assert!(
-            started.elapsed() < Duration::from_millis(500),
-            "a join waited on the ledger"
-        );
-    }
+                .unwrap();
+            assert_eq!(joined.status(), 202, "joins are unaffected");
+            assert_eq!(t.status(waiter_id, "waiter").await["state"], "QUEUED");
+            assert!(
+                started.elapsed() < Duration::from_millis(500),
+                "a join waited on the ledger"
+            );
+        }
+    }));
+    let (mut times, _) = tokio::join!(ledger_answers, waiting_room);
     times.sort();
     let p99 = times[times.len() * 99 / 100];
     assert!(
@@ -219,6 +256,14 @@ async fn a_down_ledger_fails_fast_after_the_first_failure_and_recovers_within_a_
         recovered < Duration::from_secs(1),
         "the ledger answered {recovered:?} after its return"
     );
+    // The provider retries what the outage refused.
+    for (i, (attempt, reference)) in paying.iter().enumerate() {
+        let resp = t
+            .webhook(&format!("evt-retry-{i}"), "payment.succeeded", reference)
+            .await;
+        assert_eq!(resp.status(), 200);
+        confirmed.push(attempt.clone());
+    }
     let held = t
         .hold(
             &late,
@@ -227,19 +272,29 @@ async fn a_down_ledger_fails_fast_after_the_first_failure_and_recovers_within_a_
         )
         .await;
     assert_eq!(held.status(), 200);
-    assert_eq!(t.stats(&sale).await["remaining"], 9);
+    t.assert_confirmed(&confirmed, "no confirmation lost").await;
+    let ledger = t.app.ledger.stats(id).await.unwrap();
+    assert_eq!((ledger.units_sold, ledger.units_held), (6, 1));
+    t.assert_stock_conserved(id, 10).await;
+    assert_eq!(
+        t.app.queue.stats(id).await.unwrap().remaining,
+        3,
+        "and the store agrees"
+    );
     super::record(
-        "PostgreSQL stopped, default acquire timeout (3 s)",
+        "PostgreSQL stopped under load, default acquire timeout (3 s)",
         &[
             (
                 "503 after the first failure, p99",
-                format!("{} ms", p99.as_millis()),
+                format!("{} ms ({} answers)", p99.as_millis(), times.len()),
             ),
             (
                 "answering again after its return",
                 format!("{} ms", recovered.as_millis()),
             ),
             ("joins and waiting statuses unaffected", "20 of 20".into()),
+            ("confirmations lost", "0 of 6".into()),
+            ("stock conserved", "10 of 10".into()),
         ],
     );
     t.stop().await;

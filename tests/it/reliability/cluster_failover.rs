@@ -1,0 +1,231 @@
+//! A Redis Cluster failover under load: the replica of the sale's primary takes over with
+//! `CLUSTER FAILOVER FORCE` while 120 admitted users hold, release, pay and fail to pay.
+//! Afterwards the queue store's holdings equal the ledger's (the queue-sync log, its replay
+//! and the drift checker bring back whatever the demoted primary took and lost), no unit is
+//! sold twice, stock is conserved and every payment answered 200 stands. It changes the
+//! shared cluster's roles, so it runs alone (`.config/nextest.toml`) and fails back at the end.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use reqwest::Method;
+use serde_json::json;
+use sluice::domain::SaleId;
+
+use crate::helpers::{redis_cluster_nodes, TestApp};
+
+/// `redis-cli` against one cluster node (`host:port`, or a `redis://` URL); its output.
+fn cli(node: &str, args: &[&str]) -> String {
+    let node = node.trim_start_matches("redis://");
+    let (host, port) = node.rsplit_once(':').unwrap();
+    let out = Command::new("redis-cli")
+        .args(["-h", host, "-p", port])
+        .args(args)
+        .output()
+        .expect("redis-cli is installed (scripts/services installs it)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The primary serving `slot` and one of its replicas, as `host:port`.
+fn primary_and_replica(seed: &str, slot: u16) -> (String, String) {
+    let nodes = cli(seed, &["cluster", "nodes"]);
+    let lines: Vec<Vec<&str>> = nodes.lines().map(|l| l.split(' ').collect()).collect();
+    let address = |f: &[&str]| f[1].split('@').next().unwrap().to_owned();
+    let serves = |f: &[&str]| {
+        f[8..].iter().any(|range| {
+            let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+            matches!((lo.parse::<u16>(), hi.parse::<u16>()), (Ok(lo), Ok(hi)) if (lo..=hi).contains(&slot))
+        })
+    };
+    let primary = lines
+        .iter()
+        .find(|f| f.len() > 8 && f[2].contains("master") && serves(f))
+        .expect("a primary serves the slot");
+    let replica = lines
+        .iter()
+        .find(|f| f[2].contains("slave") && f[3] == primary[0])
+        .expect("the primary has a replica");
+    (address(primary), address(replica))
+}
+
+/// Waits until every node of the cluster says it is whole and `node` is a primary.
+fn wait_until_primary(node: &str, seeds: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let whole = seeds
+            .iter()
+            .all(|n| cli(n, &["cluster", "info"]).contains("cluster_state:ok"));
+        if whole && cli(node, &["role"]).starts_with("master") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{node} did not become primary");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Sends until the answer is not a 503 (the store or the cluster was failing over), at most
+/// 100 tries 100 ms apart.
+async fn through(send: impl Fn() -> reqwest::RequestBuilder) -> reqwest::Response {
+    for _ in 0..100 {
+        let resp = send().send().await.unwrap();
+        if resp.status() != 503 {
+            return resp;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("503 for 10 s");
+}
+
+#[tokio::test]
+async fn after_a_cluster_failover_under_load_the_store_equals_the_ledger() {
+    let seeds = redis_cluster_nodes();
+    let seeds: Vec<&str> = seeds.split(',').collect();
+    let t = TestApp::spawn_with(|c| {
+        c.queue.url = seeds.join(",");
+        c.queue.cluster = true;
+        c.queue.timeout_ms = 500;
+        c.workers.queue_sync_ms = 100;
+        c.workers.drift_check_ms = 200;
+        c.ledger.acquire_timeout_ms = 500;
+    })
+    .await;
+    let units = 60;
+    let sale = t
+        .create_sale(json!({ "quantity": units, "per_user_limit": 1, "max_active": 1000, "rate_per_minute": 60000 }))
+        .await;
+    let id = SaleId::parse(&sale).unwrap();
+    let slot: u16 = cli(seeds[0], &["cluster", "keyslot", &format!("{{sale:{id}}}")])
+        .trim()
+        .parse()
+        .unwrap();
+    let (primary, replica) = primary_and_replica(seeds[0], slot);
+
+    let users: Vec<String> = (0..120).map(|i| format!("failover-{i}")).collect();
+    let admitted = join_all(users.iter().map(|u| t.admitted(&sale, u))).await;
+
+    // Each user holds, then by its number releases, pays, fails to pay, or keeps the hold;
+    // a quarter of a second in, the sale's primary is replaced.
+    let failover = async {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let answer = cli(&replica, &["cluster", "failover", "force"]);
+        assert!(answer.contains("OK"), "{answer}");
+        let replica = replica.clone();
+        let seeds: Vec<String> = seeds.iter().map(|s| s.to_string()).collect();
+        tokio::task::spawn_blocking(move || {
+            let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+            wait_until_primary(&replica, &seeds)
+        })
+        .await
+        .unwrap();
+    };
+    let load = join_all(admitted.iter().zip(&users).enumerate().map(
+        |(i, ((attempt, token), user))| {
+            let t = &t;
+            async move {
+                for _ in 0..(i % 5) {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                let held = through(|| {
+                    t.as_user(Method::POST, &format!("/v1/attempts/{attempt}/hold"), user)
+                        .json(&json!({ "admission_token": token, "quantity": 1 }))
+                })
+                .await;
+                if held.status() != 200 {
+                    return (None, held.status().as_u16());
+                }
+                match i % 4 {
+                    0 => {
+                        let released = through(|| {
+                            t.as_user(
+                                Method::DELETE,
+                                &format!("/v1/attempts/{attempt}/hold"),
+                                user,
+                            )
+                        })
+                        .await;
+                        (None, released.status().as_u16())
+                    }
+                    1 | 2 => {
+                        let paying: serde_json::Value = through(|| {
+                            t.as_user(
+                                Method::POST,
+                                &format!("/v1/attempts/{attempt}/checkout"),
+                                user,
+                            )
+                        })
+                        .await
+                        .json()
+                        .await
+                        .unwrap();
+                        let reference = paying["payment"]["reference"].as_str().unwrap().to_owned();
+                        let kind = if i % 4 == 1 {
+                            "payment.succeeded"
+                        } else {
+                            "payment.failed"
+                        };
+                        let resp = t.webhook(&format!("evt-{i}"), kind, &reference).await;
+                        let confirmed = (kind == "payment.succeeded" && resp.status() == 200)
+                            .then(|| attempt.clone());
+                        (confirmed, resp.status().as_u16())
+                    }
+                    _ => (None, 200),
+                }
+            }
+        },
+    ));
+    let (outcomes, ()) = tokio::join!(load, failover);
+    let failed_over = Instant::now();
+
+    // The store comes back to the ledger's holdings by itself.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let holdings = t.app.queue.holdings(id).await;
+        let ledger = t.app.ledger.snapshot(id).await.unwrap();
+        if let Ok(Some(h)) = &holdings {
+            if h.drift(&ledger).is_none() {
+                break;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the store never came back to the ledger: {:?}",
+            holdings.map(|h| h.map(|h| h.drift(&ledger)))
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let equal_after = failed_over.elapsed();
+    let ledger = t.app.ledger.stats(id).await.unwrap();
+    let store = t.app.queue.stats(id).await.unwrap();
+    assert_eq!(
+        store.remaining,
+        u64::from(ledger.remaining),
+        "counters equal"
+    );
+    t.assert_stock_conserved(id, units as u64).await;
+    let confirmed: Vec<&String> = outcomes.iter().filter_map(|(c, _)| c.as_ref()).collect();
+    t.assert_confirmed(
+        confirmed.iter().copied(),
+        "a confirmation answered 200 stands",
+    )
+    .await;
+    assert_eq!(ledger.units_sold, confirmed.len() as u64);
+    crate::reliability::record(
+        "Redis Cluster failover (FORCE) of the sale's primary, 120 users holding, releasing and paying",
+        &[
+            (
+                "store's holdings equal to the ledger's",
+                format!("{} ms after the new primary took over", equal_after.as_millis()),
+            ),
+            ("units sold twice", "0".into()),
+            ("stock conserved", format!("{units} of {units}")),
+            ("confirmations lost", format!("0 of {}", confirmed.len())),
+        ],
+    );
+    t.stop().await;
+
+    // Back to the roles the other tests started with (a coordinated failover loses nothing).
+    let answer = cli(&primary, &["cluster", "failover"]);
+    assert!(answer.contains("OK"), "{answer}");
+    wait_until_primary(&primary, &seeds);
+}
