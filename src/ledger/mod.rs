@@ -377,11 +377,9 @@ pub(crate) fn buyers_from(
         .collect()
 }
 
-/// `(id, sale, attempt, change)` rows of the queue-sync log (rows naming no known change are
-/// skipped).
-pub(crate) fn pending_syncs_from(
-    rows: Vec<(i64, uuid::Uuid, uuid::Uuid, String)>,
-) -> Vec<PendingSync> {
+/// `(id, sale, attempt, change)` rows of the queue-sync log, pending or applied (rows naming
+/// no known change are skipped).
+pub(crate) fn sync_rows_from(rows: Vec<(i64, uuid::Uuid, uuid::Uuid, String)>) -> Vec<PendingSync> {
     rows.into_iter()
         .filter_map(|(id, sale, local, change)| {
             Some(PendingSync {

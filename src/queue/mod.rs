@@ -2,8 +2,9 @@
 //! seat holds of every sale live here; every multi-step change is one atomic operation.
 //!
 //! Data per sale (all in one Redis Cluster slot via the `{sale:<id>}` hash tag):
-//! - `meta`: the sale's settings the scripts need (status, limits, rate, measured rate), and
-//!   `head`, the lowest join serial that may still be waiting;
+//! - `meta`: the sale's settings the scripts need (status, limits, rate, measured rate),
+//!   `head`, the lowest join serial that may still be waiting, and `version`, which every
+//!   change to the stock, holds or active set bumps (the drift checker's compare-and-set);
 //! - the waiting queue, stored densely because a ticket opening queues millions
 //!   (`lua/lib/queue.lua`): `seq` hands out join serials (FIFO; never a clock); `w:<n>` hashes
 //!   map 100 serials each to their user, `u:<n>` hashes (16,384 of them, by SHA-1 of the user
@@ -17,6 +18,8 @@
 //! - `active`: sorted set, admitted/holding/paying attempt → deadline (ms), capped by
 //!   `max_active`; `holds`: attempt → what it holds; `stock` / `seats`: what is still free;
 //! - `bought`: user → units held or confirmed (the per-user limit);
+//! - `synced`: sorted set, id of each queue-sync change applied → when (ms), kept an hour, so
+//!   a retried or replayed change is applied once (`lua/apply_sync.lua`);
 //! - `seen`: sorted set, waiting serial → last sign of life (ms), only when abandonment is on;
 //!   `abandoned`: attempts that lost their place that way (their status says so);
 //! - `lease`, `fence`: who admits for the sale (one admitter across replicas);
@@ -57,6 +60,11 @@ impl CallTimer {
             call,
             started: std::time::Instant::now(),
         }
+    }
+
+    /// How long the call has taken so far.
+    pub(crate) fn elapsed(&self) -> std::time::Duration {
+        self.started.elapsed()
     }
 }
 

@@ -194,9 +194,8 @@ impl RedisQueue {
         reply: impl Future<Output = ::redis::RedisResult<T>>,
     ) -> QueueResult<T> {
         let timer = super::CallTimer::start(call);
-        let started = std::time::Instant::now();
         let reply = tokio::time::timeout(super::budget::left(self.timeout), reply).await;
-        super::budget::spend(started.elapsed());
+        super::budget::spend(timer.elapsed());
         drop(timer);
         match reply {
             Ok(Ok(v)) => Ok(v),
@@ -793,10 +792,10 @@ impl QueueStore for RedisQueue {
             bought: Default::default(),
             unrecorded: Vec::new(),
         };
-        for pair in active.chunks_exact(2) {
-            let attempt = attempt_of(sale, &pair[0])?;
+        for member in &active {
+            let attempt = attempt_of(sale, member)?;
             let take = held
-                .get(pair[0].as_str())
+                .get(member.as_str())
                 .map(|r| parse_take(r))
                 .transpose()?;
             holdings.active.insert(attempt.local, take);

@@ -1,6 +1,8 @@
 //! Background work: the admission loop (the valve) with its signal reader, the expiry reapers,
-//! the outbox relay with its backlog gauges, the queue-sync worker and the drift checker. All are safe to run in every replica:
-//! admission is leased per sale, reapers claim rows with SKIP LOCKED, the relay is leased.
+//! the outbox relay with its backlog gauges, the queue-sync worker and the drift checker. All
+//! are safe to run in every replica: admission is leased per sale, reapers claim rows with
+//! SKIP LOCKED, the relay is leased, queue-sync changes apply once, and a drift repair is a
+//! compare-and-set.
 
 pub mod admission;
 pub mod controller;

@@ -22,7 +22,7 @@ pub(super) async fn pending(
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    Ok(crate::ledger::pending_syncs_from(rows))
+    Ok(crate::ledger::sync_rows_from(rows))
 }
 
 pub(super) async fn mark(pool: &PgPool, ids: &[i64]) -> LedgerResult<()> {
@@ -62,7 +62,7 @@ pub(super) async fn recent(
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    Ok(crate::ledger::pending_syncs_from(rows))
+    Ok(crate::ledger::sync_rows_from(rows))
 }
 
 pub(super) async fn prune(pool: &PgPool, older_than_ms: u64) -> LedgerResult<u64> {

@@ -206,11 +206,17 @@ impl SaleQueue {
         self.version += 1;
     }
 
-    /// See `restore_attempt` in `lua/lib/changes.lua`.
+    /// See `restore_attempt` in `lua/lib/changes.lua` (a moved deadline is no change to the
+    /// holdings' version, as there).
     fn restore(&mut self, attempt: Uuid, keep_slot_until_ms: Option<i64>) -> bool {
         let moved = match keep_slot_until_ms {
             None => self.active.remove(&attempt).is_some(),
-            Some(until) => self.active.get_mut(&attempt).map(|d| *d = until).is_some(),
+            Some(until) => {
+                if let Some(deadline) = self.active.get_mut(&attempt) {
+                    *deadline = until;
+                }
+                false
+            }
         };
         let Some((take, user)) = self.holds.remove(&attempt) else {
             if moved {
@@ -229,6 +235,22 @@ impl SaleQueue {
         true
     }
 
+    /// See `finish_attempt` in `lua/lib/changes.lua`.
+    fn finish(&mut self, attempt: Uuid) {
+        let held = self.holds.remove(&attempt).is_some();
+        if self.active.remove(&attempt).is_some() || held {
+            self.version += 1;
+        }
+    }
+
+    /// See `extend_attempt` in `lua/lib/changes.lua`.
+    fn extend(&mut self, attempt: Uuid, now: i64) {
+        let deadline = now + self.payment_ttl_ms;
+        if let Some(d) = self.active.get_mut(&attempt) {
+            *d = deadline;
+        }
+    }
+
     /// See `apply_sync.lua`.
     fn apply_sync(&mut self, sync: &PendingSync, now: i64) -> bool {
         if self.synced.contains(&sync.id) {
@@ -239,18 +261,8 @@ impl SaleQueue {
             SyncChange::Restore => {
                 self.restore(attempt, None);
             }
-            SyncChange::Finish => {
-                let held = self.holds.remove(&attempt).is_some();
-                if self.active.remove(&attempt).is_some() || held {
-                    self.version += 1;
-                }
-            }
-            SyncChange::Extend => {
-                let deadline = now + self.payment_ttl_ms;
-                if let Some(d) = self.active.get_mut(&attempt) {
-                    *d = deadline;
-                }
-            }
+            SyncChange::Finish => self.finish(attempt),
+            SyncChange::Extend => self.extend(attempt, now),
         }
         self.synced.insert(sync.id);
         self.synced_at.insert((now, sync.id));
