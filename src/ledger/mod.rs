@@ -285,8 +285,8 @@ pub trait Ledger: Send + Sync + 'static {
     async fn mark_synced(&self, ids: &[i64]) -> LedgerResult<()>;
     /// Queue-sync rows not applied yet, and the age of the oldest, in seconds.
     async fn sync_backlog(&self) -> LedgerResult<(u64, f64)>;
-    /// Queue-sync rows marked applied within the last `within_ms`, oldest first: what a
-    /// replay checks the queue store still has.
+    /// Queue-sync rows marked applied within the last `within_ms`, newest first (a failover
+    /// loses the last writes): what a replay checks the queue store still has.
     async fn recently_synced(&self, within_ms: u64, limit: u32) -> LedgerResult<Vec<PendingSync>>;
     /// Deletes queue-sync rows applied more than `older_than_ms` ago; returns how many.
     async fn prune_synced(&self, older_than_ms: u64) -> LedgerResult<u64>;

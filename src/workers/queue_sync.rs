@@ -31,7 +31,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const REPLAY_EVERY: u64 = 10;
 /// Rounds between prunes of the log (5 minutes at the default).
 const PRUNE_EVERY: u64 = 600;
-/// Rows checked per replay.
+/// Rows checked per replay, the newest.
 const REPLAY_BATCH: u32 = 20_000;
 
 pub async fn run(app: App, every: Duration) {

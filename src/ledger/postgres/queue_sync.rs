@@ -55,7 +55,7 @@ pub(super) async fn recent(
     let rows: Vec<(i64, Uuid, Uuid, String)> = sqlx::query_as(
         "SELECT id, sale_id, attempt_id, change FROM queue_sync
          WHERE applied_at > now() - make_interval(secs => $1 / 1000.0)
-         ORDER BY applied_at LIMIT $2",
+         ORDER BY applied_at DESC LIMIT $2",
     )
     .bind(within_ms as f64)
     .bind(limit as i64)

@@ -57,7 +57,7 @@ pub(super) async fn recent(
 ) -> LedgerResult<Vec<PendingSync>> {
     let rows: Vec<(i64, Uuid, Uuid, String)> = sqlx::query_as(&format!(
         "SELECT id, sale_id, attempt_id, change FROM queue_sync
-         WHERE applied_at_ms > {NOW_MS} - ? ORDER BY applied_at_ms LIMIT ?"
+         WHERE applied_at_ms > {NOW_MS} - ? ORDER BY applied_at_ms DESC LIMIT ?"
     ))
     .bind(within_ms as i64)
     .bind(limit as i64)
