@@ -86,6 +86,30 @@ pub enum Backend {
     Servers,
     /// The embedded default: in-process queue store, SQLite in a directory of the test's own.
     Embedded,
+    /// The Redis Cluster and PostgreSQL (a key prefix and a database of the test's own).
+    ServersOnCluster,
+}
+
+/// Each named test (an `async fn(Backend)`) runs once per configuration, and once more on the
+/// Redis Cluster.
+#[macro_export]
+macro_rules! on_every_configuration {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn servers() {
+                super::$name($crate::helpers::Backend::Servers).await
+            }
+            #[tokio::test]
+            async fn servers_on_cluster() {
+                super::$name($crate::helpers::Backend::ServersOnCluster).await
+            }
+            #[tokio::test]
+            async fn embedded() {
+                super::$name($crate::helpers::Backend::Embedded).await
+            }
+        }
+    )*};
 }
 
 /// Each named test (an `async fn(Backend)`) runs once per configuration.
@@ -163,6 +187,11 @@ impl TestApp {
         let mut config = test_config();
         match backend {
             Backend::Servers => config.ledger.url = fresh_database().await,
+            Backend::ServersOnCluster => {
+                config.ledger.url = fresh_database().await;
+                config.queue.url = redis_cluster_nodes();
+                config.queue.cluster = true;
+            }
             Backend::Embedded => {
                 config.queue.url = String::new();
                 config.ledger.url = String::new();

@@ -1,9 +1,11 @@
-//! A Redis Cluster failover under load: the replica of the sale's primary takes over with
-//! `CLUSTER FAILOVER FORCE` while 120 admitted users hold, release, pay and fail to pay.
-//! Afterwards the queue store's holdings equal the ledger's (the queue-sync log, its replay
-//! and the drift checker bring back whatever the demoted primary took and lost), no unit is
-//! sold twice, stock is conserved and every payment answered 200 stands. It changes the
-//! shared cluster's roles, so it runs alone (`.config/nextest.toml`) and fails back at the end.
+//! Faults of the sale's primary in a Redis Cluster. A failover under load: the replica takes
+//! over with `CLUSTER FAILOVER FORCE` while 120 admitted users hold, release, pay and fail to
+//! pay; afterwards the queue store's holdings equal the ledger's (the queue-sync log, its
+//! replay and the drift checker bring back whatever the demoted primary took and lost), no
+//! unit is sold twice, stock is conserved and every payment answered 200 stands. A pause of
+//! the primary's writes (`CLIENT PAUSE … WRITE`, data kept) while units are given back: they
+//! are sellable soon after it ends. Both disturb the shared cluster, so they run alone
+//! (`.config/nextest.toml`); the failover fails back at the end.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -13,7 +15,7 @@ use reqwest::Method;
 use serde_json::json;
 use sluice::domain::SaleId;
 
-use crate::helpers::{redis_cluster_nodes, TestApp};
+use crate::helpers::{redis_cluster_nodes, Backend, TestApp};
 
 /// `redis-cli` against one cluster node (`host:port`, or a `redis://` URL); its output.
 fn cli(node: &str, args: &[&str]) -> String {
@@ -25,6 +27,14 @@ fn cli(node: &str, args: &[&str]) -> String {
         .output()
         .expect("redis-cli is installed (scripts/services installs it)");
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The hash slot of `sale`'s keys.
+fn slot_of(seed: &str, sale: SaleId) -> u16 {
+    cli(seed, &["cluster", "keyslot", &format!("{{sale:{sale}}}")])
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 /// The primary serving `slot` and one of its replicas, as `host:port`.
@@ -81,9 +91,7 @@ async fn through(send: impl Fn() -> reqwest::RequestBuilder) -> reqwest::Respons
 async fn after_a_cluster_failover_under_load_the_store_equals_the_ledger() {
     let seeds = redis_cluster_nodes();
     let seeds: Vec<&str> = seeds.split(',').collect();
-    let t = TestApp::spawn_with(|c| {
-        c.queue.url = seeds.join(",");
-        c.queue.cluster = true;
+    let t = TestApp::spawn_on_with(Backend::ServersOnCluster, |c| {
         c.queue.timeout_ms = 500;
         c.workers.queue_sync_ms = 100;
         c.workers.drift_check_ms = 200;
@@ -95,11 +103,7 @@ async fn after_a_cluster_failover_under_load_the_store_equals_the_ledger() {
         .create_sale(json!({ "quantity": units, "per_user_limit": 1, "max_active": 1000, "rate_per_minute": 60000 }))
         .await;
     let id = SaleId::parse(&sale).unwrap();
-    let slot: u16 = cli(seeds[0], &["cluster", "keyslot", &format!("{{sale:{id}}}")])
-        .trim()
-        .parse()
-        .unwrap();
-    let (primary, replica) = primary_and_replica(seeds[0], slot);
+    let (primary, replica) = primary_and_replica(seeds[0], slot_of(seeds[0], id));
 
     let users: Vec<String> = (0..120).map(|i| format!("failover-{i}")).collect();
     let admitted = join_all(users.iter().map(|u| t.admitted(&sale, u))).await;
@@ -228,4 +232,99 @@ async fn after_a_cluster_failover_under_load_the_store_equals_the_ledger() {
     let answer = cli(&primary, &["cluster", "failover"]);
     assert!(answer.contains("OK"), "{answer}");
     wait_until_primary(&primary, &seeds);
+}
+
+/// The sale's primary takes no writes for 2 s (`CLIENT PAUSE 2000 WRITE`, then its client
+/// connections cut: unreachable for sluice's scripts, its data kept, no failover) while 5
+/// holds are released and 5 payments fail: the ledger frees the 10 units at once, the store
+/// hears nothing; soon after the pause ends the store counts them free again and newcomers
+/// hold every one.
+#[tokio::test]
+async fn units_freed_while_the_sales_primary_takes_no_writes_are_sellable_soon_after() {
+    let seeds = redis_cluster_nodes();
+    let seeds: Vec<&str> = seeds.split(',').collect();
+    let t = TestApp::spawn_on_with(Backend::ServersOnCluster, |c| {
+        c.queue.timeout_ms = 300;
+        c.workers.queue_sync_ms = 200;
+    })
+    .await;
+    let sale = t
+        .create_sale(json!({ "quantity": 20, "per_user_limit": 2 }))
+        .await;
+    let id = SaleId::parse(&sale).unwrap();
+    let (primary, _) = primary_and_replica(seeds[0], slot_of(seeds[0], id));
+    let mut paying = Vec::new();
+    let mut holding = Vec::new();
+    for i in 0..10 {
+        let user = format!("paused-{i}");
+        if i < 5 {
+            let (_, payment) = t.paying(&sale, &user, 2).await;
+            paying.push(payment["reference"].as_str().unwrap().to_owned());
+        } else {
+            holding.push((t.holding(&sale, &user, 2).await, user));
+        }
+    }
+    let remaining = || async { t.app.queue.stats(id).await.map(|s| s.remaining) };
+    assert_eq!(remaining().await.unwrap(), 0);
+
+    assert!(cli(&primary, &["client", "pause", "2000", "write"]).contains("OK"));
+    let paused = Instant::now();
+    let failed = join_all(paying.iter().enumerate().map(|(i, reference)| {
+        let t = &t;
+        async move {
+            t.webhook(&format!("evt-paused-{i}"), "payment.failed", reference)
+                .await
+        }
+    }));
+    let released = join_all(holding.iter().map(|(attempt, user)| {
+        t.as_user(
+            Method::DELETE,
+            &format!("/v1/attempts/{attempt}/hold"),
+            user,
+        )
+        .send()
+    }));
+    let (failed, released) = tokio::join!(failed, released);
+    assert!(
+        paused.elapsed() < Duration::from_secs(2),
+        "answered during the pause"
+    );
+    // The scripts sluice gave up on wait in the primary for the pause to end; its clients'
+    // connections are cut, so those writes never arrive (what a network cut does).
+    cli(&primary, &["client", "kill", "type", "normal"]);
+    assert!(
+        failed.iter().all(|r| r.status() == 200),
+        "the ledger takes the failures"
+    );
+    assert!(
+        released.into_iter().all(|r| r.unwrap().status() == 200),
+        "the ledger takes the releases"
+    );
+    assert_eq!(t.app.ledger.stats(id).await.unwrap().remaining, 20);
+
+    let deadline = paused + Duration::from_secs(12);
+    while remaining().await.ok() != Some(20) {
+        assert!(
+            Instant::now() < deadline,
+            "the store still counts {:?} free of 20",
+            remaining().await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let sellable_after = paused.elapsed().saturating_sub(Duration::from_secs(2));
+    for i in 0..10 {
+        t.holding(&sale, &format!("after-pause-{i}"), 2).await;
+    }
+    assert_eq!(t.stats(&sale).await["remaining"], 0);
+    crate::reliability::record(
+        "Redis Cluster: the sale's primary takes no writes for 2 s while 20 units are given back",
+        &[
+            (
+                "units sellable again after the pause ended",
+                format!("{} ms", sellable_after.as_millis()),
+            ),
+            ("units lost", "0 of 20".into()),
+        ],
+    );
+    t.stop().await;
 }
