@@ -20,7 +20,7 @@ local waiting = 0
 if last >= head then
   waiting = waiting_count(head, KEYS[2], KEYS[3])
   redis.call('HSET', KEYS[1], 'head', last + 1, 'forgotten_from', from)
-  redis.call('DEL', KEYS[3], KEYS[4])
+  redis.call('DEL', KEYS[3], KEYS[4], BASE .. ':departed')
 end
 return {waiting, math.floor(from / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PER_BUCKET),
   USER_BUCKETS}

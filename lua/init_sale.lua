@@ -24,6 +24,8 @@ redis.call('HSET', KEYS[1], 'status', ARGV[1], 'opens_at_ms', ARGV[2], 'closes_a
   'max_active', ARGV[4], 'per_user_limit', ARGV[5], 'rate_per_minute', ARGV[6], 'kind', ARGV[7],
   'hold_ttl_ms', ARGV[8], 'payment_ttl_ms', ARGV[9])
 local fresh = redis.call('HSETNX', KEYS[1], 'stock_initialised', '1') == 1
+-- Serials start again at 1 when the keys were lost: a new numbering of the line.
+if fresh then new_epoch() end
 if not fresh and ARGV[10] == '0' then return 0 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8])
 if not guarded then redis.call('DEL', KEYS[9]) end

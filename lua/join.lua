@@ -6,8 +6,8 @@
 --       when abandonment is on), 7 bought (hash user -> units held or bought)
 -- ARGV: 1 '1' to track presence for abandonment, then for each join: user id, attempt id
 --       (32 hex) to use if the user has no live attempt, now (ms)
--- Returns six values per join, in order: status, attempt, position, waiting, measured rate,
---   configured rate; status is queued | active (already admitted, or bought: position 0) |
+-- Returns eight values per join, in order: status, attempt, position, waiting, measured rate,
+--   configured rate, serial (0 unless queued), the line's epoch (meta.epoch); status is queued | active (already admitted, or bought: position 0) |
 --   unknown (no such sale) | closed
 -- One attempt per user per sale: a user whose admitted attempt bought (it left the active set
 -- with units still counted to the user) gets that attempt back, not a new place in line; one
@@ -16,7 +16,7 @@
 -- A sale whose stock was never written here (unknown, or lost in a flush) is unknown: the
 -- caller restores it from the ledger.
 local meta = redis.call('HMGET', KEYS[1], 'stock_initialised', 'status', 'closes_at_ms', 'head',
-  'measured_rate', 'rate_per_minute')
+  'measured_rate', 'rate_per_minute', 'epoch')
 local closes_at = tonumber(meta[3] or '0')
 local head = head_of(meta[4])
 local reply, n = {}, 0
@@ -24,6 +24,7 @@ local reply, n = {}, 0
 for i = 2, #ARGV, 3 do
   local user, now = ARGV[i], ARGV[i + 2]
   local status, attempt, position, waiting, measured, configured = 'unknown', '', 0, 0, 0, 0
+  local place = 0
   if not meta[1] then
     status = 'unknown'
   elseif meta[2] == 'closed' or (closes_at > 0 and tonumber(now) >= closes_at) then
@@ -47,13 +48,14 @@ for i = 2, #ARGV, 3 do
         put_waiting(user, attempt, serial)
       end
       if ARGV[1] == '1' then redis.call('ZADD', KEYS[6], now, serial) end
-      status, position = 'queued', position_of(head, serial, KEYS[3])
+      status, position, place = 'queued', position_of(head, serial, KEYS[3]), serial
       waiting, measured, configured = waiting_count(head, KEYS[2], KEYS[3]), meta[5] or '0',
         meta[6] or '0'
     end
   end
   reply[n + 1], reply[n + 2], reply[n + 3] = status, attempt, position
   reply[n + 4], reply[n + 5], reply[n + 6] = waiting, measured, configured
-  n = n + 6
+  reply[n + 7], reply[n + 8] = place, meta[7] or ''
+  n = n + 8
 end
 return reply

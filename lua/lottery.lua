@@ -1,7 +1,8 @@
 -- lottery: at the opening of a lottery sale, once, everyone waiting is put in the order of
 -- SHA-1 of `<seed>:<user id>` (users cannot choose their id, the seed was published in
 -- advance: anyone can re-derive the order). They take the last serials handed out so far, in
--- that order; later joins come after.
+-- that order; later joins come after. The line's numbering changes (a new meta.epoch): a
+-- serial handed out before the draw no longer names a place.
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 seen
 -- ARGV: 1 seed
 -- Returns how many were ordered, or -1 if the draw was made already.
@@ -23,7 +24,8 @@ for bucket = math.floor(head / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PE
   redis.call('DEL', key)
 end
 table.sort(ranked, function(a, b) return a[1] < b[1] end)
-redis.call('DEL', KEYS[3], KEYS[4])
+redis.call('DEL', KEYS[3], KEYS[4], BASE .. ':departed')
+new_epoch()
 local first = last - #ranked + 1
 for i, entry in ipairs(ranked) do
   local serial = first + i - 1

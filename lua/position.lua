@@ -10,31 +10,27 @@
 -- Returns the sale's {waiting, measured admissions per minute, configured rate per minute,
 --          known (1/0: the store holds this sale), rebuilt_at_ms (0 = never rebuilt), the
 --          sale's status ('' when unknown), sold out (1/0: nothing free, nothing held that
---          could come back)}, followed by four values per lookup, in order:
+--          could come back), the line's epoch}, followed by five values per lookup, in order:
 --          owner or '' (unknown to the store, or not this user's waiting attempt), position
---          (0 = not queued), active (1/0), abandoned (1/0: lost its place for not showing up)
+--          (0 = not queued), active (1/0), abandoned (1/0: lost its place for not showing up),
+--          serial (0 = not queued)
 local meta = redis.call('HMGET', KEYS[1], 'head', 'measured_rate', 'rate_per_minute',
-  'stock_initialised', 'rebuilt_at_ms', 'status', 'kind')
+  'stock_initialised', 'rebuilt_at_ms', 'status', 'kind', 'epoch')
 local head = head_of(meta[1])
-local known, sold_out = 0, 0
+local known, empty = 0, 0
 if meta[4] then
   known = 1
-  local free
-  if meta[7] == 'seats' then
-    free = redis.call('SCARD', KEYS[10])
-  else
-    free = tonumber(redis.call('GET', KEYS[9]) or '0')
-  end
-  if free <= 0 and redis.call('HLEN', KEYS[11]) == 0 then sold_out = 1 end
+  empty = sold_out(meta[7], KEYS[9], KEYS[10], KEYS[11])
 end
 local reply = {waiting_count(head, KEYS[2], KEYS[3]), meta[2] or '0', meta[3] or '0', known,
-  meta[5] or '0', meta[6] or '', sold_out}
+  meta[5] or '0', meta[6] or '', empty, meta[8] or ''}
 local now
 for i = 2, #ARGV, 2 do
   local id, user = ARGV[i], ARGV[i + 1]
-  local owner, position, active, abandoned = '', 0, 0, 0
+  local owner, position, active, abandoned, place = '', 0, 0, 0, 0
   local attempt, serial = waiting_entry(user)
   if attempt == id then
+    place = serial
     -- Waiting (the hot path: a few calls), hence neither active nor abandoned.
     owner = user
     position = position_of(head, serial, KEYS[3])
@@ -51,5 +47,6 @@ for i = 2, #ARGV, 2 do
   reply[#reply + 1] = position
   reply[#reply + 1] = active
   reply[#reply + 1] = abandoned
+  reply[#reply + 1] = place
 end
 return reply

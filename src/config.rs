@@ -104,6 +104,10 @@ pub struct QueueConfig {
     pub key_prefix: String,
     /// Longest wait for one Redis call before answering 503.
     pub timeout_ms: u64,
+    /// How often each replica refreshes its view of a waiting line (one store call per sale
+    /// per interval answers every waiting user's status there): the most a waiting answer
+    /// lags behind the store. 20 to 5,000.
+    pub line_refresh_ms: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -284,6 +288,7 @@ impl Default for Config {
                 cluster: false,
                 key_prefix: "sluice".into(),
                 timeout_ms: 150,
+                line_refresh_ms: 1000,
             },
             ledger: LedgerConfig {
                 url: String::new(),
@@ -484,6 +489,9 @@ impl Config {
         }
         if self.queue.timeout_ms == 0 {
             return bad("queue.timeout_ms", "must be positive");
+        }
+        if !(20..=5000).contains(&self.queue.line_refresh_ms) {
+            return bad("queue.line_refresh_ms", "from 20 to 5000");
         }
         self.validate_cors()?;
         self.validate_page()?;
@@ -695,6 +703,7 @@ mod tests {
         "queue.url",
         "queue.cluster",
         "queue.timeout_ms",
+        "queue.line_refresh_ms",
         "ledger.max_connections",
         "workers.admission_tick_ms",
         "workers.reaper_cron",

@@ -20,6 +20,9 @@
 //! - [`service`]: the use cases, one file each (join, status, leave, hold, checkout, payment,
 //!   sales). They call the queue store first where it is the gate and the ledger where it is
 //!   the truth, and bring the queue store back in line after each ledger transition.
+//!   [`service::line`] is each replica's view of the waiting lines, refreshed by one store
+//!   call per sale and interval: a waiting user's status (with its queue ticket) and status
+//!   streams are answered from it.
 //! - [`api`]: HTTP (poem-openapi). Thin handlers; errors are problem+json.
 //! - [`workers`]: the admission loop (one admitter per sale across replicas, by a fenced lease
 //!   in the queue store; the rate set by hand or by the adaptive controller), the expiry reapers (cron) and the outbox relay (one at a time, by a lease in
@@ -28,15 +31,16 @@
 //!   through the Prometheus HTTP API, or the process's own metrics.
 //! - [`events`]: where relayed events go — Kafka, or a JSON lines file — and the reference
 //!   consumer.
-//! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), the admin key;
-//!   webhook signatures.
+//! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), queue tickets
+//!   (HMAC: a waiting attempt's place in its line), the admin key; webhook signatures.
 //! - [`config`], [`telemetry`], [`server`]: layered configuration, logs and metrics, start-up
 //!   and the HTTP server (a task per connection, HTTP/1.1 or HTTP/2 told by a peek).
 //!
 //! # Where state lives
 //!
 //! Waiting users exist only in the queue store: join and the status of a waiting user never
-//! touch the database. From admission on, the ledger decides, and taking stock there is
+//! touch the database, and a waiting user's status is answered from the replica's view of the
+//! line (refreshed from the queue store), not by a lookup of its own. From admission on, the ledger decides, and taking stock there is
 //! conditional (a unit row has at most one holder), so a wiped or stale queue store can never
 //! oversell.
 

@@ -68,6 +68,18 @@ fn describe() {
         "Attempt transitions by from, to and cause"
     );
     describe_counter!("sluice_joins_total", "Joins by outcome");
+    describe_counter!(
+        "sluice_status_answers_total",
+        "Status answers by source: line (this replica's view of the queue) or store"
+    );
+    describe_counter!(
+        "sluice_status_store_calls_total",
+        "Queue-store calls made for status answers: lookups, and refreshes of the replicas' views of the queue"
+    );
+    describe_counter!(
+        "sluice_queue_tickets_refused_total",
+        "Queue tickets presented that did not verify (answered from the store instead)"
+    );
     describe_counter!("sluice_holds_total", "Hold requests by outcome");
     describe_counter!("sluice_admitted_total", "Attempts admitted, by sale");
     describe_counter!(

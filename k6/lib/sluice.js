@@ -56,8 +56,11 @@ export function join(sale, token) {
   return res.status === 202 ? res.json() : null;
 }
 
-export function status(attempt, token) {
-  return http.get(`${BASE}/v1/attempts/${attempt}`, asUser(token, tagged('getAttempt')));
+/// An attempt's status; with the `queue_ticket` of its last answer, a waiting attempt is
+/// answered from the replica's view of the queue (no queue-store lookup), as clients should.
+export function status(attempt, token, ticket) {
+  const query = ticket ? `?ticket=${encodeURIComponent(ticket)}` : '';
+  return http.get(`${BASE}/v1/attempts/${attempt}${query}`, asUser(token, tagged('getAttempt')));
 }
 
 /// Polls until the attempt leaves QUEUED (or `deadlineSecs` pass), sleeping what the server
@@ -66,7 +69,7 @@ export function waitWhileQueued(attempt, token, deadlineSecs = 60) {
   const until = Date.now() + deadlineSecs * 1000;
   let current = null;
   while (Date.now() < until) {
-    const res = status(attempt, token);
+    const res = status(attempt, token, current && current.queue_ticket);
     if (res.status !== 200) {
       // 429 / 503 carry Retry-After: honour it too.
       sleep(Number(res.headers['Retry-After'] || 1));

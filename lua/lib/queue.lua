@@ -8,6 +8,11 @@
 --                                   while the user waits
 --   gone       sorted set of serials at or above head that left the queue out of turn (left,
 --              abandoned): position = serials ahead - those gone ahead, without a scan
+--   departed   list of the same serials in the order they left, never trimmed while the line
+--              keeps its numbering: each replica's view of the line (lua/refresh.lua) takes
+--              only the ones it has not seen
+--   meta.epoch the line's numbering: new when the sale's keys are first written and when the
+--              lottery renumbers everyone; a serial means a place only within one epoch
 -- Small hashes are listpacks in Redis (up to hash-max-listpack-entries, 128, and values up to
 -- hash-max-listpack-value, 64 bytes): ~20 bytes an entry instead of ~100 for a hash-table
 -- entry. User ids up to 64 characters keep a bucket a listpack; longer ones still work, at
@@ -75,5 +80,24 @@ end
 local function leave_queue(user, serial, gone_key)
   drop_waiting(user, serial)
   redis.call('ZADD', gone_key, serial, serial)
+  redis.call('RPUSH', BASE .. ':departed', serial)
+end
+
+-- A new epoch for the line's numbering (see meta.epoch): the server's clock in µs.
+local function new_epoch()
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'epoch', t[1] .. string.format('%06d', tonumber(t[2])))
+end
+
+-- Nothing is free to hold and nothing is held (so nothing can come back): 1, else 0.
+local function sold_out(kind, stock_key, seats_key, holds_key)
+  local free
+  if kind == 'seats' then
+    free = redis.call('SCARD', seats_key)
+  else
+    free = tonumber(redis.call('GET', stock_key) or '0')
+  end
+  if free <= 0 and redis.call('HLEN', holds_key) == 0 then return 1 end
+  return 0
 end
 -- (end of the layout; the script follows)

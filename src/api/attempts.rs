@@ -4,17 +4,17 @@
 
 use std::time::Duration;
 
-use futures_util::stream::{self, BoxStream, StreamExt};
-use poem_openapi::param::{Header, Path};
+use futures_util::stream::{BoxStream, StreamExt};
+use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, OpenApi};
 
-use super::event_stream::EventStream;
+use super::event_stream::{EventStream, Message};
 use super::problem::ApiError;
 use super::security::UserAuth;
 use super::types::{AttemptOut, HoldRequest};
 use super::{parse_attempt_id, parse_sale_id, ApiTags};
-use crate::domain::{AttemptId, UserId};
+use crate::domain::UserId;
 use crate::service::limits::Limited;
 use crate::service::{self, idempotent, App, AttemptView, IdempotencyKey, ServiceError};
 
@@ -104,8 +104,11 @@ impl AttemptsApi {
 
     /// Get an attempt's status
     ///
-    /// Position, waiting count and estimated wait while queued; the admission token once
-    /// admitted; the hold and payment after. Poll again after `poll_after_ms`.
+    /// Position, waiting count and estimated wait while queued, exact as of `as_of`; the
+    /// admission token once admitted; the hold and payment after. Poll again after
+    /// `poll_after_ms`. Send the `queue_ticket` of the last answer as `ticket`: a waiting
+    /// attempt is then answered from the replica's view of the queue (refreshed every
+    /// `queue.line_refresh_ms`), without a lookup in the queue store.
     #[oai(
         path = "/v1/attempts/:attempt_id",
         method = "get",
@@ -115,19 +118,25 @@ impl AttemptsApi {
         &self,
         auth: UserAuth,
         attempt_id: Path<String>,
+        /// The `queue_ticket` of the attempt's last answer. One that does not verify (another
+        /// user's or attempt's, or altered) is ignored.
+        ticket: Query<Option<String>>,
     ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
         limit(&self.app, Limited::Status, &auth.0)?;
         Ok(AttemptResponse::of(
             &self.app,
-            service::status::status(&self.app, id, &auth.0).await?,
+            service::status::status(&self.app, id, &auth.0, ticket.0.as_deref()).await?,
         ))
     }
 
     /// Stream an attempt's status
     ///
-    /// Server-Sent Events carrying the same status as `getAttempt`, pushed every
-    /// `poll_after_ms` (at most every 5 s) until the attempt ends.
+    /// Server-Sent Events (`event: status`) carrying the same status as `getAttempt`,
+    /// whenever it changes: while queued at each refresh of the replica's view of the queue
+    /// (`queue.line_refresh_ms`), at once for a change made through the same replica, and at
+    /// most 5 s late past the queue; until the attempt ends. Each event's `id` names its
+    /// answer: reconnect with `Last-Event-ID` and an unchanged answer is not sent again.
     #[oai(
         path = "/v1/attempts/:attempt_id/events",
         method = "get",
@@ -137,12 +146,25 @@ impl AttemptsApi {
         &self,
         auth: UserAuth,
         attempt_id: Path<String>,
-    ) -> Result<EventStream<BoxStream<'static, AttemptOut>>, ApiError> {
+        /// The `queue_ticket` of the attempt's last answer (as for `getAttempt`).
+        ticket: Query<Option<String>>,
+        /// The `id` of the last event received, when reconnecting.
+        #[oai(name = "Last-Event-ID")]
+        last_event_id: Header<Option<String>>,
+    ) -> Result<EventStream<BoxStream<'static, Message<AttemptOut>>>, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
         limit(&self.app, Limited::Status, &auth.0)?;
         // The first status is computed now, so a bad id is an HTTP error, not an empty stream.
-        let first = service::status::status(&self.app, id, &auth.0).await?;
-        let stream = status_stream(self.app.clone(), id, auth.0, first);
+        let first = service::status::status(&self.app, id, &auth.0, ticket.0.as_deref()).await?;
+        let app = self.app.clone();
+        let stream =
+            service::status_stream::follow(app.clone(), id, auth.0, first, last_event_id.0)
+                .map(move |(id, view)| Message {
+                    event: "status",
+                    id,
+                    data: out(&app, view),
+                })
+                .boxed();
         Ok(EventStream::new(stream, Duration::from_secs(15)))
     }
 
@@ -249,42 +271,4 @@ impl AttemptsApi {
         .await?;
         Ok(AttemptResponse::of(&self.app, view))
     }
-}
-
-/// Status events until the attempt ends (or the status cannot be read any more).
-fn status_stream(
-    app: App,
-    id: AttemptId,
-    user: UserId,
-    first: AttemptView,
-) -> BoxStream<'static, AttemptOut> {
-    /// What the stream does next: send a status now, wait and ask again, or end.
-    enum Next {
-        Send(AttemptView),
-        After(Duration),
-    }
-    let drain = app.drain.subscribe();
-    stream::unfold(Some(Next::Send(first)), move |next| {
-        let (app, user, mut drain) = (app.clone(), user.clone(), drain.clone());
-        async move {
-            let view = match next? {
-                Next::Send(view) => view,
-                Next::After(wait) => {
-                    // A drain cuts the wait short: the stream's last event is the status now.
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => {}
-                        _ = service::drain::started(&mut drain) => {}
-                    }
-                    // An error (a store down) ends the stream; the client reconnects or polls.
-                    service::status::status(&app, id, &user).await.ok()?
-                }
-            };
-            // Sent at once; the wait comes before the next one (never in front of this one).
-            // Once the process drains, this one is the last.
-            let after = (!view.state.is_terminal() && !*drain.borrow())
-                .then(|| Next::After(Duration::from_millis(view.poll_after_ms.min(5_000))));
-            Some((out(&app, view), after))
-        }
-    })
-    .boxed()
 }

@@ -20,8 +20,16 @@ use poem_openapi::ApiResponse;
 /// How poem-openapi describes an event stream of `T`'s items (the type documents; never built).
 type Documented<T> = poem_openapi::payload::EventStream<T>;
 
-/// Each item of `stream` as one SSE message (its JSON), and a comment every `keep_alive` so
-/// proxies keep an idle stream open.
+/// One SSE message: its `event:` name, its `id:` (what a client that reconnects sends back as
+/// `Last-Event-ID`) and its data (as JSON).
+pub struct Message<E> {
+    pub event: &'static str,
+    pub id: String,
+    pub data: E,
+}
+
+/// Each item of `stream` as one SSE message, and a comment every `keep_alive` so proxies keep
+/// an idle stream open.
 pub struct EventStream<T> {
     stream: T,
     keep_alive: Duration,
@@ -35,13 +43,16 @@ impl<T> EventStream<T> {
 
 impl<T, E> IntoResponse for EventStream<T>
 where
-    T: Stream<Item = E> + Unpin + Send + 'static,
+    T: Stream<Item = Message<E>> + Unpin + Send + 'static,
     E: Type + ToJSON + 'static,
 {
     fn into_response(self) -> Response {
-        let mut events = self
-            .stream
-            .map(|item| Event::message(item.to_json_string()).to_string());
+        let mut events = self.stream.map(|m| {
+            Event::message(m.data.to_json_string())
+                .event_type(m.event)
+                .id(m.id)
+                .to_string()
+        });
         let mut keep_alive = tokio::time::interval_at(
             tokio::time::Instant::now() + self.keep_alive,
             self.keep_alive,
@@ -64,15 +75,15 @@ where
 
 impl<T, E> ApiResponse for EventStream<T>
 where
-    T: Stream<Item = E> + Unpin + Send + 'static,
+    T: Stream<Item = Message<E>> + Unpin + Send + 'static,
     E: Type + ToJSON + 'static,
 {
     fn meta() -> MetaResponses {
-        Documented::<T>::meta()
+        Documented::<futures_util::stream::Empty<E>>::meta()
     }
 
     fn register(registry: &mut Registry) {
-        <Documented<T> as ApiResponse>::register(registry);
+        <Documented<futures_util::stream::Empty<E>> as ApiResponse>::register(registry);
     }
 }
 
@@ -90,18 +101,33 @@ mod tests {
             .await
     }
 
+    fn message(n: i32) -> Message<i32> {
+        Message {
+            event: "status",
+            id: format!("m{n}"),
+            data: n,
+        }
+    }
+
     #[tokio::test]
     async fn each_item_is_one_message_and_the_body_ends_with_the_stream() {
-        let resp = EventStream::new(stream::iter([1, 2]), Duration::from_secs(15)).into_response();
+        let items = stream::iter([message(1), message(2)]);
+        let resp = EventStream::new(items, Duration::from_secs(15)).into_response();
         assert_eq!(resp.content_type(), Some("text/event-stream"));
         assert_eq!(resp.headers()["cache-control"], "no-cache");
         assert_eq!(resp.headers()["x-accel-buffering"], "no");
-        assert_eq!(body_of(resp).await, ["data: 1\n\n", "data: 2\n\n"]);
+        assert_eq!(
+            body_of(resp).await,
+            [
+                "id: m1\nevent: status\ndata: 1\n\n",
+                "id: m2\nevent: status\ndata: 2\n\n"
+            ]
+        );
     }
 
     #[tokio::test]
     async fn an_idle_stream_sends_keep_alive_comments() {
-        let items = stream::iter([7]).chain(stream::pending());
+        let items = stream::iter([message(7)]).chain(stream::pending());
         let resp = EventStream::new(items, Duration::from_millis(20)).into_response();
         let mut body = resp.into_body().into_bytes_stream();
         let mut chunks = Vec::new();
@@ -110,6 +136,9 @@ mod tests {
             let chunk = chunk.expect("a chunk within 5 s").unwrap().unwrap();
             chunks.push(String::from_utf8(chunk.to_vec()).unwrap());
         }
-        assert_eq!(chunks, ["data: 7\n\n", ":\n\n", ":\n\n"]);
+        assert_eq!(
+            chunks,
+            ["id: m7\nevent: status\ndata: 7\n\n", ":\n\n", ":\n\n"]
+        );
     }
 }

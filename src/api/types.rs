@@ -769,6 +769,15 @@ pub struct AttemptOut {
     pub hold: Option<HoldOut>,
     #[oai(skip_serializing_if_is_none)]
     pub payment: Option<PaymentOut>,
+    /// QUEUED only: when `position` and `waiting` were exact (the replica's view of the queue
+    /// is refreshed every `queue.line_refresh_ms`).
+    #[oai(skip_serializing_if_is_none)]
+    pub as_of: Option<DateTime<Utc>>,
+    /// QUEUED only: send it as `ticket` with the next status question (`getAttempt`,
+    /// `streamAttempt`), so the answer needs no lookup in the queue store. Bound to this
+    /// attempt and user; opaque.
+    #[oai(skip_serializing_if_is_none)]
+    pub queue_ticket: Option<String>,
 }
 
 impl poem_openapi::types::Example for AttemptOut {
@@ -787,6 +796,14 @@ impl poem_openapi::types::Example for AttemptOut {
             admission_expires_at: None,
             hold: None,
             payment: None,
+            as_of: Some(
+                DateTime::parse_from_rfc3339("2026-12-02T10:00:00.250Z")
+                    .expect("a literal time")
+                    .with_timezone(&Utc),
+            ),
+            queue_ticket: Some(
+                "1204.1764669600000000.q1Jm0XhT4vR6Yb8Zk2Wc3AVs9pLd7Fn5Ge1Hi3Jk4Mo".into(),
+            ),
         }
     }
 }
@@ -817,6 +834,8 @@ impl From<AttemptView> for AttemptOut {
                 sandbox_url: v.sandbox.then(|| crate::payments::sandbox::payment_path(r)),
                 expires_at: v.payment_expires_at,
             }),
+            as_of: v.as_of,
+            queue_ticket: v.queue_ticket,
         }
     }
 }

@@ -1,9 +1,12 @@
-//! Who may do what: the customer's user tokens, sluice's own admission tokens, the admin key.
+//! Who may do what: the customer's user tokens, sluice's own admission tokens and queue
+//! tickets, the admin key.
 
 pub mod admin_key;
 pub mod admission_token;
+pub mod queue_ticket;
 pub mod user_token;
 
 pub use admin_key::AdminKey;
 pub use admission_token::{AdmissionClaims, AdmissionTokens};
+pub use queue_ticket::{QueueTickets, Ticket};
 pub use user_token::UserTokens;

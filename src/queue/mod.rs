@@ -30,6 +30,7 @@
 pub mod budget;
 mod change;
 mod holdings;
+mod line;
 pub mod memory;
 pub mod redis;
 mod redis_batches;
@@ -43,6 +44,7 @@ use crate::domain::{Admission, AttemptId, Sale, SaleId, SaleStatus, Stock, UserI
 
 pub use self::change::{PendingSync, SyncChange};
 pub use self::holdings::{Drift, Holdings};
+pub use self::line::{LineDigest, LineFigures, MAX_DEPARTURES};
 pub use self::memory::MemoryQueue;
 pub use self::redis::RedisQueue;
 
@@ -120,6 +122,10 @@ pub enum JoinOutcome {
         waiting: u64,
         measured_rate: f64,
         configured_rate: f64,
+        /// Its join serial and the line's epoch ([`LineDigest::epoch`]): what its queue
+        /// ticket carries, so later status answers need no store call.
+        serial: u64,
+        epoch: String,
     },
     /// The user's live attempt is already admitted (or further).
     Active {
@@ -158,6 +164,30 @@ pub struct QueueView {
     /// Nothing is free to hold and nothing is held (so nothing can come back): whoever waits
     /// now will find it sold out.
     pub sold_out: bool,
+    /// Its join serial while waiting, and the line's epoch: what its queue ticket carries.
+    pub serial: Option<u64>,
+    pub epoch: String,
+}
+
+impl QueueView {
+    /// What a store answers for a sale it does not hold.
+    pub fn unknown_sale() -> Self {
+        QueueView {
+            owner: None,
+            position: None,
+            waiting: 0,
+            active: false,
+            measured_rate: 0.0,
+            configured_rate: 0.0,
+            known_sale: false,
+            rebuilt_at_ms: 0,
+            abandoned: false,
+            sale_closed: false,
+            sold_out: false,
+            serial: None,
+            epoch: String::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -323,6 +353,16 @@ pub trait QueueStore: Send + Sync + 'static {
     /// is not shown (no owner, no position).
     async fn view(&self, attempt: AttemptId, user: &UserId) -> QueueResult<QueueView>;
     async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome>;
+    /// The sale's waiting line for a replica's view of it, with the departures after the
+    /// first `departed` of `epoch` (at most [`MAX_DEPARTURES`]); records a sign of life of
+    /// each waiting serial in `seen` (when abandonment is on) in the same call.
+    async fn refresh(
+        &self,
+        sale: SaleId,
+        epoch: &str,
+        departed: u64,
+        seen: &[u64],
+    ) -> QueueResult<LineDigest>;
 
     /// Takes or renews the sale's admission lease for `holder`.
     async fn lease(&self, sale: SaleId, holder: &str, ttl_ms: u64) -> QueueResult<Option<Lease>>;

@@ -53,6 +53,7 @@ queue_lua!(ABANDON, "abandon.lua");
 queue_lua!(LOTTERY, "lottery.lua");
 queue_lua!(STATS, "stats.lua");
 queue_lua!(FORGET_WAITING, "forget_waiting.lua");
+queue_lua!(REFRESH, "refresh.lua");
 lua!(LEASE, "lease.lua");
 lua!(RELEASE_LEASE, "release_lease.lua");
 lua!(HOLD, "hold.lua");
@@ -60,7 +61,7 @@ changes_lua!(RESTORE, "restore.lua");
 changes_lua!(APPLY_SYNC, "apply_sync.lua");
 lua!(UNSYNCED, "unsynced.lua");
 lua!(HOLDINGS, "holdings.lua");
-lua!(INIT_SALE, "init_sale.lua");
+queue_lua!(INIT_SALE, "init_sale.lua");
 lua!(RECORDED, "recorded.lua");
 
 /// Keys deleted in one call when a closed sale lets go of its waiting users (a 1,000,000-user
@@ -277,11 +278,11 @@ impl RedisQueue {
                 .arg(*now_ms);
         }
         let reply: Vec<Value> = self.run("join", &inv).await?;
-        if reply.len() != 6 * asks.len() {
+        if reply.len() != 8 * asks.len() {
             return Err(protocol("join", &reply));
         }
         let rate = |v: &Value| text(v).parse().unwrap_or(0.0);
-        // Six values a join (the length is checked above).
+        // Eight values a join (the length is checked above).
         let outcome = |join: &[Value]| {
             let (status, attempt, position, waiting) = (&join[0], &join[1], &join[2], &join[3]);
             Ok(match text(status).as_str() {
@@ -291,6 +292,8 @@ impl RedisQueue {
                     waiting: number(waiting) as u64,
                     measured_rate: rate(&join[4]),
                     configured_rate: rate(&join[5]),
+                    serial: number(&join[6]) as u64,
+                    epoch: text(&join[7]),
                 },
                 "active" => JoinOutcome::Active {
                     attempt: attempt_of(sale, &text(attempt))?,
@@ -300,7 +303,7 @@ impl RedisQueue {
                 _ => return Err(protocol("join", &join)),
             })
         };
-        reply.chunks_exact(6).map(outcome).collect()
+        reply.chunks_exact(8).map(outcome).collect()
     }
 
     /// Where `asks` (attempts of `sale`, each with the user who asks) stand: one call of
@@ -332,12 +335,14 @@ impl RedisQueue {
             inv.arg(local(*attempt)).arg(user.as_str());
         }
         let reply: Vec<Value> = self.run("status", &inv).await?;
-        let Some(([waiting, measured, configured, known, rebuilt, status, sold_out], lookups)) =
-            reply.split_first_chunk::<7>()
+        let Some((
+            [waiting, measured, configured, known, rebuilt, status, sold_out, epoch],
+            lookups,
+        )) = reply.split_first_chunk::<8>()
         else {
             return Err(protocol("position", &reply));
         };
-        if lookups.len() != 4 * asks.len() {
+        if lookups.len() != 5 * asks.len() {
             return Err(protocol("position", &reply));
         }
         let waiting = number(waiting) as u64;
@@ -347,11 +352,13 @@ impl RedisQueue {
         let rebuilt_at_ms = text(rebuilt).parse().unwrap_or(0);
         let sale_closed = text(status) == SaleStatus::Closed.as_str();
         let sold_out = number(sold_out) == 1;
-        // Four values a lookup (the length is checked above).
-        let views = lookups.chunks_exact(4).map(|lookup| {
+        let epoch = text(epoch);
+        // Five values a lookup (the length is checked above).
+        let views = lookups.chunks_exact(5).map(|lookup| {
             let (owner, position, active, abandoned) =
                 (&lookup[0], &lookup[1], &lookup[2], &lookup[3]);
             let position = number(position) as u64;
+            let serial = number(&lookup[4]) as u64;
             QueueView {
                 owner: UserId::parse(&text(owner)).ok(),
                 position: (position > 0).then_some(position),
@@ -364,6 +371,8 @@ impl RedisQueue {
                 abandoned: number(abandoned) == 1,
                 sale_closed,
                 sold_out,
+                serial: (serial > 0).then_some(serial),
+                epoch: epoch.clone(),
             }
         });
         Ok(views.collect())
@@ -519,6 +528,55 @@ impl QueueStore for RedisQueue {
             "not_found" => Ok(LeaveOutcome::NotFound),
             _ => Err(protocol("leave", &reply)),
         }
+    }
+
+    async fn refresh(
+        &self,
+        sale: SaleId,
+        epoch: &str,
+        departed: u64,
+        seen: &[u64],
+    ) -> QueueResult<LineDigest> {
+        let k = self.keys(sale);
+        let mut inv = REFRESH.prepare_invoke();
+        for name in [
+            "meta", "seq", "gone", "seen", "departed", "stock", "seats", "holds",
+        ] {
+            inv.key(k.key(name));
+        }
+        inv.arg(self.tracks_presence())
+            .arg(epoch)
+            .arg(departed)
+            .arg(MAX_DEPARTURES);
+        if self.abandon_after_ms > 0 {
+            inv.arg(seen);
+        }
+        let reply: Vec<Value> = self.run("refresh", &inv).await?;
+        let Some((figures, departures)) = reply.split_first_chunk::<11>() else {
+            return Err(protocol("refresh", &reply));
+        };
+        let [known, epoch, head, last, waiting, measured, configured, rebuilt, status, sold_out, from] =
+            figures;
+        let rate = |v: &Value| text(v).parse().unwrap_or(0.0);
+        Ok(LineDigest {
+            figures: LineFigures {
+                known: number(known) == 1,
+                epoch: text(epoch),
+                head: number(head) as u64,
+                last: number(last) as u64,
+                waiting: number(waiting).max(0) as u64,
+                measured_rate: rate(measured),
+                configured_rate: rate(configured),
+                rebuilt_at_ms: text(rebuilt).parse().unwrap_or(0),
+                sale_closed: text(status) == SaleStatus::Closed.as_str(),
+                sold_out: number(sold_out) == 1,
+            },
+            from: number(from) as u64,
+            departures: departures
+                .iter()
+                .map(|d| text(d).parse().unwrap_or(0))
+                .collect(),
+        })
     }
 
     async fn lease(&self, sale: SaleId, holder: &str, ttl_ms: u64) -> QueueResult<Option<Lease>> {

@@ -89,6 +89,7 @@ pub async fn hold(
     {
         Ok(applied) => {
             crate::telemetry::record_transition(&applied.decision, AttemptEvent::Hold.as_str());
+            app.lines.nudges.nudge(attempt);
             Ok(AttemptView::from_record(&applied.record, None))
         }
         Err(e) => {

@@ -4,6 +4,7 @@
 use chrono::Utc;
 
 use super::{sales, App, AttemptView, ServiceError, ServiceResult};
+use crate::auth::Ticket;
 use crate::domain::{SaleId, UserId};
 use crate::queue::JoinOutcome;
 
@@ -42,13 +43,16 @@ pub async fn join(
             waiting,
             measured_rate,
             configured_rate,
+            serial,
+            epoch,
         } => {
             let rate = best_rate(measured_rate, configured_rate);
-            Ok(super::status::waiting(
-                app, attempt, position, waiting, rate,
-            ))
+            let mut view = super::status::waiting(app, attempt, position, waiting, rate);
+            view.as_of = Some(Utc::now());
+            view.queue_ticket = Some(app.tickets.issue(attempt, user, &Ticket { serial, epoch }));
+            Ok(view)
         }
-        JoinOutcome::Active { attempt } => super::status::status(app, attempt, user).await,
+        JoinOutcome::Active { attempt } => super::status::from_store(app, attempt, user).await,
         JoinOutcome::UnknownSale => Err(ServiceError::NotFound("sale")),
         JoinOutcome::Closed => Err(ServiceError::SaleClosed),
     }

@@ -1,7 +1,7 @@
 //! Leave: a waiting user steps out of the queue; an admitted user gives the slot back; a user
 //! who holds stock releases it.
 
-use super::{status::status, sync_queue, App, AttemptView, ServiceError, ServiceResult};
+use super::{status::from_store, sync_queue, App, AttemptView, ServiceError, ServiceResult};
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, ExpiryReason, UserId};
 use crate::queue::LeaveOutcome;
 
@@ -12,6 +12,7 @@ pub async fn leave(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResul
             let left = AttemptState::expired_because(ExpiryReason::Left);
             let cause = AttemptEvent::Leave.as_str();
             crate::telemetry::count_transitions(&AttemptState::QUEUED, &left, cause, 1);
+            app.lines.left(attempt);
             Ok(AttemptView::bare(attempt, left))
         }
         LeaveOutcome::NotQueued | LeaveOutcome::NotFound => {
@@ -29,7 +30,7 @@ pub async fn leave(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResul
                     Ok(AttemptView::from_record(&applied.record, None))
                 }
                 // Left the queue earlier: leaving again answers the same.
-                Err(crate::ledger::LedgerError::NotFound) => status(app, attempt, user).await,
+                Err(crate::ledger::LedgerError::NotFound) => from_store(app, attempt, user).await,
                 Err(e) => Err(ServiceError::from(e)),
             }
         }

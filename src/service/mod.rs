@@ -16,12 +16,15 @@ pub mod drain;
 pub mod hold;
 pub mod join;
 pub mod leave;
+pub mod line;
 pub mod offer;
 pub mod payment;
 pub mod sales;
 pub mod status;
+pub mod status_stream;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusHandle;
 
@@ -30,7 +33,7 @@ pub use idempotency::{idempotent, IdempotencyKey};
 pub use sync::{sync_queue, sync_queue_all};
 pub use view::{poll_after_ms, AttemptView};
 
-use crate::auth::{AdminKey, AdmissionTokens, UserTokens};
+use crate::auth::{AdminKey, AdmissionTokens, QueueTickets, UserTokens};
 use crate::config::Config;
 use crate::ledger::Ledger;
 use crate::payments::WebhookSigner;
@@ -63,6 +66,10 @@ pub struct AppParts {
     pub users: UserTokens,
     /// Signs and verifies admission tokens.
     pub admission: AdmissionTokens,
+    /// Signs and verifies queue tickets (a waiting attempt's place, for status from the view).
+    pub tickets: QueueTickets,
+    /// This replica's view of each waiting line it answers for, and its status streams.
+    pub lines: Arc<line::Lines>,
     pub admin_key: AdminKey,
     pub webhooks: WebhookSigner,
     pub metrics: PrometheusHandle,
@@ -99,6 +106,12 @@ impl App {
         Ok(App(Arc::new(AppParts {
             users: UserTokens::from_config(&config.auth)?,
             admission: AdmissionTokens::new(seed),
+            tickets: QueueTickets::new(seed),
+            lines: Arc::new(line::Lines::new(
+                Arc::clone(&queue),
+                Duration::from_millis(config.queue.line_refresh_ms),
+                config.workers.abandon_after_secs > 0,
+            )),
             admin_key: AdminKey::new(&config.auth.admin_key),
             webhooks: WebhookSigner::new(
                 &config.payments.webhook_secret,

@@ -1,14 +1,82 @@
-//! The status of an attempt. A waiting attempt is answered from the queue store alone; from
+//! The status of an attempt. A waiting attempt with a queue ticket is answered from this
+//! replica's view of its line (`super::line`), which costs the queue store nothing; without
+//! one, or when the view says something happened to it, the queue store answers; from
 //! ADMITTED on, the ledger answers (that traffic is bounded by the admission rate).
+
+use chrono::Utc;
 
 use super::join::best_rate;
 use super::{App, AttemptView, ServiceError, ServiceResult};
+use crate::auth::Ticket;
 use crate::domain::{AttemptId, AttemptState, ExpiryReason, UserId};
 
-pub async fn status(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
-    let mut view = app.queue.view(attempt, user).await?;
+/// The attempt's status for `user`; `ticket` is the queue ticket the client presents.
+pub async fn status(
+    app: &App,
+    attempt: AttemptId,
+    user: &UserId,
+    ticket: Option<&str>,
+) -> ServiceResult<AttemptView> {
+    if let Some(ticket) = ticket {
+        match app.tickets.verify(ticket, attempt, user) {
+            Some(placed) => {
+                if let Some(view) = from_line(app, attempt, ticket, &placed) {
+                    return Ok(view);
+                }
+            }
+            // Another user's, another attempt's, altered, or signed by a replica without the
+            // shared key: the store says where the attempt stands instead.
+            None => metrics::counter!("sluice_queue_tickets_refused_total").increment(1),
+        }
+    }
+    from_store(app, attempt, user).await
+}
+
+/// A waiting attempt's answer from this replica's view of its line; `None` when the view
+/// cannot say (none yet, or the attempt is no longer waiting in it: admitted, left,
+/// abandoned, or the line was numbered anew).
+pub fn from_line(
+    app: &App,
+    attempt: AttemptId,
+    ticket: &str,
+    placed: &Ticket,
+) -> Option<AttemptView> {
+    let line = app.lines.line(attempt.sale);
+    let snapshot = line.snapshot()?;
+    if line.left_here(attempt) {
+        return None;
+    }
+    let position = snapshot.place(placed.serial, &placed.epoch)?;
+    answered("line");
+    let line_now = &snapshot.figures;
+    if line_now.sale_closed {
+        return Some(AttemptView::bare(
+            attempt,
+            AttemptState::expired_because(ExpiryReason::SaleClosed),
+        ));
+    }
+    // Asking is a sign of life: the next refresh writes it.
+    if app.lines.tracks_presence() {
+        line.seen(placed.serial);
+    }
+    let rate = best_rate(line_now.measured_rate, line_now.configured_rate);
+    let mut view = waiting(app, attempt, position, line_now.waiting, rate);
+    view.sold_out = line_now.sold_out;
+    view.as_of = Some(snapshot.as_of);
+    view.queue_ticket = Some(ticket.to_owned());
+    Some(view)
+}
+
+/// The attempt's status from the queue store (and the ledger past the queue).
+pub async fn from_store(
+    app: &App,
+    attempt: AttemptId,
+    user: &UserId,
+) -> ServiceResult<AttemptView> {
+    answered("store");
+    let mut view = lookup(app, attempt, user).await?;
     if !view.known_sale && super::sales::restore_in_queue(app, attempt.sale, false).await? {
-        view = app.queue.view(attempt, user).await?;
+        view = lookup(app, attempt, user).await?;
     }
     match &view.owner {
         Some(owner) if owner != user => return Err(ServiceError::NotFound("attempt")),
@@ -25,49 +93,86 @@ pub async fn status(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResu
                 let rate = best_rate(view.measured_rate, view.configured_rate);
                 let mut answer = waiting(app, attempt, position, view.waiting, rate);
                 answer.sold_out = view.sold_out;
+                answer.as_of = Some(Utc::now());
+                answer.queue_ticket = view.serial.map(|serial| {
+                    let placed = Ticket {
+                        serial,
+                        epoch: view.epoch.clone(),
+                    };
+                    app.tickets.issue(attempt, user, &placed)
+                });
                 return Ok(answer);
             }
         }
         None => {}
     }
+    if let Some(answer) = from_ledger(app, attempt, user).await? {
+        return Ok(answer);
+    }
+    if view.owner.is_some() && view.active {
+        // Popped from the queue a moment ago; the ledger row is being written.
+        return Ok(AttemptView::queued(attempt, 1, view.waiting, 0.0));
+    }
+    let expired = |reason| {
+        Ok(AttemptView::bare(
+            attempt,
+            AttemptState::expired_because(reason),
+        ))
+    };
+    if view.owner.is_some() {
+        // Known to the queue store, neither waiting nor admitted: the user left, or showed no
+        // sign of life for too long.
+        return expired(if view.abandoned {
+            ExpiryReason::Abandoned
+        } else {
+            ExpiryReason::Left
+        });
+    }
+    if view.sale_closed {
+        // Waiting when the sale closed: the store let go of its entry at the close.
+        return expired(ExpiryReason::SaleClosed);
+    }
+    if created_ms(attempt).is_some_and(|t| t < view.rebuilt_at_ms) {
+        // Created before the sale was rebuilt from the ledger: its place was lost with the
+        // queue store's data (UUIDv7 ids carry their creation time).
+        return Err(ServiceError::RejoinNeeded);
+    }
+    Err(ServiceError::NotFound("attempt"))
+}
+
+/// The attempt's status from the ledger, which has it from ADMITTED on; `None` when it has no
+/// row for it (waiting, left, or being admitted this moment).
+pub async fn from_ledger(
+    app: &App,
+    attempt: AttemptId,
+    user: &UserId,
+) -> ServiceResult<Option<AttemptView>> {
     match app.ledger.attempt(attempt).await? {
         Some(record) if record.user == *user => {
             let token = (record.state == AttemptState::ADMITTED).then(|| {
                 app.admission
                     .issue(attempt, user, record.admission_expires_at.timestamp())
             });
-            Ok(AttemptView::from_record(&record, token))
+            Ok(Some(AttemptView::from_record(&record, token)))
         }
         Some(_) => Err(ServiceError::NotFound("attempt")),
-        // Popped from the queue a moment ago; the ledger row is being written.
-        None if view.owner.is_some() && view.active => {
-            Ok(AttemptView::queued(attempt, 1, view.waiting, 0.0))
-        }
-        // Known to the queue store, neither waiting nor admitted: the user left, or showed no
-        // sign of life for too long.
-        None if view.owner.is_some() => {
-            let reason = if view.abandoned {
-                ExpiryReason::Abandoned
-            } else {
-                ExpiryReason::Left
-            };
-            Ok(AttemptView::bare(
-                attempt,
-                AttemptState::expired_because(reason),
-            ))
-        }
-        // Waiting when the sale closed: the store let go of its entry at the close.
-        None if view.sale_closed => Ok(AttemptView::bare(
-            attempt,
-            AttemptState::expired_because(ExpiryReason::SaleClosed),
-        )),
-        // Created before the sale was rebuilt from the ledger: its place was lost with the
-        // queue store's data (UUIDv7 ids carry their creation time).
-        None if created_ms(attempt).is_some_and(|t| t < view.rebuilt_at_ms) => {
-            Err(ServiceError::RejoinNeeded)
-        }
-        None => Err(ServiceError::NotFound("attempt")),
+        None => Ok(None),
     }
+}
+
+/// One queue-store lookup for a status answer, counted as such.
+async fn lookup(
+    app: &App,
+    attempt: AttemptId,
+    user: &UserId,
+) -> ServiceResult<crate::queue::QueueView> {
+    metrics::counter!("sluice_status_store_calls_total", "call" => "lookup").increment(1);
+    Ok(app.queue.view(attempt, user).await?)
+}
+
+/// Counts a status answer by where it came from (`line`, `store`).
+fn answered(source: &'static str) {
+    metrics::counter!("sluice_status_answers_total", "source" => source).increment(1);
 }
 
 /// A waiting attempt's answer. With abandonment on, the client is told to come back at least

@@ -29,6 +29,10 @@ pub async fn sync_queue_all(app: &App, applied: &[Applied]) {
             }
         }
     }
+    // The attempts' status streams on this replica say so at once.
+    for transition in applied {
+        app.lines.nudges.nudge(transition.record.id);
+    }
     if synced.is_empty() {
         return;
     }

@@ -30,6 +30,12 @@ pub struct AttemptView {
     /// While QUEUED: nothing is free to hold and nothing held can come back.
     #[serde(default)]
     pub sold_out: bool,
+    /// While QUEUED: when the figures (position, waiting) were exact.
+    #[serde(default)]
+    pub as_of: Option<DateTime<Utc>>,
+    /// While QUEUED: the attempt's queue ticket, to present with the next status question.
+    #[serde(default)]
+    pub queue_ticket: Option<String>,
 }
 
 impl AttemptView {
@@ -64,6 +70,8 @@ impl AttemptView {
             payment_expires_at: None,
             sandbox: false,
             sold_out: false,
+            as_of: None,
+            queue_ticket: None,
         }
     }
 

@@ -78,7 +78,7 @@ async function phone(user, saleId) {
   const page = await context.newPage();
   page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
   const streams = [];
-  page.on('request', (r) => { if (r.url().endsWith('/events')) streams.push(r.url()); });
+  page.on('request', (r) => { if (new URL(r.url()).pathname.endsWith('/events')) streams.push(r.url()); });
   await page.goto(`${BASE}/?sale=${saleId}#token=${token(user)}`);
   return { page, context, streams };
 }

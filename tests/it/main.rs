@@ -16,6 +16,7 @@ mod events;
 mod kafka;
 mod ledger;
 mod lifecycle;
+mod line;
 mod queue_store;
 mod reapers;
 mod rebuild;

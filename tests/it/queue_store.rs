@@ -70,7 +70,98 @@ on_every_queue_store!(
     nothing_free_and_nothing_held_is_sold_out,
     a_sync_change_is_applied_once_however_often_it_comes,
     holdings_are_what_the_store_holds_and_a_repair_is_a_compare_and_set,
+    a_refresh_sends_each_departure_once_and_its_places_equal_the_stores,
 );
+
+/// A replica's view of the line (refreshes fed into `LineSnapshot`) places every waiting user
+/// where the store does, after departures out of turn, an admission over the places left, and
+/// the lottery's renumbering; each refresh sends only the departures the view has not seen.
+async fn a_refresh_sends_each_departure_once_and_its_places_equal_the_stores(
+    q: Arc<dyn QueueStore>,
+) {
+    use sluice::service::line::LineSnapshot;
+    const N: usize = 40;
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
+    let mut serials = Vec::new();
+    let mut attempts = Vec::new();
+    for name in &names {
+        match q.join(s.id, &user(name), 0).await.unwrap() {
+            JoinOutcome::Queued {
+                attempt, serial, ..
+            } => {
+                attempts.push(attempt);
+                serials.push(serial);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let refresh = |view: LineSnapshot| {
+        let q = q.clone();
+        async move {
+            let digest = q
+                .refresh(s.id, &view.figures.epoch, view.logged(), &[])
+                .await
+                .unwrap();
+            let sent = digest.departures.clone();
+            (view.next(digest, Utc::now(), 1000).unwrap(), sent)
+        }
+    };
+    // The view's place of each user equals the store's.
+    let check = |view: LineSnapshot, serials: Vec<u64>, epoch_of: Option<String>| {
+        let q = q.clone();
+        let (names, attempts) = (names.clone(), attempts.clone());
+        async move {
+            for i in 0..N {
+                let store = q.view(attempts[i], &user(&names[i])).await.unwrap();
+                // A user no longer waiting has no serial from the store: theirs from the join.
+                let (serial, epoch) = match store.serial {
+                    Some(serial) => (serial, store.epoch.clone()),
+                    None => (
+                        serials[i],
+                        epoch_of.clone().unwrap_or_else(|| store.epoch.clone()),
+                    ),
+                };
+                assert_eq!(view.place(serial, &epoch), store.position, "{}", names[i]);
+            }
+        }
+    };
+    for i in [3, 4, 9] {
+        q.leave(attempts[i], &user(&names[i])).await.unwrap();
+    }
+    let (view, sent) = refresh(LineSnapshot::empty()).await;
+    assert_eq!(sent, [serials[3], serials[4], serials[9]]);
+    check(view.clone(), serials.clone(), None).await;
+    for i in [20, 5] {
+        q.leave(attempts[i], &user(&names[i])).await.unwrap();
+    }
+    let (view, sent) = refresh(view).await;
+    assert_eq!(sent, [serials[20], serials[5]], "only the new departures");
+    check(view.clone(), serials.clone(), None).await;
+    let admitted = admit_all(&q, &s, 4).await;
+    let who: Vec<&str> = admitted.iter().map(|a| a.user.as_str()).collect();
+    assert_eq!(who, ["u0", "u1", "u2", "u6"], "over the places left");
+    let (view, sent) = refresh(view).await;
+    assert!(sent.is_empty());
+    check(view.clone(), serials.clone(), None).await;
+    assert_eq!(
+        view.place(serials[0], &view.figures.epoch),
+        None,
+        "admitted"
+    );
+    assert_eq!(view.place(serials[9], &view.figures.epoch), None, "left");
+    assert_eq!(view.figures.waiting, (N - 5 - 4) as u64);
+    // The lottery numbers the line anew: a serial of before names no place in the new epoch.
+    let before = view.figures.epoch.clone();
+    q.draw_lottery(s.id, "seed").await.unwrap();
+    let (drawn, _) = refresh(view).await;
+    assert_ne!(drawn.figures.epoch, before);
+    assert_eq!(drawn.place(serials[39], &before), None);
+    check(drawn, serials, Some(before)).await;
+}
 
 /// A queue-sync change of a fresh id, as the ledger's log would hand it.
 fn change(attempt: sluice::domain::AttemptId, change: SyncChange) -> PendingSync {

@@ -41,9 +41,15 @@ if (!joined.data) fail("joinSale failed", joined.error);
 const attemptId = joined.data.attempt_id;
 console.log(`joined ${joined.data.state} position=${joined.data.position}`);
 
+// The queue ticket of the last answer: sent back, the waiting answer needs no queue-store lookup.
+let ticket = joined.data.queue_ticket;
+
 async function current(): Promise<Attempt> {
-  const got = await user.GET("/v1/attempts/{attempt_id}", { params: { path: { attempt_id: attemptId } } });
+  const got = await user.GET("/v1/attempts/{attempt_id}", {
+    params: { path: { attempt_id: attemptId }, query: { ticket } },
+  });
   if (!got.data) fail("getAttempt failed", got.error);
+  ticket = got.data.queue_ticket;
   return got.data;
 }
 

@@ -97,8 +97,11 @@ export interface paths {
         };
         /**
          * Get an attempt's status
-         * @description Position, waiting count and estimated wait while queued; the admission token once
-         *     admitted; the hold and payment after. Poll again after `poll_after_ms`.
+         * @description Position, waiting count and estimated wait while queued, exact as of `as_of`; the
+         *     admission token once admitted; the hold and payment after. Poll again after
+         *     `poll_after_ms`. Send the `queue_ticket` of the last answer as `ticket`: a waiting
+         *     attempt is then answered from the replica's view of the queue (refreshed every
+         *     `queue.line_refresh_ms`), without a lookup in the queue store.
          */
         get: operations["getAttempt"];
         put?: never;
@@ -144,8 +147,11 @@ export interface paths {
         };
         /**
          * Stream an attempt's status
-         * @description Server-Sent Events carrying the same status as `getAttempt`, pushed every
-         *     `poll_after_ms` (at most every 5 s) until the attempt ends.
+         * @description Server-Sent Events (`event: status`) carrying the same status as `getAttempt`,
+         *     whenever it changes: while queued at each refresh of the replica's view of the queue
+         *     (`queue.line_refresh_ms`), at once for a change made through the same replica, and at
+         *     most 5 s late past the queue; until the attempt ends. Each event's `id` names its
+         *     answer: reconnect with `Last-Event-ID` and an unchanged answer is not sent again.
          */
         get: operations["streamAttempt"];
         put?: never;
@@ -578,10 +584,12 @@ export interface components {
          * AttemptOut
          * @description The status of an attempt.
          * @example {
+         *       "as_of": "2026-12-02T10:00:00.250+00:00",
          *       "attempt_id": "0193a0c4e1b27c3d9f0a1b2c3d4e5f600193a0c4e1b27c3d9f0a1b2c3d4e5f61",
          *       "estimated_wait_secs": 121,
          *       "poll_after_ms": 12000,
          *       "position": 1204,
+         *       "queue_ticket": "1204.1764669600000000.q1Jm0XhT4vR6Yb8Zk2Wc3AVs9pLd7Fn5Ge1Hi3Jk4Mo",
          *       "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
          *       "state": "QUEUED",
          *       "waiting": 48210
@@ -598,6 +606,12 @@ export interface components {
              *     with `/.well-known/jwks.json`.
              */
             admission_token?: string;
+            /**
+             * Format: date-time
+             * @description QUEUED only: when `position` and `waiting` were exact (the replica's view of the queue
+             *     is refreshed every `queue.line_refresh_ms`).
+             */
+            as_of?: string;
             attempt_id: string;
             /**
              * Format: uint64
@@ -616,6 +630,12 @@ export interface components {
              * @description 1-based place in the queue (QUEUED only).
              */
             position?: number;
+            /**
+             * @description QUEUED only: send it as `ticket` with the next status question (`getAttempt`,
+             *     `streamAttempt`), so the answer needs no lookup in the queue store. Bound to this
+             *     attempt and user; opaque.
+             */
+            queue_ticket?: string;
             reason?: components["schemas"]["ExpiryReasonName"];
             sale_id: string;
             /**
@@ -1331,7 +1351,13 @@ export interface operations {
     };
     getAttempt: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description The `queue_ticket` of the attempt's last answer. One that does not verify (another
+                 *     user's or attempt's, or altered) is ignored.
+                 */
+                ticket?: string;
+            };
             header?: never;
             path: {
                 attempt_id: string;
@@ -1586,8 +1612,14 @@ export interface operations {
     };
     streamAttempt: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /** @description The `queue_ticket` of the attempt's last answer (as for `getAttempt`). */
+                ticket?: string;
+            };
+            header?: {
+                /** @description The `id` of the last event received, when reconnecting. */
+                "Last-Event-ID"?: string;
+            };
             path: {
                 attempt_id: string;
             };

@@ -208,11 +208,19 @@
     }
   }
 
+  /// The attempt's status path; with its queue ticket the answer comes from the server's view
+  /// of the queue, without a lookup in the queue store.
+  function statusPath(suffix = '') {
+    const ticket = attempt.queue_ticket ? `?ticket=${encodeURIComponent(attempt.queue_ticket)}` : '';
+    return `/v1/attempts/${attempt.attempt_id}${suffix}${ticket}`;
+  }
+
+  let lastEventId = null; // of the status stream: a reconnect is not sent the same answer again
+
   async function stream(signal) {
-    const res = await fetch(`/v1/attempts/${attempt.attempt_id}/events`, {
-      headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' },
-      signal,
-    });
+    const headers = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
+    if (lastEventId) headers['Last-Event-ID'] = lastEventId;
+    const res = await fetch(statusPath('/events'), { headers, signal });
     if (!res.ok || !res.body) {
       const json = await res.json().catch(() => ({}));
       throw new Problem(res.status, json, Number(res.headers.get('Retry-After') || 0));
@@ -227,8 +235,11 @@
       while ((end = buffer.indexOf('\n\n')) >= 0) {
         const event = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        const data = event.split('\n').filter((l) => l.startsWith('data:'))
+        const lines = event.split('\n');
+        const data = lines.filter((l) => l.startsWith('data:'))
           .map((l) => l.slice(5).trimStart()).join('\n');
+        const id = lines.find((l) => l.startsWith('id:'));
+        if (id) lastEventId = id.slice(3).trim();
         if (data) show(JSON.parse(data));
       }
     }
@@ -241,7 +252,7 @@
       await sleep(Math.max(500, wait));
       if (signal.aborted) return;
       try {
-        show(await api('GET', `/v1/attempts/${attempt.attempt_id}`));
+        show(await api('GET', statusPath()));
       } catch (e) {
         handleProblem(e);
         if (!isTransient(e)) return;
@@ -576,6 +587,8 @@
   for (const [id, outcome] of [['approve', 'approve'], ['decline', 'decline']]) {
     $(id).addEventListener('click', (ev) => act(ev.currentTarget, async () => {
       await api('POST', `/sandbox/payments/${attempt.payment.reference}`, { outcome });
+      // The status stream may have pushed the outcome before this answer came: then it said so.
+      if (ENDED.includes(attempt.state)) return null;
       say(outcome === 'approve' ? t('paymentSent') : t('declining'));
       follow();
       return null;

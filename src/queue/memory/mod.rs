@@ -71,6 +71,10 @@ struct SaleQueue {
     abandoned: HashSet<Uuid>,
     /// A lottery sale's draw was made.
     lottery_drawn: bool,
+    /// The line's numbering (as `meta.epoch`): new with the sale and at the lottery's draw.
+    epoch: String,
+    /// Serials that left the line out of turn, in the order they left (as `departed`).
+    departed: Vec<u64>,
     /// Counts changes to the stock, holds and active set ([`Holdings::version`]).
     version: u64,
     /// Queue-sync changes applied, and when (ms), for as long as [`SYNCED_KEEP_MS`]: a
@@ -90,6 +94,11 @@ fn lottery_key(seed: &str, user: &str) -> String {
 
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
+}
+
+/// A new epoch of a line's numbering: the clock in µs, as `lua/lib/queue.lua` makes one.
+fn new_epoch() -> String {
+    chrono::Utc::now().timestamp_micros().to_string()
 }
 
 impl MemoryQueue {
@@ -129,8 +138,32 @@ impl SaleQueue {
             rebuilt_at_ms: self.rebuilt_at_ms,
             abandoned: self.abandoned.contains(&attempt),
             sale_closed: self.status == SaleStatus::Closed,
-            sold_out: self.remaining() == 0 && self.holds.is_empty(),
+            sold_out: self.sold_out(),
+            serial: None,
+            epoch: self.epoch.clone(),
         }
+    }
+
+    /// Nothing is free to hold and nothing is held.
+    fn sold_out(&self) -> bool {
+        self.remaining() == 0 && self.holds.is_empty()
+    }
+
+    /// The lowest serial that may still be waiting (as `meta.head`): everyone below it was
+    /// admitted or left.
+    fn head(&self) -> u64 {
+        self.queue
+            .first_key_value()
+            .map_or(self.seq + 1, |(seq, _)| *seq)
+    }
+
+    /// Takes a waiting attempt out of the line out of turn (left, abandoned); its serial.
+    fn depart(&mut self, attempt: Uuid) -> Option<u64> {
+        let seq = self.queued.remove(&attempt)?;
+        self.queue.remove(&seq);
+        self.seen.forget(attempt);
+        self.departed.push(seq);
+        Some(seq)
     }
 
     fn new(sale: &Sale) -> Self {
@@ -162,6 +195,8 @@ impl SaleQueue {
             seen: Presence::default(),
             abandoned: HashSet::new(),
             lottery_drawn: false,
+            epoch: new_epoch(),
+            departed: Vec::new(),
             version: 0,
             synced: HashSet::new(),
             synced_at: BTreeSet::new(),
@@ -285,6 +320,8 @@ impl SaleQueue {
             waiting: self.queue.len() as u64,
             measured_rate: self.measured_rate,
             configured_rate: self.rate_per_minute as f64,
+            serial: self.queued.get(&attempt.local).copied().unwrap_or(0),
+            epoch: self.epoch.clone(),
         }
     }
 
@@ -432,21 +469,59 @@ impl QueueStore for MemoryQueue {
             QueueView {
                 owner,
                 position,
+                serial: position.and_then(|_| q.queued.get(&attempt.local).copied()),
                 ..q.view_of_sale(attempt.local)
             }
         });
-        Ok(view.unwrap_or(QueueView {
-            owner: None,
-            position: None,
-            waiting: 0,
-            active: false,
-            measured_rate: 0.0,
-            configured_rate: 0.0,
-            known_sale: false,
-            rebuilt_at_ms: 0,
-            abandoned: false,
-            sale_closed: false,
-            sold_out: false,
+        Ok(view.unwrap_or_else(QueueView::unknown_sale))
+    }
+
+    async fn refresh(
+        &self,
+        sale: SaleId,
+        epoch: &str,
+        departed: u64,
+        seen: &[u64],
+    ) -> QueueResult<LineDigest> {
+        let _timer = CallTimer::start("refresh");
+        let track = self.abandon_after_ms > 0;
+        let digest = self.with(sale, |q| {
+            if track {
+                let now = now_ms();
+                for serial in seen {
+                    if let Some(attempt) = q.queue.get(serial).copied() {
+                        q.seen.refresh(attempt, now);
+                    }
+                }
+            }
+            let logged = q.departed.len() as u64;
+            let from = if q.epoch != epoch || departed > logged {
+                0
+            } else {
+                departed
+            };
+            let to = logged.min(from + MAX_DEPARTURES as u64);
+            LineDigest {
+                figures: LineFigures {
+                    known: true,
+                    epoch: q.epoch.clone(),
+                    head: q.head(),
+                    last: q.seq,
+                    waiting: q.queue.len() as u64,
+                    measured_rate: q.measured_rate,
+                    configured_rate: q.rate_per_minute as f64,
+                    rebuilt_at_ms: q.rebuilt_at_ms,
+                    sale_closed: q.status == SaleStatus::Closed,
+                    sold_out: q.sold_out(),
+                },
+                from,
+                departures: q.departed[from as usize..to as usize].to_vec(),
+            }
+        });
+        Ok(digest.unwrap_or_else(|| LineDigest {
+            figures: LineFigures::unknown(),
+            from: 0,
+            departures: Vec::new(),
         }))
     }
 
@@ -456,10 +531,8 @@ impl QueueStore for MemoryQueue {
             if q.owners.get(&attempt.local) != Some(user) {
                 return LeaveOutcome::NotFound;
             }
-            match q.queued.remove(&attempt.local) {
-                Some(seq) => {
-                    q.queue.remove(&seq);
-                    q.seen.forget(attempt.local);
+            match q.depart(attempt.local) {
+                Some(_) => {
                     if q.users.get(user) == Some(&attempt.local) {
                         q.users.remove(user);
                     }
@@ -685,6 +758,7 @@ impl QueueStore for MemoryQueue {
                     return 0;
                 }
                 let waiting = q.queue.len() as u64;
+                q.departed.clear();
                 for (_, attempt) in std::mem::take(&mut q.queue) {
                     q.queued.remove(&attempt);
                     q.seen.forget(attempt);
@@ -750,10 +824,9 @@ impl QueueStore for MemoryQueue {
             let mut n = 0;
             for attempt in q.seen.silent_since(cutoff, limit as usize) {
                 q.seen.forget(attempt);
-                let Some(seq) = q.queued.remove(&attempt) else {
+                if q.depart(attempt).is_none() {
                     continue;
-                };
-                q.queue.remove(&seq);
+                }
                 if let Some(user) = q.owners.get(&attempt).cloned() {
                     if q.users.get(&user) == Some(&attempt) {
                         q.users.remove(&user);
@@ -782,13 +855,17 @@ impl QueueStore for MemoryQueue {
                 })
                 .collect();
             ranked.sort();
-            // Ranks 1..n are below every sequence number given so far: later joins follow.
+            // They take the last serials handed out so far, in that order (as lottery.lua):
+            // later joins follow. The line is numbered anew.
             q.queue.clear();
+            let first = q.seq + 1 - ranked.len() as u64;
             for (rank, (_, attempt)) in ranked.iter().enumerate() {
-                let rank = rank as u64 + 1;
-                q.queue.insert(rank, *attempt);
-                q.queued.insert(*attempt, rank);
+                let serial = first + rank as u64;
+                q.queue.insert(serial, *attempt);
+                q.queued.insert(*attempt, serial);
             }
+            q.departed.clear();
+            q.epoch = new_epoch();
             q.lottery_drawn = true;
             Some(ranked.len() as u64)
         });

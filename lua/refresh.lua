@@ -1,0 +1,43 @@
+-- refresh: what each replica's view of a sale's waiting line is refreshed from, one call per
+-- sale per replica per refresh interval (src/service/line): the line's numbering (epoch), its
+-- head and last serial, the departures out of turn the caller has not seen, the sale's figures;
+-- and, in the same call, the signs of life that replica gathered since its last refresh.
+-- KEYS: 1 meta, 2 seq, 3 gone, 4 seen, 5 departed, 6 stock, 7 seats, 8 holds
+-- ARGV: 1 '1' when presence is tracked (abandonment is on), 2 the caller's epoch, 3 how many
+--       departures of that epoch the caller has, 4 the most departures to send, then the
+--       serials seen (waiting users who asked)
+-- Returns {known (1/0), epoch, head, last serial, waiting, measured rate, configured rate,
+--          rebuilt_at_ms, status ('' when unknown), sold out (1/0), from (the index in the
+--          departure log of the first one sent: 0 when the caller's epoch or count no longer
+--          holds, so it starts again), then the departures}
+local meta = redis.call('HMGET', KEYS[1], 'stock_initialised', 'epoch', 'head', 'measured_rate',
+  'rate_per_minute', 'rebuilt_at_ms', 'status', 'kind')
+local epoch = meta[2] or ''
+if ARGV[1] == '1' and #ARGV > 4 then
+  local now = now_ms()
+  -- In chunks: Lua's stack takes ~8,000 values.
+  for first = 5, #ARGV, 1000 do
+    local args = {}
+    for i = first, math.min(first + 999, #ARGV) do
+      args[#args + 1] = now
+      args[#args + 1] = ARGV[i]
+    end
+    redis.call('ZADD', KEYS[4], 'XX', unpack(args))
+  end
+end
+local known, empty = 0, 0
+if meta[1] then
+  known = 1
+  empty = sold_out(meta[8], KEYS[6], KEYS[7], KEYS[8])
+end
+local head = head_of(meta[3])
+local logged = redis.call('LLEN', KEYS[5])
+local from = tonumber(ARGV[3])
+if epoch ~= ARGV[2] or from > logged then from = 0 end
+local reply = {known, epoch, head, last_serial(KEYS[2]), waiting_count(head, KEYS[2], KEYS[3]),
+  meta[4] or '0', meta[5] or '0', meta[6] or '0', meta[7] or '', empty, from}
+if from < logged then
+  local sent = redis.call('LRANGE', KEYS[5], from, from + tonumber(ARGV[4]) - 1)
+  for _, serial in ipairs(sent) do reply[#reply + 1] = serial end
+end
+return reply

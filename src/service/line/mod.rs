@@ -1,0 +1,188 @@
+//! Each replica's view of the waiting lines it answers for, so that a waiting user's status
+//! costs the queue store nothing. A line's view is refreshed by one store call per refresh
+//! interval (`queue.line_refresh_ms`; [`crate::queue::QueueStore::refresh`]): the head, the
+//! last serial, the departures out of turn not seen yet, the sale's figures; the same call
+//! writes the signs of life gathered here since the last one (the abandonment reaper's "seen").
+//! A status with a verified queue ticket ([`crate::auth::QueueTickets`]) is then answered from
+//! the view, exact as of its refresh; the store is asked only when the view says something
+//! happened to the attempt (admitted, left, abandoned, a new numbering).
+//!
+//! A line's view exists while someone asks: it is made at the first question for the sale and
+//! dropped once nobody asked for [`IDLE`] and no status stream follows it. Status streams
+//! wait on the view ([`Lines::subscribe`]) and on their attempt's nudges ([`Nudges`]).
+
+mod nudges;
+mod snapshot;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+pub use self::nudges::{Nudged, Nudges};
+pub use self::snapshot::LineSnapshot;
+use crate::domain::{AttemptId, SaleId};
+use crate::queue::{QueueStore, MAX_DEPARTURES};
+
+/// A line nobody asked about for this long, followed by no stream, stops being refreshed.
+pub const IDLE: Duration = Duration::from_secs(30);
+
+/// The most signs of life one refresh carries; more wait for the next (a replica gathers one
+/// per waiting user who asks, and users ask every few seconds at most).
+const MAX_SEEN: usize = 200_000;
+
+/// Every line this replica keeps a view of.
+pub struct Lines {
+    /// How often each line's view is refreshed.
+    every: Duration,
+    /// Signs of life are gathered (abandonment is on).
+    track_presence: bool,
+    queue: Arc<dyn QueueStore>,
+    lines: Mutex<HashMap<SaleId, Arc<Line>>>,
+    /// Status streams of this replica, by attempt, to push to at once.
+    pub nudges: Arc<Nudges>,
+}
+
+/// One sale's line as this replica sees it.
+pub struct Line {
+    /// The latest snapshot; `None` until the first refresh, and while the store cannot be
+    /// read or does not hold the sale (answers come from the store then).
+    latest: watch::Sender<Option<Arc<LineSnapshot>>>,
+    /// Serials of waiting users who asked since the last refresh (written by the next).
+    seen: Mutex<Vec<u64>>,
+    /// When someone last asked (ms since the process's [`Lines`] began): idle lines stop.
+    asked_ms: AtomicI64,
+    /// Attempts that left the line through this replica, and when: until a refresh sent after
+    /// that brings their departure, their status comes from the store.
+    left_here: Mutex<Vec<(AttemptId, Instant)>>,
+}
+
+impl Line {
+    /// The latest snapshot, if the view has one.
+    pub fn snapshot(&self) -> Option<Arc<LineSnapshot>> {
+        self.latest.borrow().clone()
+    }
+
+    /// Records a sign of life of a waiting serial, for the next refresh to write.
+    pub fn seen(&self, serial: u64) {
+        let mut seen = self.seen.lock().expect("seen lock");
+        if seen.len() < MAX_SEEN {
+            seen.push(serial);
+        }
+    }
+
+    /// The attempt left through this replica since the last refresh.
+    pub fn left_here(&self, attempt: AttemptId) -> bool {
+        let left = self.left_here.lock().expect("left lock");
+        left.iter().any(|(a, _)| *a == attempt)
+    }
+}
+
+impl Lines {
+    pub fn new(queue: Arc<dyn QueueStore>, every: Duration, track_presence: bool) -> Self {
+        Lines {
+            every,
+            track_presence,
+            queue,
+            lines: Mutex::default(),
+            nudges: Arc::default(),
+        }
+    }
+
+    /// Signs of life are gathered for the reaper.
+    pub fn tracks_presence(&self) -> bool {
+        self.track_presence
+    }
+
+    /// The sale's line, made (and its refreshing started) at the first question.
+    pub fn line(self: &Arc<Self>, sale: SaleId) -> Arc<Line> {
+        self.with_line(sale, Arc::clone)
+    }
+
+    /// The sale's line's snapshots as they come, for a status stream.
+    pub fn subscribe(self: &Arc<Self>, sale: SaleId) -> watch::Receiver<Option<Arc<LineSnapshot>>> {
+        // Under the map's lock, so a line that is being dropped is not subscribed to.
+        self.with_line(sale, |line| line.latest.subscribe())
+    }
+
+    /// Notes that `attempt` left its line through this replica (see [`Line::left_here`]) and
+    /// pushes to its streams here.
+    pub fn left(self: &Arc<Self>, attempt: AttemptId) {
+        let line = self.line(attempt.sale);
+        line.left_here
+            .lock()
+            .expect("left lock")
+            .push((attempt, Instant::now()));
+        self.nudges.nudge(attempt);
+    }
+
+    fn with_line<T>(self: &Arc<Self>, sale: SaleId, f: impl FnOnce(&Arc<Line>) -> T) -> T {
+        let now = self.clock_ms();
+        let mut lines = self.lines.lock().expect("lines lock");
+        let line = lines.entry(sale).or_insert_with(|| {
+            let line = Arc::new(Line {
+                latest: watch::channel(None).0,
+                seen: Mutex::default(),
+                asked_ms: AtomicI64::new(now),
+                left_here: Mutex::default(),
+            });
+            tokio::spawn(Arc::clone(self).refresh(sale, Arc::clone(&line)));
+            line
+        });
+        line.asked_ms.store(now, Ordering::Relaxed);
+        f(line)
+    }
+
+    fn clock_ms(&self) -> i64 {
+        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_millis() as i64
+    }
+
+    /// Refreshes the sale's line every interval until it is idle.
+    async fn refresh(self: Arc<Self>, sale: SaleId, line: Arc<Line>) {
+        let mut current = LineSnapshot::empty();
+        loop {
+            let seen = std::mem::take(&mut *line.seen.lock().expect("seen lock"));
+            let sent = Instant::now();
+            let as_of = chrono::Utc::now();
+            let refreshed = self
+                .queue
+                .refresh(sale, &current.figures.epoch, current.logged(), &seen)
+                .await;
+            metrics::counter!("sluice_status_store_calls_total", "call" => "refresh").increment(1);
+            match refreshed {
+                Ok(digest) => match current.next(digest, as_of, MAX_DEPARTURES) {
+                    Some(next) => {
+                        current = next;
+                        line.latest.send_replace(Some(Arc::new(current.clone())));
+                    }
+                    None => {
+                        current = LineSnapshot::empty();
+                        line.latest.send_replace(None);
+                    }
+                },
+                Err(e) => {
+                    tracing::debug!(%sale, error = %e, "line refresh failed");
+                    line.latest.send_replace(None);
+                    // The signs of life go with the next refresh.
+                    let mut pending = line.seen.lock().expect("seen lock");
+                    let room = MAX_SEEN.saturating_sub(pending.len());
+                    pending.extend(seen.into_iter().take(room));
+                }
+            }
+            line.left_here
+                .lock()
+                .expect("left lock")
+                .retain(|(_, at)| *at >= sent);
+            tokio::time::sleep(self.every).await;
+            let mut lines = self.lines.lock().expect("lines lock");
+            let idle = self.clock_ms() - line.asked_ms.load(Ordering::Relaxed);
+            if idle > IDLE.as_millis() as i64 && line.latest.receiver_count() == 0 {
+                lines.remove(&sale);
+                return;
+            }
+        }
+    }
+}
