@@ -2,10 +2,11 @@
 //!
 //! - `tokens <hs256 secret> <count> <file>`: user tokens, one per line (users `bench-<i>`);
 //! - `join-all <base url> <sale> <tokens file> <pairs file>`: joins every user (64 at a time)
-//!   and writes `<attempt> <token>` lines for the status benchmark;
+//!   and writes `<attempt> <token> <queue ticket>` lines for the status benchmark;
 //! - `sse <base url> <pairs file> <streams> <server pid> [h2]`: opens that many status streams
-//!   (with `h2`, all over one HTTP/2 connection),
-//!   waits for an event on each, and prints the server's RSS per stream;
+//!   (with `h2`, over HTTP/2, 10,000 a connection), waits for an event on each, and prints the
+//!   server's RSS per stream, the queue-store calls made while they are open, and whether
+//!   pushes still flow once the head of the line leaves;
 //! - `admission-tokens <base url> <pairs file> <holds file>`: waits until each attempt is
 //!   admitted and writes `<attempt> <token> <admission token>` lines for the hold benchmark.
 
@@ -47,7 +48,7 @@ async fn join_all(base: &str, sale: &str, tokens: &str, pairs: &str) -> anyhow::
         .lines()
         .map(str::to_owned)
         .collect();
-    let joined: Vec<(String, String)> = stream::iter(tokens)
+    let joined: Vec<(String, String, String)> = stream::iter(tokens)
         .map(|token| {
             let http = http.clone();
             async move {
@@ -59,20 +60,49 @@ async fn join_all(base: &str, sale: &str, tokens: &str, pairs: &str) -> anyhow::
                     .json()
                     .await?;
                 let attempt = resp["attempt_id"].as_str().unwrap_or_default().to_owned();
-                anyhow::Ok((attempt, token))
+                let ticket = resp["queue_ticket"].as_str().unwrap_or("-").to_owned();
+                anyhow::Ok((attempt, token, ticket))
             }
         })
         .buffer_unordered(64)
-        .filter_map(|r| async move { r.ok().filter(|(a, _)| !a.is_empty()) })
+        .filter_map(|r| async move { r.ok().filter(|(a, _, _)| !a.is_empty()) })
         .collect()
         .await;
     let mut out = std::io::BufWriter::new(std::fs::File::create(pairs)?);
-    for (attempt, token) in &joined {
-        writeln!(out, "{attempt} {token}")?;
+    for (attempt, token, ticket) in &joined {
+        writeln!(out, "{attempt} {token} {ticket}")?;
     }
     eprintln!("joined {}", joined.len());
     Ok(())
 }
+
+/// The `(attempt, token, queue ticket)` lines `join-all` wrote.
+fn read_pairs(file: &str) -> anyhow::Result<Vec<(String, String, String)>> {
+    Ok(std::fs::read_to_string(file)?
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace();
+            let (attempt, token) = (parts.next()?, parts.next()?);
+            let ticket = parts.next().unwrap_or("-");
+            Some((attempt.to_owned(), token.to_owned(), ticket.to_owned()))
+        })
+        .collect())
+}
+
+/// sluice's count of queue-store calls made for status answers (lookups and line refreshes).
+async fn status_store_calls(http: &reqwest::Client, base: &str) -> f64 {
+    let Ok(resp) = http.get(format!("{base}/metrics")).send().await else {
+        return 0.0;
+    };
+    let text = resp.text().await.unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with("sluice_status_store_calls_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Status streams carried by one HTTP/2 connection in `sse ... h2`.
+const H2_STREAMS_PER_CONNECTION: usize = 10_000;
 
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -86,32 +116,38 @@ fn rss_kib(pid: u32) -> u64 {
 /// Opens `streams` status streams and measures the server's RSS per stream; with `h2`, all
 /// of them over one HTTP/2 connection (h2c, prior knowledge), as behind an HTTP/2 proxy.
 async fn sse(base: &str, pairs: &str, streams: usize, pid: u32, h2: bool) -> anyhow::Result<()> {
-    let pairs: Vec<(String, String)> = std::fs::read_to_string(pairs)?
-        .lines()
-        .filter_map(|l| l.split_once(' ').map(|(a, t)| (a.to_owned(), t.to_owned())))
-        .take(streams)
-        .collect();
+    let mut pairs = read_pairs(pairs)?;
+    pairs.truncate(streams);
     anyhow::ensure!(
         pairs.len() == streams,
         "only {} attempts to stream",
         pairs.len()
     );
     let before = rss_kib(pid);
-    let http = if h2 {
-        reqwest::Client::builder().http2_prior_knowledge().build()?
+    // Over HTTP/2, one connection per H2_STREAMS_PER_CONNECTION streams: the h2 client refuses
+    // a connection on which many more small DATA frames arrive at once (its DoS guard, "too
+    // many data frames"), as each stream's event is one when the line moves.
+    let clients: Vec<reqwest::Client> = if h2 {
+        (0..streams.div_ceil(H2_STREAMS_PER_CONNECTION))
+            .map(|_| reqwest::Client::builder().http2_prior_knowledge().build())
+            .collect::<Result<_, _>>()?
     } else {
-        reqwest::Client::builder()
+        vec![reqwest::Client::builder()
             .pool_max_idle_per_host(0)
-            .build()?
+            .build()?]
     };
     let started = Instant::now();
+    // The head of the line, which leaves once every stream is open: each stream behind it
+    // gets a new position at the next refresh.
+    let leaving: Vec<_> = pairs.iter().take(10).cloned().collect();
     // Open every stream, read its first event, keep it open.
-    let opened: Vec<_> = stream::iter(pairs)
-        .map(|(attempt, token)| {
-            let http = http.clone();
+    let opened: Vec<_> = stream::iter(pairs.into_iter().enumerate())
+        .map(|(i, (attempt, token, ticket))| {
+            let http = clients[i % clients.len()].clone();
             async move {
                 let mut resp = http
                     .get(format!("{base}/v1/attempts/{attempt}/events"))
+                    .query(&[("ticket", ticket)])
                     .bearer_auth(&token)
                     .send()
                     .await
@@ -127,43 +163,67 @@ async fn sse(base: &str, pairs: &str, streams: usize, pid: u32, h2: bool) -> any
         .collect()
         .await;
     let open: Vec<_> = opened.into_iter().flatten().collect();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let opened_in = started.elapsed();
+    let plain = reqwest::Client::new();
+    let calls_before = status_store_calls(&plain, base).await;
+    let quiet = Duration::from_secs(10);
+    tokio::time::sleep(quiet).await;
+    let calls_quiet = status_store_calls(&plain, base).await - calls_before;
     let during = rss_kib(pid);
-    // Status pushes keep flowing: a second event on a sample of streams.
-    let mut sample = open.into_iter().take(200).collect::<Vec<_>>();
-    let mut pushed = 0;
-    for resp in sample.iter_mut() {
-        if let Ok(Ok(Some(chunk))) =
-            tokio::time::timeout(Duration::from_secs(20), resp.chunk()).await
-        {
-            if chunk.windows(5).any(|w| w == b"data:") {
-                pushed += 1;
+    for (attempt, token, _) in &leaving {
+        let _ = plain
+            .delete(format!("{base}/v1/attempts/{attempt}"))
+            .bearer_auth(token)
+            .send()
+            .await;
+    }
+    // Status pushes keep flowing: every open stream (all read at once, as clients do, so none
+    // holds the connection's flow-control window) gets a new event once the head has left.
+    let listening = open.len();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let readers = open.into_iter().map(|mut resp| {
+        tokio::spawn(async move {
+            loop {
+                match tokio::time::timeout_at(deadline, resp.chunk()).await {
+                    Ok(Ok(Some(chunk))) => {
+                        if chunk.windows(5).any(|w| w == b"data:") {
+                            return true;
+                        }
+                    }
+                    Ok(Ok(None)) | Ok(Err(_)) | Err(_) => return false,
+                }
             }
+        })
+    });
+    let mut pushed = 0;
+    for reader in readers.collect::<Vec<_>>() {
+        if reader.await.unwrap_or(false) {
+            pushed += 1;
         }
     }
     let per_stream = (during.saturating_sub(before)) as f64 / streams as f64;
     println!(
         "streams opened: {streams} in {:.1} s",
-        started.elapsed().as_secs_f64()
+        opened_in.as_secs_f64()
     );
     println!("server RSS: {before} KiB before, {during} KiB with the streams open");
-    println!("RSS per stream: {per_stream:.1} KiB (goal <= 10 KiB)");
+    println!("RSS per stream: {per_stream:.2} KiB");
     println!(
-        "status pushes still flowing: {pushed} of {} sampled streams got another event",
-        sample.len()
+        "queue-store calls for status while the streams were open for {} s: {calls_quiet}",
+        quiet.as_secs()
+    );
+    println!(
+        "status pushes still flowing: {pushed} of {listening} open streams got an event after the head of the line left (within 30 s)"
     );
     Ok(())
 }
 
 async fn admission_tokens(base: &str, pairs: &str, holds: &str) -> anyhow::Result<()> {
     let http = reqwest::Client::new();
-    let pairs: Vec<(String, String)> = std::fs::read_to_string(pairs)?
-        .lines()
-        .filter_map(|l| l.split_once(' ').map(|(a, t)| (a.to_owned(), t.to_owned())))
-        .collect();
+    let pairs = read_pairs(pairs)?;
     let deadline = Instant::now() + Duration::from_secs(120);
     let admitted: Vec<String> = stream::iter(pairs)
-        .map(|(attempt, token)| {
+        .map(|(attempt, token, _)| {
             let http = http.clone();
             async move {
                 while Instant::now() < deadline {
