@@ -46,7 +46,7 @@ pub async fn join(
             serial,
             epoch,
         } => {
-            let rate = best_rate(measured_rate, configured_rate);
+            let rate = super::status::best_rate(measured_rate, configured_rate);
             let mut view = super::status::waiting(app, attempt, position, waiting, rate);
             view.as_of = Some(Utc::now());
             view.queue_ticket = Some(app.tickets.issue(attempt, user, &Ticket { serial, epoch }));
@@ -55,14 +55,5 @@ pub async fn join(
         JoinOutcome::Active { attempt } => super::status::from_store(app, attempt, user).await,
         JoinOutcome::UnknownSale => Err(ServiceError::NotFound("sale")),
         JoinOutcome::Closed => Err(ServiceError::SaleClosed),
-    }
-}
-
-/// The measured admission rate once there is one, else the configured one.
-pub fn best_rate(measured: f64, configured: f64) -> f64 {
-    if measured > 0.0 {
-        measured
-    } else {
-        configured
     }
 }

@@ -4,10 +4,8 @@
 //! for it, and every join reads its proof-of-work settings from it, and the ledger must only
 //! see admitted traffic: answers are kept for a second per sale, so a crowd costs the ledger
 //! one read a second. One request reads at a time (per sale); while it does, the others are
-//! answered from the offer it replaces, or, when there is none yet, wait for it. (Every request
-//! used to read once the second was up, and all of them waited: the read counted a
-//! million-unit sale's free units then, which takes the ledger a while, and joins stalled each
-//! second.)
+//! answered from the offer it replaces, or, when there is none yet, wait for it, so no join
+//! waits behind the read once the second is up.
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -5,7 +5,6 @@
 
 use chrono::Utc;
 
-use super::join::best_rate;
 use super::{App, AttemptView, ServiceError, ServiceResult};
 use crate::auth::Ticket;
 use crate::domain::{AttemptId, AttemptState, ExpiryReason, UserId};
@@ -190,6 +189,15 @@ pub(super) fn waiting(
         view.poll_after_ms = view.poll_after_ms.min(abandon_ms / 3);
     }
     view
+}
+
+/// The measured admission rate once there is one, else the configured one.
+pub fn best_rate(measured: f64, configured: f64) -> f64 {
+    if measured > 0.0 {
+        measured
+    } else {
+        configured
+    }
 }
 
 fn created_ms(attempt: AttemptId) -> Option<i64> {

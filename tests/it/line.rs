@@ -520,3 +520,41 @@ async fn the_store_is_not_asked_while_a_thousand_waiting_users_poll(backend: Bac
     assert!(refreshed <= most, "{refreshed} refreshes in {elapsed:?}");
     t.stop().await;
 }
+
+/// A ticket from before the store lost the sale never names a place in the line rebuilt from
+/// the ledger (which numbers from 1 again): its holder is told to rejoin, even once a newcomer
+/// holds the same serial.
+#[tokio::test]
+async fn a_ticket_from_before_a_wiped_store_leads_to_rejoin_not_to_a_place() {
+    let t = spawn(Backend::Servers, 0).await;
+    let sale = paused_sale(&t, json!({})).await;
+    let users = joined(&t, &sale, "wiped", 2).await;
+    let (user, attempt, ticket) = &users[0];
+    assert_eq!(status_with(&t, attempt, user, ticket).await["position"], 1);
+    let client = redis::Client::open(t.app.config.queue.url.as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let pattern = format!("{}:*", t.app.config.queue.key_prefix);
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(&pattern)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(!keys.is_empty());
+    let _: () = redis::cmd("DEL")
+        .arg(&keys)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    tokio::time::sleep(REFRESH * 2).await;
+    let ask = || {
+        t.as_user(Method::GET, &format!("/v1/attempts/{attempt}"), user)
+            .query(&[("ticket", ticket)])
+            .send()
+    };
+    crate::helpers::assert_problem(ask().await.unwrap(), 410, "/problems/rejoin").await;
+    let newcomer = t.join(&sale, "newcomer").await;
+    assert_eq!(newcomer["position"], 1, "{newcomer}");
+    tokio::time::sleep(REFRESH * 2).await;
+    crate::helpers::assert_problem(ask().await.unwrap(), 410, "/problems/rejoin").await;
+    t.stop().await;
+}

@@ -265,9 +265,9 @@ pub const CLAIM_FREE_UNITS: &str = "UPDATE stock_units SET attempt_id = $2
 /// Free units are found through the free-units index, never by a sequential scan. For a
 /// `LIMIT`, the planner likes a sequential scan when its statistics say free rows are many,
 /// reckoning it meets some early; but a new sale's units are stored behind every older sale's
-/// rows, so each hold read all of those first (pgbench on the hold statements behind one older
-/// sale of 30,000 held units: 499-666 tx/s; by index, 1,093-1,145). For the rest of the hold
-/// transaction, whose statements go by key, the setting changes nothing.
+/// rows, so each hold would read all of those first (`docs/benchmarks.md` has the figures).
+/// For the rest of the hold transaction, whose statements go by key, the setting changes
+/// nothing.
 pub const FREE_UNITS_BY_INDEX: &str = "SET LOCAL enable_seqscan = off";
 
 /// Claims the hold's units: free units of a quantity sale (skipping those another hold is
