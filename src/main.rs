@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use sluice::config::Config;
 use sluice::domain::UserId;
 
 /// mimalloc: allocation-heavy request handling (JSON, JWT, headers) on many threads; glibc's
@@ -81,7 +80,7 @@ enum EventsCommand {
 async fn main() -> anyhow::Result<()> {
     sluice::telemetry::init_tracing();
     let cli = Cli::parse();
-    let config = match Config::load(cli.config.as_deref()) {
+    let config = match sluice::secrets::load(cli.config.as_deref()) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("sluice: {e}");

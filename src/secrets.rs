@@ -4,11 +4,25 @@
 //! (PostgreSQL configured) never gets here: it must configure every secret.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
+
+/// The configuration start-up runs with: the layers (defaults, `file`, the environment), the
+/// embedded default's secrets filled from its data directory, then validated.
+pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+    let mut config = Config::parse(Config::figment(file))?;
+    if config.ledger_is_embedded() {
+        fill(&mut config).map_err(|e| ConfigError::Invalid {
+            key: "embedded.data_dir",
+            message: e.to_string(),
+        })?;
+    }
+    config.validate()?;
+    Ok(config)
+}
 
 #[derive(Default, Serialize, Deserialize)]
 struct Stored {
@@ -90,4 +104,31 @@ pub fn fill(config: &mut Config) -> anyhow::Result<()> {
         config.payments.webhook_secret = webhook;
     }
     Ok(())
+}
+
+#[cfg(test)]
+// figment's Jail takes closures that return its (large) error.
+#[allow(clippy::result_large_err)]
+mod tests {
+    use figment::Jail;
+
+    use super::*;
+
+    #[test]
+    fn the_embedded_default_needs_no_configuration_and_keeps_its_secrets() {
+        Jail::expect_with(|jail| {
+            jail.clear_env();
+            let first = load(None).expect("the defaults are a working embedded config");
+            assert!(first.ledger_is_embedded());
+            assert!(first.auth.admin_key.len() >= 16);
+            let again = load(None).unwrap();
+            assert_eq!(
+                first.auth.admin_key, again.auth.admin_key,
+                "generated once, then kept"
+            );
+            assert_eq!(first.payments.webhook_secret, again.payments.webhook_secret);
+            assert!(Config::load(None).is_err(), "the leaf alone fills nothing");
+            Ok(())
+        });
+    }
 }

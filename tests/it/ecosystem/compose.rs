@@ -141,7 +141,7 @@ fn sluice_accepts_the_replicas_configuration() {
                 let value = fill(value.as_str().unwrap());
                 jail.set_env(key.as_str().unwrap(), value);
             }
-            let config = sluice::config::Config::load(None).map_err(|e| e.to_string())?;
+            let config = sluice::secrets::load(None).map_err(|e| e.to_string())?;
             assert_eq!(config.queue.url, "redis://redis:6379");
             assert_eq!(config.events.kafka_brokers, "kafka:9092");
             assert_eq!(config.valve.prometheus_url, "http://prometheus:9090");
