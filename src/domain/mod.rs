@@ -1,7 +1,9 @@
-//! The domain: sales, attempts and their state machine, events. No I/O lives here.
+//! The domain: sales, attempts and their state machine, what a sale holds, events. No I/O
+//! lives here.
 
 pub mod attempt;
 pub mod events;
+pub mod holding;
 pub mod ids;
 pub mod proof_of_work;
 pub mod sale;
@@ -9,6 +11,7 @@ pub mod valve;
 
 pub use attempt::{decide, AttemptEvent, AttemptState, Decision, Effect, ExpiryReason, Rejected};
 pub use events::{DomainEvent, EventType};
+pub use holding::{LiveAttempt, SaleSnapshot, Take};
 pub use ids::{AttemptId, IdError, SaleId, UserId};
 pub use proof_of_work::ProofOfWork;
 pub use sale::{

@@ -16,7 +16,8 @@ use crate::domain::{
     Admission, AttemptEvent, AttemptId, AttemptState, Decision, ExpiryReason, Opening, ProofOfWork,
     Rejected, Sale, SaleId, SaleStatus, UserId,
 };
-use crate::queue::{Admitted, LiveAttempt, SaleSnapshot, Take};
+use crate::domain::{LiveAttempt, SaleSnapshot, Take};
+use crate::queue::Admitted;
 pub use crate::queue::{PendingSync, SyncChange};
 
 pub use self::postgres::PgLedger;

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 
 use super::{Applied, AttemptRecord, LedgerError, LedgerResult, PendingSync, SyncChange};
 use crate::domain::events::EventType;
+use crate::domain::Take;
 use crate::domain::{decide, AttemptEvent, AttemptId, AttemptState, DomainEvent, Effect, UserId};
-use crate::queue::Take;
 
 /// The statements a transition needs, on an open transaction of one database.
 #[async_trait]

@@ -40,7 +40,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::domain::{Admission, AttemptId, Sale, SaleId, SaleStatus, Stock, UserId};
+use crate::domain::{Admission, AttemptId, Sale, SaleId, SaleStatus, UserId};
+pub use crate::domain::{LiveAttempt, SaleSnapshot, Take};
 
 pub use self::change::{PendingSync, SyncChange};
 pub use self::holdings::{Drift, Holdings};
@@ -219,22 +220,6 @@ pub enum AdmitOutcome {
     LeaseLost,
 }
 
-/// What a hold takes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Take {
-    Quantity(u32),
-    Seats(Vec<String>),
-}
-
-impl Take {
-    pub fn units(&self) -> u32 {
-        match self {
-            Take::Quantity(n) => *n,
-            Take::Seats(s) => s.len() as u32,
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HoldOutcome {
     /// Taken now, or taken earlier by the same attempt (then `take` is what was taken then).
@@ -271,44 +256,6 @@ pub struct QueueStats {
 /// How long a store keeps the record of a queue-sync change it applied: a replay of the log
 /// reaches back at most this far (`workers.queue_sync_replay_secs` is bounded by it).
 pub const SYNCED_KEEP_MS: u64 = 3_600_000;
-
-/// What the ledger says of a sale now: what the queue store is (re)built from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SaleSnapshot {
-    /// Units free to hold.
-    pub free: Stock,
-    /// Attempts admitted, holding or paying.
-    pub live: Vec<LiveAttempt>,
-    /// Units each user holds or bought (the per-user limit).
-    pub bought: Vec<(UserId, u32)>,
-    /// Each buyer's CONFIRMED attempt: joining again answers it (one attempt per user).
-    pub buyers: Vec<(UserId, AttemptId)>,
-    /// The sale existed before this snapshot was taken: places in its queue were lost.
-    pub reset: bool,
-}
-
-impl SaleSnapshot {
-    /// A new sale: all its stock free, nobody in.
-    pub fn fresh(sale: &Sale) -> Self {
-        SaleSnapshot {
-            free: sale.stock.clone(),
-            live: Vec::new(),
-            bought: Vec::new(),
-            buyers: Vec::new(),
-            reset: false,
-        }
-    }
-}
-
-/// One attempt from ADMITTED on, as the queue store tracks it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveAttempt {
-    pub attempt: AttemptId,
-    pub user: UserId,
-    /// When its current step times out (ms).
-    pub deadline_ms: i64,
-    pub hold: Option<Take>,
-}
 
 /// The lease that makes one process the admitter of a sale.
 #[derive(Debug, Clone, PartialEq, Eq)]

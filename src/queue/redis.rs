@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::*;
-use crate::domain::StockKind;
+use crate::domain::{Stock, StockKind};
 
 macro_rules! lua {
     ($name:ident, $file:literal) => {

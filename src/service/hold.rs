@@ -5,9 +5,10 @@
 use super::{sync_queue, App, AttemptView, ServiceError, ServiceResult};
 use crate::auth::admission_token::AdmissionTokenError;
 use crate::domain::sale::parse_seat_id;
+use crate::domain::Take;
 use crate::domain::{AttemptEvent, AttemptId, UserId};
 use crate::ledger::LedgerError;
-use crate::queue::{HoldOutcome, Take};
+use crate::queue::HoldOutcome;
 
 /// What a client asks to hold: exactly one of a quantity or seat ids.
 pub fn parse_take(quantity: Option<u32>, seat_ids: Option<Vec<String>>) -> ServiceResult<Take> {

@@ -5,11 +5,12 @@ use chrono::Utc;
 
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::valve::ControllerState;
+use crate::domain::SaleSnapshot;
 use crate::domain::{
     Admission, AttemptState, ExpiryReason, NewSale, ProofOfWork, SaleId, SaleStatus,
 };
 use crate::ledger::{LedgerError, LedgerStats, SaleRecord};
-use crate::queue::{Lease, SaleSnapshot};
+use crate::queue::Lease;
 
 pub async fn create(app: &App, new: NewSale) -> ServiceResult<SaleRecord> {
     let sale = new

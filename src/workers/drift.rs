@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::domain::SaleId;
-use crate::queue::SaleSnapshot;
+use crate::domain::SaleSnapshot;
 use crate::service::App;
 
 /// Checks in a row that must find the same store version and ledger snapshot, disagreeing.

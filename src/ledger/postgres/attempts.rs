@@ -9,9 +9,9 @@ use uuid::Uuid;
 
 use super::{db_error, outbox};
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, DomainEvent, SaleId, UserId};
+use crate::domain::{LiveAttempt, Take};
 use crate::ledger::transition::{apply_in, AttemptTx};
 use crate::ledger::{Applied, AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange};
-use crate::queue::{LiveAttempt, Take};
 
 /// Everything [`record_from_row`] reads; `FOR UPDATE OF a` locks only the attempt.
 const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,

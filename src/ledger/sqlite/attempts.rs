@@ -8,9 +8,9 @@ use uuid::Uuid;
 
 use super::{db_error, from_ms, NOW_MS};
 use crate::domain::{AttemptId, AttemptState, DomainEvent, SaleId, UserId};
+use crate::domain::{LiveAttempt, Take};
 use crate::ledger::transition::AttemptTx;
 use crate::ledger::{AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange};
-use crate::queue::{LiveAttempt, Take};
 
 const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
         a.admission_expires_at_ms, a.hold_expires_at_ms, a.payment_expires_at_ms,

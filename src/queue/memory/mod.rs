@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use self::presence::Presence;
 use super::*;
-use crate::domain::StockKind;
+use crate::domain::{Stock, StockKind};
 
 /// See `admit_batch.lua`: how long past its deadline a forgotten active entry may linger.
 const FORGOTTEN_ACTIVE_GRACE_MS: i64 = 60_000;
