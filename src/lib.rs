@@ -8,7 +8,8 @@
 //!
 //! # Layout
 //!
-//! - [`domain`]: sales, attempts, the statig state machine ([`domain::decide`]) and the domain
+//! - [`domain`]: sales, attempts, the statig state machine ([`domain::decide`]), what a sale
+//!   holds ([`domain::holding`]: the words the queue store and the ledger share) and the domain
 //!   events. Pure: no I/O.
 //! - [`queue`]: the queue store, the hot path — queue order, positions, the active set, stock
 //!   counters. A trait; [`queue::RedisQueue`] runs one Lua script (`lua/`) per operation, on
@@ -17,24 +18,28 @@
 //! - [`ledger`]: the durable truth from ADMITTED on — attempts, holds (one row per unit of
 //!   stock), payments, audit trail, idempotency keys, outbox. A trait;
 //!   [`ledger::PgLedger`] is PostgreSQL (`migrations/postgres`).
-//! - [`service`]: the use cases, one file each (join, status, leave, hold, checkout, payment,
-//!   sales). They call the queue store first where it is the gate and the ledger where it is
-//!   the truth, and bring the queue store back in line after each ledger transition.
+//! - [`service`]: the use cases, one file each (join, status and its streams, leave, hold,
+//!   checkout, payment, sales, the sandbox payment provider). They call the queue store first
+//!   where it is the gate and the ledger where it is the truth, and bring the queue store back
+//!   in line after each ledger transition.
 //!   [`service::line`] is each replica's view of the waiting lines, refreshed by one store
 //!   call per sale and interval: a waiting user's status (with its queue ticket) and status
 //!   streams are answered from it.
 //! - [`api`]: HTTP (poem-openapi). Thin handlers; errors are problem+json.
 //! - [`workers`]: the admission loop (one admitter per sale across replicas, by a fenced lease
-//!   in the queue store; the rate set by hand or by the adaptive controller), the expiry reapers (cron) and the outbox relay (one at a time, by a lease in
-//!   the ledger).
+//!   in the queue store; the rate set by hand or by the adaptive controller), the expiry
+//!   reapers (cron) and the outbox relay (one at a time, by a lease in the ledger).
 //! - [`signals`]: the back end's pressure for the adaptive valve ([`domain::valve`]) — PromQL
 //!   through the Prometheus HTTP API, or the process's own metrics.
 //! - [`events`]: where relayed events go — Kafka, or a JSON lines file — and the reference
 //!   consumer.
 //! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), queue tickets
-//!   (HMAC: a waiting attempt's place in its line), the admin key; webhook signatures.
-//! - [`config`], [`telemetry`], [`server`]: layered configuration, logs and metrics, start-up
-//!   and the HTTP server (a task per connection, HTTP/1.1 or HTTP/2 told by a peek).
+//!   (HMAC: a waiting attempt's place in its line), the admin key; the provider's webhook
+//!   signatures.
+//! - [`config`], [`secrets`], [`telemetry`], [`server`]: layered configuration (a leaf: it
+//!   parses and validates), the embedded default's generated secrets (and [`secrets::load`],
+//!   the configuration start-up runs with), logs and metrics, start-up and the HTTP server (a
+//!   task per connection, HTTP/1.1 or HTTP/2 told by a peek).
 //!
 //! # Where state lives
 //!

@@ -9,7 +9,7 @@ use poem_openapi::{ApiResponse, OpenApi};
 use super::problem::ApiError;
 use super::types::{SandboxAccepted, SandboxOutcome, SandboxPayment};
 use super::ApiTags;
-use crate::payments::sandbox::{self, Outcome};
+use crate::service::sandbox::{self, Outcome};
 use crate::service::{App, ServiceError};
 
 pub struct SandboxApi {

@@ -831,7 +831,7 @@ impl From<AttemptView> for AttemptOut {
             }),
             payment: v.payment_reference.map(|r| PaymentOut {
                 reference: r.to_string(),
-                sandbox_url: v.sandbox.then(|| crate::payments::sandbox::payment_path(r)),
+                sandbox_url: v.sandbox.then(|| crate::service::sandbox::payment_path(r)),
                 expires_at: v.payment_expires_at,
             }),
             as_of: v.as_of,

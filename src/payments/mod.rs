@@ -1,6 +1,5 @@
 //! Payments: the provider's signed webhooks.
 
-pub mod sandbox;
 pub mod signature;
 pub mod webhook;
 

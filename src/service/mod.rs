@@ -20,6 +20,7 @@ pub mod line;
 pub mod offer;
 pub mod payment;
 pub mod sales;
+pub mod sandbox;
 pub mod status;
 pub mod status_stream;
 

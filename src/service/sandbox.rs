@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use crate::service::{payment, App, ServiceError, ServiceResult};
+use super::{payment, App, ServiceError, ServiceResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
