@@ -235,7 +235,7 @@ pub struct ValveConfig {
     /// Fraction of its target under which a signal counts as comfortable; between it and the
     /// target the rate holds.
     pub hold_band: f64,
-    /// The pressure signals by name. The built-in ones (see `signals/catalogue.rs`) can be
+    /// The pressure signals by name. The built-in ones (see `domain/signal_catalogue.rs`) can be
     /// re-targeted, re-queried or disabled; others can be added with a PromQL query
     /// (Prometheus only).
     pub signals: BTreeMap<String, SignalConfig>,
@@ -340,7 +340,7 @@ impl Default for Config {
                 increase_fraction: 0.05,
                 backoff: 0.7,
                 hold_band: 0.8,
-                signals: crate::signals::catalogue::BUILTINS
+                signals: crate::domain::signal_catalogue::BUILTINS
                     .iter()
                     .map(|b| {
                         let signal = SignalConfig {
@@ -626,7 +626,7 @@ impl Config {
                     format!("`{name}`: target must be positive"),
                 );
             }
-            let known = crate::signals::catalogue::builtin(name).is_some();
+            let known = crate::domain::signal_catalogue::builtin(name).is_some();
             if v.prometheus_url.is_empty() && !known {
                 return bad(
                     "valve.signals",

@@ -9,8 +9,8 @@
 //! # Layout
 //!
 //! - [`domain`]: sales, attempts, the statig state machine ([`domain::decide`]), what a sale
-//!   holds ([`domain::holding`]: the words the queue store and the ledger share) and the domain
-//!   events. Pure: no I/O.
+//!   holds ([`domain::holding`]: the words the queue store and the ledger share), the built-in
+//!   pressure signals ([`domain::signal_catalogue`]) and the domain events. Pure: no I/O.
 //! - [`queue`]: the queue store, the hot path — queue order, positions, the active set, stock
 //!   counters. A trait; [`queue::RedisQueue`] runs one Lua script (`lua/`) per operation, on
 //!   one Redis or a Redis Cluster (all of a sale's keys in one slot); joins and status lookups
@@ -45,9 +45,9 @@
 //!
 //! Waiting users exist only in the queue store: join and the status of a waiting user never
 //! touch the database, and a waiting user's status is answered from the replica's view of the
-//! line (refreshed from the queue store), not by a lookup of its own. From admission on, the ledger decides, and taking stock there is
-//! conditional (a unit row has at most one holder), so a wiped or stale queue store can never
-//! oversell.
+//! line (refreshed from the queue store), not by a lookup of its own. From admission on, the
+//! ledger decides, and taking stock there is conditional (a unit row has at most one holder),
+//! so a wiped or stale queue store can never oversell.
 
 pub mod api;
 pub mod auth;

@@ -7,6 +7,7 @@ pub mod holding;
 pub mod ids;
 pub mod proof_of_work;
 pub mod sale;
+pub mod signal_catalogue;
 pub mod valve;
 
 pub use attempt::{decide, AttemptEvent, AttemptState, Decision, Effect, ExpiryReason, Rejected};

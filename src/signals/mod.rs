@@ -5,9 +5,9 @@
 //! `None` — the valve then holds its rate — and is flagged in `sluice_valve_signal_stale`.
 //!
 //! The reader runs in a task of its own and publishes each round through a `watch` channel,
-//! so a slow or dead Prometheus never delays an admission tick.
+//! so a slow or dead Prometheus never delays an admission tick. The built-in signals are
+//! [`crate::domain::signal_catalogue`] (configuration names them too).
 
-pub mod catalogue;
 pub mod own_metrics;
 pub mod prometheus;
 

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use metrics_exporter_prometheus::PrometheusHandle;
 use prometheus_parse::{Scrape, Value};
 
-use super::catalogue::{builtin, Local, Selector};
 use super::{Signal, SignalSource};
+use crate::domain::signal_catalogue::{builtin, Local, Selector};
 use crate::domain::valve::Reading;
 
 pub struct OwnMetrics {
@@ -197,7 +197,7 @@ pub fn quantile(q: f64, buckets: &[(f64, f64)]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signals::catalogue::builtin;
+    use crate::domain::signal_catalogue::builtin;
 
     const BEFORE: &str = r#"# TYPE sluice_http_requests_total counter
 sluice_http_requests_total{operation="join",status="200"} 90
