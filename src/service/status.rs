@@ -49,10 +49,7 @@ pub fn from_line(
     answered("line");
     let line_now = &snapshot.figures;
     if line_now.sale_closed {
-        return Some(AttemptView::bare(
-            attempt,
-            AttemptState::expired_because(ExpiryReason::SaleClosed),
-        ));
+        return Some(expired(attempt, ExpiryReason::SaleClosed));
     }
     // Asking is a sign of life: the next refresh writes it.
     if app.lines.tracks_presence() {
@@ -84,10 +81,7 @@ pub async fn from_store(
                 if view.sale_closed {
                     // Its turn can no longer come: the attempt ends here, not in a queue that
                     // never moves again.
-                    return Ok(AttemptView::bare(
-                        attempt,
-                        AttemptState::expired_because(ExpiryReason::SaleClosed),
-                    ));
+                    return Ok(expired(attempt, ExpiryReason::SaleClosed));
                 }
                 let rate = best_rate(view.measured_rate, view.configured_rate);
                 let mut answer = waiting(app, attempt, position, view.waiting, rate);
@@ -112,24 +106,19 @@ pub async fn from_store(
         // Popped from the queue a moment ago; the ledger row is being written.
         return Ok(AttemptView::queued(attempt, 1, view.waiting, 0.0));
     }
-    let expired = |reason| {
-        Ok(AttemptView::bare(
-            attempt,
-            AttemptState::expired_because(reason),
-        ))
-    };
     if view.owner.is_some() {
         // Known to the queue store, neither waiting nor admitted: the user left, or showed no
         // sign of life for too long.
-        return expired(if view.abandoned {
+        let reason = if view.abandoned {
             ExpiryReason::Abandoned
         } else {
             ExpiryReason::Left
-        });
+        };
+        return Ok(expired(attempt, reason));
     }
     if view.sale_closed {
         // Waiting when the sale closed: the store let go of its entry at the close.
-        return expired(ExpiryReason::SaleClosed);
+        return Ok(expired(attempt, ExpiryReason::SaleClosed));
     }
     if created_ms(attempt).is_some_and(|t| t < view.rebuilt_at_ms) {
         // Created before the sale was rebuilt from the ledger: its place was lost with the
@@ -167,6 +156,11 @@ async fn lookup(
 ) -> ServiceResult<crate::queue::QueueView> {
     metrics::counter!("sluice_status_store_calls_total", "call" => "lookup").increment(1);
     Ok(app.queue.view(attempt, user).await?)
+}
+
+/// The answer of an attempt that ended `reason` outside the ledger (out of the queue).
+fn expired(attempt: AttemptId, reason: ExpiryReason) -> AttemptView {
+    AttemptView::bare(attempt, AttemptState::expired_because(reason))
 }
 
 /// Counts a status answer by where it came from (`line`, `store`).

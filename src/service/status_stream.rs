@@ -80,10 +80,14 @@ pub fn follow(
                 }
             };
             f.state = view.state;
-            f.ticket = view.queue_ticket.as_ref().and_then(|ticket| {
-                let placed = f.app.tickets.verify(ticket, f.attempt, &f.user)?;
-                Some((ticket.clone(), placed))
-            });
+            // Verified again only when it changed (a refresh hands back the same ticket).
+            let kept = f.ticket.as_ref().map(|(ticket, _)| ticket) == view.queue_ticket.as_ref();
+            if !kept {
+                f.ticket = view.queue_ticket.as_ref().and_then(|ticket| {
+                    let placed = f.app.tickets.verify(ticket, f.attempt, &f.user)?;
+                    Some((ticket.clone(), placed))
+                });
+            }
             let last = view.state.is_terminal() || *f.drain.borrow();
             let id = event_id(&view);
             if !last && f.last_id.as_ref() == Some(&id) {

@@ -295,18 +295,7 @@ async fn an_offers_stock_comes_from_the_queue_store_and_from_the_ledger_without_
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     assert_eq!(offer().await["remaining"], 4, "the queue store's counter");
     // The queue store loses every key of this app (as a flush would).
-    let pattern = format!("{prefix}:*");
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(&pattern)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    assert!(!keys.is_empty());
-    let _: () = redis::cmd("DEL")
-        .arg(&keys)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    t.wipe_queue_keys().await;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     assert_eq!(offer().await["remaining"], 3, "counted by the ledger");
     t.stop().await;

@@ -489,6 +489,25 @@ impl TestApp {
         );
     }
 
+    /// Deletes every key this app has in its (single) Redis, as a flush would: the queue
+    /// store loses every sale.
+    pub async fn wipe_queue_keys(&self) {
+        let client = redis::Client::open(self.app.config.queue.url.as_str()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let pattern = format!("{}:*", self.app.config.queue.key_prefix);
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(&pattern)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(!keys.is_empty(), "no keys to wipe");
+        let _: () = redis::cmd("DEL")
+            .arg(&keys)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+
     pub async fn stats(&self, sale: &str) -> Value {
         let resp = self
             .admin(reqwest::Method::GET, &format!("/v1/sales/{sale}/stats"))

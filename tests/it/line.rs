@@ -531,20 +531,7 @@ async fn a_ticket_from_before_a_wiped_store_leads_to_rejoin_not_to_a_place() {
     let users = joined(&t, &sale, "wiped", 2).await;
     let (user, attempt, ticket) = &users[0];
     assert_eq!(status_with(&t, attempt, user, ticket).await["position"], 1);
-    let client = redis::Client::open(t.app.config.queue.url.as_str()).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let pattern = format!("{}:*", t.app.config.queue.key_prefix);
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(&pattern)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    assert!(!keys.is_empty());
-    let _: () = redis::cmd("DEL")
-        .arg(&keys)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    t.wipe_queue_keys().await;
     tokio::time::sleep(REFRESH * 2).await;
     let ask = || {
         t.as_user(Method::GET, &format!("/v1/attempts/{attempt}"), user)

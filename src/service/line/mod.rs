@@ -41,6 +41,8 @@ pub struct Lines {
     track_presence: bool,
     queue: Arc<dyn QueueStore>,
     lines: Mutex<HashMap<SaleId, Arc<Line>>>,
+    /// What [`Line::asked_ms`] counts from.
+    started: Instant,
     /// Status streams of this replica, by attempt, to push to at once.
     pub nudges: Arc<Nudges>,
 }
@@ -52,7 +54,7 @@ pub struct Line {
     latest: watch::Sender<Option<Arc<LineSnapshot>>>,
     /// Serials of waiting users who asked since the last refresh (written by the next).
     seen: Mutex<Vec<u64>>,
-    /// When someone last asked (ms since the process's [`Lines`] began): idle lines stop.
+    /// When someone last asked (ms since [`Lines::started`]): idle lines stop.
     asked_ms: AtomicI64,
     /// Attempts that left the line through this replica, and when: until a refresh sent after
     /// that brings their departure, their status comes from the store.
@@ -87,6 +89,7 @@ impl Lines {
             track_presence,
             queue,
             lines: Mutex::default(),
+            started: Instant::now(),
             nudges: Arc::default(),
         }
     }
@@ -108,13 +111,20 @@ impl Lines {
     }
 
     /// Notes that `attempt` left its line through this replica (see [`Line::left_here`]) and
-    /// pushes to its streams here.
-    pub fn left(self: &Arc<Self>, attempt: AttemptId) {
-        let line = self.line(attempt.sale);
-        line.left_here
+    /// pushes to its streams here. Without a view of the line here, nothing can be stale.
+    pub fn left(&self, attempt: AttemptId) {
+        let line = self
+            .lines
             .lock()
-            .expect("left lock")
-            .push((attempt, Instant::now()));
+            .expect("lines lock")
+            .get(&attempt.sale)
+            .cloned();
+        if let Some(line) = line {
+            line.left_here
+                .lock()
+                .expect("left lock")
+                .push((attempt, Instant::now()));
+        }
         self.nudges.nudge(attempt);
     }
 
@@ -136,8 +146,7 @@ impl Lines {
     }
 
     fn clock_ms(&self) -> i64 {
-        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        START.get_or_init(Instant::now).elapsed().as_millis() as i64
+        self.started.elapsed().as_millis() as i64
     }
 
     /// Refreshes the sale's line every interval until it is idle.
