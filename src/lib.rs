@@ -8,7 +8,7 @@
 //!
 //! # Layout
 //!
-//! - [`domain`]: sales, attempts, the statig state machine ([`domain::decide`]), what a sale
+//! - [`domain`]: sales, attempts, the state machine of every transition ([`domain::decide`]), what a sale
 //!   holds ([`domain::holding`]: the words the queue store and the ledger share), the built-in
 //!   pressure signals ([`domain::signal_catalogue`]) and the domain events. Pure: no I/O.
 //! - [`queue`]: the queue store, the hot path — queue order, positions, the active set, stock

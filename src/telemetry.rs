@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::domain::{AttemptState, Decision};
+use crate::domain::AttemptState;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -227,13 +227,6 @@ fn zero_counters() {
         "sluice_outbox_dead_letters_total",
     ] {
         metrics::counter!(name).increment(0);
-    }
-}
-
-/// Counts a transition that changed an attempt's state.
-pub fn record_transition(decision: &Decision, cause: &str) {
-    if decision.changed {
-        count_transitions(&decision.from, &decision.to, cause, 1);
     }
 }
 

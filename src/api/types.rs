@@ -682,11 +682,11 @@ pub enum ExpiryReasonName {
 impl From<AttemptState> for AttemptStateName {
     fn from(state: AttemptState) -> Self {
         match state {
-            AttemptState::Queued { .. } => AttemptStateName::Queued,
-            AttemptState::Admitted { .. } => AttemptStateName::Admitted,
-            AttemptState::Hold { .. } => AttemptStateName::Hold,
-            AttemptState::PaymentPending { .. } => AttemptStateName::PaymentPending,
-            AttemptState::Confirmed { .. } => AttemptStateName::Confirmed,
+            AttemptState::Queued => AttemptStateName::Queued,
+            AttemptState::Admitted => AttemptStateName::Admitted,
+            AttemptState::Hold => AttemptStateName::Hold,
+            AttemptState::PaymentPending => AttemptStateName::PaymentPending,
+            AttemptState::Confirmed => AttemptStateName::Confirmed,
             AttemptState::Expired { .. } => AttemptStateName::Expired,
         }
     }

@@ -1,27 +1,45 @@
-//! The attempt: one user's way through one sale, as a [`statig`] state machine.
+//! The attempt: one user's way through one sale, and the one machine that decides each of its
+//! transitions, QUEUED ones included.
 //!
 //! ```text
 //! QUEUED ──admit──▶ ADMITTED ──hold──▶ HOLD ──checkout──▶ PAYMENT_PENDING ──paid──▶ CONFIRMED
-//!    └─leave/abandon─┐  └─admission TTL─┐ └─hold TTL / release─┐ └─failed / payment TTL─┐
-//!                    ▼                  ▼                      ▼                       ▼
-//!                                          EXPIRED (reason)
+//!   │ leave            │ leave           │ release, leave       │ payment failed
+//!   │ abandon          │ admission TTL   │ hold TTL             │ payment TTL
+//!   │ sale closed      │                 │ (stock back)         │ (stock back)
+//!   ▼                  ▼                 ▼                      ▼
+//!                          EXPIRED (reason): never left; money arriving here asks for a refund
+//!
+//! superstates: live = ADMITTED, HOLD, PAYMENT_PENDING; holding stock = HOLD, PAYMENT_PENDING
 //! ```
 //!
-//! The machine is pure: [`decide`] takes the current state and an event and returns a
-//! [`Decision`] (the next state plus the effects the caller must carry out in the same ledger
-//! transaction), or a [`Rejected`] error. No I/O happens here, so the caller owns the transaction
-//! and the machine stays synchronous (statig's async machines do not mix with `tokio::spawn`).
+//! [`decide`] is pure: it takes the current state and an event and returns a [`Decision`] —
+//! the next state, the effects on stock, and where the transition is kept and what it
+//! announces — or a [`Rejected`] error. The caller owns the I/O: the ledger writes a decision in
+//! one transaction (`ledger::transition`), and `service::transition` counts it and brings the
+//! queue store in line.
+//!
+//! It is a plain exhaustive `match` over (state, event), with no statig. The attempts' states
+//! live in the ledger and the queue store, and each event is decided for one stored state inside
+//! its transaction; statig's machines own their state and are resumed through `serde`, which
+//! this code did on every call, and its superstates and `on_transition` hooks need a machine
+//! that lives across events. Here the superstates are named functions ([`AttemptState::is_live`],
+//! [`AttemptState::holds_stock`]) and what every transition does is one function
+//! (`on_transition`): the state handlers say only where an event leads.
 //!
 //! Rules every caller relies on:
 //! - an event that does not apply to the state is [`Rejected`] (HTTP 409, or 410 once EXPIRED);
 //! - an event that already happened leaves the state as it is (`changed == false`): repeats are
 //!   idempotent;
-//! - leaving HOLD or PAYMENT_PENDING for EXPIRED yields [`Effect::ReturnStock`] exactly once;
+//! - entering HOLD takes the hold's units ([`Effect::TakeStock`]); leaving the holding
+//!   superstate (HOLD, PAYMENT_PENDING) for EXPIRED gives them back ([`Effect::ReturnStock`]),
+//!   which happens once because EXPIRED is never left;
 //! - a payment success after EXPIRED yields [`Effect::RefundRequired`] and stays EXPIRED;
-//! - a payment failure after CONFIRMED is ignored: the first final word wins.
+//! - a payment failure after CONFIRMED is ignored: the first final word wins;
+//! - a sale's close ends the waiting (QUEUED → EXPIRED `sale_closed`); the live finish normally.
 
 use serde::{Deserialize, Serialize};
-use statig::prelude::*;
+
+use super::events::EventType;
 
 /// Why an attempt ended without a purchase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -71,9 +89,15 @@ impl ExpiryReason {
 /// What happened to an attempt. Each variant is one transition cause in the audit trail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AttemptEvent {
+    /// The valve let the attempt in (QUEUED, in the queue store only, until then).
     Admit,
+    /// The user stepped out (a waiting user, or an admitted one giving the slot back; a holder
+    /// releases).
     Leave,
+    /// A waiting user stopped asking for their status (the abandonment reaper).
     Abandon,
+    /// The sale closed while the attempt waited.
+    SaleClosed,
     AdmissionTimeout,
     Hold,
     Release,
@@ -85,10 +109,11 @@ pub enum AttemptEvent {
 }
 
 impl AttemptEvent {
-    pub const ALL: [AttemptEvent; 11] = [
+    pub const ALL: [AttemptEvent; 12] = [
         AttemptEvent::Admit,
         AttemptEvent::Leave,
         AttemptEvent::Abandon,
+        AttemptEvent::SaleClosed,
         AttemptEvent::AdmissionTimeout,
         AttemptEvent::Hold,
         AttemptEvent::Release,
@@ -99,12 +124,13 @@ impl AttemptEvent {
         AttemptEvent::PaymentTimeout,
     ];
 
-    /// The cause recorded in `attempt_transitions`.
+    /// The cause recorded in `attempt_transitions` and in `sluice_transitions_total`.
     pub fn as_str(self) -> &'static str {
         match self {
             AttemptEvent::Admit => "admit",
             AttemptEvent::Leave => "leave",
             AttemptEvent::Abandon => "abandon",
+            AttemptEvent::SaleClosed => "sale_closed",
             AttemptEvent::AdmissionTimeout => "admission_timeout",
             AttemptEvent::Hold => "hold",
             AttemptEvent::Release => "release",
@@ -115,6 +141,30 @@ impl AttemptEvent {
             AttemptEvent::PaymentTimeout => "payment_timeout",
         }
     }
+
+    /// The deadline events a reaper gives to attempts whose time ran out.
+    pub const TIMEOUTS: [AttemptEvent; 3] = [
+        AttemptEvent::AdmissionTimeout,
+        AttemptEvent::HoldTimeout,
+        AttemptEvent::PaymentTimeout,
+    ];
+}
+
+/// Where an attempt is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AttemptState {
+    /// Waiting in line: known to the queue store only.
+    Queued,
+    /// Let in; may hold stock until the admission deadline.
+    Admitted,
+    /// Holds units or seats until the hold deadline.
+    Hold,
+    /// Checked out; the payment provider has until the payment deadline to answer.
+    PaymentPending,
+    /// Paid: the units are sold.
+    Confirmed,
+    /// Ended without a purchase.
+    Expired { reason: ExpiryReason },
 }
 
 /// A side effect the caller performs in the transaction that stores the transition.
@@ -128,14 +178,41 @@ pub enum Effect {
     RefundRequired,
 }
 
+/// Where a transition is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kept {
+    /// Nothing changed: nothing to keep.
+    Nowhere,
+    /// A waiting attempt ended: it lives in the queue store only, so the transition is counted
+    /// and has no ledger row, audit row or event.
+    QueueStore,
+    /// The ledger writes the state, its audit row and the event it announces, in one
+    /// transaction.
+    Ledger,
+}
+
 /// The answer of the machine to one event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decision {
     pub from: AttemptState,
     pub to: AttemptState,
+    /// What happened: the audit trail's and the transition metric's cause.
+    pub event: AttemptEvent,
     /// False when the event had already happened (an idempotent repeat) or is ignored by rule.
     pub changed: bool,
     pub effects: Vec<Effect>,
+    pub kept: Kept,
+}
+
+impl Decision {
+    /// The event the transition announces to the rest of the company (written to the outbox
+    /// with it), if any.
+    pub fn announces(&self) -> Option<EventType> {
+        match self.kept {
+            Kept::Ledger => EventType::entering(self.to),
+            Kept::QueueStore | Kept::Nowhere => None,
+        }
+    }
 }
 
 /// The event does not apply to the attempt's state.
@@ -146,189 +223,223 @@ pub struct Rejected {
     pub event: AttemptEvent,
 }
 
-/// The shared storage of the machine: what the handler of the last event decided besides the
-/// next state. It is scratch space, reset for every event.
-#[derive(Default, Serialize, Deserialize)]
-pub struct Attempt {
-    #[serde(skip)]
-    effects: Vec<Effect>,
-    /// The handler refused the event (it stays `Handled` so statig keeps the state).
-    #[serde(skip)]
-    rejected: bool,
+/// Runs one event through the machine, starting from `state`.
+pub fn decide(state: AttemptState, event: AttemptEvent) -> Result<Decision, Rejected> {
+    let next = match state {
+        AttemptState::Queued => queued(event),
+        AttemptState::Admitted => admitted(event),
+        AttemptState::Hold => hold(event),
+        AttemptState::PaymentPending => payment_pending(event),
+        AttemptState::Confirmed => confirmed(event),
+        AttemptState::Expired { .. } => expired(event),
+    };
+    let to = match next {
+        Next::Go(to) => to,
+        Next::Stay => state,
+        Next::Refuse => return Err(Rejected { state, event }),
+    };
+    Ok(on_transition(state, event, to))
 }
 
-#[state_machine(
-    initial = "AttemptState::queued()",
-    state(
-        name = "AttemptState",
-        derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)
-    )
-)]
-impl Attempt {
-    #[state]
-    fn queued(&mut self, event: &AttemptEvent) -> Outcome<AttemptState> {
-        match event {
-            AttemptEvent::Admit => Transition(AttemptState::admitted()),
-            AttemptEvent::Leave => expire(ExpiryReason::Left),
-            AttemptEvent::Abandon => expire(ExpiryReason::Abandoned),
-            AttemptEvent::AdmissionTimeout
-            | AttemptEvent::Hold
-            | AttemptEvent::Release
-            | AttemptEvent::HoldTimeout
-            | AttemptEvent::Checkout
-            | AttemptEvent::PaymentSucceeded
-            | AttemptEvent::PaymentFailed
-            | AttemptEvent::PaymentTimeout => self.reject(),
-        }
-    }
+/// Where a state's handler sends an event.
+enum Next {
+    Go(AttemptState),
+    /// A repeat, or an event the state ignores by rule.
+    Stay,
+    /// The event does not apply.
+    Refuse,
+}
 
-    #[state]
-    fn admitted(&mut self, event: &AttemptEvent) -> Outcome<AttemptState> {
-        match event {
-            AttemptEvent::Admit => Handled,
-            AttemptEvent::Leave => expire(ExpiryReason::Left),
-            AttemptEvent::AdmissionTimeout => expire(ExpiryReason::AdmissionTimeout),
-            AttemptEvent::Hold => {
-                self.effects.push(Effect::TakeStock);
-                Transition(AttemptState::hold())
-            }
-            AttemptEvent::Abandon
-            | AttemptEvent::Release
-            | AttemptEvent::HoldTimeout
-            | AttemptEvent::Checkout
-            | AttemptEvent::PaymentSucceeded
-            | AttemptEvent::PaymentFailed
-            | AttemptEvent::PaymentTimeout => self.reject(),
-        }
-    }
+fn expire(reason: ExpiryReason) -> Next {
+    Next::Go(AttemptState::Expired { reason })
+}
 
-    #[state]
-    fn hold(&mut self, event: &AttemptEvent) -> Outcome<AttemptState> {
-        match event {
-            AttemptEvent::Admit | AttemptEvent::Hold => Handled,
-            AttemptEvent::Checkout => Transition(AttemptState::payment_pending()),
-            AttemptEvent::Release | AttemptEvent::Leave => {
-                self.effects.push(Effect::ReturnStock);
-                expire(ExpiryReason::Released)
-            }
-            AttemptEvent::HoldTimeout => {
-                self.effects.push(Effect::ReturnStock);
-                expire(ExpiryReason::HoldTimeout)
-            }
-            AttemptEvent::Abandon
-            | AttemptEvent::AdmissionTimeout
-            | AttemptEvent::PaymentSucceeded
-            | AttemptEvent::PaymentFailed
-            | AttemptEvent::PaymentTimeout => self.reject(),
-        }
-    }
-
-    #[state]
-    fn payment_pending(&mut self, event: &AttemptEvent) -> Outcome<AttemptState> {
-        match event {
-            AttemptEvent::Admit | AttemptEvent::Hold | AttemptEvent::Checkout => Handled,
-            AttemptEvent::PaymentSucceeded => Transition(AttemptState::confirmed()),
-            AttemptEvent::PaymentFailed => {
-                self.effects.push(Effect::ReturnStock);
-                expire(ExpiryReason::PaymentFailed)
-            }
-            AttemptEvent::PaymentTimeout => {
-                self.effects.push(Effect::ReturnStock);
-                expire(ExpiryReason::PaymentTimeout)
-            }
-            AttemptEvent::Leave
-            | AttemptEvent::Abandon
-            | AttemptEvent::AdmissionTimeout
-            | AttemptEvent::Release
-            | AttemptEvent::HoldTimeout => self.reject(),
-        }
-    }
-
-    #[state]
-    fn confirmed(&mut self, event: &AttemptEvent) -> Outcome<AttemptState> {
-        match event {
-            // Repeats of what led here, and a failure report after the success: the first
-            // final word of the provider wins.
-            AttemptEvent::Admit
-            | AttemptEvent::Hold
-            | AttemptEvent::Checkout
-            | AttemptEvent::PaymentSucceeded
-            | AttemptEvent::PaymentFailed => Handled,
-            AttemptEvent::Leave
-            | AttemptEvent::Abandon
-            | AttemptEvent::AdmissionTimeout
-            | AttemptEvent::Release
-            | AttemptEvent::HoldTimeout
-            | AttemptEvent::PaymentTimeout => self.reject(),
-        }
-    }
-
-    #[state]
-    fn expired(&mut self, reason: &ExpiryReason, event: &AttemptEvent) -> Outcome<AttemptState> {
-        match event {
-            // Money after expiry: never resurrect, ask for a refund.
-            AttemptEvent::PaymentSucceeded => {
-                self.effects.push(Effect::RefundRequired);
-                Handled
-            }
-            // Every other way out that leads to EXPIRED is a repeat (or a race lost to another
-            // expiry); the attempt is already where it would go.
-            AttemptEvent::Leave
-            | AttemptEvent::Abandon
-            | AttemptEvent::AdmissionTimeout
-            | AttemptEvent::Release
-            | AttemptEvent::HoldTimeout
-            | AttemptEvent::PaymentFailed
-            | AttemptEvent::PaymentTimeout => {
-                let _ = reason;
-                Handled
-            }
-            AttemptEvent::Admit | AttemptEvent::Hold | AttemptEvent::Checkout => self.reject(),
-        }
+fn queued(event: AttemptEvent) -> Next {
+    match event {
+        AttemptEvent::Admit => Next::Go(AttemptState::Admitted),
+        AttemptEvent::Leave => expire(ExpiryReason::Left),
+        AttemptEvent::Abandon => expire(ExpiryReason::Abandoned),
+        AttemptEvent::SaleClosed => expire(ExpiryReason::SaleClosed),
+        AttemptEvent::AdmissionTimeout
+        | AttemptEvent::Hold
+        | AttemptEvent::Release
+        | AttemptEvent::HoldTimeout
+        | AttemptEvent::Checkout
+        | AttemptEvent::PaymentSucceeded
+        | AttemptEvent::PaymentFailed
+        | AttemptEvent::PaymentTimeout => Next::Refuse,
     }
 }
 
-fn expire(reason: ExpiryReason) -> Outcome<AttemptState> {
-    Transition(AttemptState::expired(reason))
-}
-
-impl Attempt {
-    fn reject(&mut self) -> Outcome<AttemptState> {
-        self.rejected = true;
-        Handled
+fn admitted(event: AttemptEvent) -> Next {
+    match event {
+        AttemptEvent::Admit | AttemptEvent::SaleClosed => Next::Stay,
+        AttemptEvent::Leave => expire(ExpiryReason::Left),
+        AttemptEvent::AdmissionTimeout => expire(ExpiryReason::AdmissionTimeout),
+        AttemptEvent::Hold => Next::Go(AttemptState::Hold),
+        AttemptEvent::Abandon
+        | AttemptEvent::Release
+        | AttemptEvent::HoldTimeout
+        | AttemptEvent::Checkout
+        | AttemptEvent::PaymentSucceeded
+        | AttemptEvent::PaymentFailed
+        | AttemptEvent::PaymentTimeout => Next::Refuse,
     }
 }
 
-/// Public names of the states (statig's generated constructors are private to this module).
+fn hold(event: AttemptEvent) -> Next {
+    match event {
+        AttemptEvent::Admit | AttemptEvent::Hold | AttemptEvent::SaleClosed => Next::Stay,
+        AttemptEvent::Checkout => Next::Go(AttemptState::PaymentPending),
+        AttemptEvent::Release | AttemptEvent::Leave => expire(ExpiryReason::Released),
+        AttemptEvent::HoldTimeout => expire(ExpiryReason::HoldTimeout),
+        AttemptEvent::Abandon
+        | AttemptEvent::AdmissionTimeout
+        | AttemptEvent::PaymentSucceeded
+        | AttemptEvent::PaymentFailed
+        | AttemptEvent::PaymentTimeout => Next::Refuse,
+    }
+}
+
+fn payment_pending(event: AttemptEvent) -> Next {
+    match event {
+        AttemptEvent::Admit
+        | AttemptEvent::Hold
+        | AttemptEvent::Checkout
+        | AttemptEvent::SaleClosed => Next::Stay,
+        AttemptEvent::PaymentSucceeded => Next::Go(AttemptState::Confirmed),
+        AttemptEvent::PaymentFailed => expire(ExpiryReason::PaymentFailed),
+        AttemptEvent::PaymentTimeout => expire(ExpiryReason::PaymentTimeout),
+        AttemptEvent::Leave
+        | AttemptEvent::Abandon
+        | AttemptEvent::AdmissionTimeout
+        | AttemptEvent::Release
+        | AttemptEvent::HoldTimeout => Next::Refuse,
+    }
+}
+
+fn confirmed(event: AttemptEvent) -> Next {
+    match event {
+        // Repeats of what led here, and a failure report after the success: the first final
+        // word of the provider wins.
+        AttemptEvent::Admit
+        | AttemptEvent::Hold
+        | AttemptEvent::Checkout
+        | AttemptEvent::PaymentSucceeded
+        | AttemptEvent::PaymentFailed
+        | AttemptEvent::SaleClosed => Next::Stay,
+        AttemptEvent::Leave
+        | AttemptEvent::Abandon
+        | AttemptEvent::AdmissionTimeout
+        | AttemptEvent::Release
+        | AttemptEvent::HoldTimeout
+        | AttemptEvent::PaymentTimeout => Next::Refuse,
+    }
+}
+
+fn expired(event: AttemptEvent) -> Next {
+    match event {
+        // Every way out that leads to EXPIRED is a repeat (or a race lost to another expiry):
+        // the attempt is already where it would go. Money after expiry never resurrects it
+        // (`on_transition` asks for the refund).
+        AttemptEvent::Leave
+        | AttemptEvent::Abandon
+        | AttemptEvent::SaleClosed
+        | AttemptEvent::AdmissionTimeout
+        | AttemptEvent::Release
+        | AttemptEvent::HoldTimeout
+        | AttemptEvent::PaymentSucceeded
+        | AttemptEvent::PaymentFailed
+        | AttemptEvent::PaymentTimeout => Next::Stay,
+        AttemptEvent::Admit | AttemptEvent::Hold | AttemptEvent::Checkout => Next::Refuse,
+    }
+}
+
+/// What every decision implies, from its two states alone: stock taken on entering HOLD and
+/// given back on leaving the holding superstate for EXPIRED, the refund of money that came
+/// after the end, and where the transition is kept.
+fn on_transition(from: AttemptState, event: AttemptEvent, to: AttemptState) -> Decision {
+    let changed = from != to;
+    let mut effects = Vec::new();
+    if changed && to.holds_stock() && !from.holds_stock() {
+        effects.push(Effect::TakeStock);
+    }
+    if changed && from.holds_stock() && to.reason().is_some() {
+        effects.push(Effect::ReturnStock);
+    }
+    if !changed && from.reason().is_some() && event == AttemptEvent::PaymentSucceeded {
+        effects.push(Effect::RefundRequired);
+    }
+    let kept = match (changed, from) {
+        (false, _) => Kept::Nowhere,
+        (true, AttemptState::Queued) if to.reason().is_some() => Kept::QueueStore,
+        (true, _) => Kept::Ledger,
+    };
+    Decision {
+        from,
+        to,
+        event,
+        changed,
+        effects,
+        kept,
+    }
+}
+
 impl AttemptState {
-    pub const QUEUED: AttemptState = AttemptState::Queued {};
-    pub const ADMITTED: AttemptState = AttemptState::Admitted {};
-    pub const HOLD: AttemptState = AttemptState::Hold {};
-    pub const PAYMENT_PENDING: AttemptState = AttemptState::PaymentPending {};
-    pub const CONFIRMED: AttemptState = AttemptState::Confirmed {};
-
     pub fn expired_because(reason: ExpiryReason) -> AttemptState {
-        AttemptState::expired(reason)
+        AttemptState::Expired { reason }
+    }
+
+    /// Every state, each expiry reason its own.
+    pub fn all() -> impl Iterator<Item = AttemptState> {
+        [
+            AttemptState::Queued,
+            AttemptState::Admitted,
+            AttemptState::Hold,
+            AttemptState::PaymentPending,
+            AttemptState::Confirmed,
+        ]
+        .into_iter()
+        .chain(ExpiryReason::ALL.map(AttemptState::expired_because))
     }
 
     pub fn is_terminal(&self) -> bool {
         match self {
-            AttemptState::Confirmed { .. } | AttemptState::Expired { .. } => true,
-            AttemptState::Queued { .. }
-            | AttemptState::Admitted { .. }
-            | AttemptState::Hold { .. }
-            | AttemptState::PaymentPending { .. } => false,
+            AttemptState::Confirmed | AttemptState::Expired { .. } => true,
+            AttemptState::Queued
+            | AttemptState::Admitted
+            | AttemptState::Hold
+            | AttemptState::PaymentPending => false,
+        }
+    }
+
+    /// The live superstate: let in and not yet ended (the ledger's rows of a running sale).
+    pub fn is_live(&self) -> bool {
+        match self {
+            AttemptState::Admitted | AttemptState::Hold | AttemptState::PaymentPending => true,
+            AttemptState::Queued | AttemptState::Confirmed | AttemptState::Expired { .. } => false,
+        }
+    }
+
+    /// The holding superstate: the attempt's units are taken from the sale's stock and not sold.
+    pub fn holds_stock(&self) -> bool {
+        match self {
+            AttemptState::Hold | AttemptState::PaymentPending => true,
+            AttemptState::Queued
+            | AttemptState::Admitted
+            | AttemptState::Confirmed
+            | AttemptState::Expired { .. } => false,
         }
     }
 
     /// The state's name in the API and the ledger.
     pub fn name(&self) -> &'static str {
         match self {
-            AttemptState::Queued { .. } => "QUEUED",
-            AttemptState::Admitted { .. } => "ADMITTED",
-            AttemptState::Hold { .. } => "HOLD",
-            AttemptState::PaymentPending { .. } => "PAYMENT_PENDING",
-            AttemptState::Confirmed { .. } => "CONFIRMED",
+            AttemptState::Queued => "QUEUED",
+            AttemptState::Admitted => "ADMITTED",
+            AttemptState::Hold => "HOLD",
+            AttemptState::PaymentPending => "PAYMENT_PENDING",
+            AttemptState::Confirmed => "CONFIRMED",
             AttemptState::Expired { .. } => "EXPIRED",
         }
     }
@@ -336,23 +447,25 @@ impl AttemptState {
     pub fn reason(&self) -> Option<ExpiryReason> {
         match self {
             AttemptState::Expired { reason } => Some(*reason),
-            AttemptState::Queued { .. }
-            | AttemptState::Admitted { .. }
-            | AttemptState::Hold { .. }
-            | AttemptState::PaymentPending { .. }
-            | AttemptState::Confirmed { .. } => None,
+            AttemptState::Queued
+            | AttemptState::Admitted
+            | AttemptState::Hold
+            | AttemptState::PaymentPending
+            | AttemptState::Confirmed => None,
         }
     }
 
     /// Rebuilds a state from its stored name and reason.
     pub fn from_parts(name: &str, reason: Option<&str>) -> Option<Self> {
         Some(match name {
-            "QUEUED" => AttemptState::queued(),
-            "ADMITTED" => AttemptState::admitted(),
-            "HOLD" => AttemptState::hold(),
-            "PAYMENT_PENDING" => AttemptState::payment_pending(),
-            "CONFIRMED" => AttemptState::confirmed(),
-            "EXPIRED" => AttemptState::expired(ExpiryReason::parse(reason?)?),
+            "QUEUED" => AttemptState::Queued,
+            "ADMITTED" => AttemptState::Admitted,
+            "HOLD" => AttemptState::Hold,
+            "PAYMENT_PENDING" => AttemptState::PaymentPending,
+            "CONFIRMED" => AttemptState::Confirmed,
+            "EXPIRED" => AttemptState::Expired {
+                reason: ExpiryReason::parse(reason?)?,
+            },
             _ => return None,
         })
     }
@@ -365,27 +478,6 @@ impl std::fmt::Display for AttemptState {
             None => f.write_str(self.name()),
         }
     }
-}
-
-/// Runs one event through the machine, starting from `state`.
-pub fn decide(state: AttemptState, event: AttemptEvent) -> Result<Decision, Rejected> {
-    // statig restores a machine in a given state through serde (its documented way to resume
-    // a stored machine); entry actions would run again on init, so the machine has none.
-    let stored = serde_json::json!({ "shared_storage": {}, "state": state });
-    let mut machine: StateMachine<Attempt> =
-        serde_json::from_value(stored).expect("an AttemptState always deserializes");
-    machine.handle(&event);
-    let to = *machine.state();
-    let decided = machine.inner();
-    if decided.rejected {
-        return Err(Rejected { state, event });
-    }
-    Ok(Decision {
-        from: state,
-        to,
-        changed: to != state,
-        effects: decided.effects.clone(),
-    })
 }
 
 #[cfg(test)]

@@ -1,120 +1,99 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::domain::EventType;
 use AttemptEvent as E;
-use ExpiryReason as R;
 
-fn expired(reason: ExpiryReason) -> AttemptState {
-    AttemptState::expired(reason)
-}
-
-/// Every (state, event) pair: the expected next state, effects, or rejection.
+/// Every (state, event) pair, each expiry reason's EXPIRED included: where the event leads
+/// ("=" stays, "-" is refused), the effects on stock and where the transition is kept.
 #[test]
 fn transition_table() {
-    let q = AttemptState::queued();
-    let a = AttemptState::admitted();
-    let h = AttemptState::hold();
-    let p = AttemptState::payment_pending();
-    let c = AttemptState::confirmed();
-    let x = expired(R::HoldTimeout);
-    type Row = (
-        AttemptState,
-        AttemptEvent,
-        Option<(AttemptState, &'static [Effect])>,
-    );
-    let table: Vec<Row> = vec![
-        (q, E::Admit, Some((a, &[]))),
-        (q, E::Leave, Some((expired(R::Left), &[]))),
-        (q, E::Abandon, Some((expired(R::Abandoned), &[]))),
-        (q, E::Hold, None),
-        (q, E::Checkout, None),
-        (q, E::PaymentSucceeded, None),
-        (a, E::Admit, Some((a, &[]))),
-        (a, E::Hold, Some((h, &[Effect::TakeStock]))),
-        (a, E::Leave, Some((expired(R::Left), &[]))),
-        (
-            a,
-            E::AdmissionTimeout,
-            Some((expired(R::AdmissionTimeout), &[])),
-        ),
-        (a, E::Checkout, None),
-        (a, E::Release, None),
-        (a, E::PaymentSucceeded, None),
-        (h, E::Hold, Some((h, &[]))),
-        (h, E::Checkout, Some((p, &[]))),
-        (
-            h,
-            E::Release,
-            Some((expired(R::Released), &[Effect::ReturnStock])),
-        ),
-        (
-            h,
-            E::Leave,
-            Some((expired(R::Released), &[Effect::ReturnStock])),
-        ),
-        (
-            h,
-            E::HoldTimeout,
-            Some((expired(R::HoldTimeout), &[Effect::ReturnStock])),
-        ),
-        (h, E::AdmissionTimeout, None),
-        (h, E::PaymentSucceeded, None),
-        (p, E::Checkout, Some((p, &[]))),
-        (p, E::PaymentSucceeded, Some((c, &[]))),
-        (
-            p,
-            E::PaymentFailed,
-            Some((expired(R::PaymentFailed), &[Effect::ReturnStock])),
-        ),
-        (
-            p,
-            E::PaymentTimeout,
-            Some((expired(R::PaymentTimeout), &[Effect::ReturnStock])),
-        ),
-        (p, E::Release, None),
-        (p, E::HoldTimeout, None),
-        (c, E::PaymentSucceeded, Some((c, &[]))),
-        (c, E::PaymentFailed, Some((c, &[]))),
-        (c, E::Checkout, Some((c, &[]))),
-        (c, E::PaymentTimeout, None),
-        (c, E::Release, None),
-        (x, E::PaymentSucceeded, Some((x, &[Effect::RefundRequired]))),
-        (x, E::PaymentFailed, Some((x, &[]))),
-        (x, E::Release, Some((x, &[]))),
-        (x, E::HoldTimeout, Some((x, &[]))),
-        (x, E::Hold, None),
-        (x, E::Checkout, None),
-        (x, E::Admit, None),
+    // Columns in the order of AttemptEvent::ALL.
+    const EVENTS: [AttemptEvent; 12] = [
+        E::Admit,
+        E::Leave,
+        E::Abandon,
+        E::SaleClosed,
+        E::AdmissionTimeout,
+        E::Hold,
+        E::Release,
+        E::HoldTimeout,
+        E::Checkout,
+        E::PaymentSucceeded,
+        E::PaymentFailed,
+        E::PaymentTimeout,
     ];
-    for (from, event, expected) in table {
-        let got = decide(from, event);
-        match expected {
-            Some((to, effects)) => {
-                let d = got.unwrap_or_else(|e| panic!("{from} + {event:?}: {e}"));
-                assert_eq!(d.to, to, "{from} + {event:?}");
-                assert_eq!(d.effects, effects, "{from} + {event:?}");
-                assert_eq!(d.changed, to != from, "{from} + {event:?}");
+    assert_eq!(EVENTS, AttemptEvent::ALL);
+    #[rustfmt::skip]
+    let rows: [(&str, [&str; 12]); 6] = [
+        //                admit       leave                    abandon              closed                  admission TTL                hold       release              hold TTL                 checkout           paid         failed                   payment TTL
+        ("QUEUED",          ["ADMITTED", "EXPIRED(left)",       "EXPIRED(abandoned)", "EXPIRED(sale_closed)", "-",                          "-",      "-",                  "-",                     "-",               "-",         "-",                     "-"]),
+        ("ADMITTED",        ["=",        "EXPIRED(left)",       "-",                  "=",                    "EXPIRED(admission_timeout)", "HOLD",   "-",                  "-",                     "-",               "-",         "-",                     "-"]),
+        ("HOLD",            ["=",        "EXPIRED(released)",   "-",                  "=",                    "-",                          "=",      "EXPIRED(released)",  "EXPIRED(hold_timeout)", "PAYMENT_PENDING", "-",         "-",                     "-"]),
+        ("PAYMENT_PENDING", ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "CONFIRMED", "EXPIRED(payment_failed)", "EXPIRED(payment_timeout)"]),
+        ("CONFIRMED",       ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "=",         "=",                     "-"]),
+        ("EXPIRED",         ["-",        "=",                   "=",                  "=",                    "=",                          "-",      "=",                  "=",                     "-",               "=",         "=",                     "="]),
+    ];
+    let mut checked = 0;
+    for from in AttemptState::all() {
+        let (_, row) = rows
+            .iter()
+            .find(|(name, _)| *name == from.name())
+            .unwrap_or_else(|| panic!("no row for {from}"));
+        for (event, expected) in EVENTS.into_iter().zip(row) {
+            let got = decide(from, event);
+            checked += 1;
+            if *expected == "-" {
+                assert_eq!(
+                    got,
+                    Err(Rejected { state: from, event }),
+                    "{from} + {event:?}"
+                );
+                continue;
             }
-            None => assert_eq!(
-                got,
-                Err(Rejected { state: from, event }),
+            let d = got.unwrap_or_else(|e| panic!("{from} + {event:?}: {e}"));
+            let to = if *expected == "=" {
+                from.to_string()
+            } else {
+                expected.to_string()
+            };
+            assert_eq!(d.to.to_string(), to, "{from} + {event:?}");
+            assert_eq!(d.changed, d.to != from, "{from} + {event:?}");
+            assert_eq!(d.event, event);
+            let effects: &[Effect] = match (from, event) {
+                (AttemptState::Admitted, E::Hold) => &[Effect::TakeStock],
+                (AttemptState::Hold, E::Leave | E::Release | E::HoldTimeout)
+                | (AttemptState::PaymentPending, E::PaymentFailed | E::PaymentTimeout) => {
+                    &[Effect::ReturnStock]
+                }
+                (AttemptState::Expired { .. }, E::PaymentSucceeded) => &[Effect::RefundRequired],
+                _ => &[],
+            };
+            assert_eq!(d.effects, effects, "{from} + {event:?}");
+            let kept = match (d.changed, from) {
+                (false, _) => Kept::Nowhere,
+                (true, AttemptState::Queued) if event != E::Admit => Kept::QueueStore,
+                (true, _) => Kept::Ledger,
+            };
+            assert_eq!(d.kept, kept, "{from} + {event:?}");
+            assert_eq!(
+                d.announces(),
+                (kept == Kept::Ledger)
+                    .then(|| EventType::entering(d.to))
+                    .flatten(),
                 "{from} + {event:?}"
-            ),
+            );
         }
     }
+    assert_eq!(
+        checked,
+        (5 + ExpiryReason::ALL.len()) * AttemptEvent::ALL.len()
+    );
 }
 
 #[test]
 fn states_round_trip_through_their_stored_form() {
-    let mut all = vec![
-        AttemptState::queued(),
-        AttemptState::admitted(),
-        AttemptState::hold(),
-        AttemptState::payment_pending(),
-        AttemptState::confirmed(),
-    ];
-    all.extend(ExpiryReason::ALL.map(AttemptState::expired));
-    for s in all {
+    for s in AttemptState::all() {
         let back = AttemptState::from_parts(s.name(), s.reason().map(ExpiryReason::as_str));
         assert_eq!(back, Some(s));
     }
@@ -151,14 +130,14 @@ proptest! {
             total,
             stock: total,
             attempts: quantities.iter().map(|&q| SimAttempt {
-                state: AttemptState::queued(), quantity: q, taken: 0, returned: 0,
+                state: AttemptState::Queued, quantity: q, taken: 0, returned: 0,
             }).collect(),
         };
         for (who, ev) in steps {
             let Some(att) = sim.attempts.get_mut(who) else { continue };
             let event = AttemptEvent::ALL[ev];
             // Stock is checked before the machine is asked, as the hold path does.
-            if event == E::Hold && att.state == AttemptState::admitted() && sim.stock < att.quantity {
+            if event == E::Hold && att.state == AttemptState::Admitted && sim.stock < att.quantity {
                 continue;
             }
             let before = att.state;

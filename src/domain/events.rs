@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::attempt::{AttemptState, ExpiryReason};
+use super::attempt::{AttemptState, Decision, ExpiryReason};
 use super::ids::{AttemptId, SaleId};
 use super::sale::{Sale, SaleStatus};
 
@@ -57,11 +57,11 @@ impl EventType {
     /// live only in the queue store).
     pub fn entering(state: AttemptState) -> Option<EventType> {
         match state {
-            AttemptState::Queued { .. } => None,
-            AttemptState::Admitted { .. } => Some(EventType::AttemptAdmitted),
-            AttemptState::Hold { .. } => Some(EventType::AttemptHeld),
-            AttemptState::PaymentPending { .. } => Some(EventType::AttemptPaymentPending),
-            AttemptState::Confirmed { .. } => Some(EventType::AttemptConfirmed),
+            AttemptState::Queued => None,
+            AttemptState::Admitted => Some(EventType::AttemptAdmitted),
+            AttemptState::Hold => Some(EventType::AttemptHeld),
+            AttemptState::PaymentPending => Some(EventType::AttemptPaymentPending),
+            AttemptState::Confirmed => Some(EventType::AttemptConfirmed),
             AttemptState::Expired { .. } => Some(EventType::AttemptExpired),
         }
     }
@@ -107,23 +107,17 @@ impl DomainEvent {
         }
     }
 
-    /// The event announcing that an attempt entered `to` (none for QUEUED).
-    pub fn for_transition(
-        attempt: AttemptId,
-        user: &str,
-        from: AttemptState,
-        to: AttemptState,
-        cause: &str,
-    ) -> Option<Self> {
+    /// The event a decision announces (see [`Decision::announces`]), if any.
+    pub fn for_decision(attempt: AttemptId, user: &str, decision: &Decision) -> Option<Self> {
         let data = serde_json::json!({
             "user_id": user,
-            "from": from.name(),
-            "to": to.name(),
-            "reason": to.reason().map(ExpiryReason::as_str),
-            "cause": cause,
+            "from": decision.from.name(),
+            "to": decision.to.name(),
+            "reason": decision.to.reason().map(ExpiryReason::as_str),
+            "cause": decision.event.as_str(),
         });
         Some(DomainEvent::new(
-            EventType::entering(to)?,
+            decision.announces()?,
             attempt.sale,
             Some(attempt),
             data,

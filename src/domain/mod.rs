@@ -10,7 +10,9 @@ pub mod sale;
 pub mod signal_catalogue;
 pub mod valve;
 
-pub use attempt::{decide, AttemptEvent, AttemptState, Decision, Effect, ExpiryReason, Rejected};
+pub use attempt::{
+    decide, AttemptEvent, AttemptState, Decision, Effect, ExpiryReason, Kept, Rejected,
+};
 pub use events::{DomainEvent, EventType};
 pub use holding::{LiveAttempt, SaleSnapshot, Take};
 pub use ids::{AttemptId, IdError, SaleId, UserId};

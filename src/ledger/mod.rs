@@ -4,6 +4,7 @@
 //! wiped or stale queue store can never oversell. Deadlines are judged by the database's clock.
 
 pub mod breaker;
+mod flows;
 pub mod postgres;
 pub mod sqlite;
 mod transition;
@@ -127,12 +128,10 @@ impl AttemptRecord {
     /// The attempt as the queue store tracks it, while it is admitted, holding or paying.
     pub fn live(&self) -> Option<LiveAttempt> {
         let deadline = match self.state {
-            AttemptState::Admitted { .. } => Some(self.admission_expires_at),
-            AttemptState::Hold { .. } => self.hold_expires_at,
-            AttemptState::PaymentPending { .. } => self.payment_expires_at,
-            AttemptState::Queued { .. }
-            | AttemptState::Confirmed { .. }
-            | AttemptState::Expired { .. } => None,
+            AttemptState::Admitted => Some(self.admission_expires_at),
+            AttemptState::Hold => self.hold_expires_at,
+            AttemptState::PaymentPending => self.payment_expires_at,
+            AttemptState::Queued | AttemptState::Confirmed | AttemptState::Expired { .. } => None,
         }?;
         let hold = self.hold.as_ref().map(|h| match h.seats.is_empty() {
             true => Take::Quantity(h.quantity),
@@ -150,10 +149,32 @@ impl AttemptRecord {
 /// The result of one applied event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Applied {
-    pub decision: Decision,
+    /// A deadline the attempt had passed, expired before the event was looked at.
+    pub expired_first: Option<Step>,
+    /// The event's own decision and queue-store change.
+    pub step: Step,
+    /// The attempt after both.
     pub record: AttemptRecord,
+}
+
+/// One decision the ledger wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub decision: Decision,
     /// The change the transition asks of the queue store, as its queue-sync row, if any.
     pub sync: Option<PendingSync>,
+}
+
+impl Applied {
+    /// The event's decision.
+    pub fn decision(&self) -> &Decision {
+        &self.step.decision
+    }
+
+    /// Every step, in the order the ledger wrote them.
+    pub fn steps(&self) -> impl Iterator<Item = &Step> {
+        self.expired_first.iter().chain(std::iter::once(&self.step))
+    }
 }
 
 /// What a payment webhook did.
@@ -337,28 +358,26 @@ impl LedgerStats {
         for (state, reason, n) in rows {
             let n = n as u64;
             match AttemptState::from_parts(&state, reason.as_deref()) {
-                Some(AttemptState::Admitted { .. }) => stats.admitted += n,
-                Some(AttemptState::Hold { .. }) => stats.holding += n,
-                Some(AttemptState::PaymentPending { .. }) => stats.paying += n,
-                Some(AttemptState::Confirmed { .. }) => stats.confirmed += n,
+                Some(AttemptState::Admitted) => stats.admitted += n,
+                Some(AttemptState::Hold) => stats.holding += n,
+                Some(AttemptState::PaymentPending) => stats.paying += n,
+                Some(AttemptState::Confirmed) => stats.confirmed += n,
                 Some(AttemptState::Expired { reason }) => {
                     if let Some(slot) = stats.expired.iter_mut().find(|(r, _)| *r == reason) {
                         slot.1 += n;
                     }
                 }
-                Some(AttemptState::Queued { .. }) | None => {}
+                Some(AttemptState::Queued) | None => {}
             }
         }
         for (state, n) in units {
             let n = n.max(0) as u64;
             match AttemptState::from_parts(&state, None) {
-                Some(AttemptState::Hold { .. }) => stats.units_held += n,
-                Some(AttemptState::PaymentPending { .. }) => stats.units_paying += n,
-                Some(AttemptState::Confirmed { .. }) => stats.units_sold += n,
+                Some(AttemptState::Hold) => stats.units_held += n,
+                Some(AttemptState::PaymentPending) => stats.units_paying += n,
+                Some(AttemptState::Confirmed) => stats.units_sold += n,
                 Some(
-                    AttemptState::Queued { .. }
-                    | AttemptState::Admitted { .. }
-                    | AttemptState::Expired { .. },
+                    AttemptState::Queued | AttemptState::Admitted | AttemptState::Expired { .. },
                 )
                 | None => {}
             }

@@ -5,10 +5,17 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{Applied, AttemptRecord, LedgerError, LedgerResult, PendingSync, SyncChange};
+use uuid::Uuid;
+
+use super::{
+    AdmissionPlan, Applied, AttemptRecord, LedgerError, LedgerResult, PendingSync, Step, SyncChange,
+};
 use crate::domain::events::EventType;
 use crate::domain::Take;
-use crate::domain::{decide, AttemptEvent, AttemptId, AttemptState, DomainEvent, Effect, UserId};
+use crate::domain::{
+    decide, AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, Effect, UserId,
+};
+use crate::queue::Admitted;
 
 /// The statements a transition needs, on an open transaction of one database.
 #[async_trait]
@@ -23,16 +30,37 @@ pub(crate) trait AttemptTx: Send {
     async fn return_units(&mut self, id: AttemptId) -> LedgerResult<()>;
     /// Writes the new state and what entering it implies (deadlines, payment rows).
     async fn enter_state(&mut self, id: AttemptId, to: AttemptState) -> LedgerResult<()>;
-    async fn audit(
-        &mut self,
-        id: AttemptId,
-        from: AttemptState,
-        to: AttemptState,
-        cause: &str,
-    ) -> LedgerResult<()>;
+    /// Writes the decision's row of the audit trail (from, to, cause).
+    async fn audit(&mut self, id: AttemptId, decision: &Decision) -> LedgerResult<()>;
     async fn insert_event(&mut self, event: &DomainEvent) -> LedgerResult<()>;
     /// Writes the queue store's side of the transition (a queue-sync row); returns its id.
     async fn record_sync(&mut self, id: AttemptId, change: SyncChange) -> LedgerResult<i64>;
+
+    /// The audit rows of one decision for many attempts (an admission batch).
+    async fn audit_all(&mut self, ids: &[AttemptId], decision: &Decision) -> LedgerResult<()> {
+        for id in ids {
+            self.audit(*id, decision).await?;
+        }
+        Ok(())
+    }
+    /// Inserts the rows of attempts the queue store admitted; returns the ids that were new.
+    async fn insert_admitted(
+        &mut self,
+        plan: &AdmissionPlan,
+        admitted: &[Admitted],
+    ) -> LedgerResult<Vec<Uuid>>;
+    /// The attempt a payment reference belongs to.
+    async fn payment_attempt(&mut self, reference: Uuid) -> LedgerResult<Option<AttemptId>>;
+    /// Records a provider event id as seen; false when it was seen before.
+    async fn claim_payment_event(
+        &mut self,
+        provider_event_id: &str,
+        reference: Uuid,
+        succeeded: bool,
+    ) -> LedgerResult<bool>;
+    /// Up to `limit` attempts past the deadline of the timeout `event`, oldest first, locked
+    /// for this transaction (on PostgreSQL, rows another reaper holds are skipped).
+    async fn due(&mut self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<AttemptId>>;
 }
 
 /// Applies `event` to a locked attempt.
@@ -42,6 +70,23 @@ pub(crate) async fn transition<T: AttemptTx + ?Sized>(
     event: AttemptEvent,
     take: Option<&Take>,
 ) -> LedgerResult<Applied> {
+    let (step, record) = write(tx, record, event, take).await?;
+    Ok(Applied {
+        expired_first: None,
+        step,
+        record,
+    })
+}
+
+/// Writes what the machine decides for `event`: its effects, and if the state changes, the new
+/// state, the audit row, the event it announces and the queue store's side. Returns the step
+/// and the attempt after it.
+async fn write<T: AttemptTx + ?Sized>(
+    tx: &mut T,
+    record: AttemptRecord,
+    event: AttemptEvent,
+    take: Option<&Take>,
+) -> LedgerResult<(Step, AttemptRecord)> {
     let decision = decide(record.state, event)?;
     let id = record.id;
     for effect in &decision.effects {
@@ -77,21 +122,13 @@ pub(crate) async fn transition<T: AttemptTx + ?Sized>(
             });
         }
         tx.enter_state(id, decision.to).await?;
-        tx.audit(id, decision.from, decision.to, event.as_str())
-            .await?;
-        let user = record.user.as_str();
-        if let Some(event) =
-            DomainEvent::for_transition(id, user, decision.from, decision.to, event.as_str())
-        {
+        tx.audit(id, &decision).await?;
+        if let Some(event) = DomainEvent::for_decision(id, record.user.as_str(), &decision) {
             tx.insert_event(&event).await?;
         }
     }
     let record = tx.lock_attempt(id).await?.ok_or(LedgerError::NotFound)?;
-    Ok(Applied {
-        decision,
-        record,
-        sync,
-    })
+    Ok((Step { decision, sync }, record))
 }
 
 /// The timeout event that applies to a locked attempt now, by the database's clock.
@@ -100,16 +137,16 @@ pub(crate) async fn due_timeout<T: AttemptTx + ?Sized>(
     record: &AttemptRecord,
 ) -> LedgerResult<Option<AttemptEvent>> {
     let (event, deadline) = match record.state {
-        AttemptState::Admitted { .. } => (
+        AttemptState::Admitted => (
             AttemptEvent::AdmissionTimeout,
             Some(record.admission_expires_at),
         ),
-        AttemptState::Hold { .. } => (AttemptEvent::HoldTimeout, record.hold_expires_at),
+        AttemptState::Hold => (AttemptEvent::HoldTimeout, record.hold_expires_at),
         // A payment success that arrives after the payment deadline but before the reaper
         // still confirms: the units are still held for this attempt, and the customer paid.
-        AttemptState::PaymentPending { .. }
-        | AttemptState::Queued { .. }
-        | AttemptState::Confirmed { .. }
+        AttemptState::PaymentPending
+        | AttemptState::Queued
+        | AttemptState::Confirmed
         | AttemptState::Expired { .. } => return Ok(None),
     };
     match deadline {
@@ -133,13 +170,20 @@ pub(crate) async fn apply_in<T: AttemptTx + ?Sized>(
     }
     // An attempt past its deadline expires before the event is looked at; the expiry is kept
     // even when the event is then refused.
+    let mut expired_first = None;
     if let Some(timeout) = due_timeout(tx, &record).await? {
         if timeout != event {
-            record = transition(tx, record, timeout, None).await?.record;
+            let (step, after) = write(tx, record, timeout, None).await?;
+            expired_first = Some(step);
+            record = after;
         }
     }
-    match transition(tx, record, event, take).await {
-        Ok(applied) => Ok(Ok(applied)),
+    match write(tx, record, event, take).await {
+        Ok((step, record)) => Ok(Ok(Applied {
+            expired_first,
+            step,
+            record,
+        })),
         Err(LedgerError::Rejected(rejected)) => Ok(Err(LedgerError::Rejected(rejected))),
         Err(other) => Err(other),
     }
@@ -155,6 +199,7 @@ pub(crate) fn timeout_state(event: AttemptEvent) -> LedgerResult<(&'static str, 
         AttemptEvent::Admit
         | AttemptEvent::Leave
         | AttemptEvent::Abandon
+        | AttemptEvent::SaleClosed
         | AttemptEvent::Hold
         | AttemptEvent::Release
         | AttemptEvent::Checkout

@@ -20,11 +20,9 @@ impl SyncChange {
     pub fn entering(to: AttemptState) -> Option<SyncChange> {
         match to {
             AttemptState::Expired { .. } => Some(SyncChange::Restore),
-            AttemptState::Confirmed { .. } => Some(SyncChange::Finish),
-            AttemptState::PaymentPending { .. } => Some(SyncChange::Extend),
-            AttemptState::Queued { .. }
-            | AttemptState::Admitted { .. }
-            | AttemptState::Hold { .. } => None,
+            AttemptState::Confirmed => Some(SyncChange::Finish),
+            AttemptState::PaymentPending => Some(SyncChange::Extend),
+            AttemptState::Queued | AttemptState::Admitted | AttemptState::Hold => None,
         }
     }
 

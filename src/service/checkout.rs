@@ -1,6 +1,7 @@
 //! Checkout: HOLD → PAYMENT_PENDING with a payment reference for the provider.
 
-use super::{sync_queue, App, AttemptView, ServiceResult};
+use super::transition::settle;
+use super::{App, AttemptView, ServiceResult};
 use crate::domain::{AttemptEvent, AttemptId, UserId};
 
 pub async fn checkout(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
@@ -8,7 +9,6 @@ pub async fn checkout(app: &App, attempt: AttemptId, user: &UserId) -> ServiceRe
         .ledger
         .apply(attempt, Some(user), AttemptEvent::Checkout, None)
         .await?;
-    crate::telemetry::record_transition(&applied.decision, AttemptEvent::Checkout.as_str());
-    sync_queue(app, &applied).await;
+    settle(app, &applied).await;
     Ok(AttemptView::from_record(&applied.record, None))
 }

@@ -87,11 +87,11 @@ impl From<LedgerError> for ServiceError {
             LedgerError::NotFound => ServiceError::NotFound("attempt"),
             LedgerError::Rejected(r) => match r.state {
                 AttemptState::Expired { .. } => ServiceError::AttemptExpired(r.state),
-                AttemptState::Queued { .. }
-                | AttemptState::Admitted { .. }
-                | AttemptState::Hold { .. }
-                | AttemptState::PaymentPending { .. }
-                | AttemptState::Confirmed { .. } => ServiceError::InvalidTransition(r),
+                AttemptState::Queued
+                | AttemptState::Admitted
+                | AttemptState::Hold
+                | AttemptState::PaymentPending
+                | AttemptState::Confirmed => ServiceError::InvalidTransition(r),
             },
             LedgerError::SaleClosed => ServiceError::SaleClosed,
             LedgerError::SoldOut => ServiceError::SoldOut { remaining: 0 },

@@ -2,7 +2,8 @@
 //! the thousands who lose), then in the ledger (conditional: the last guard against
 //! overselling). If the ledger refuses or fails, the queue store gives the units back.
 
-use super::{sync_queue, App, AttemptView, ServiceError, ServiceResult};
+use super::transition::settle;
+use super::{App, AttemptView, ServiceError, ServiceResult};
 use crate::auth::admission_token::AdmissionTokenError;
 use crate::domain::sale::parse_seat_id;
 use crate::domain::Take;
@@ -89,8 +90,7 @@ pub async fn hold(
         .await
     {
         Ok(applied) => {
-            crate::telemetry::record_transition(&applied.decision, AttemptEvent::Hold.as_str());
-            app.lines.nudges.nudge(attempt);
+            settle(app, &applied).await;
             Ok(AttemptView::from_record(&applied.record, None))
         }
         Err(e) => {
@@ -144,7 +144,6 @@ pub async fn release(app: &App, attempt: AttemptId, user: &UserId) -> ServiceRes
         .ledger
         .apply(attempt, Some(user), AttemptEvent::Release, None)
         .await?;
-    crate::telemetry::record_transition(&applied.decision, AttemptEvent::Release.as_str());
-    sync_queue(app, &applied).await;
+    settle(app, &applied).await;
     Ok(AttemptView::from_record(&applied.record, None))
 }

@@ -1,17 +1,16 @@
 //! Leave: a waiting user steps out of the queue; an admitted user gives the slot back; a user
 //! who holds stock releases it.
 
-use super::{status::from_store, sync_queue, App, AttemptView, ServiceError, ServiceResult};
-use crate::domain::{AttemptEvent, AttemptId, AttemptState, ExpiryReason, UserId};
+use super::transition::{settle, waiting_ended};
+use super::{status::from_store, App, AttemptView, ServiceError, ServiceResult};
+use crate::domain::{AttemptEvent, AttemptId, UserId};
 use crate::queue::LeaveOutcome;
 
 pub async fn leave(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
     match app.queue.leave(attempt, user).await? {
         LeaveOutcome::Left => {
             // Out of the queue store only (a waiting attempt has no ledger row to change).
-            let left = AttemptState::expired_because(ExpiryReason::Left);
-            let cause = AttemptEvent::Leave.as_str();
-            crate::telemetry::count_transitions(&AttemptState::QUEUED, &left, cause, 1);
+            let left = waiting_ended(AttemptEvent::Leave, 1);
             app.lines.left(attempt);
             Ok(AttemptView::bare(attempt, left))
         }
@@ -22,11 +21,7 @@ pub async fn leave(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResul
                 .await
             {
                 Ok(applied) => {
-                    crate::telemetry::record_transition(
-                        &applied.decision,
-                        AttemptEvent::Leave.as_str(),
-                    );
-                    sync_queue(app, &applied).await;
+                    settle(app, &applied).await;
                     Ok(AttemptView::from_record(&applied.record, None))
                 }
                 // Left the queue earlier: leaving again answers the same.

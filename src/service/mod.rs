@@ -23,6 +23,7 @@ pub mod sales;
 pub mod sandbox;
 pub mod status;
 pub mod status_stream;
+pub mod transition;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +32,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 
 pub use error::ServiceError;
 pub use idempotency::{idempotent, IdempotencyKey};
-pub use sync::{sync_queue, sync_queue_all};
+use sync::sync_queue_all;
 pub use view::{poll_after_ms, AttemptView};
 
 use crate::auth::{AdminKey, AdmissionTokens, QueueTickets, UserTokens};

@@ -2,8 +2,9 @@
 //! once per provider event id. Succeeded → CONFIRMED; failed → EXPIRED with stock back; success
 //! after expiry → `refund_required` (the attempt stays EXPIRED).
 
-use super::{sync_queue, App, ServiceError, ServiceResult};
-use crate::domain::{AttemptEvent, AttemptState, Effect};
+use super::transition::settle;
+use super::{App, ServiceError, ServiceResult};
+use crate::domain::{AttemptState, Effect};
 use crate::ledger::PaymentApplied;
 use crate::payments::{PaymentWebhook, WebhookKind};
 
@@ -40,19 +41,13 @@ pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<W
         .await?;
     match outcome {
         PaymentApplied::Applied(applied) => {
-            let cause = if succeeded {
-                AttemptEvent::PaymentSucceeded
-            } else {
-                AttemptEvent::PaymentFailed
-            };
-            crate::telemetry::record_transition(&applied.decision, cause.as_str());
-            sync_queue(app, &applied).await;
+            settle(app, &applied).await;
             metrics::counter!("sluice_webhooks_total", "outcome" => "applied").increment(1);
             let result = if succeeded { "succeeded" } else { "failed" };
             metrics::counter!("sluice_payments_total", "result" => result).increment(1);
-            let result = if applied.decision.effects.contains(&Effect::RefundRequired) {
+            let result = if applied.decision().effects.contains(&Effect::RefundRequired) {
                 WebhookResult::RefundRequired
-            } else if applied.decision.changed {
+            } else if applied.decision().changed {
                 WebhookResult::Applied
             } else {
                 WebhookResult::Ignored

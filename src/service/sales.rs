@@ -6,9 +6,7 @@ use chrono::Utc;
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::valve::ControllerState;
 use crate::domain::SaleSnapshot;
-use crate::domain::{
-    Admission, AttemptState, ExpiryReason, NewSale, ProofOfWork, SaleId, SaleStatus,
-};
+use crate::domain::{Admission, AttemptEvent, NewSale, ProofOfWork, SaleId, SaleStatus};
 use crate::ledger::{LedgerError, LedgerStats, SaleRecord};
 use crate::queue::Lease;
 
@@ -52,12 +50,9 @@ pub async fn set_status(app: &App, id: SaleId, status: SaleStatus) -> ServiceRes
 /// closed and its waiting users are answered alike; what is left goes at the next close.
 async fn close_out_the_waiting(app: &App, id: SaleId) {
     match app.queue.forget_waiting(id).await {
-        Ok(waiting) => crate::telemetry::count_transitions(
-            &AttemptState::QUEUED,
-            &AttemptState::expired_because(ExpiryReason::SaleClosed),
-            ExpiryReason::SaleClosed.as_str(),
-            waiting,
-        ),
+        Ok(waiting) => {
+            super::transition::waiting_ended(AttemptEvent::SaleClosed, waiting);
+        }
         Err(e) => tracing::warn!(
             sale = %id, error = %e,
             "the waiting users of a closed sale were not let go of; closing it again does it"

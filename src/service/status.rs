@@ -137,7 +137,7 @@ pub async fn from_ledger(
 ) -> ServiceResult<Option<AttemptView>> {
     match app.ledger.attempt(attempt).await? {
         Some(record) if record.user == *user => {
-            let token = (record.state == AttemptState::ADMITTED).then(|| {
+            let token = (record.state == AttemptState::Admitted).then(|| {
                 app.admission
                     .issue(attempt, user, record.admission_expires_at.timestamp())
             });

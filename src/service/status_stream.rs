@@ -105,7 +105,7 @@ impl Following {
     /// Until something may have changed: the line refreshed (while waiting), a nudge, the
     /// ledger's interval (past the queue), or the process draining.
     async fn wait(&mut self) {
-        let waiting = matches!(self.state, AttemptState::Queued { .. });
+        let waiting = matches!(self.state, AttemptState::Queued);
         // No timer while waiting: the line's refreshes say when to look again.
         let ledger_turn = async {
             if waiting {
@@ -135,7 +135,7 @@ impl Following {
                 return Ok(view);
             }
         }
-        if !matches!(self.state, AttemptState::Queued { .. }) {
+        if !matches!(self.state, AttemptState::Queued) {
             if let Some(view) = status::from_ledger(&self.app, self.attempt, &self.user).await? {
                 return Ok(view);
             }

@@ -11,16 +11,12 @@
 use super::App;
 use crate::ledger::Applied;
 
-/// Brings the queue store in line with a committed transition (the fast path).
-pub async fn sync_queue(app: &App, applied: &Applied) {
-    sync_queue_all(app, std::slice::from_ref(applied)).await
-}
-
-/// [`sync_queue`] for several transitions (a reaper's batch), marking them applied in one
-/// ledger write.
-pub async fn sync_queue_all(app: &App, applied: &[Applied]) {
+/// Brings the queue store in line with committed transitions (the fast path).
+/// For several attempts (a reaper's batch), marking the changes applied in one ledger write.
+pub(super) async fn sync_queue_all(app: &App, applied: &[Applied]) {
     let mut synced = Vec::new();
-    for sync in applied.iter().filter_map(|a| a.sync.as_ref()) {
+    let steps = applied.iter().flat_map(Applied::steps);
+    for sync in steps.filter_map(|step| step.sync.as_ref()) {
         match app.queue.apply_sync(sync).await {
             Ok(_) => synced.push(sync.id),
             Err(e) => {

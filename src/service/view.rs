@@ -44,12 +44,12 @@ impl AttemptView {
         let eta = estimated_wait_secs(position, rate_per_minute);
         AttemptView {
             attempt,
-            state: AttemptState::QUEUED,
+            state: AttemptState::Queued,
             position: Some(position),
             waiting: Some(waiting),
             estimated_wait_secs: eta,
-            poll_after_ms: poll_after_ms(AttemptState::QUEUED, eta),
-            ..Self::bare(attempt, AttemptState::QUEUED)
+            poll_after_ms: poll_after_ms(AttemptState::Queued, eta),
+            ..Self::bare(attempt, AttemptState::Queued)
         }
     }
 
@@ -79,16 +79,16 @@ impl AttemptView {
     /// (given only while ADMITTED).
     pub fn from_record(record: &AttemptRecord, token: Option<String>) -> Self {
         let state = record.state;
-        let admitted = state == AttemptState::ADMITTED;
+        let admitted = state == AttemptState::Admitted;
         AttemptView {
             admission_token: token.filter(|_| admitted),
             admission_expires_at: admitted.then_some(record.admission_expires_at),
             hold: record.hold.clone(),
-            hold_expires_at: (state == AttemptState::HOLD)
+            hold_expires_at: (state == AttemptState::Hold)
                 .then_some(record.hold_expires_at)
                 .flatten(),
             payment_reference: record.payment_reference,
-            payment_expires_at: (state == AttemptState::PAYMENT_PENDING)
+            payment_expires_at: (state == AttemptState::PaymentPending)
                 .then_some(record.payment_expires_at)
                 .flatten(),
             ..Self::bare(record.id, state)
@@ -105,13 +105,13 @@ fn estimated_wait_secs(position: u64, rate_per_minute: f64) -> Option<u64> {
 /// to happen; ±20 % jitter so a crowd that joined together does not poll together.
 pub fn poll_after_ms(state: AttemptState, eta_secs: Option<u64>) -> u64 {
     let base: u64 = match state {
-        AttemptState::Queued { .. } => match eta_secs {
+        AttemptState::Queued => match eta_secs {
             Some(eta) => (eta * 1000 / 10).clamp(1_000, 30_000),
             None => 5_000,
         },
-        AttemptState::Admitted { .. } | AttemptState::Hold { .. } => 5_000,
-        AttemptState::PaymentPending { .. } => 2_000,
-        AttemptState::Confirmed { .. } | AttemptState::Expired { .. } => 60_000,
+        AttemptState::Admitted | AttemptState::Hold => 5_000,
+        AttemptState::PaymentPending => 2_000,
+        AttemptState::Confirmed | AttemptState::Expired { .. } => 60_000,
     };
     let jitter = rand::thread_rng().gen_range(0.8..=1.2);
     (base as f64 * jitter) as u64
@@ -123,8 +123,8 @@ mod tests {
 
     #[test]
     fn far_waiters_poll_less_often_than_near_ones() {
-        let near = poll_after_ms(AttemptState::QUEUED, estimated_wait_secs(5, 600.0));
-        let far = poll_after_ms(AttemptState::QUEUED, estimated_wait_secs(50_000, 600.0));
+        let near = poll_after_ms(AttemptState::Queued, estimated_wait_secs(5, 600.0));
+        let far = poll_after_ms(AttemptState::Queued, estimated_wait_secs(50_000, 600.0));
         assert!((800..=1_200).contains(&near), "{near}");
         assert!((24_000..=36_000).contains(&far), "{far}");
         assert_eq!(estimated_wait_secs(600, 600.0), Some(60));

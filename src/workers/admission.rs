@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 use super::controller;
 use crate::domain::valve::Valve;
-use crate::domain::{AttemptEvent, AttemptState, ExpiryReason, SaleId, SaleStatus};
+use crate::domain::{AttemptEvent, SaleId, SaleStatus};
 use crate::ledger::AdmissionPlan;
 use crate::queue::{AdmitOutcome, Admitted};
 use crate::service::App;
@@ -129,14 +129,9 @@ async fn admit(
         if abandoned > 0 {
             metrics::counter!("sluice_abandoned_total", "sale" => sale_label.clone())
                 .increment(abandoned);
-            // And among the expiries by cause, with the waiting users who left or were closed
-            // out: out of the queue store only, no ledger transition counts them.
-            crate::telemetry::count_transitions(
-                &AttemptState::QUEUED,
-                &AttemptState::expired_because(ExpiryReason::Abandoned),
-                AttemptEvent::Abandon.as_str(),
-                abandoned,
-            );
+            // And among the transitions by cause, with the waiting users who left or were
+            // closed out.
+            crate::service::transition::waiting_ended(AttemptEvent::Abandon, abandoned);
         }
     }
     let rate = controller::rate(app, plan, &mut ticker.valve, fresh).await;
@@ -205,7 +200,6 @@ async fn record(app: &App, plan: &AdmissionPlan, admitted: &[Admitted]) -> anyho
     app.queue.admissions_recorded(sale, first.attempt).await?;
     metrics::counter!("sluice_admitted_total", "sale" => sale.to_string())
         .increment(admitted.len() as u64);
-    metrics::counter!("sluice_transitions_total", "from" => "QUEUED", "to" => "ADMITTED", "cause" => "admit")
-        .increment(admitted.len() as u64);
+    crate::service::transition::admitted(admitted.len() as u64);
     Ok(())
 }

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use tokio_cron_scheduler::{Job, JobScheduler};
 
 use crate::domain::AttemptEvent;
-use crate::service::{sync_queue_all, App};
+use crate::service::transition::settle_all;
+use crate::service::App;
 
 /// Rows claimed per transaction.
 const BATCH: u32 = 200;
@@ -39,18 +40,11 @@ pub async fn start(app: App) -> anyhow::Result<JobScheduler> {
 /// One pass over every kind of deadline.
 pub async fn reap(app: &App) {
     metrics::counter!("sluice_reaper_runs_total").increment(1);
-    for event in [
-        AttemptEvent::AdmissionTimeout,
-        AttemptEvent::HoldTimeout,
-        AttemptEvent::PaymentTimeout,
-    ] {
+    for event in AttemptEvent::TIMEOUTS {
         for _ in 0..MAX_BATCHES {
             match app.ledger.expire_due(event, BATCH).await {
                 Ok(expired) => {
-                    for applied in &expired {
-                        crate::telemetry::record_transition(&applied.decision, event.as_str());
-                    }
-                    sync_queue_all(app, &expired).await;
+                    settle_all(app, &expired).await;
                     metrics::counter!("sluice_reaper_expired_total", "cause" => event.as_str())
                         .increment(expired.len() as u64);
                     if (expired.len() as u32) < BATCH {

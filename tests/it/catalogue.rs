@@ -4,7 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use sluice::domain::{AttemptId, AttemptState, DomainEvent, EventType, SaleId};
+use sluice::domain::{
+    decide, AttemptEvent, AttemptId, AttemptState, DomainEvent, EventType, SaleId,
+};
 
 fn catalogue() -> serde_yaml::Value {
     serde_yaml::from_str(include_str!("../../openapi/asyncapi.yaml"))
@@ -54,14 +56,8 @@ fn the_envelope_matches_what_is_serialised() {
         .map(|k| k.as_str().unwrap().to_owned())
         .collect();
     let attempt = AttemptId::new(SaleId::new());
-    let event = DomainEvent::for_transition(
-        attempt,
-        "u",
-        AttemptState::ADMITTED,
-        AttemptState::HOLD,
-        "hold",
-    )
-    .unwrap();
+    let hold = decide(AttemptState::Admitted, AttemptEvent::Hold).unwrap();
+    let event = DomainEvent::for_decision(attempt, "u", &hold).unwrap();
     let serialised = serde_json::to_value(&event).unwrap();
     let fields: BTreeSet<String> = serialised.as_object().unwrap().keys().cloned().collect();
     assert_eq!(fields, required);

@@ -8,10 +8,13 @@ use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
 use super::{db_error, outbox};
-use crate::domain::{AttemptEvent, AttemptId, AttemptState, DomainEvent, SaleId, UserId};
+use crate::domain::{AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, SaleId, UserId};
 use crate::domain::{LiveAttempt, Take};
-use crate::ledger::transition::{apply_in, AttemptTx};
-use crate::ledger::{Applied, AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange};
+use crate::ledger::transition::{apply_in, timeout_state, AttemptTx};
+use crate::ledger::{
+    AdmissionPlan, Applied, AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange,
+};
+use crate::queue::Admitted;
 
 /// Everything [`record_from_row`] reads; `FOR UPDATE OF a` locks only the attempt.
 const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
@@ -156,22 +159,16 @@ impl AttemptTx for PgConnection {
         enter_state(self, id.local, to).await
     }
 
-    async fn audit(
-        &mut self,
-        id: AttemptId,
-        from: AttemptState,
-        to: AttemptState,
-        cause: &str,
-    ) -> LedgerResult<()> {
+    async fn audit(&mut self, id: AttemptId, decision: &Decision) -> LedgerResult<()> {
         sqlx::query(
             "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause)
              VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(id.local)
-        .bind(from.name())
-        .bind(to.name())
-        .bind(to.reason().map(|r| r.as_str()))
-        .bind(cause)
+        .bind(decision.from.name())
+        .bind(decision.to.name())
+        .bind(decision.to.reason().map(|r| r.as_str()))
+        .bind(decision.event.as_str())
         .execute(self)
         .await
         .map_err(db_error)?;
@@ -193,16 +190,114 @@ impl AttemptTx for PgConnection {
         .await
         .map_err(db_error)
     }
+
+    /// One statement for the batch: its ids as an array.
+    async fn audit_all(&mut self, ids: &[AttemptId], decision: &Decision) -> LedgerResult<()> {
+        let ids: Vec<Uuid> = ids.iter().map(|id| id.local).collect();
+        sqlx::query(
+            "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause)
+             SELECT unnest($1::uuid[]), $2, $3, $4, $5",
+        )
+        .bind(&ids)
+        .bind(decision.from.name())
+        .bind(decision.to.name())
+        .bind(decision.to.reason().map(|r| r.as_str()))
+        .bind(decision.event.as_str())
+        .execute(self)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// One statement for the batch: its columns as arrays.
+    async fn insert_admitted(
+        &mut self,
+        plan: &AdmissionPlan,
+        admitted: &[Admitted],
+    ) -> LedgerResult<Vec<Uuid>> {
+        let ids: Vec<Uuid> = admitted.iter().map(|a| a.attempt.local).collect();
+        let users: Vec<&str> = admitted.iter().map(|a| a.user.as_str()).collect();
+        let seqs: Vec<i64> = admitted.iter().map(|a| a.seq as i64).collect();
+        sqlx::query_scalar(
+            "INSERT INTO attempts (id, sale_id, user_id, seq, state, admission_expires_at)
+             SELECT id, $1, user_id, seq, 'ADMITTED', now() + make_interval(secs => $5)
+             FROM unnest($2::uuid[], $3::text[], $4::bigint[]) AS t(id, user_id, seq)
+             ON CONFLICT (id) DO NOTHING RETURNING id",
+        )
+        .bind(plan.sale.0)
+        .bind(&ids)
+        .bind(&users)
+        .bind(&seqs)
+        .bind(plan.admission_ttl_secs as f64)
+        .fetch_all(self)
+        .await
+        .map_err(db_error)
+    }
+
+    async fn payment_attempt(&mut self, reference: Uuid) -> LedgerResult<Option<AttemptId>> {
+        let found: Option<(Uuid, Uuid)> = sqlx::query_as(
+            "SELECT a.id, a.sale_id FROM payments p JOIN attempts a ON a.id = p.attempt_id WHERE p.reference = $1",
+        )
+        .bind(reference)
+        .fetch_optional(self)
+        .await
+        .map_err(db_error)?;
+        Ok(found.map(|(local, sale)| AttemptId {
+            sale: SaleId(sale),
+            local,
+        }))
+    }
+
+    async fn claim_payment_event(
+        &mut self,
+        provider_event_id: &str,
+        reference: Uuid,
+        succeeded: bool,
+    ) -> LedgerResult<bool> {
+        let claimed = sqlx::query(
+            "INSERT INTO payment_events (provider_event_id, payment_reference, kind) VALUES ($1, $2, $3)
+             ON CONFLICT (provider_event_id) DO NOTHING",
+        )
+        .bind(provider_event_id)
+        .bind(reference)
+        .bind(if succeeded { "succeeded" } else { "failed" })
+        .execute(self)
+        .await
+        .map_err(db_error)?;
+        Ok(claimed.rows_affected() == 1)
+    }
+
+    /// `FOR UPDATE SKIP LOCKED`: reapers on several replicas (and user requests) never expire
+    /// one attempt twice, nor wait for each other.
+    async fn due(&mut self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<AttemptId>> {
+        let (state, deadline) = timeout_state(event)?;
+        let rows = sqlx::query(&format!(
+            "SELECT id, sale_id FROM attempts WHERE state = $1 AND {deadline} <= now()
+             ORDER BY {deadline} LIMIT $2 FOR UPDATE SKIP LOCKED"
+        ))
+        .bind(state)
+        .bind(limit as i64)
+        .fetch_all(self)
+        .await
+        .map_err(db_error)?;
+        Ok(rows
+            .iter()
+            .map(|row| AttemptId {
+                sale: SaleId(row.get("sale_id")),
+                local: row.get("id"),
+            })
+            .collect())
+    }
 }
 
 /// The new state, and what entering it writes besides.
 async fn enter_state(conn: &mut PgConnection, id: Uuid, to: AttemptState) -> LedgerResult<()> {
     let also = match to {
-        AttemptState::Hold { .. } => Some(
+        AttemptState::Hold => Some(
             "UPDATE attempts a SET hold_expires_at = now() + make_interval(secs => s.hold_ttl_secs)
              FROM sales s WHERE a.id = $1 AND s.id = a.sale_id",
         ),
-        AttemptState::PaymentPending { .. } => {
+        AttemptState::PaymentPending => {
             sqlx::query(
                 "INSERT INTO payments (reference, attempt_id, status) VALUES ($1, $2, 'pending')
                  ON CONFLICT (attempt_id) DO NOTHING",
@@ -217,7 +312,7 @@ async fn enter_state(conn: &mut PgConnection, id: Uuid, to: AttemptState) -> Led
                  FROM sales s WHERE a.id = $1 AND s.id = a.sale_id",
             )
         }
-        AttemptState::Confirmed { .. } => {
+        AttemptState::Confirmed => {
             sqlx::query("UPDATE payments SET status = 'succeeded', updated_at = now() WHERE attempt_id = $1")
                 .bind(id)
                 .execute(&mut *conn)
@@ -228,7 +323,7 @@ async fn enter_state(conn: &mut PgConnection, id: Uuid, to: AttemptState) -> Led
         AttemptState::Expired { .. } => Some(
             "UPDATE payments SET status = 'failed', updated_at = now() WHERE attempt_id = $1 AND status = 'pending'",
         ),
-        AttemptState::Queued { .. } | AttemptState::Admitted { .. } => None,
+        AttemptState::Queued | AttemptState::Admitted => None,
     };
     if let Some(sql) = also {
         sqlx::query(sql)

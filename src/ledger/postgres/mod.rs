@@ -1,16 +1,16 @@
 //! The PostgreSQL ledger (sqlx, migrations in `migrations/postgres`).
 //!
-//! Layout: `sales.rs` (sales and their stats), `attempts.rs` (loading and transitions),
-//! `admissions.rs`, `payments.rs`, `reapers.rs`, `idempotency.rs`, `outbox.rs` (the event row
-//! every transition writes). The trait impl below only delegates.
+//! Layout: `sales.rs` (sales and their stats), `attempts.rs` (loading, and the [`AttemptTx`]
+//! statements the shared transitions and flows run), `idempotency.rs`, `outbox.rs` (the event
+//! row every transition writes), `queue_sync.rs`. The trait impl below delegates, opening and
+//! committing the transaction of each shared flow.
+//!
+//! [`AttemptTx`]: crate::ledger::transition::AttemptTx
 
-mod admissions;
 mod attempts;
 mod idempotency;
 mod outbox;
-mod payments;
 mod queue_sync;
-mod reapers;
 mod sales;
 
 pub use attempts::{CLAIM_FREE_UNITS, FREE_UNITS_BY_INDEX};
@@ -154,10 +154,11 @@ impl Ledger for PgLedger {
         plan: &AdmissionPlan,
         admitted: &[Admitted],
     ) -> LedgerResult<()> {
-        metered(
-            "record_admissions",
-            admissions::record(&self.pool, plan, admitted),
-        )
+        metered("record_admissions", async {
+            let mut tx = self.pool.begin().await.map_err(db_error)?;
+            super::flows::record_admissions(&mut *tx, plan, admitted).await?;
+            tx.commit().await.map_err(db_error)
+        })
         .await
     }
 
@@ -181,12 +182,25 @@ impl Ledger for PgLedger {
         reference: Uuid,
         succeeded: bool,
     ) -> LedgerResult<PaymentApplied> {
-        let work = payments::apply(&self.pool, provider_event_id, reference, succeeded);
-        metered("payment_event", work).await
+        metered("payment_event", async {
+            let mut tx = self.pool.begin().await.map_err(db_error)?;
+            let applied =
+                super::flows::payment_event(&mut *tx, provider_event_id, reference, succeeded)
+                    .await?;
+            tx.commit().await.map_err(db_error)?;
+            Ok(applied)
+        })
+        .await
     }
 
     async fn expire_due(&self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<Applied>> {
-        metered("expire_due", reapers::expire_due(&self.pool, event, limit)).await
+        metered("expire_due", async {
+            let mut tx = self.pool.begin().await.map_err(db_error)?;
+            let expired = super::flows::expire_due(&mut *tx, event, limit).await?;
+            tx.commit().await.map_err(db_error)?;
+            Ok(expired)
+        })
+        .await
     }
 
     async fn saved_response(

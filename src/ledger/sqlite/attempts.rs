@@ -7,10 +7,13 @@ use sqlx::{Row, SqliteConnection};
 use uuid::Uuid;
 
 use super::{db_error, from_ms, NOW_MS};
-use crate::domain::{AttemptId, AttemptState, DomainEvent, SaleId, UserId};
+use crate::domain::{AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, SaleId, UserId};
 use crate::domain::{LiveAttempt, Take};
-use crate::ledger::transition::AttemptTx;
-use crate::ledger::{AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange};
+use crate::ledger::transition::{timeout_state, AttemptTx};
+use crate::ledger::{
+    AdmissionPlan, AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange,
+};
+use crate::queue::Admitted;
 
 const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
         a.admission_expires_at_ms, a.hold_expires_at_ms, a.payment_expires_at_ms,
@@ -213,11 +216,11 @@ impl AttemptTx for SqliteConnection {
     async fn enter_state(&mut self, id: AttemptId, to: AttemptState) -> LedgerResult<()> {
         let local = id.local;
         let also = match to {
-            AttemptState::Hold { .. } => Some(format!(
+            AttemptState::Hold => Some(format!(
                 "UPDATE attempts SET hold_expires_at_ms = {NOW_MS} + 1000 *
                    (SELECT hold_ttl_secs FROM sales WHERE sales.id = attempts.sale_id) WHERE id = ?"
             )),
-            AttemptState::PaymentPending { .. } => {
+            AttemptState::PaymentPending => {
                 sqlx::query(&format!(
                     "INSERT OR IGNORE INTO payments (reference, attempt_id, status, created_at_ms, updated_at_ms)
                      VALUES (?, ?, 'pending', {NOW_MS}, {NOW_MS})"
@@ -232,7 +235,7 @@ impl AttemptTx for SqliteConnection {
                        (SELECT payment_ttl_secs FROM sales WHERE sales.id = attempts.sale_id) WHERE id = ?"
                 ))
             }
-            AttemptState::Confirmed { .. } => {
+            AttemptState::Confirmed => {
                 sqlx::query(&format!("UPDATE payments SET status = 'succeeded', updated_at_ms = {NOW_MS} WHERE attempt_id = ?"))
                     .bind(local)
                     .execute(&mut *self)
@@ -243,7 +246,7 @@ impl AttemptTx for SqliteConnection {
             AttemptState::Expired { .. } => Some(format!(
                 "UPDATE payments SET status = 'failed', updated_at_ms = {NOW_MS} WHERE attempt_id = ? AND status = 'pending'"
             )),
-            AttemptState::Queued { .. } | AttemptState::Admitted { .. } => None,
+            AttemptState::Queued | AttemptState::Admitted => None,
         };
         if let Some(sql) = also {
             sqlx::query(&sql)
@@ -264,22 +267,16 @@ impl AttemptTx for SqliteConnection {
         Ok(())
     }
 
-    async fn audit(
-        &mut self,
-        id: AttemptId,
-        from: AttemptState,
-        to: AttemptState,
-        cause: &str,
-    ) -> LedgerResult<()> {
+    async fn audit(&mut self, id: AttemptId, decision: &Decision) -> LedgerResult<()> {
         sqlx::query(&format!(
             "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause, at_ms)
              VALUES (?, ?, ?, ?, ?, {NOW_MS})"
         ))
         .bind(id.local)
-        .bind(from.name())
-        .bind(to.name())
-        .bind(to.reason().map(|r| r.as_str()))
-        .bind(cause)
+        .bind(decision.from.name())
+        .bind(decision.to.name())
+        .bind(decision.to.reason().map(|r| r.as_str()))
+        .bind(decision.event.as_str())
         .execute(self)
         .await
         .map_err(db_error)?;
@@ -313,5 +310,82 @@ impl AttemptTx for SqliteConnection {
         .fetch_one(self)
         .await
         .map_err(db_error)
+    }
+
+    async fn insert_admitted(
+        &mut self,
+        plan: &AdmissionPlan,
+        admitted: &[Admitted],
+    ) -> LedgerResult<Vec<Uuid>> {
+        let mut inserted = Vec::with_capacity(admitted.len());
+        for a in admitted {
+            // OR IGNORE: a retried batch inserts nothing twice.
+            let done = sqlx::query(&format!(
+                "INSERT OR IGNORE INTO attempts (id, sale_id, user_id, seq, state, admitted_at_ms, admission_expires_at_ms, updated_at_ms)
+                 VALUES (?, ?, ?, ?, 'ADMITTED', {NOW_MS}, {NOW_MS} + 1000 * ?, {NOW_MS})"
+            ))
+            .bind(a.attempt.local)
+            .bind(plan.sale.0)
+            .bind(a.user.as_str())
+            .bind(a.seq as i64)
+            .bind(plan.admission_ttl_secs as i64)
+            .execute(&mut *self)
+            .await
+            .map_err(db_error)?;
+            if done.rows_affected() == 1 {
+                inserted.push(a.attempt.local);
+            }
+        }
+        Ok(inserted)
+    }
+
+    async fn payment_attempt(&mut self, reference: Uuid) -> LedgerResult<Option<AttemptId>> {
+        let row = sqlx::query("SELECT a.id, a.sale_id FROM payments p JOIN attempts a ON a.id = p.attempt_id WHERE p.reference = ?")
+            .bind(reference)
+            .fetch_optional(self)
+            .await
+            .map_err(db_error)?;
+        Ok(row.map(|row| AttemptId {
+            sale: SaleId(row.get("sale_id")),
+            local: row.get("id"),
+        }))
+    }
+
+    async fn claim_payment_event(
+        &mut self,
+        provider_event_id: &str,
+        reference: Uuid,
+        succeeded: bool,
+    ) -> LedgerResult<bool> {
+        let claimed = sqlx::query(&format!(
+            "INSERT OR IGNORE INTO payment_events (provider_event_id, payment_reference, kind, received_at_ms) VALUES (?, ?, ?, {NOW_MS})"
+        ))
+        .bind(provider_event_id)
+        .bind(reference)
+        .bind(if succeeded { "succeeded" } else { "failed" })
+        .execute(self)
+        .await
+        .map_err(db_error)?;
+        Ok(claimed.rows_affected() == 1)
+    }
+
+    /// The write transaction holds the database: the rows are this transaction's.
+    async fn due(&mut self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<AttemptId>> {
+        let (state, deadline) = timeout_state(event)?;
+        let rows = sqlx::query(&format!(
+            "SELECT id, sale_id FROM attempts WHERE state = ? AND {deadline}_ms <= {NOW_MS} ORDER BY {deadline}_ms LIMIT ?"
+        ))
+        .bind(state)
+        .bind(limit as i64)
+        .fetch_all(self)
+        .await
+        .map_err(db_error)?;
+        Ok(rows
+            .iter()
+            .map(|row| AttemptId {
+                sale: SaleId(row.get("sale_id")),
+                local: row.get("id"),
+            })
+            .collect())
     }
 }

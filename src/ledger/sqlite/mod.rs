@@ -1,13 +1,14 @@
 //! The SQLite ledger of the embedded default (sqlx, migrations in `migrations/sqlite`): the
 //! same guarantees as PostgreSQL — conditional stock (a unit has one holder), unique payment
 //! event ids, a transition and its outbox row in one transaction — with writers serialised by
-//! `BEGIN IMMEDIATE`. Layout: `sales.rs`, `attempts.rs` (the [`AttemptTx`] statements),
-//! `flows.rs` (admissions, payments, reapers, idempotency).
+//! `BEGIN IMMEDIATE`. Layout: `sales.rs`, `attempts.rs` (the [`AttemptTx`] statements
+//! the shared transitions and flows run), `idempotency.rs`, `outbox.rs`, `queue_sync.rs`.
 //!
 //! [`AttemptTx`]: crate::ledger::transition::AttemptTx
 
 mod attempts;
-mod flows;
+mod idempotency;
+mod outbox;
 mod queue_sync;
 mod sales;
 
@@ -166,10 +167,11 @@ impl Ledger for SqliteLedger {
         plan: &AdmissionPlan,
         admitted: &[Admitted],
     ) -> LedgerResult<()> {
-        metered(
-            "record_admissions",
-            flows::record_admissions(self, plan, admitted),
-        )
+        metered("record_admissions", async {
+            let mut tx = self.write().await?;
+            super::flows::record_admissions(&mut *tx, plan, admitted).await?;
+            tx.commit().await.map_err(db_error)
+        })
         .await
     }
 
@@ -200,12 +202,25 @@ impl Ledger for SqliteLedger {
         reference: Uuid,
         succeeded: bool,
     ) -> LedgerResult<PaymentApplied> {
-        let work = flows::payment_event(self, provider_event_id, reference, succeeded);
-        metered("payment_event", work).await
+        metered("payment_event", async {
+            let mut tx = self.write().await?;
+            let applied =
+                super::flows::payment_event(&mut *tx, provider_event_id, reference, succeeded)
+                    .await?;
+            tx.commit().await.map_err(db_error)?;
+            Ok(applied)
+        })
+        .await
     }
 
     async fn expire_due(&self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<Applied>> {
-        metered("expire_due", flows::expire_due(self, event, limit)).await
+        metered("expire_due", async {
+            let mut tx = self.write().await?;
+            let expired = super::flows::expire_due(&mut *tx, event, limit).await?;
+            tx.commit().await.map_err(db_error)?;
+            Ok(expired)
+        })
+        .await
     }
 
     async fn saved_response(
@@ -213,7 +228,7 @@ impl Ledger for SqliteLedger {
         user: &UserId,
         key: &str,
     ) -> LedgerResult<Option<SavedResponse>> {
-        flows::saved_response(&self.pool, user, key).await
+        idempotency::saved_response(&self.pool, user, key).await
     }
 
     async fn reserve_key(
@@ -223,11 +238,11 @@ impl Ledger for SqliteLedger {
         request_hash: &str,
         stale_after_secs: u64,
     ) -> LedgerResult<bool> {
-        flows::reserve_key(&self.pool, user, key, request_hash, stale_after_secs).await
+        idempotency::reserve_key(&self.pool, user, key, request_hash, stale_after_secs).await
     }
 
     async fn release_key(&self, user: &UserId, key: &str) -> LedgerResult<()> {
-        flows::release_key(&self.pool, user, key).await
+        idempotency::release_key(&self.pool, user, key).await
     }
 
     async fn save_response(
@@ -236,11 +251,11 @@ impl Ledger for SqliteLedger {
         key: &str,
         saved: &SavedResponse,
     ) -> LedgerResult<()> {
-        flows::save_response(&self.pool, user, key, saved).await
+        idempotency::save_response(&self.pool, user, key, saved).await
     }
 
     async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64> {
-        flows::purge_saved_responses(&self.pool, older_than_secs).await
+        idempotency::purge_saved_responses(&self.pool, older_than_secs).await
     }
 
     async fn pending_events(
@@ -248,7 +263,7 @@ impl Ledger for SqliteLedger {
         limit: u32,
         after: Option<Uuid>,
     ) -> LedgerResult<Vec<OutboxEvent>> {
-        flows::pending_events(&self.pool, limit, after).await
+        outbox::pending_events(&self.pool, limit, after).await
     }
 
     async fn pending_syncs(
@@ -276,15 +291,15 @@ impl Ledger for SqliteLedger {
     }
 
     async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()> {
-        flows::mark_published(self, ids).await
+        outbox::mark_published(self, ids).await
     }
 
     async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)> {
-        flows::outbox_backlog(&self.pool).await
+        outbox::outbox_backlog(&self.pool).await
     }
 
     async fn record_refusal(&self, id: Uuid, max_tries: u32) -> LedgerResult<bool> {
-        flows::record_refusal(self, id, max_tries).await
+        outbox::record_refusal(self, id, max_tries).await
     }
 
     /// One process owns the SQLite file: its relay always holds the lease.

@@ -1,0 +1,89 @@
+//! The ledger's flows beyond one event on one attempt, written once for every database over
+//! [`AttemptTx`]: admissions (QUEUED → ADMITTED, the attempt's first row), payment webhooks
+//! (each provider event applied once) and the reapers' expiry by deadline. Each runs inside
+//! the caller's transaction; the dialects differ only in the statements they give.
+
+use std::collections::HashSet;
+
+use uuid::Uuid;
+
+use super::transition::{transition, AttemptTx};
+use super::{AdmissionPlan, Applied, LedgerError, LedgerResult, PaymentApplied};
+use crate::domain::{decide, AttemptEvent, AttemptState, DomainEvent};
+use crate::queue::Admitted;
+
+/// Records attempts the queue store admitted: their rows, the audit trail and each one's
+/// event, as the machine decides QUEUED + admit. A retried batch (after a timeout that did
+/// commit) records nothing twice.
+pub(crate) async fn record_admissions<T: AttemptTx + ?Sized>(
+    tx: &mut T,
+    plan: &AdmissionPlan,
+    admitted: &[Admitted],
+) -> LedgerResult<()> {
+    if admitted.is_empty() {
+        return Ok(());
+    }
+    let decision = decide(AttemptState::Queued, AttemptEvent::Admit)?;
+    let inserted: HashSet<Uuid> = tx
+        .insert_admitted(plan, admitted)
+        .await?
+        .into_iter()
+        .collect();
+    let new: Vec<&Admitted> = admitted
+        .iter()
+        .filter(|a| inserted.contains(&a.attempt.local))
+        .collect();
+    let ids: Vec<_> = new.iter().map(|a| a.attempt).collect();
+    tx.audit_all(&ids, &decision).await?;
+    for a in new {
+        if let Some(event) = DomainEvent::for_decision(a.attempt, a.user.as_str(), &decision) {
+            tx.insert_event(&event).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies one provider event to the attempt its payment reference names, once: the attempt
+/// is locked first and the event id claimed second, so concurrent deliveries of one event
+/// queue on the lock and all but the first find the id taken.
+pub(crate) async fn payment_event<T: AttemptTx + ?Sized>(
+    tx: &mut T,
+    provider_event_id: &str,
+    reference: Uuid,
+    succeeded: bool,
+) -> LedgerResult<PaymentApplied> {
+    let Some(id) = tx.payment_attempt(reference).await? else {
+        return Ok(PaymentApplied::UnknownReference);
+    };
+    let record = tx.lock_attempt(id).await?.ok_or(LedgerError::NotFound)?;
+    if !tx
+        .claim_payment_event(provider_event_id, reference, succeeded)
+        .await?
+    {
+        return Ok(PaymentApplied::Duplicate { record });
+    }
+    let event = if succeeded {
+        AttemptEvent::PaymentSucceeded
+    } else {
+        AttemptEvent::PaymentFailed
+    };
+    Ok(PaymentApplied::Applied(
+        transition(tx, record, event, None).await?,
+    ))
+}
+
+/// Expires up to `limit` attempts whose deadline for the timeout `event` has passed, by the
+/// database's clock, oldest deadline first.
+pub(crate) async fn expire_due<T: AttemptTx + ?Sized>(
+    tx: &mut T,
+    event: AttemptEvent,
+    limit: u32,
+) -> LedgerResult<Vec<Applied>> {
+    let due = tx.due(event, limit).await?;
+    let mut expired = Vec::with_capacity(due.len());
+    for id in due {
+        let record = tx.lock_attempt(id).await?.ok_or(LedgerError::NotFound)?;
+        expired.push(transition(tx, record, event, None).await?);
+    }
+    Ok(expired)
+}
