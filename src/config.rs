@@ -509,7 +509,7 @@ impl Config {
             return bad("workers.queue_sync_ms", "must be at least 10");
         }
         let replay_ms = self.workers.queue_sync_replay_secs.saturating_mul(1000);
-        if !(10_000..=crate::queue::SYNCED_KEEP_MS).contains(&replay_ms) {
+        if !(10_000..=crate::domain::holding::SYNCED_KEEP_MS).contains(&replay_ms) {
             return bad(
                 "workers.queue_sync_replay_secs",
                 "must be between 10 and 3600 (the queue store keeps its record of applied changes an hour)",

@@ -39,8 +39,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::events::EventType;
-
 /// Why an attempt ended without a purchase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -178,7 +176,7 @@ pub enum Effect {
     RefundRequired,
 }
 
-/// Where a transition is kept.
+/// Where a transition is kept; what it announces is [`Decision::announces`] (`domain::events`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kept {
     /// Nothing changed: nothing to keep.
@@ -202,17 +200,6 @@ pub struct Decision {
     pub changed: bool,
     pub effects: Vec<Effect>,
     pub kept: Kept,
-}
-
-impl Decision {
-    /// The event the transition announces to the rest of the company (written to the outbox
-    /// with it), if any.
-    pub fn announces(&self) -> Option<EventType> {
-        match self.kept {
-            Kept::Ledger => EventType::entering(self.to),
-            Kept::QueueStore | Kept::Nowhere => None,
-        }
-    }
 }
 
 /// The event does not apply to the attempt's state.

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::attempt::{AttemptState, Decision, ExpiryReason};
+use super::attempt::{AttemptState, Decision, ExpiryReason, Kept};
 use super::ids::{AttemptId, SaleId};
 use super::sale::{Sale, SaleStatus};
 
@@ -72,6 +72,17 @@ impl EventType {
             SaleStatus::Open => EventType::SaleOpened,
             SaleStatus::Paused => EventType::SalePaused,
             SaleStatus::Closed => EventType::SaleClosed,
+        }
+    }
+}
+
+impl Decision {
+    /// The event the transition announces to the rest of the company (written to the outbox
+    /// with it), if any: a transition the ledger keeps announces the state it enters.
+    pub fn announces(&self) -> Option<EventType> {
+        match self.kept {
+            Kept::Ledger => EventType::entering(self.to),
+            Kept::QueueStore | Kept::Nowhere => None,
         }
     }
 }

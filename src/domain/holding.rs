@@ -4,6 +4,11 @@
 
 use super::{AttemptId, Sale, Stock, UserId};
 
+/// How long a queue store keeps the record of a queue-sync change it applied: a replay of the
+/// ledger's log reaches back at most this far (`workers.queue_sync_replay_secs` is bounded by
+/// it, and the ledger prunes its log past it).
+pub const SYNCED_KEEP_MS: u64 = 3_600_000;
+
 /// What a hold takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Take {

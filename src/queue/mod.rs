@@ -253,9 +253,7 @@ pub struct QueueStats {
     pub version: u64,
 }
 
-/// How long a store keeps the record of a queue-sync change it applied: a replay of the log
-/// reaches back at most this far (`workers.queue_sync_replay_secs` is bounded by it).
-pub const SYNCED_KEEP_MS: u64 = 3_600_000;
+pub use crate::domain::holding::SYNCED_KEEP_MS;
 
 /// The lease that makes one process the admitter of a sale.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -135,15 +135,11 @@ async fn explain_not_admitted(
                 Err(rejected) => Err(LedgerError::Rejected(rejected).into()),
             }
         }
-        _ => Err(ServiceError::NotFound("attempt")),
+        Some(_) => Err(ServiceError::NotFound("attempt")),
+        None => super::attempt_event::unrecorded(app, attempt, user, AttemptEvent::Hold).await,
     }
 }
 
 pub async fn release(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResult<AttemptView> {
-    let applied = app
-        .ledger
-        .apply(attempt, Some(user), AttemptEvent::Release, None)
-        .await?;
-    settle(app, &applied).await;
-    Ok(AttemptView::from_record(&applied.record, None))
+    super::attempt_event::apply_event(app, attempt, user, AttemptEvent::Release).await
 }

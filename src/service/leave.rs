@@ -1,8 +1,9 @@
 //! Leave: a waiting user steps out of the queue; an admitted user gives the slot back; a user
 //! who holds stock releases it.
 
-use super::transition::{settle, waiting_ended};
-use super::{status::from_store, App, AttemptView, ServiceError, ServiceResult};
+use super::attempt_event::apply_event;
+use super::transition::waiting_ended;
+use super::{App, AttemptView, ServiceResult};
 use crate::domain::{AttemptEvent, AttemptId, UserId};
 use crate::queue::LeaveOutcome;
 
@@ -14,20 +15,10 @@ pub async fn leave(app: &App, attempt: AttemptId, user: &UserId) -> ServiceResul
             app.lines.left(attempt);
             Ok(AttemptView::bare(attempt, left))
         }
+        // Admitted or later (a ledger row), or left the queue earlier: leaving again
+        // answers the same.
         LeaveOutcome::NotQueued | LeaveOutcome::NotFound => {
-            match app
-                .ledger
-                .apply(attempt, Some(user), AttemptEvent::Leave, None)
-                .await
-            {
-                Ok(applied) => {
-                    settle(app, &applied).await;
-                    Ok(AttemptView::from_record(&applied.record, None))
-                }
-                // Left the queue earlier: leaving again answers the same.
-                Err(crate::ledger::LedgerError::NotFound) => from_store(app, attempt, user).await,
-                Err(e) => Err(ServiceError::from(e)),
-            }
+            apply_event(app, attempt, user, AttemptEvent::Leave).await
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod limits;
 mod sync;
 mod view;
 
+pub mod attempt_event;
 pub mod checkout;
 pub mod drain;
 pub mod hold;

@@ -590,6 +590,38 @@ impl TestApp {
         }
     }
 
+    /// Moves the deadline that the timeout `event` judges a second into the past, by the
+    /// ledger's clock (the next reaper pass or request expires the attempt).
+    pub async fn pass_deadline(&self, attempt: &str, event: sluice::domain::AttemptEvent) {
+        use sluice::domain::AttemptEvent as E;
+        let column = match event {
+            E::AdmissionTimeout => "admission_expires_at",
+            E::HoldTimeout => "hold_expires_at",
+            E::PaymentTimeout => "payment_expires_at",
+            other => panic!("{other:?} has no deadline"),
+        };
+        let local = sluice::domain::AttemptId::parse(attempt).unwrap().local;
+        let changed = match self.ledger_pool().await {
+            Pool::Pg(pool) => sqlx::query(&format!(
+                "UPDATE attempts SET {column} = now() - interval '1 second' WHERE id = $1"
+            ))
+            .bind(local)
+            .execute(&pool)
+            .await
+            .unwrap()
+            .rows_affected(),
+            Pool::Sqlite(pool) => sqlx::query(&format!(
+                "UPDATE attempts SET {column}_ms = CAST(unixepoch('subsec') * 1000 AS INTEGER) - 1000 WHERE id = ?"
+            ))
+            .bind(local)
+            .execute(&pool)
+            .await
+            .unwrap()
+            .rows_affected(),
+        };
+        assert_eq!(changed, 1, "the attempt has a ledger row");
+    }
+
     async fn ledger_pool(&self) -> Pool {
         let config = &self.app.config;
         if config.ledger_is_embedded() {
