@@ -190,7 +190,7 @@ pub(crate) async fn apply_in<T: AttemptTx + ?Sized>(
 }
 
 /// What a reaper pass for a timeout event looks at: the state it expires, and the deadline
-/// column's name (PostgreSQL's; SQLite's adds `_ms`).
+/// column's name (the same in both schemas).
 pub(crate) fn timeout_state(event: AttemptEvent) -> LedgerResult<(&'static str, &'static str)> {
     match event {
         AttemptEvent::AdmissionTimeout => Ok(("ADMITTED", "admission_expires_at")),

@@ -611,7 +611,7 @@ impl TestApp {
             .unwrap()
             .rows_affected(),
             Pool::Sqlite(pool) => sqlx::query(&format!(
-                "UPDATE attempts SET {column}_ms = CAST(unixepoch('subsec') * 1000 AS INTEGER) - 1000 WHERE id = ?"
+                "UPDATE attempts SET {column} = CAST(unixepoch('subsec') * 1000 AS INTEGER) - 1000 WHERE id = ?"
             ))
             .bind(local)
             .execute(&pool)

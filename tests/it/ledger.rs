@@ -375,3 +375,85 @@ async fn a_seat_has_one_holder_and_unknown_seats_are_named(ledger: Arc<dyn Ledge
         Stock::Seats(vec!["A2".into()])
     );
 }
+
+/// An embedded ledger written before both schemas shared their column names (SQLite's times
+/// were `*_ms` columns) is upgraded in place at start: its sale, attempt and audit trail read
+/// back under the new names, and the attempt goes on through the machine.
+#[tokio::test]
+async fn an_embedded_ledger_of_the_earlier_schema_is_upgraded_in_place() {
+    const ONE_VOCABULARY: i64 = 20261202000002;
+    let path = std::env::temp_dir()
+        .join(format!("sluice-ledger-{}", uuid::Uuid::new_v4().simple()))
+        .join("sluice.db");
+    let ledger = SqliteLedger::open(&path, 4, std::time::Duration::from_secs(5)).unwrap();
+    let mut earlier = sqlx::migrate!("./migrations/sqlite");
+    let before: Vec<_> = earlier
+        .migrations
+        .iter()
+        .filter(|m| m.version < ONE_VOCABULARY)
+        .cloned()
+        .collect();
+    assert!(
+        before.len() < earlier.migrations.len(),
+        "the renaming migration exists"
+    );
+    earlier.migrations = before.into();
+    earlier.run(ledger.pool()).await.unwrap();
+
+    let (sale, attempt) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+    let (opens, deadline) = (1_700_000_000_000i64, 4_000_000_000_000i64);
+    for statement in [
+        "INSERT INTO sales (id, name, opens_at_ms, stock_kind, total, per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active, status, created_at_ms)
+         VALUES (?1, 'Before', ?3, 'quantity', 2, 1, 60, 60, 60, 60, 10, 'open', ?3)",
+        "INSERT INTO stock_units (sale_id, unit_id) VALUES (?1, '1'), (?1, '2')",
+        "INSERT INTO attempts (id, sale_id, user_id, seq, state, admitted_at_ms, admission_expires_at_ms, updated_at_ms)
+         VALUES (?2, ?1, 'u', 1, 'ADMITTED', ?3, ?4, ?3)",
+        "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, cause, at_ms)
+         VALUES (?2, 'QUEUED', 'ADMITTED', 'admit', ?3)",
+    ] {
+        sqlx::query(statement)
+            .bind(sale)
+            .bind(attempt)
+            .bind(opens)
+            .bind(deadline)
+            .execute(ledger.pool())
+            .await
+            .unwrap();
+    }
+
+    ledger.migrate().await.unwrap();
+    let id = AttemptId {
+        sale: sluice::domain::SaleId(sale),
+        local: attempt,
+    };
+    let record = ledger.sale(id.sale).await.unwrap().unwrap();
+    assert_eq!(record.sale.name, "Before");
+    assert_eq!(record.sale.opens_at.timestamp_millis(), opens);
+    assert_eq!(record.remaining, 2);
+    let before = ledger.attempt(id).await.unwrap().unwrap();
+    assert_eq!(before.admission_expires_at.timestamp_millis(), deadline);
+    let applied = ledger
+        .apply(
+            id,
+            Some(&UserId::parse("u").unwrap()),
+            AttemptEvent::Leave,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(applied.record.state.name(), "EXPIRED");
+    let trail: Vec<(String, String)> = sqlx::query_as(
+        "SELECT cause, to_state FROM attempt_transitions WHERE attempt_id = ? ORDER BY id",
+    )
+    .bind(attempt)
+    .fetch_all(ledger.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        trail,
+        [
+            ("admit".into(), "ADMITTED".into()),
+            ("leave".into(), "EXPIRED".into())
+        ]
+    );
+}

@@ -16,7 +16,7 @@ use crate::ledger::{
 use crate::queue::Admitted;
 
 const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
-        a.admission_expires_at_ms, a.hold_expires_at_ms, a.payment_expires_at_ms,
+        a.admission_expires_at, a.hold_expires_at, a.payment_expires_at,
         h.quantity AS hold_quantity, h.seat_ids AS hold_seats, p.reference AS payment_reference
     FROM attempts a
     LEFT JOIN holds h ON h.attempt_id = a.id
@@ -43,11 +43,9 @@ fn record_from_row(row: &SqliteRow) -> LedgerResult<AttemptRecord> {
         user: UserId::parse(row.get("user_id")).map_err(|_| bad("user"))?,
         seq: row.get("seq"),
         state,
-        admission_expires_at: from_ms(row.get("admission_expires_at_ms")),
-        hold_expires_at: row.get::<Option<i64>, _>("hold_expires_at_ms").map(from_ms),
-        payment_expires_at: row
-            .get::<Option<i64>, _>("payment_expires_at_ms")
-            .map(from_ms),
+        admission_expires_at: from_ms(row.get("admission_expires_at")),
+        hold_expires_at: row.get::<Option<i64>, _>("hold_expires_at").map(from_ms),
+        payment_expires_at: row.get::<Option<i64>, _>("payment_expires_at").map(from_ms),
         hold,
         payment_reference,
     })
@@ -179,7 +177,7 @@ impl AttemptTx for SqliteConnection {
             });
         }
         sqlx::query(&format!(
-            "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status, created_at_ms)
+            "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status, created_at)
              VALUES (?, ?, ?, ?, 'held', {NOW_MS})"
         ))
         .bind(id.local)
@@ -194,7 +192,7 @@ impl AttemptTx for SqliteConnection {
 
     async fn return_units(&mut self, id: AttemptId) -> LedgerResult<()> {
         let ended = sqlx::query(&format!(
-            "UPDATE holds SET status = 'returned', ended_at_ms = {NOW_MS} WHERE attempt_id = ? AND status = 'held'"
+            "UPDATE holds SET status = 'returned', ended_at = {NOW_MS} WHERE attempt_id = ? AND status = 'held'"
         ))
         .bind(id.local)
         .execute(&mut *self)
@@ -217,12 +215,12 @@ impl AttemptTx for SqliteConnection {
         let local = id.local;
         let also = match to {
             AttemptState::Hold => Some(format!(
-                "UPDATE attempts SET hold_expires_at_ms = {NOW_MS} + 1000 *
+                "UPDATE attempts SET hold_expires_at = {NOW_MS} + 1000 *
                    (SELECT hold_ttl_secs FROM sales WHERE sales.id = attempts.sale_id) WHERE id = ?"
             )),
             AttemptState::PaymentPending => {
                 sqlx::query(&format!(
-                    "INSERT OR IGNORE INTO payments (reference, attempt_id, status, created_at_ms, updated_at_ms)
+                    "INSERT OR IGNORE INTO payments (reference, attempt_id, status, created_at, updated_at)
                      VALUES (?, ?, 'pending', {NOW_MS}, {NOW_MS})"
                 ))
                 .bind(Uuid::new_v4())
@@ -231,20 +229,20 @@ impl AttemptTx for SqliteConnection {
                 .await
                 .map_err(db_error)?;
                 Some(format!(
-                    "UPDATE attempts SET payment_expires_at_ms = {NOW_MS} + 1000 *
+                    "UPDATE attempts SET payment_expires_at = {NOW_MS} + 1000 *
                        (SELECT payment_ttl_secs FROM sales WHERE sales.id = attempts.sale_id) WHERE id = ?"
                 ))
             }
             AttemptState::Confirmed => {
-                sqlx::query(&format!("UPDATE payments SET status = 'succeeded', updated_at_ms = {NOW_MS} WHERE attempt_id = ?"))
+                sqlx::query(&format!("UPDATE payments SET status = 'succeeded', updated_at = {NOW_MS} WHERE attempt_id = ?"))
                     .bind(local)
                     .execute(&mut *self)
                     .await
                     .map_err(db_error)?;
-                Some(format!("UPDATE holds SET status = 'confirmed', ended_at_ms = {NOW_MS} WHERE attempt_id = ? AND status = 'held'"))
+                Some(format!("UPDATE holds SET status = 'confirmed', ended_at = {NOW_MS} WHERE attempt_id = ? AND status = 'held'"))
             }
             AttemptState::Expired { .. } => Some(format!(
-                "UPDATE payments SET status = 'failed', updated_at_ms = {NOW_MS} WHERE attempt_id = ? AND status = 'pending'"
+                "UPDATE payments SET status = 'failed', updated_at = {NOW_MS} WHERE attempt_id = ? AND status = 'pending'"
             )),
             AttemptState::Queued | AttemptState::Admitted => None,
         };
@@ -256,7 +254,7 @@ impl AttemptTx for SqliteConnection {
                 .map_err(db_error)?;
         }
         sqlx::query(&format!(
-            "UPDATE attempts SET state = ?, reason = ?, updated_at_ms = {NOW_MS} WHERE id = ?"
+            "UPDATE attempts SET state = ?, reason = ?, updated_at = {NOW_MS} WHERE id = ?"
         ))
         .bind(to.name())
         .bind(to.reason().map(|r| r.as_str()))
@@ -269,7 +267,7 @@ impl AttemptTx for SqliteConnection {
 
     async fn audit(&mut self, id: AttemptId, decision: &Decision) -> LedgerResult<()> {
         sqlx::query(&format!(
-            "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause, at_ms)
+            "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause, at)
              VALUES (?, ?, ?, ?, ?, {NOW_MS})"
         ))
         .bind(id.local)
@@ -287,7 +285,7 @@ impl AttemptTx for SqliteConnection {
         let payload =
             serde_json::to_string(event).map_err(|e| LedgerError::Other(e.to_string()))?;
         sqlx::query(&format!(
-            "INSERT INTO outbox (id, sale_id, event_type, payload, created_at_ms) VALUES (?, ?, ?, ?, {NOW_MS})"
+            "INSERT INTO outbox (id, sale_id, event_type, payload, created_at) VALUES (?, ?, ?, ?, {NOW_MS})"
         ))
         .bind(event.id)
         .bind(event.sale_id.0)
@@ -301,7 +299,7 @@ impl AttemptTx for SqliteConnection {
 
     async fn record_sync(&mut self, id: AttemptId, change: SyncChange) -> LedgerResult<i64> {
         sqlx::query_scalar(&format!(
-            "INSERT INTO queue_sync (sale_id, attempt_id, change, created_at_ms)
+            "INSERT INTO queue_sync (sale_id, attempt_id, change, created_at)
              VALUES (?, ?, ?, {NOW_MS}) RETURNING id"
         ))
         .bind(id.sale.0)
@@ -321,7 +319,7 @@ impl AttemptTx for SqliteConnection {
         for a in admitted {
             // OR IGNORE: a retried batch inserts nothing twice.
             let done = sqlx::query(&format!(
-                "INSERT OR IGNORE INTO attempts (id, sale_id, user_id, seq, state, admitted_at_ms, admission_expires_at_ms, updated_at_ms)
+                "INSERT OR IGNORE INTO attempts (id, sale_id, user_id, seq, state, admitted_at, admission_expires_at, updated_at)
                  VALUES (?, ?, ?, ?, 'ADMITTED', {NOW_MS}, {NOW_MS} + 1000 * ?, {NOW_MS})"
             ))
             .bind(a.attempt.local)
@@ -358,7 +356,7 @@ impl AttemptTx for SqliteConnection {
         succeeded: bool,
     ) -> LedgerResult<bool> {
         let claimed = sqlx::query(&format!(
-            "INSERT OR IGNORE INTO payment_events (provider_event_id, payment_reference, kind, received_at_ms) VALUES (?, ?, ?, {NOW_MS})"
+            "INSERT OR IGNORE INTO payment_events (provider_event_id, payment_reference, kind, received_at) VALUES (?, ?, ?, {NOW_MS})"
         ))
         .bind(provider_event_id)
         .bind(reference)
@@ -373,7 +371,7 @@ impl AttemptTx for SqliteConnection {
     async fn due(&mut self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<AttemptId>> {
         let (state, deadline) = timeout_state(event)?;
         let rows = sqlx::query(&format!(
-            "SELECT id, sale_id FROM attempts WHERE state = ? AND {deadline}_ms <= {NOW_MS} ORDER BY {deadline}_ms LIMIT ?"
+            "SELECT id, sale_id FROM attempts WHERE state = ? AND {deadline} <= {NOW_MS} ORDER BY {deadline} LIMIT ?"
         ))
         .bind(state)
         .bind(limit as i64)

@@ -40,7 +40,7 @@ pub(super) async fn reserve_key(
     stale_after_secs: u64,
 ) -> LedgerResult<bool> {
     let inserted = sqlx::query(&format!(
-        "INSERT OR IGNORE INTO idempotency_keys (user_id, key, request_hash, status, body, created_at_ms)
+        "INSERT OR IGNORE INTO idempotency_keys (user_id, key, request_hash, status, body, created_at)
          VALUES (?, ?, ?, 0, 'null', {NOW_MS})"
     ))
     .bind(user.as_str())
@@ -53,8 +53,8 @@ pub(super) async fn reserve_key(
         return Ok(true);
     }
     let taken_over = sqlx::query(&format!(
-        "UPDATE idempotency_keys SET request_hash = ?, created_at_ms = {NOW_MS}
-         WHERE user_id = ? AND key = ? AND status = 0 AND created_at_ms < {NOW_MS} - ?"
+        "UPDATE idempotency_keys SET request_hash = ?, created_at = {NOW_MS}
+         WHERE user_id = ? AND key = ? AND status = 0 AND created_at < {NOW_MS} - ?"
     ))
     .bind(request_hash)
     .bind(user.as_str())
@@ -84,7 +84,7 @@ pub(super) async fn save_response(
     saved: &SavedResponse,
 ) -> LedgerResult<()> {
     sqlx::query(&format!(
-        "INSERT INTO idempotency_keys (user_id, key, request_hash, status, body, created_at_ms)
+        "INSERT INTO idempotency_keys (user_id, key, request_hash, status, body, created_at)
          VALUES (?, ?, ?, ?, ?, {NOW_MS})
          ON CONFLICT (user_id, key) DO UPDATE SET status = excluded.status, body = excluded.body
          WHERE idempotency_keys.status = 0"
@@ -105,7 +105,7 @@ pub(super) async fn purge_saved_responses(
     older_than_secs: u64,
 ) -> LedgerResult<u64> {
     let done = sqlx::query(&format!(
-        "DELETE FROM idempotency_keys WHERE created_at_ms < {NOW_MS} - 1000 * ?"
+        "DELETE FROM idempotency_keys WHERE created_at < {NOW_MS} - 1000 * ?"
     ))
     .bind(older_than_secs as i64)
     .execute(pool)

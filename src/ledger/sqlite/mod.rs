@@ -29,7 +29,7 @@ use super::*;
 /// The database's clock, in Unix milliseconds.
 pub(crate) const NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 
-/// A backlog from a `(count, min(created_at_ms))` row: the count and the oldest's age in s.
+/// A backlog from a `(count, min(created_at))` row: the count and the oldest's age in s.
 pub(crate) fn backlog_of((count, oldest): (i64, Option<i64>)) -> (u64, f64) {
     let now = chrono::Utc::now().timestamp_millis();
     let age = oldest.map(|t| (now - t).max(0) as f64 / 1000.0);

@@ -15,9 +15,9 @@ pub(super) async fn pending_events(
 ) -> LedgerResult<Vec<OutboxEvent>> {
     let rows = sqlx::query(
         "SELECT id, sale_id, event_type, payload FROM outbox
-         WHERE published_at_ms IS NULL AND dead_at_ms IS NULL
-           AND (?2 IS NULL OR (created_at_ms, id) > (SELECT created_at_ms, id FROM outbox WHERE id = ?2))
-         ORDER BY created_at_ms, id LIMIT ?1",
+         WHERE published_at IS NULL AND dead_at IS NULL
+           AND (?2 IS NULL OR (created_at, id) > (SELECT created_at, id FROM outbox WHERE id = ?2))
+         ORDER BY created_at, id LIMIT ?1",
     )
     .bind(limit as i64)
     .bind(after)
@@ -39,7 +39,7 @@ pub(super) async fn mark_published(ledger: &SqliteLedger, ids: &[Uuid]) -> Ledge
     let mut tx = ledger.write().await?;
     for id in ids {
         sqlx::query(&format!(
-            "UPDATE outbox SET published_at_ms = {NOW_MS}, tries = tries + 1 WHERE id = ?"
+            "UPDATE outbox SET published_at = {NOW_MS}, tries = tries + 1 WHERE id = ?"
         ))
         .bind(id)
         .execute(&mut *tx)
@@ -50,12 +50,11 @@ pub(super) async fn mark_published(ledger: &SqliteLedger, ids: &[Uuid]) -> Ledge
 }
 
 pub(super) async fn outbox_backlog(pool: &SqlitePool) -> LedgerResult<(u64, f64)> {
-    let rows = sqlx::query_as(
-        "SELECT count(*), min(created_at_ms) FROM outbox WHERE published_at_ms IS NULL",
-    )
-    .fetch_one(pool)
-    .await
-    .map_err(db_error)?;
+    let rows =
+        sqlx::query_as("SELECT count(*), min(created_at) FROM outbox WHERE published_at IS NULL")
+            .fetch_one(pool)
+            .await
+            .map_err(db_error)?;
     Ok(super::backlog_of(rows))
 }
 
@@ -66,8 +65,8 @@ pub(super) async fn record_refusal(
 ) -> LedgerResult<bool> {
     let mut tx = ledger.write().await?;
     let dead: Option<bool> = sqlx::query_scalar(&format!(
-        "UPDATE outbox SET tries = tries + 1, dead_at_ms = CASE WHEN tries + 1 >= ? THEN {NOW_MS} END
-         WHERE id = ? RETURNING dead_at_ms IS NOT NULL"
+        "UPDATE outbox SET tries = tries + 1, dead_at = CASE WHEN tries + 1 >= ? THEN {NOW_MS} END
+         WHERE id = ? RETURNING dead_at IS NOT NULL"
     ))
     .bind(max_tries as i64)
     .bind(id)

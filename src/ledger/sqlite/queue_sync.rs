@@ -14,7 +14,7 @@ pub(super) async fn pending(
 ) -> LedgerResult<Vec<PendingSync>> {
     let rows: Vec<(i64, Uuid, Uuid, String)> = sqlx::query_as(&format!(
         "SELECT id, sale_id, attempt_id, change FROM queue_sync
-         WHERE applied_at_ms IS NULL AND created_at_ms < {NOW_MS} - ?
+         WHERE applied_at IS NULL AND created_at < {NOW_MS} - ?
          ORDER BY id LIMIT ?"
     ))
     .bind(older_than_ms as i64)
@@ -30,7 +30,7 @@ pub(super) async fn mark(ledger: &SqliteLedger, ids: &[i64]) -> LedgerResult<()>
     let mut tx = ledger.write().await?;
     for id in ids {
         sqlx::query(&format!(
-            "UPDATE queue_sync SET applied_at_ms = {NOW_MS} WHERE id = ? AND applied_at_ms IS NULL"
+            "UPDATE queue_sync SET applied_at = {NOW_MS} WHERE id = ? AND applied_at IS NULL"
         ))
         .bind(id)
         .execute(&mut *tx)
@@ -41,12 +41,11 @@ pub(super) async fn mark(ledger: &SqliteLedger, ids: &[i64]) -> LedgerResult<()>
 }
 
 pub(super) async fn backlog(pool: &SqlitePool) -> LedgerResult<(u64, f64)> {
-    let row = sqlx::query_as(
-        "SELECT count(*), min(created_at_ms) FROM queue_sync WHERE applied_at_ms IS NULL",
-    )
-    .fetch_one(pool)
-    .await
-    .map_err(db_error)?;
+    let row =
+        sqlx::query_as("SELECT count(*), min(created_at) FROM queue_sync WHERE applied_at IS NULL")
+            .fetch_one(pool)
+            .await
+            .map_err(db_error)?;
     Ok(backlog_of(row))
 }
 
@@ -57,7 +56,7 @@ pub(super) async fn recent(
 ) -> LedgerResult<Vec<PendingSync>> {
     let rows: Vec<(i64, Uuid, Uuid, String)> = sqlx::query_as(&format!(
         "SELECT id, sale_id, attempt_id, change FROM queue_sync
-         WHERE applied_at_ms > {NOW_MS} - ? ORDER BY applied_at_ms DESC LIMIT ?"
+         WHERE applied_at > {NOW_MS} - ? ORDER BY applied_at DESC LIMIT ?"
     ))
     .bind(within_ms as i64)
     .bind(limit as i64)
@@ -70,7 +69,7 @@ pub(super) async fn recent(
 pub(super) async fn prune(ledger: &SqliteLedger, older_than_ms: u64) -> LedgerResult<u64> {
     let mut tx = ledger.write().await?;
     let done = sqlx::query(&format!(
-        "DELETE FROM queue_sync WHERE applied_at_ms < {NOW_MS} - ?"
+        "DELETE FROM queue_sync WHERE applied_at < {NOW_MS} - ?"
     ))
     .bind(older_than_ms as i64)
     .execute(&mut *tx)

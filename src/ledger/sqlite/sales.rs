@@ -11,17 +11,17 @@ use crate::ledger::transition::AttemptTx;
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
 /// A sale's columns (its free units are counted apart, see [`load`]).
-const COLUMNS: &str = "id, name, opens_at_ms, closes_at_ms, stock_kind, total, per_user_limit,
+const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
     admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active,
     adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status,
-    created_at_ms";
+    created_at";
 
 pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<()> {
     let mut tx = ledger.write().await?;
     sqlx::query(
-        "INSERT INTO sales (id, name, opens_at_ms, closes_at_ms, stock_kind, total, per_user_limit,
+        "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
             admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active, adaptive_min_rate,
-            adaptive_max_rate, status, created_at_ms, opening, lottery_seed)
+            adaptive_max_rate, status, created_at, opening, lottery_seed)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(sale.id.0)
@@ -76,8 +76,8 @@ fn sale_from_row(row: &SqliteRow, seats: Option<Vec<String>>) -> LedgerResult<Sa
     Ok(Sale {
         id: SaleId(row.get("id")),
         name: row.get("name"),
-        opens_at: from_ms(row.get("opens_at_ms")),
-        closes_at: row.get::<Option<i64>, _>("closes_at_ms").map(from_ms),
+        opens_at: from_ms(row.get("opens_at")),
+        closes_at: row.get::<Option<i64>, _>("closes_at").map(from_ms),
         stock,
         per_user_limit: int("per_user_limit"),
         ttls: Ttls {
@@ -92,7 +92,7 @@ fn sale_from_row(row: &SqliteRow, seats: Option<Vec<String>>) -> LedgerResult<Sa
         },
         opening: Opening::from_stored(row.get("opening"), row.get("lottery_seed")),
         status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
-        created_at: from_ms(row.get("created_at_ms")),
+        created_at: from_ms(row.get("created_at")),
     })
 }
 
@@ -195,8 +195,8 @@ pub(super) async fn set_admission(
 pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPlan>> {
     let rows = sqlx::query(&format!(
         "SELECT id, rate_per_minute, max_active, adaptive_min_rate, adaptive_max_rate,
-                admission_ttl_secs, opening, lottery_seed, closes_at_ms FROM sales
-         WHERE status = 'open' AND opens_at_ms <= {NOW_MS}"
+                admission_ttl_secs, opening, lottery_seed, closes_at FROM sales
+         WHERE status = 'open' AND opens_at <= {NOW_MS}"
     ))
     .fetch_all(pool)
     .await
@@ -208,7 +208,7 @@ pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPl
             admission: admission_from_row(r),
             admission_ttl_secs: r.get::<i64, _>("admission_ttl_secs") as u32,
             opening: Opening::from_stored(r.get("opening"), r.get("lottery_seed")),
-            closes_at: r.get::<Option<i64>, _>("closes_at_ms").map(from_ms),
+            closes_at: r.get::<Option<i64>, _>("closes_at").map(from_ms),
         })
         .collect())
 }
