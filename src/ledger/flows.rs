@@ -1,21 +1,51 @@
 //! The ledger's flows beyond one event on one attempt, written once for every database over
-//! [`AttemptTx`]: admissions (QUEUED → ADMITTED, the attempt's first row), payment webhooks
-//! (each provider event applied once) and the reapers' expiry by deadline. Each runs inside
+//! [`LedgerTx`]: a sale's creation and status (a closed sale stays closed), admissions
+//! (QUEUED → ADMITTED, the attempt's first row), payment webhooks (each provider event applied
+//! once) and the reapers' expiry by deadline. Each runs inside
 //! the caller's transaction; the dialects differ only in the statements they give.
 
 use std::collections::HashSet;
 
 use uuid::Uuid;
 
-use super::transition::{transition, AttemptTx};
+use super::transition::{transition, LedgerTx};
 use super::{AdmissionPlan, Applied, LedgerError, LedgerResult, PaymentApplied};
-use crate::domain::{decide, AttemptEvent, AttemptState, DomainEvent};
+use crate::domain::{decide, AttemptEvent, AttemptState, DomainEvent, Sale, SaleId, SaleStatus};
 use crate::queue::Admitted;
+
+/// A new sale: its row, its units and its event.
+pub(crate) async fn create_sale<T: LedgerTx + ?Sized>(tx: &mut T, sale: &Sale) -> LedgerResult<()> {
+    tx.insert_sale(sale).await?;
+    tx.insert_units(sale).await?;
+    tx.insert_event(&DomainEvent::sale_created(sale)).await
+}
+
+/// Moves a sale to `status`, with its event when it changes. A closed sale stays closed:
+/// closing is final for every attempt's expectations.
+pub(crate) async fn set_sale_status<T: LedgerTx + ?Sized>(
+    tx: &mut T,
+    id: SaleId,
+    status: SaleStatus,
+) -> LedgerResult<()> {
+    let previous = tx
+        .lock_sale_status(id)
+        .await?
+        .ok_or(LedgerError::NotFound)?;
+    if previous == SaleStatus::Closed.as_str() && status != SaleStatus::Closed {
+        return Err(LedgerError::SaleClosed);
+    }
+    if previous != status.as_str() {
+        tx.write_sale_status(id, status).await?;
+        tx.insert_event(&DomainEvent::sale_status(id, &previous, status))
+            .await?;
+    }
+    Ok(())
+}
 
 /// Records attempts the queue store admitted: their rows, the audit trail and each one's
 /// event, as the machine decides QUEUED + admit. A retried batch (after a timeout that did
 /// commit) records nothing twice.
-pub(crate) async fn record_admissions<T: AttemptTx + ?Sized>(
+pub(crate) async fn record_admissions<T: LedgerTx + ?Sized>(
     tx: &mut T,
     plan: &AdmissionPlan,
     admitted: &[Admitted],
@@ -46,7 +76,7 @@ pub(crate) async fn record_admissions<T: AttemptTx + ?Sized>(
 /// Applies one provider event to the attempt its payment reference names, once: the attempt
 /// is locked first and the event id claimed second, so concurrent deliveries of one event
 /// queue on the lock and all but the first find the id taken.
-pub(crate) async fn payment_event<T: AttemptTx + ?Sized>(
+pub(crate) async fn payment_event<T: LedgerTx + ?Sized>(
     tx: &mut T,
     provider_event_id: &str,
     reference: Uuid,
@@ -74,7 +104,7 @@ pub(crate) async fn payment_event<T: AttemptTx + ?Sized>(
 
 /// Expires up to `limit` attempts whose deadline for the timeout `event` has passed, by the
 /// database's clock, oldest deadline first.
-pub(crate) async fn expire_due<T: AttemptTx + ?Sized>(
+pub(crate) async fn expire_due<T: LedgerTx + ?Sized>(
     tx: &mut T,
     event: AttemptEvent,
     limit: u32,

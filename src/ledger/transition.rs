@@ -1,6 +1,6 @@
 //! How an attempt changes, once for every database: the state machine decides, then the
 //! effects, the new state, the audit row and the outbox event are written through
-//! [`AttemptTx`] — one database's statements — inside the caller's transaction.
+//! [`LedgerTx`] — one database's statements — inside the caller's transaction.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -13,13 +13,15 @@ use super::{
 use crate::domain::events::EventType;
 use crate::domain::Take;
 use crate::domain::{
-    decide, AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, Effect, UserId,
+    decide, AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, Effect, Sale, SaleId,
+    SaleStatus, UserId,
 };
 use crate::queue::Admitted;
 
-/// The statements a transition needs, on an open transaction of one database.
+/// The statements the shared transitions and flows need, on an open transaction of one
+/// database: each dialect gives these, and the logic over them is written once.
 #[async_trait]
-pub(crate) trait AttemptTx: Send {
+pub(crate) trait LedgerTx: Send {
     /// Loads the attempt and keeps it locked until the transaction ends.
     async fn lock_attempt(&mut self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>>;
     /// Whether `deadline` has passed by the database's clock.
@@ -61,10 +63,18 @@ pub(crate) trait AttemptTx: Send {
     /// Up to `limit` attempts past the deadline of the timeout `event`, oldest first, locked
     /// for this transaction (on PostgreSQL, rows another reaper holds are skipped).
     async fn due(&mut self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<AttemptId>>;
+
+    /// Inserts a new sale's row.
+    async fn insert_sale(&mut self, sale: &Sale) -> LedgerResult<()>;
+    /// Inserts a new sale's units (its seats, or "1".."total").
+    async fn insert_units(&mut self, sale: &Sale) -> LedgerResult<()>;
+    /// The sale's stored status, locked until the transaction ends.
+    async fn lock_sale_status(&mut self, id: SaleId) -> LedgerResult<Option<String>>;
+    async fn write_sale_status(&mut self, id: SaleId, status: SaleStatus) -> LedgerResult<()>;
 }
 
 /// Applies `event` to a locked attempt.
-pub(crate) async fn transition<T: AttemptTx + ?Sized>(
+pub(crate) async fn transition<T: LedgerTx + ?Sized>(
     tx: &mut T,
     record: AttemptRecord,
     event: AttemptEvent,
@@ -81,7 +91,7 @@ pub(crate) async fn transition<T: AttemptTx + ?Sized>(
 /// Writes what the machine decides for `event`: its effects, and if the state changes, the new
 /// state, the audit row, the event it announces and the queue store's side. Returns the step
 /// and the attempt after it.
-async fn write<T: AttemptTx + ?Sized>(
+async fn write<T: LedgerTx + ?Sized>(
     tx: &mut T,
     record: AttemptRecord,
     event: AttemptEvent,
@@ -132,7 +142,7 @@ async fn write<T: AttemptTx + ?Sized>(
 }
 
 /// The timeout event that applies to a locked attempt now, by the database's clock.
-pub(crate) async fn due_timeout<T: AttemptTx + ?Sized>(
+pub(crate) async fn due_timeout<T: LedgerTx + ?Sized>(
     tx: &mut T,
     record: &AttemptRecord,
 ) -> LedgerResult<Option<AttemptEvent>> {
@@ -157,7 +167,7 @@ pub(crate) async fn due_timeout<T: AttemptTx + ?Sized>(
 
 /// The body of `Ledger::apply` inside an open transaction. `Ok(Err(rejected))` means the
 /// event was refused but the transaction holds a due expiry worth committing.
-pub(crate) async fn apply_in<T: AttemptTx + ?Sized>(
+pub(crate) async fn apply_in<T: LedgerTx + ?Sized>(
     tx: &mut T,
     id: AttemptId,
     user: Option<&UserId>,

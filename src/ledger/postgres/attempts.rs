@@ -1,4 +1,4 @@
-//! Attempts on PostgreSQL: loading, and the statements of [`AttemptTx`] that the shared
+//! Attempts on PostgreSQL: loading, and the statements of [`LedgerTx`] that the shared
 //! transition flow (`ledger/transition.rs`) runs in one transaction.
 
 use async_trait::async_trait;
@@ -9,8 +9,8 @@ use uuid::Uuid;
 
 use super::{db_error, outbox};
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, SaleId, UserId};
-use crate::domain::{LiveAttempt, Take};
-use crate::ledger::transition::{apply_in, timeout_state, AttemptTx};
+use crate::domain::{LiveAttempt, Sale, SaleStatus, Take};
+use crate::ledger::transition::{apply_in, timeout_state, LedgerTx};
 use crate::ledger::{
     AdmissionPlan, Applied, AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange,
 };
@@ -134,7 +134,7 @@ pub(super) async fn buyers(pool: &PgPool, sale: SaleId) -> LedgerResult<Vec<(Use
 }
 
 #[async_trait]
-impl AttemptTx for PgConnection {
+impl LedgerTx for PgConnection {
     async fn lock_attempt(&mut self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
         lock(self, id).await
     }
@@ -287,6 +287,22 @@ impl AttemptTx for PgConnection {
                 local: row.get("id"),
             })
             .collect())
+    }
+
+    async fn insert_sale(&mut self, sale: &Sale) -> LedgerResult<()> {
+        super::sales::insert(self, sale).await
+    }
+
+    async fn insert_units(&mut self, sale: &Sale) -> LedgerResult<()> {
+        super::sales::insert_units(self, sale).await
+    }
+
+    async fn lock_sale_status(&mut self, id: SaleId) -> LedgerResult<Option<String>> {
+        super::sales::lock_status(self, id).await
+    }
+
+    async fn write_sale_status(&mut self, id: SaleId, status: SaleStatus) -> LedgerResult<()> {
+        super::sales::write_status(self, id, status).await
     }
 }
 

@@ -1,11 +1,11 @@
 //! The PostgreSQL ledger (sqlx, migrations in `migrations/postgres`).
 //!
-//! Layout: `sales.rs` (sales and their stats), `attempts.rs` (loading, and the [`AttemptTx`]
+//! Layout: `sales.rs` (sales and their stats), `attempts.rs` (loading, and the [`LedgerTx`]
 //! statements the shared transitions and flows run), `idempotency.rs`, `outbox.rs` (the event
 //! row every transition writes), `queue_sync.rs`. The trait impl below delegates, opening and
 //! committing the transaction of each shared flow.
 //!
-//! [`AttemptTx`]: crate::ledger::transition::AttemptTx
+//! [`LedgerTx`]: crate::ledger::transition::LedgerTx
 
 mod attempts;
 mod idempotency;

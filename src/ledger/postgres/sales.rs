@@ -1,13 +1,15 @@
 //! Sales: creation (with their seats), settings, and counts.
 
 use sqlx::postgres::PgRow;
-use sqlx::{PgPool, Row};
+use sqlx::{PgConnection, PgPool, Row};
 
-use super::{db_error, outbox};
+use super::db_error;
 use crate::domain::{
-    Admission, DomainEvent, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+    Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
 };
-use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
+#[cfg(doc)]
+use crate::ledger::transition::LedgerTx;
+use crate::ledger::{flows, AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
 /// A sale's columns (its free units are counted apart, see [`load`]).
 const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
@@ -17,6 +19,12 @@ const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, per_use
 
 pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
     let mut tx = pool.begin().await.map_err(db_error)?;
+    flows::create_sale(&mut *tx, sale).await?;
+    tx.commit().await.map_err(db_error)
+}
+
+/// The sale's row ([`LedgerTx::insert_sale`]).
+pub(super) async fn insert(conn: &mut PgConnection, sale: &Sale) -> LedgerResult<()> {
     let total = sale.stock.total() as i32;
     sqlx::query(
         "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total,
@@ -43,9 +51,14 @@ pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
     .bind(sale.created_at)
     .bind(sale.opening.as_str())
     .bind(sale.opening.seed().unwrap_or_default())
-    .execute(&mut *tx)
+    .execute(conn)
     .await
     .map_err(db_error)?;
+    Ok(())
+}
+
+/// The sale's units ([`LedgerTx::insert_units`]): seats as an array, a quantity as a series.
+pub(super) async fn insert_units(conn: &mut PgConnection, sale: &Sale) -> LedgerResult<()> {
     let units = match &sale.stock {
         Stock::Seats(seats) => {
             sqlx::query("INSERT INTO stock_units (sale_id, unit_id) SELECT $1, unnest($2::text[])")
@@ -58,10 +71,8 @@ pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
         .bind(sale.id.0)
         .bind(*n as i32),
     };
-    units.execute(&mut *tx).await.map_err(db_error)?;
-    let event = DomainEvent::sale_created(sale);
-    outbox::insert(&mut tx, &event).await?;
-    tx.commit().await.map_err(db_error)
+    units.execute(conn).await.map_err(db_error)?;
+    Ok(())
 }
 
 fn sale_from_row(row: &PgRow, seats: Option<Vec<String>>) -> LedgerResult<Sale> {
@@ -144,29 +155,34 @@ pub(super) async fn set_status(
     status: SaleStatus,
 ) -> LedgerResult<SaleRecord> {
     let mut tx = pool.begin().await.map_err(db_error)?;
-    let previous: Option<String> =
-        sqlx::query_scalar("SELECT status FROM sales WHERE id = $1 FOR UPDATE")
-            .bind(id.0)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?;
-    let previous = previous.ok_or(LedgerError::NotFound)?;
-    // A closed sale stays closed: closing is final for every attempt's expectations.
-    if previous == "closed" && status != SaleStatus::Closed {
-        return Err(LedgerError::SaleClosed);
-    }
-    if previous != status.as_str() {
-        sqlx::query("UPDATE sales SET status = $2 WHERE id = $1")
-            .bind(id.0)
-            .bind(status.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        let event = DomainEvent::sale_status(id, &previous, status);
-        outbox::insert(&mut tx, &event).await?;
-    }
+    flows::set_sale_status(&mut *tx, id, status).await?;
     tx.commit().await.map_err(db_error)?;
     load(pool, id).await?.ok_or(LedgerError::NotFound)
+}
+
+pub(super) async fn lock_status(
+    conn: &mut PgConnection,
+    id: SaleId,
+) -> LedgerResult<Option<String>> {
+    sqlx::query_scalar("SELECT status FROM sales WHERE id = $1 FOR UPDATE")
+        .bind(id.0)
+        .fetch_optional(conn)
+        .await
+        .map_err(db_error)
+}
+
+pub(super) async fn write_status(
+    conn: &mut PgConnection,
+    id: SaleId,
+    status: SaleStatus,
+) -> LedgerResult<()> {
+    sqlx::query("UPDATE sales SET status = $2 WHERE id = $1")
+        .bind(id.0)
+        .bind(status.as_str())
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+    Ok(())
 }
 
 pub(super) async fn set_admission(

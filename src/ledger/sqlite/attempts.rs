@@ -1,4 +1,4 @@
-//! Attempts on SQLite: loading, and the statements of [`AttemptTx`].
+//! Attempts on SQLite: loading, and the statements of [`LedgerTx`].
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -8,8 +8,8 @@ use uuid::Uuid;
 
 use super::{db_error, from_ms, NOW_MS};
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, SaleId, UserId};
-use crate::domain::{LiveAttempt, Take};
-use crate::ledger::transition::{timeout_state, AttemptTx};
+use crate::domain::{LiveAttempt, Sale, SaleStatus, Take};
+use crate::ledger::transition::{timeout_state, LedgerTx};
 use crate::ledger::{
     AdmissionPlan, AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange,
 };
@@ -112,7 +112,7 @@ pub(super) async fn buyers(
 }
 
 #[async_trait]
-impl AttemptTx for SqliteConnection {
+impl LedgerTx for SqliteConnection {
     /// The write transaction already holds the database lock.
     async fn lock_attempt(&mut self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
         load(self, id).await
@@ -385,5 +385,21 @@ impl AttemptTx for SqliteConnection {
                 local: row.get("id"),
             })
             .collect())
+    }
+
+    async fn insert_sale(&mut self, sale: &Sale) -> LedgerResult<()> {
+        super::sales::insert(self, sale).await
+    }
+
+    async fn insert_units(&mut self, sale: &Sale) -> LedgerResult<()> {
+        super::sales::insert_units(self, sale).await
+    }
+
+    async fn lock_sale_status(&mut self, id: SaleId) -> LedgerResult<Option<String>> {
+        super::sales::lock_status(self, id).await
+    }
+
+    async fn write_sale_status(&mut self, id: SaleId, status: SaleStatus) -> LedgerResult<()> {
+        super::sales::write_status(self, id, status).await
     }
 }

@@ -1,10 +1,10 @@
 //! The SQLite ledger of the embedded default (sqlx, migrations in `migrations/sqlite`): the
 //! same guarantees as PostgreSQL — conditional stock (a unit has one holder), unique payment
 //! event ids, a transition and its outbox row in one transaction — with writers serialised by
-//! `BEGIN IMMEDIATE`. Layout: `sales.rs`, `attempts.rs` (the [`AttemptTx`] statements
+//! `BEGIN IMMEDIATE`. Layout: `sales.rs`, `attempts.rs` (the [`LedgerTx`] statements
 //! the shared transitions and flows run), `idempotency.rs`, `outbox.rs`, `queue_sync.rs`.
 //!
-//! [`AttemptTx`]: crate::ledger::transition::AttemptTx
+//! [`LedgerTx`]: crate::ledger::transition::LedgerTx
 
 mod attempts;
 mod idempotency;

@@ -1,14 +1,15 @@
 //! Sales on SQLite.
 
 use sqlx::sqlite::{SqlitePool, SqliteRow};
-use sqlx::Row;
+use sqlx::{Row, SqliteConnection};
 
 use super::{db_error, from_ms, SqliteLedger, NOW_MS};
 use crate::domain::{
-    Admission, DomainEvent, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+    Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
 };
-use crate::ledger::transition::AttemptTx;
-use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
+#[cfg(doc)]
+use crate::ledger::transition::LedgerTx;
+use crate::ledger::{flows, AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
 /// A sale's columns (its free units are counted apart, see [`load`]).
 const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
@@ -18,6 +19,12 @@ const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, per_use
 
 pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<()> {
     let mut tx = ledger.write().await?;
+    flows::create_sale(&mut *tx, sale).await?;
+    tx.commit().await.map_err(db_error)
+}
+
+/// The sale's row ([`LedgerTx::insert_sale`]).
+pub(super) async fn insert(conn: &mut SqliteConnection, sale: &Sale) -> LedgerResult<()> {
     sqlx::query(
         "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
             admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active, adaptive_min_rate,
@@ -42,9 +49,15 @@ pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<(
     .bind(sale.created_at.timestamp_millis())
     .bind(sale.opening.as_str())
     .bind(sale.opening.seed().unwrap_or_default())
-    .execute(&mut *tx)
+    .execute(conn)
     .await
     .map_err(db_error)?;
+    Ok(())
+}
+
+/// The sale's units ([`LedgerTx::insert_units`]): seats from a JSON array, a quantity from a
+/// recursive series.
+pub(super) async fn insert_units(conn: &mut SqliteConnection, sale: &Sale) -> LedgerResult<()> {
     let units = match &sale.stock {
         Stock::Seats(seats) => sqlx::query(
             "INSERT INTO stock_units (sale_id, unit_id) SELECT ?, value FROM json_each(?)",
@@ -58,10 +71,8 @@ pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<(
         .bind(*n as i64)
         .bind(sale.id.0),
     };
-    units.execute(&mut *tx).await.map_err(db_error)?;
-    let event = DomainEvent::sale_created(sale);
-    tx.insert_event(&event).await?;
-    tx.commit().await.map_err(db_error)
+    units.execute(conn).await.map_err(db_error)?;
+    Ok(())
 }
 
 fn sale_from_row(row: &SqliteRow, seats: Option<Vec<String>>) -> LedgerResult<Sale> {
@@ -145,27 +156,35 @@ pub(super) async fn set_status(
     status: SaleStatus,
 ) -> LedgerResult<SaleRecord> {
     let mut tx = ledger.write().await?;
-    let previous: Option<String> = sqlx::query_scalar("SELECT status FROM sales WHERE id = ?")
-        .bind(id.0)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
-    let previous = previous.ok_or(LedgerError::NotFound)?;
-    if previous == "closed" && status != SaleStatus::Closed {
-        return Err(LedgerError::SaleClosed);
-    }
-    if previous != status.as_str() {
-        sqlx::query("UPDATE sales SET status = ? WHERE id = ?")
-            .bind(status.as_str())
-            .bind(id.0)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        tx.insert_event(&DomainEvent::sale_status(id, &previous, status))
-            .await?;
-    }
+    flows::set_sale_status(&mut *tx, id, status).await?;
     tx.commit().await.map_err(db_error)?;
     load(ledger.pool(), id).await?.ok_or(LedgerError::NotFound)
+}
+
+/// The write transaction holds the database: the row is this transaction's.
+pub(super) async fn lock_status(
+    conn: &mut SqliteConnection,
+    id: SaleId,
+) -> LedgerResult<Option<String>> {
+    sqlx::query_scalar("SELECT status FROM sales WHERE id = ?")
+        .bind(id.0)
+        .fetch_optional(conn)
+        .await
+        .map_err(db_error)
+}
+
+pub(super) async fn write_status(
+    conn: &mut SqliteConnection,
+    id: SaleId,
+    status: SaleStatus,
+) -> LedgerResult<()> {
+    sqlx::query("UPDATE sales SET status = ? WHERE id = ?")
+        .bind(status.as_str())
+        .bind(id.0)
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+    Ok(())
 }
 
 pub(super) async fn set_admission(
