@@ -8,8 +8,9 @@
 //!
 //! # Layout
 //!
-//! - [`domain`]: sales, attempts, the state machine of every transition ([`domain::decide`]), what a sale
-//!   holds ([`domain::holding`]: the words the queue store and the ledger share), the built-in
+//! - [`domain`]: sales, attempts and the one machine that decides every transition of an
+//!   attempt, QUEUED ones included ([`domain::decide`]), what a sale holds
+//!   ([`domain::holding`]: the words the queue store and the ledger share), the built-in
 //!   pressure signals ([`domain::signal_catalogue`]) and the domain events. Pure: no I/O.
 //! - [`queue`]: the queue store, the hot path — queue order, positions, the active set, stock
 //!   counters. A trait; [`queue::RedisQueue`] runs one Lua script (`lua/`) per operation, on
@@ -17,15 +18,22 @@
 //!   of one sale that arrive together go in one call.
 //! - [`ledger`]: the durable truth from ADMITTED on — attempts, holds (one row per unit of
 //!   stock), payments, audit trail, idempotency keys, outbox. A trait;
-//!   [`ledger::PgLedger`] is PostgreSQL (`migrations/postgres`).
+//!   [`ledger::PgLedger`] is PostgreSQL (`migrations/postgres`), [`ledger::SqliteLedger`] the
+//!   embedded SQLite (`migrations/sqlite`, the same column names). The transitions and flows
+//!   (admissions, payments, reapers, a sale's creation and status) are written once over a
+//!   small set of statements each dialect gives (`ledger/transition.rs`, `ledger/flows.rs`).
 //! - [`service`]: the use cases, one file each (join, status and its streams, leave, hold,
 //!   checkout, payment, sales, the sandbox payment provider). They call the queue store first
-//!   where it is the gate and the ledger where it is the truth, and bring the queue store back
-//!   in line after each ledger transition.
+//!   where it is the gate and the ledger where it is the truth; every decision then takes one
+//!   path ([`service::transition`]: counted, the queue store brought in line, the attempt's
+//!   streams told), and a user's event for an attempt only the queue store knows is decided
+//!   on the state it has there ([`service::attempt_event`]).
 //!   [`service::line`] is each replica's view of the waiting lines, refreshed by one store
 //!   call per sale and interval: a waiting user's status (with its queue ticket) and status
 //!   streams are answered from it.
-//! - [`api`]: HTTP (poem-openapi). Thin handlers; errors are problem+json.
+//! - [`api`]: HTTP (poem-openapi). One module per group of operations, its request and
+//!   response types beside its handlers (`api/sales/types.rs`, `api/attempts/types.rs`);
+//!   thin handlers; errors are problem+json.
 //! - [`workers`]: the admission loop (one admitter per sale across replicas, by a fenced lease
 //!   in the queue store; the rate set by hand or by the adaptive controller), the expiry
 //!   reapers (cron) and the outbox relay (one at a time, by a lease in the ledger).

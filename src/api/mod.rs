@@ -1,5 +1,7 @@
-//! The HTTP API (poem + poem-openapi): one file per group of operations, thin handlers that
-//! parse and delegate to [`crate::service`]. Every error has one shape, problem+json.
+//! The HTTP API (poem + poem-openapi): one module per group of operations, its request and
+//! response types beside its handlers (`sales/types.rs`, `attempts/types.rs`; the small
+//! groups keep theirs in their one file), thin handlers that parse and delegate to
+//! [`crate::service`]. Every error has one shape, problem+json.
 
 mod attempts;
 mod cors;
@@ -14,7 +16,6 @@ mod sandbox;
 mod security;
 pub mod spec;
 pub mod text;
-pub mod types;
 mod webhooks;
 
 use std::net::IpAddr;

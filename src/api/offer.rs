@@ -3,12 +3,16 @@
 
 use poem_openapi::param::{Header, Path};
 use poem_openapi::payload::Json;
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::{ApiResponse, Object, OpenApi};
 
 use super::problem::ApiError;
+use chrono::{DateTime, Utc};
+
+use super::sales::types::{SaleOut, SaleStatusName, StockKindName};
 use super::security::UserAuth;
-use super::types::OfferOut;
+use super::spec::example_time;
 use super::{parse_sale_id, ApiTags};
+use crate::ledger::SaleRecord;
 use crate::service::limits::Limited;
 use crate::service::offer::Offer;
 use crate::service::{self, App};
@@ -130,5 +134,77 @@ mod tests {
         assert!(none_match(Some("*"), etag));
         assert!(!none_match(Some("\"abd\""), etag));
         assert!(!none_match(None, etag));
+    }
+}
+
+/// A sale as a buyer sees it.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct OfferOut {
+    pub sale_id: String,
+    pub name: String,
+    pub status: SaleStatusName,
+    pub opens_at: DateTime<Utc>,
+    pub stock_kind: StockKindName,
+    /// Most units one user may hold or buy.
+    pub per_user_limit: u32,
+    /// Units free to hold now.
+    pub remaining: u32,
+    /// Seats still free (seated sales only).
+    #[oai(skip_serializing_if_is_none)]
+    pub free_seats: Option<Vec<String>>,
+    #[oai(skip_serializing_if_is_none)]
+    pub proof_of_work: Option<ProofOfWorkOut>,
+}
+
+/// The work a join must show, when the sale asks for it (`getOffer` only): find a nonce making SHA-256 of `<salt>:<sale id>:<user id>:<nonce>`
+/// start with `difficulty_bits` zero bits; send it as `Sluice-Proof-Of-Work`.
+#[derive(Debug, Clone, Object)]
+pub struct ProofOfWorkOut {
+    pub difficulty_bits: u32,
+    pub salt: String,
+}
+
+impl poem_openapi::types::Example for OfferOut {
+    fn example() -> Self {
+        OfferOut {
+            sale_id: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60".into(),
+            name: "Summer tour — Berlin".into(),
+            status: SaleStatusName::Open,
+            opens_at: example_time(),
+            stock_kind: StockKindName::Seats,
+            per_user_limit: 4,
+            remaining: 3,
+            free_seats: Some(vec!["A-1".into(), "A-2".into(), "B-7".into()]),
+            proof_of_work: Some(ProofOfWorkOut {
+                difficulty_bits: 16,
+                salt: "9f2c41d07be35a18c6e0f4a2d1b87c3e".into(),
+            }),
+        }
+    }
+}
+
+impl From<Offer> for OfferOut {
+    fn from(offer: Offer) -> Self {
+        let pow = offer.sale.proof_of_work.clone();
+        let record = SaleRecord {
+            sale: offer.sale,
+            remaining: offer.remaining,
+        };
+        let sale = SaleOut::from(record);
+        OfferOut {
+            sale_id: sale.id,
+            name: sale.name,
+            status: sale.status,
+            opens_at: sale.opens_at,
+            stock_kind: sale.stock_kind,
+            per_user_limit: sale.per_user_limit,
+            remaining: sale.remaining,
+            free_seats: offer.free_seats,
+            proof_of_work: pow.is_on().then(|| ProofOfWorkOut {
+                difficulty_bits: u32::from(pow.bits),
+                salt: pow.salt,
+            }),
+        }
     }
 }

@@ -200,6 +200,11 @@ pub fn allowed_methods(paths: &MethodsByPath, path: &str) -> Option<String> {
         .map(|(_, methods)| methods.join(", "))
 }
 
+/// The instant the examples of the spec show.
+pub(crate) fn example_time() -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp(1_785_000_000, 0).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,11 +2,12 @@
 
 use poem_openapi::param::Header;
 use poem_openapi::payload::{Binary, Json};
-use poem_openapi::{ApiRequest, ApiResponse, OpenApi};
+use poem_openapi::{ApiRequest, ApiResponse, Enum, Object, OpenApi};
 
+use super::attempts::types::AttemptStateName;
 use super::problem::ApiError;
-use super::types::WebhookAckOut;
 use super::ApiTags;
+use crate::service::payment::WebhookResult;
 use crate::service::{self, App};
 
 pub struct WebhooksApi {
@@ -69,5 +70,47 @@ impl WebhooksApi {
             result: ack.result.into(),
             attempt_state: ack.state.into(),
         })))
+    }
+}
+
+/// The webhook's answer.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct WebhookAckOut {
+    pub result: WebhookResultName,
+    pub attempt_state: AttemptStateName,
+}
+
+impl poem_openapi::types::Example for WebhookAckOut {
+    fn example() -> Self {
+        WebhookAckOut {
+            result: WebhookResultName::Applied,
+            attempt_state: AttemptStateName::Confirmed,
+        }
+    }
+}
+
+/// What a webhook did: `applied` (the attempt moved: CONFIRMED, or EXPIRED with its stock
+/// back), `duplicate` (this event id was seen before; nothing changed), `ignored` (a new event
+/// that changes nothing, such as a failure after a success) or `refund_required` (money arrived
+/// for an attempt that had expired; the attempt stays EXPIRED and a
+/// `sluice.payment.refund_required` event is emitted).
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
+#[oai(rename_all = "snake_case")]
+pub enum WebhookResultName {
+    Applied,
+    Duplicate,
+    Ignored,
+    RefundRequired,
+}
+
+impl From<WebhookResult> for WebhookResultName {
+    fn from(result: WebhookResult) -> Self {
+        match result {
+            WebhookResult::Applied => WebhookResultName::Applied,
+            WebhookResult::Duplicate => WebhookResultName::Duplicate,
+            WebhookResult::Ignored => WebhookResultName::Ignored,
+            WebhookResult::RefundRequired => WebhookResultName::RefundRequired,
+        }
     }
 }

@@ -7,13 +7,15 @@ use poem_openapi::{ApiResponse, OpenApi};
 use super::problem::ApiError;
 use super::security::AdminAuth;
 use super::text::Text;
-use super::types::{
-    adaptive_bounds, AdmissionOut, AdmissionSettings, CreateSale, OpeningName, ProofOfWorkSettings,
-    SaleOut, SaleStatsOut,
-};
 use super::{parse_sale_id, ApiTags};
 use crate::domain::{NewSale, SaleStatus, Ttls, UserId};
 use crate::service::{self, idempotent, App, IdempotencyKey};
+use types::{
+    adaptive_bounds, AdmissionOut, AdmissionSettings, CreateSale, OpeningName, ProofOfWorkSettings,
+    SaleOut, SaleStatsOut,
+};
+
+pub mod types;
 
 pub struct SalesApi {
     pub app: App,

@@ -12,11 +12,13 @@ use poem_openapi::{ApiResponse, OpenApi};
 use super::event_stream::{EventStream, Message};
 use super::problem::ApiError;
 use super::security::UserAuth;
-use super::types::{AttemptOut, HoldRequest};
 use super::{parse_attempt_id, parse_sale_id, ApiTags};
 use crate::domain::UserId;
 use crate::service::limits::Limited;
 use crate::service::{self, idempotent, App, AttemptView, IdempotencyKey, ServiceError};
+use types::{AttemptOut, HoldRequest};
+
+pub mod types;
 
 pub struct AttemptsApi {
     pub app: App,

@@ -1,0 +1,231 @@
+//! The attempts API's JSON shapes (request and response bodies) and their conversions from
+//! the service's types. Field docs become the OpenAPI schema descriptions.
+
+use chrono::{DateTime, Utc};
+use poem_openapi::{Enum, Object};
+
+use crate::api::text::Text;
+use crate::domain::{AttemptState, ExpiryReason};
+use crate::service::AttemptView;
+
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
+#[oai(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum AttemptStateName {
+    Queued,
+    Admitted,
+    Hold,
+    PaymentPending,
+    Confirmed,
+    Expired,
+}
+
+/// Why an attempt expired (present on EXPIRED attempts only).
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
+#[oai(rename_all = "snake_case")]
+pub enum ExpiryReasonName {
+    Left,
+    Abandoned,
+    AdmissionTimeout,
+    HoldTimeout,
+    Released,
+    PaymentFailed,
+    PaymentTimeout,
+    SaleClosed,
+}
+
+impl From<AttemptState> for AttemptStateName {
+    fn from(state: AttemptState) -> Self {
+        match state {
+            AttemptState::Queued => AttemptStateName::Queued,
+            AttemptState::Admitted => AttemptStateName::Admitted,
+            AttemptState::Hold => AttemptStateName::Hold,
+            AttemptState::PaymentPending => AttemptStateName::PaymentPending,
+            AttemptState::Confirmed => AttemptStateName::Confirmed,
+            AttemptState::Expired { .. } => AttemptStateName::Expired,
+        }
+    }
+}
+
+impl From<ExpiryReason> for ExpiryReasonName {
+    fn from(reason: ExpiryReason) -> Self {
+        match reason {
+            ExpiryReason::Left => ExpiryReasonName::Left,
+            ExpiryReason::Abandoned => ExpiryReasonName::Abandoned,
+            ExpiryReason::AdmissionTimeout => ExpiryReasonName::AdmissionTimeout,
+            ExpiryReason::HoldTimeout => ExpiryReasonName::HoldTimeout,
+            ExpiryReason::Released => ExpiryReasonName::Released,
+            ExpiryReason::PaymentFailed => ExpiryReasonName::PaymentFailed,
+            ExpiryReason::PaymentTimeout => ExpiryReasonName::PaymentTimeout,
+            ExpiryReason::SaleClosed => ExpiryReasonName::SaleClosed,
+        }
+    }
+}
+
+/// What an attempt holds.
+#[derive(Debug, Clone, Object)]
+pub struct HoldOut {
+    pub quantity: u32,
+    /// The seats held (empty for units of identical stock). Always present: the schema
+    /// requires it, so a generated client reads it.
+    pub seat_ids: Vec<String>,
+    /// Check out before this, or the units go back (while HOLD).
+    #[oai(skip_serializing_if_is_none)]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// The payment the provider is expected to report on.
+#[derive(Debug, Clone, Object)]
+pub struct PaymentOut {
+    /// Pass it to the payment provider; its webhook names it.
+    pub reference: String,
+    /// Sandbox only: POST `{"outcome": "approve"}` (or `"decline"`) here to pay.
+    #[oai(skip_serializing_if_is_none)]
+    pub sandbox_url: Option<String>,
+    /// The provider must report before this (while PAYMENT_PENDING).
+    #[oai(skip_serializing_if_is_none)]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// The status of an attempt.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct AttemptOut {
+    pub attempt_id: String,
+    pub sale_id: String,
+    pub state: AttemptStateName,
+    #[oai(skip_serializing_if_is_none)]
+    pub reason: Option<ExpiryReasonName>,
+    /// 1-based place in the queue (QUEUED only).
+    #[oai(skip_serializing_if_is_none)]
+    pub position: Option<u64>,
+    /// How many wait in the sale (QUEUED only).
+    #[oai(skip_serializing_if_is_none)]
+    pub waiting: Option<u64>,
+    /// Estimated seconds until admission, from the measured admission rate.
+    #[oai(skip_serializing_if_is_none)]
+    pub estimated_wait_secs: Option<u64>,
+    /// QUEUED only, and only when true: nothing is left to hold and nothing is held or being
+    /// paid for (which could come back), so the user's turn would find it sold out. Tell them
+    /// now rather than at their turn; leaving (`DELETE /v1/attempts/{attempt_id}`) ends the
+    /// wait.
+    #[oai(skip_serializing_if_is_none)]
+    pub sold_out: Option<bool>,
+    /// Ask again after this many milliseconds (jittered; long when far, short when near).
+    pub poll_after_ms: u64,
+    /// While ADMITTED: an Ed25519 JWT proving admission; send it with the hold. Verifiable
+    /// with `/.well-known/jwks.json`.
+    #[oai(skip_serializing_if_is_none)]
+    pub admission_token: Option<String>,
+    /// While ADMITTED: hold before this.
+    #[oai(skip_serializing_if_is_none)]
+    pub admission_expires_at: Option<DateTime<Utc>>,
+    #[oai(skip_serializing_if_is_none)]
+    pub hold: Option<HoldOut>,
+    #[oai(skip_serializing_if_is_none)]
+    pub payment: Option<PaymentOut>,
+    /// QUEUED only: when `position` and `waiting` were exact (the replica's view of the queue
+    /// is refreshed every `queue.line_refresh_ms`).
+    #[oai(skip_serializing_if_is_none)]
+    pub as_of: Option<DateTime<Utc>>,
+    /// QUEUED only: send it as `ticket` with the next status question (`getAttempt`,
+    /// `streamAttempt`), so the answer needs no lookup in the queue store. Bound to this
+    /// attempt and user; opaque.
+    #[oai(skip_serializing_if_is_none)]
+    pub queue_ticket: Option<String>,
+}
+
+impl poem_openapi::types::Example for AttemptOut {
+    fn example() -> Self {
+        AttemptOut {
+            attempt_id: "0193a0c4e1b27c3d9f0a1b2c3d4e5f600193a0c4e1b27c3d9f0a1b2c3d4e5f61".into(),
+            sale_id: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60".into(),
+            state: AttemptStateName::Queued,
+            reason: None,
+            position: Some(1204),
+            waiting: Some(48210),
+            estimated_wait_secs: Some(121),
+            sold_out: None,
+            poll_after_ms: 12000,
+            admission_token: None,
+            admission_expires_at: None,
+            hold: None,
+            payment: None,
+            as_of: Some(
+                DateTime::parse_from_rfc3339("2026-12-02T10:00:00.250Z")
+                    .expect("a literal time")
+                    .with_timezone(&Utc),
+            ),
+            queue_ticket: Some(
+                "1204.1764669600000000.q1Jm0XhT4vR6Yb8Zk2Wc3AVs9pLd7Fn5Ge1Hi3Jk4Mo".into(),
+            ),
+        }
+    }
+}
+
+impl From<AttemptView> for AttemptOut {
+    fn from(v: AttemptView) -> Self {
+        let state = v.state.into();
+        let reason = v.state.reason().map(Into::into);
+        AttemptOut {
+            attempt_id: v.attempt.to_string(),
+            sale_id: v.attempt.sale.to_string(),
+            state,
+            reason,
+            position: v.position,
+            waiting: v.waiting,
+            estimated_wait_secs: v.estimated_wait_secs,
+            sold_out: v.sold_out.then_some(true),
+            poll_after_ms: v.poll_after_ms,
+            admission_token: v.admission_token,
+            admission_expires_at: v.admission_expires_at,
+            hold: v.hold.map(|h| HoldOut {
+                quantity: h.quantity,
+                seat_ids: h.seats,
+                expires_at: v.hold_expires_at,
+            }),
+            payment: v.payment_reference.map(|r| PaymentOut {
+                reference: r.to_string(),
+                sandbox_url: v.sandbox.then(|| crate::service::sandbox::payment_path(r)),
+                expires_at: v.payment_expires_at,
+            }),
+            as_of: v.as_of,
+            queue_ticket: v.queue_ticket,
+        }
+    }
+}
+
+/// What to hold: exactly one of `quantity` or `seat_ids`.
+#[derive(Debug, Clone, Object, serde::Serialize)]
+#[oai(example)]
+pub struct HoldRequest {
+    /// The `admission_token` of the attempt's status.
+    #[oai(validator(min_length = 1, max_length = 4096))]
+    pub admission_token: Text,
+    /// Units to hold (1 to the sale's per-user limit, at most 1,000).
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(minimum(value = "1"), maximum(value = "1000"))
+    )]
+    pub quantity: Option<u32>,
+    /// Seats to hold: 1 to 100 unique seat ids.
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(
+            min_items = 1,
+            max_items = 100,
+            unique_items,
+            pattern = r"^[A-Za-z0-9_:-]{1,64}$"
+        )
+    )]
+    pub seat_ids: Option<Vec<Text>>,
+}
+
+impl poem_openapi::types::Example for HoldRequest {
+    fn example() -> Self {
+        HoldRequest {
+            admission_token: "eyJhbGciOiJFZERTQSIsImtpZCI6ImFkbWlzc2lvbi0xIn0.eyJzdWIiOiJ1c2VyLTQyIn0.c2lnbmF0dXJl".into(),
+            quantity: Some(2),
+            seat_ids: None,
+        }
+    }
+}
