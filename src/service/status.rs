@@ -7,7 +7,7 @@ use chrono::Utc;
 
 use super::{App, AttemptView, ServiceError, ServiceResult};
 use crate::auth::Ticket;
-use crate::domain::{AttemptId, AttemptState, ExpiryReason, UserId};
+use crate::domain::{decide, AttemptEvent, AttemptId, AttemptState, UserId};
 
 /// The attempt's status for `user`; `ticket` is the queue ticket the client presents.
 pub async fn status(
@@ -49,7 +49,7 @@ pub fn from_line(
     answered("line");
     let line_now = &snapshot.figures;
     if line_now.sale_closed {
-        return Some(expired(attempt, ExpiryReason::SaleClosed));
+        return Some(ended_waiting(attempt, AttemptEvent::SaleClosed));
     }
     // Asking is a sign of life: the next refresh writes it.
     if app.lines.tracks_presence() {
@@ -81,7 +81,7 @@ pub async fn from_store(
                 if view.sale_closed {
                     // Its turn can no longer come: the attempt ends here, not in a queue that
                     // never moves again.
-                    return Ok(expired(attempt, ExpiryReason::SaleClosed));
+                    return Ok(ended_waiting(attempt, AttemptEvent::SaleClosed));
                 }
                 let rate = best_rate(view.measured_rate, view.configured_rate);
                 let mut answer = waiting(app, attempt, position, view.waiting, rate);
@@ -109,16 +109,16 @@ pub async fn from_store(
     if view.owner.is_some() {
         // Known to the queue store, neither waiting nor admitted: the user left, or showed no
         // sign of life for too long.
-        let reason = if view.abandoned {
-            ExpiryReason::Abandoned
+        let ended_by = if view.abandoned {
+            AttemptEvent::Abandon
         } else {
-            ExpiryReason::Left
+            AttemptEvent::Leave
         };
-        return Ok(expired(attempt, reason));
+        return Ok(ended_waiting(attempt, ended_by));
     }
     if view.sale_closed {
         // Waiting when the sale closed: the store let go of its entry at the close.
-        return Ok(expired(attempt, ExpiryReason::SaleClosed));
+        return Ok(ended_waiting(attempt, AttemptEvent::SaleClosed));
     }
     if created_ms(attempt).is_some_and(|t| t < view.rebuilt_at_ms) {
         // Created before the sale was rebuilt from the ledger: its place was lost with the
@@ -159,8 +159,11 @@ async fn lookup(
 }
 
 /// The answer of an attempt that ended `reason` outside the ledger (out of the queue).
-fn expired(attempt: AttemptId, reason: ExpiryReason) -> AttemptView {
-    AttemptView::bare(attempt, AttemptState::expired_because(reason))
+/// A waiting attempt that `event` ended (the sale's close, a leave, abandonment), in the state
+/// the machine says it went to.
+fn ended_waiting(attempt: AttemptId, event: AttemptEvent) -> AttemptView {
+    let state = decide(AttemptState::Queued, event).map_or(AttemptState::Queued, |d| d.to);
+    AttemptView::bare(attempt, state)
 }
 
 /// Counts a status answer by where it came from (`line`, `store`).
