@@ -36,6 +36,8 @@ use problem::{problem_response, ApiError};
 pub enum ApiTags {
     /// Admin: create and steer sales.
     Sales,
+    /// Admin: find sales, a buyer's attempts and an attempt's whole story.
+    Support,
     /// Users: queue, status, hold, checkout.
     Attempts,
     /// The payment provider's callbacks.
@@ -45,6 +47,9 @@ pub enum ApiTags {
     /// The sandbox payment provider (embedded default only).
     Sandbox,
 }
+
+/// The page size of a list when `limit` is not given.
+pub(crate) const DEFAULT_PAGE: u32 = 50;
 
 /// A malformed id names nothing: 404, like an id that names nothing.
 pub(crate) fn parse_sale_id(s: &str) -> Result<SaleId, ApiError> {

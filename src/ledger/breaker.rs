@@ -150,6 +150,27 @@ impl Ledger for Guarded {
     async fn attempt(&self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
         guarded!(self.attempt(id))
     }
+    async fn list_sales(
+        &self,
+        status: Option<SaleStatus>,
+        before: Option<SaleId>,
+        limit: u32,
+    ) -> LedgerResult<Vec<SaleSummary>> {
+        guarded!(self.list_sales(status, before, limit))
+    }
+    async fn list_attempts(
+        &self,
+        sale: SaleId,
+        query: &AttemptQuery,
+    ) -> LedgerResult<Vec<AttemptRecord>> {
+        guarded!(self.list_attempts(sale, query))
+    }
+    async fn trail(&self, id: AttemptId) -> LedgerResult<Vec<TransitionRow>> {
+        guarded!(self.trail(id))
+    }
+    async fn payment_events(&self, id: AttemptId) -> LedgerResult<Vec<PaymentEventRow>> {
+        guarded!(self.payment_events(id))
+    }
     async fn apply(
         &self,
         id: AttemptId,

@@ -177,6 +177,50 @@ impl Applied {
     }
 }
 
+/// Which of a sale's attempts a support lookup wants, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttemptQuery {
+    /// Only attempts in this state (its stored name, e.g. `CONFIRMED`).
+    pub state: Option<&'static str>,
+    /// Only this user's attempts.
+    pub user: Option<UserId>,
+    /// Only attempts older than this one (the previous page's last): ids are UUIDv7, so new
+    /// attempts land before the first page and never shift a later one.
+    pub before: Option<Uuid>,
+    pub limit: u32,
+}
+
+/// A sale in a list: its row without its units (a seat sale's seats are not read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SaleSummary {
+    pub id: SaleId,
+    pub name: String,
+    pub status: SaleStatus,
+    pub stock_kind: crate::domain::StockKind,
+    pub total: u32,
+    pub opens_at: DateTime<Utc>,
+    pub closes_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One row of an attempt's audit trail.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransitionRow {
+    pub from: String,
+    pub to: String,
+    pub reason: Option<String>,
+    pub cause: String,
+    pub at: DateTime<Utc>,
+}
+
+/// A payment provider's event as the ledger recorded it (once per provider event id).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PaymentEventRow {
+    pub provider_event_id: String,
+    pub kind: String,
+    pub received_at: DateTime<Utc>,
+}
+
 /// What a payment webhook did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PaymentApplied {
@@ -248,6 +292,23 @@ pub trait Ledger: Send + Sync + 'static {
         admitted: &[Admitted],
     ) -> LedgerResult<()>;
     async fn attempt(&self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>>;
+    /// Sales newest first, `status` only if given, older than `before` (a page's last id).
+    async fn list_sales(
+        &self,
+        status: Option<SaleStatus>,
+        before: Option<SaleId>,
+        limit: u32,
+    ) -> LedgerResult<Vec<SaleSummary>>;
+    /// A sale's attempts (from ADMITTED on) as `query` says, newest first.
+    async fn list_attempts(
+        &self,
+        sale: SaleId,
+        query: &AttemptQuery,
+    ) -> LedgerResult<Vec<AttemptRecord>>;
+    /// The attempt's audit trail, oldest first.
+    async fn trail(&self, id: AttemptId) -> LedgerResult<Vec<TransitionRow>>;
+    /// The provider events recorded for the attempt's payment, oldest first.
+    async fn payment_events(&self, id: AttemptId) -> LedgerResult<Vec<PaymentEventRow>>;
     /// Applies one event to one attempt in one transaction. `user`, when given, must own the
     /// attempt (else NotFound); `take` is what a Hold takes. An attempt past its deadline is
     /// expired first, so the event then meets an EXPIRED attempt.

@@ -24,6 +24,7 @@ pub mod sales;
 pub mod sandbox;
 pub mod status;
 pub mod status_stream;
+pub mod support;
 pub mod transition;
 
 use std::sync::Arc;

@@ -26,5 +26,6 @@ mod redis_outage;
 mod reliability;
 mod sandbox;
 mod scale_out;
+mod support;
 mod tour;
 mod webhooks;

@@ -8,6 +8,10 @@ import type { components, paths } from "./schema";
 export type { components, paths };
 export type Attempt = components["schemas"]["AttemptOut"];
 export type Problem = components["schemas"]["Problem"];
+/** Support and operations (admin key): pages of sales and attempts, and an attempt's file. */
+export type SalePage = components["schemas"]["SalePage"];
+export type AttemptPage = components["schemas"]["AttemptPage"];
+export type AttemptFile = components["schemas"]["AttemptFileOut"];
 
 export interface Credentials {
   /** The user's JWT from your identity provider (Authorization: Bearer). */

@@ -218,7 +218,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List sales
+         * @description The sales, newest first, `status` only if given. Pass the answer's `next_cursor` as
+         *     `cursor` for the next page; sales created meanwhile come before the first page, never
+         *     inside a later one.
+         */
+        get: operations["listSales"];
         put?: never;
         /**
          * Create a sale
@@ -288,7 +294,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a sale's attempts
+         * @description The sale's attempts from ADMITTED on (waiting users are in the queue only), newest
+         *     first, by `state` and by `user_id` if given: find a buyer's attempts from their user id.
+         *     Paged like `listSales`.
+         */
+        get: operations["listAttempts"];
         put?: never;
         /**
          * Join a sale
@@ -299,6 +311,27 @@ export interface paths {
          *     opening; a closed sale answers 409. A sale may ask for proof of work (428 without it).
          */
         post: operations["joinSale"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}/attempts/{attempt_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an attempt's file
+         * @description One attempt whole: how it stands, its audit trail (every transition with its cause and
+         *     time) and the payment provider's events for it.
+         */
+        get: operations["getAttemptFile"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -581,6 +614,61 @@ export interface components {
             instance: string;
         };
         /**
+         * AttemptFileOut
+         * @description One attempt whole: how it stands, every transition with its cause and time, and what the
+         *     payment provider said.
+         * @example {
+         *       "attempt": {
+         *         "admission_expires_at": "2026-07-25T17:20:00+00:00",
+         *         "attempt_id": "0190a5c27d4e7c3a9b1f2e4d6a8c0b120190a5c3e1f07b2d8c4a6e2f1b3d5c70",
+         *         "hold_expires_at": "2026-07-25T17:20:00+00:00",
+         *         "payment_expires_at": "2026-07-25T17:20:00+00:00",
+         *         "payment_reference": "5f0c2a4e-1b3d-4c6e-8a9b-7d2e4f6a8c0b",
+         *         "state": "CONFIRMED",
+         *         "units": 2,
+         *         "user_id": "user-8412"
+         *       },
+         *       "payment_events": [
+         *         {
+         *           "kind": "succeeded",
+         *           "provider_event_id": "evt_3Pq8",
+         *           "received_at": "2026-07-25T17:20:00+00:00"
+         *         }
+         *       ],
+         *       "trail": [
+         *         {
+         *           "at": "2026-07-25T17:20:00+00:00",
+         *           "cause": "admit",
+         *           "from": "QUEUED",
+         *           "to": "ADMITTED"
+         *         },
+         *         {
+         *           "at": "2026-07-25T17:20:00+00:00",
+         *           "cause": "hold",
+         *           "from": "ADMITTED",
+         *           "to": "HOLD"
+         *         },
+         *         {
+         *           "at": "2026-07-25T17:20:00+00:00",
+         *           "cause": "checkout",
+         *           "from": "HOLD",
+         *           "to": "PAYMENT_PENDING"
+         *         },
+         *         {
+         *           "at": "2026-07-25T17:20:00+00:00",
+         *           "cause": "payment_succeeded",
+         *           "from": "PAYMENT_PENDING",
+         *           "to": "CONFIRMED"
+         *         }
+         *       ]
+         *     }
+         */
+        AttemptFileOut: {
+            attempt: components["schemas"]["AttemptSummaryOut"];
+            payment_events: components["schemas"]["PaymentEventOut"][];
+            trail: components["schemas"]["TransitionOut"][];
+        };
+        /**
          * AttemptOut
          * @description The status of an attempt.
          * @example {
@@ -652,8 +740,56 @@ export interface components {
              */
             waiting?: number;
         };
+        /**
+         * AttemptPage
+         * @description A page of a sale's attempts, newest first.
+         * @example {
+         *       "attempts": [
+         *         {
+         *           "admission_expires_at": "2026-07-25T17:20:00+00:00",
+         *           "attempt_id": "0190a5c27d4e7c3a9b1f2e4d6a8c0b120190a5c3e1f07b2d8c4a6e2f1b3d5c70",
+         *           "hold_expires_at": "2026-07-25T17:20:00+00:00",
+         *           "payment_expires_at": "2026-07-25T17:20:00+00:00",
+         *           "payment_reference": "5f0c2a4e-1b3d-4c6e-8a9b-7d2e4f6a8c0b",
+         *           "state": "CONFIRMED",
+         *           "units": 2,
+         *           "user_id": "user-8412"
+         *         }
+         *       ]
+         *     }
+         */
+        AttemptPage: {
+            attempts: components["schemas"]["AttemptSummaryOut"][];
+            /** @description Pass as `cursor` for the next page; absent on the last page. */
+            next_cursor?: string;
+        };
         /** @enum {string} */
         AttemptStateName: "QUEUED" | "ADMITTED" | "HOLD" | "PAYMENT_PENDING" | "CONFIRMED" | "EXPIRED";
+        /**
+         * AttemptSummaryOut
+         * @description An attempt as the ledger has it (from ADMITTED on).
+         */
+        AttemptSummaryOut: {
+            /** Format: date-time */
+            admission_expires_at: string;
+            attempt_id: string;
+            /** Format: date-time */
+            hold_expires_at?: string;
+            /** Format: date-time */
+            payment_expires_at?: string;
+            /** @description The reference the payment provider knows the payment by (from checkout on). */
+            payment_reference?: string;
+            reason?: components["schemas"]["ExpiryReasonName"];
+            /** @description The seats, in a seat sale. */
+            seat_ids?: string[];
+            state: components["schemas"]["AttemptStateName"];
+            /**
+             * Format: uint32
+             * @description Units the attempt holds, pays for or bought (0 before its hold).
+             */
+            units: number;
+            user_id: string;
+        };
         /**
          * ControllerOut
          * @description The adaptive controller of a sale, as the sale's admitter last published it. Absent in
@@ -876,6 +1012,17 @@ export interface components {
          */
         OpeningName: "fifo" | "lottery_at_open";
         /**
+         * PaymentEventOut
+         * @description A payment provider's event, recorded once per provider event id.
+         */
+        PaymentEventOut: {
+            /** @description `succeeded` or `failed`. */
+            kind: string;
+            provider_event_id: string;
+            /** Format: date-time */
+            received_at: string;
+        };
+        /**
          * PaymentOut
          * @description The payment the provider is expected to report on.
          */
@@ -1019,6 +1166,29 @@ export interface components {
             total: number;
         };
         /**
+         * SalePage
+         * @description A page of sales, newest first.
+         * @example {
+         *       "next_cursor": "0190a5c2-7d4e-7c3a-9b1f-2e4d6a8c0b12",
+         *       "sales": [
+         *         {
+         *           "created_at": "2026-07-25T17:20:00+00:00",
+         *           "id": "0190a5c2-7d4e-7c3a-9b1f-2e4d6a8c0b12",
+         *           "name": "Spring tour, Berlin",
+         *           "opens_at": "2026-07-25T17:20:00+00:00",
+         *           "status": "open",
+         *           "stock_kind": "seats",
+         *           "total": 3000
+         *         }
+         *       ]
+         *     }
+         */
+        SalePage: {
+            /** @description Pass as `cursor` for the next page; absent on the last page. */
+            next_cursor?: string;
+            sales: components["schemas"]["SaleSummaryOut"][];
+        };
+        /**
          * SaleStatsOut
          * @description A sale's counters: attempts (people) by state, and `units` (stock) by state. One attempt
          *     may hold several units, so the two do not add up to each other.
@@ -1090,6 +1260,27 @@ export interface components {
         /** @enum {string} */
         SaleStatusName: "scheduled" | "open" | "paused" | "closed";
         /**
+         * SaleSummaryOut
+         * @description A sale in a list (its figures: `getSaleStats`).
+         */
+        SaleSummaryOut: {
+            /** Format: date-time */
+            closes_at?: string;
+            /** Format: date-time */
+            created_at: string;
+            id: string;
+            name: string;
+            /** Format: date-time */
+            opens_at: string;
+            status: components["schemas"]["SaleStatusName"];
+            stock_kind: components["schemas"]["StockKindName"];
+            /**
+             * Format: uint32
+             * @description Units (or seats) the sale has.
+             */
+            total: number;
+        };
+        /**
          * SandboxAccepted
          * @description The webhook the sandbox will send.
          * @example {
@@ -1134,6 +1325,24 @@ export interface components {
         };
         /** @enum {string} */
         StockKindName: "quantity" | "seats";
+        /**
+         * @description A sale's stored status, to list by.
+         * @enum {string}
+         */
+        StoredSaleStatus: "open" | "paused" | "closed";
+        /**
+         * TransitionOut
+         * @description One transition of the audit trail.
+         */
+        TransitionOut: {
+            /** Format: date-time */
+            at: string;
+            /** @description The event that caused it (`admit`, `hold`, `checkout`, `payment_succeeded`, a timeout…). */
+            cause: string;
+            from: components["schemas"]["AttemptStateName"];
+            reason?: components["schemas"]["ExpiryReasonName"];
+            to: components["schemas"]["AttemptStateName"];
+        };
         /**
          * UnitCounts
          * @description A sale's units by state: `free + held + paying + sold = total`.
@@ -1973,6 +2182,75 @@ export interface operations {
             };
         };
     };
+    listSales: {
+        parameters: {
+            query?: {
+                status?: components["schemas"]["StoredSaleStatus"];
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SalePage"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     createSale: {
         parameters: {
             query?: never;
@@ -2287,6 +2565,87 @@ export interface operations {
             };
         };
     };
+    listAttempts: {
+        parameters: {
+            query?: {
+                state?: components["schemas"]["AttemptStateName"];
+                user_id?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["AttemptPage"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     joinSale: {
         parameters: {
             query?: never;
@@ -2364,6 +2723,65 @@ export interface operations {
             429: {
                 headers: {
                     "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAttemptFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+                attempt_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["AttemptFileOut"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,6 +1,8 @@
 //! User operations on attempts (`Authorization: Bearer <JWT>`): join, status (poll or SSE),
 //! leave, hold, release, checkout. Users see and act on their own attempts only; someone
-//! else's attempt answers 404.
+//! else's attempt answers 404. And support's reads of a sale's attempts (`X-Admin-Key`): by
+//! state or by user id, by page, and one attempt whole with its audit trail — what a support
+//! agent needs for "I paid but have no ticket".
 
 use std::time::Duration;
 
@@ -11,12 +13,12 @@ use poem_openapi::{ApiResponse, OpenApi};
 
 use super::event_stream::{EventStream, Message};
 use super::problem::ApiError;
-use super::security::UserAuth;
+use super::security::{AdminAuth, UserAuth};
 use super::{parse_attempt_id, parse_sale_id, ApiTags};
 use crate::domain::UserId;
 use crate::service::limits::Limited;
 use crate::service::{self, idempotent, App, AttemptView, IdempotencyKey, ServiceError};
-use types::{AttemptOut, HoldRequest};
+use types::{AttemptFileOut, AttemptOut, AttemptPage, AttemptStateName, HoldRequest};
 
 pub mod types;
 
@@ -67,6 +69,18 @@ impl AttemptResponse {
         let retry = retry_after_secs(&view);
         AttemptResponse::Ok(Json(out(app, view)), retry)
     }
+}
+
+#[derive(ApiResponse)]
+pub enum AttemptPageResponse {
+    #[oai(status = 200)]
+    Ok(Json<AttemptPage>),
+}
+
+#[derive(ApiResponse)]
+pub enum AttemptFileResponse {
+    #[oai(status = 200)]
+    Ok(Json<AttemptFileOut>),
 }
 
 #[OpenApi(tag = "ApiTags::Attempts")]
@@ -272,5 +286,81 @@ impl AttemptsApi {
         })
         .await?;
         Ok(AttemptResponse::of(&self.app, view))
+    }
+
+    /// List a sale's attempts
+    ///
+    /// The sale's attempts from ADMITTED on (waiting users are in the queue only), newest
+    /// first, by `state` and by `user_id` if given: find a buyer's attempts from their user id.
+    /// Paged like `listSales`.
+    #[oai(
+        path = "/v1/sales/:sale_id/attempts",
+        method = "get",
+        operation_id = "listAttempts",
+        tag = "ApiTags::Support"
+    )]
+    async fn list_attempts(
+        &self,
+        _auth: AdminAuth,
+        sale_id: Path<String>,
+        state: Query<Option<AttemptStateName>>,
+        user_id: Query<Option<String>>,
+        cursor: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))] limit: Query<Option<u32>>,
+    ) -> Result<AttemptPageResponse, ApiError> {
+        let sale = parse_sale_id(&sale_id)?;
+        let user = user_id
+            .0
+            .as_deref()
+            .map(UserId::parse)
+            .transpose()
+            .map_err(|_| {
+                ServiceError::validation("user_id", "1 to 128 printable ASCII characters")
+            })?;
+        let state = state.0.map(stored_name);
+        let page = service::support::attempts(
+            &self.app,
+            sale,
+            state,
+            user,
+            cursor.0.as_deref(),
+            limit.0.unwrap_or(crate::api::DEFAULT_PAGE),
+        )
+        .await?;
+        Ok(AttemptPageResponse::Ok(Json(page.into())))
+    }
+
+    /// Get an attempt's file
+    ///
+    /// One attempt whole: how it stands, its audit trail (every transition with its cause and
+    /// time) and the payment provider's events for it.
+    #[oai(
+        path = "/v1/sales/:sale_id/attempts/:attempt_id",
+        method = "get",
+        operation_id = "getAttemptFile",
+        tag = "ApiTags::Support"
+    )]
+    async fn attempt_file(
+        &self,
+        _auth: AdminAuth,
+        sale_id: Path<String>,
+        attempt_id: Path<String>,
+    ) -> Result<AttemptFileResponse, ApiError> {
+        let sale = parse_sale_id(&sale_id)?;
+        let attempt = parse_attempt_id(&attempt_id)?;
+        let file = service::support::attempt(&self.app, sale, attempt).await?;
+        Ok(AttemptFileResponse::Ok(Json(file.into())))
+    }
+}
+
+/// The state's name as the ledger stores it.
+fn stored_name(state: AttemptStateName) -> &'static str {
+    match state {
+        AttemptStateName::Queued => "QUEUED",
+        AttemptStateName::Admitted => "ADMITTED",
+        AttemptStateName::Hold => "HOLD",
+        AttemptStateName::PaymentPending => "PAYMENT_PENDING",
+        AttemptStateName::Confirmed => "CONFIRMED",
+        AttemptStateName::Expired => "EXPIRED",
     }
 }

@@ -4,8 +4,11 @@
 use chrono::{DateTime, Utc};
 use poem_openapi::{Enum, Object};
 
+use crate::api::spec::example_time;
 use crate::api::text::Text;
 use crate::domain::{AttemptState, ExpiryReason};
+use crate::ledger::{AttemptRecord, PaymentEventRow, TransitionRow};
+use crate::service::support::{AttemptFile, Page};
 use crate::service::AttemptView;
 
 #[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
@@ -226,6 +229,199 @@ impl poem_openapi::types::Example for HoldRequest {
             admission_token: "eyJhbGciOiJFZERTQSIsImtpZCI6ImFkbWlzc2lvbi0xIn0.eyJzdWIiOiJ1c2VyLTQyIn0.c2lnbmF0dXJl".into(),
             quantity: Some(2),
             seat_ids: None,
+        }
+    }
+}
+
+/// An attempt as the ledger has it (from ADMITTED on).
+#[derive(Debug, Clone, Object)]
+pub struct AttemptSummaryOut {
+    pub attempt_id: String,
+    pub user_id: String,
+    pub state: AttemptStateName,
+    #[oai(skip_serializing_if_is_none)]
+    pub reason: Option<ExpiryReasonName>,
+    /// Units the attempt holds, pays for or bought (0 before its hold).
+    pub units: u32,
+    /// The seats, in a seat sale.
+    #[oai(skip_serializing_if_is_none)]
+    pub seat_ids: Option<Vec<String>>,
+    /// The reference the payment provider knows the payment by (from checkout on).
+    #[oai(skip_serializing_if_is_none)]
+    pub payment_reference: Option<String>,
+    pub admission_expires_at: DateTime<Utc>,
+    #[oai(skip_serializing_if_is_none)]
+    pub hold_expires_at: Option<DateTime<Utc>>,
+    #[oai(skip_serializing_if_is_none)]
+    pub payment_expires_at: Option<DateTime<Utc>>,
+}
+
+impl From<AttemptRecord> for AttemptSummaryOut {
+    fn from(r: AttemptRecord) -> Self {
+        let seats = r
+            .hold
+            .as_ref()
+            .map(|h| h.seats.clone())
+            .filter(|s| !s.is_empty());
+        AttemptSummaryOut {
+            attempt_id: r.id.to_string(),
+            user_id: r.user.as_str().to_owned(),
+            state: r.state.into(),
+            reason: r.state.reason().map(Into::into),
+            units: r.hold.as_ref().map_or(0, |h| h.quantity),
+            seat_ids: seats,
+            payment_reference: r.payment_reference.map(|p| p.to_string()),
+            admission_expires_at: r.admission_expires_at,
+            hold_expires_at: r.hold_expires_at,
+            payment_expires_at: r.payment_expires_at,
+        }
+    }
+}
+
+fn example_attempt() -> AttemptSummaryOut {
+    AttemptSummaryOut {
+        attempt_id: "0190a5c27d4e7c3a9b1f2e4d6a8c0b120190a5c3e1f07b2d8c4a6e2f1b3d5c70".into(),
+        user_id: "user-8412".into(),
+        state: AttemptStateName::Confirmed,
+        reason: None,
+        units: 2,
+        seat_ids: None,
+        payment_reference: Some("5f0c2a4e-1b3d-4c6e-8a9b-7d2e4f6a8c0b".into()),
+        admission_expires_at: example_time(),
+        hold_expires_at: Some(example_time()),
+        payment_expires_at: Some(example_time()),
+    }
+}
+
+/// A page of a sale's attempts, newest first.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct AttemptPage {
+    pub attempts: Vec<AttemptSummaryOut>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[oai(skip_serializing_if_is_none)]
+    pub next_cursor: Option<String>,
+}
+
+impl From<Page<AttemptRecord>> for AttemptPage {
+    fn from(page: Page<AttemptRecord>) -> Self {
+        AttemptPage {
+            attempts: page.items.into_iter().map(Into::into).collect(),
+            next_cursor: page.next,
+        }
+    }
+}
+
+impl poem_openapi::types::Example for AttemptPage {
+    fn example() -> Self {
+        AttemptPage {
+            attempts: vec![example_attempt()],
+            next_cursor: None,
+        }
+    }
+}
+
+/// One transition of the audit trail.
+#[derive(Debug, Clone, Object)]
+pub struct TransitionOut {
+    pub from: AttemptStateName,
+    pub to: AttemptStateName,
+    #[oai(skip_serializing_if_is_none)]
+    pub reason: Option<ExpiryReasonName>,
+    /// The event that caused it (`admit`, `hold`, `checkout`, `payment_succeeded`, a timeout…).
+    pub cause: String,
+    pub at: DateTime<Utc>,
+}
+
+impl From<TransitionRow> for TransitionOut {
+    fn from(row: TransitionRow) -> Self {
+        let state = |name: &str, reason: Option<&str>| {
+            AttemptState::from_parts(name, reason).unwrap_or(AttemptState::Queued)
+        };
+        let to = state(&row.to, row.reason.as_deref());
+        TransitionOut {
+            from: state(&row.from, None).into(),
+            to: to.into(),
+            reason: to.reason().map(Into::into),
+            cause: row.cause,
+            at: row.at,
+        }
+    }
+}
+
+/// A payment provider's event, recorded once per provider event id.
+#[derive(Debug, Clone, Object)]
+pub struct PaymentEventOut {
+    pub provider_event_id: String,
+    /// `succeeded` or `failed`.
+    pub kind: String,
+    pub received_at: DateTime<Utc>,
+}
+
+impl From<PaymentEventRow> for PaymentEventOut {
+    fn from(row: PaymentEventRow) -> Self {
+        PaymentEventOut {
+            provider_event_id: row.provider_event_id,
+            kind: row.kind,
+            received_at: row.received_at,
+        }
+    }
+}
+
+/// One attempt whole: how it stands, every transition with its cause and time, and what the
+/// payment provider said.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct AttemptFileOut {
+    pub attempt: AttemptSummaryOut,
+    pub trail: Vec<TransitionOut>,
+    pub payment_events: Vec<PaymentEventOut>,
+}
+
+impl From<AttemptFile> for AttemptFileOut {
+    fn from(file: AttemptFile) -> Self {
+        AttemptFileOut {
+            attempt: file.record.into(),
+            trail: file.trail.into_iter().map(Into::into).collect(),
+            payment_events: file.payment_events.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl poem_openapi::types::Example for AttemptFileOut {
+    fn example() -> Self {
+        let step = |from, to, cause: &str| TransitionOut {
+            from,
+            to,
+            reason: None,
+            cause: cause.into(),
+            at: example_time(),
+        };
+        AttemptFileOut {
+            attempt: example_attempt(),
+            trail: vec![
+                step(
+                    AttemptStateName::Queued,
+                    AttemptStateName::Admitted,
+                    "admit",
+                ),
+                step(AttemptStateName::Admitted, AttemptStateName::Hold, "hold"),
+                step(
+                    AttemptStateName::Hold,
+                    AttemptStateName::PaymentPending,
+                    "checkout",
+                ),
+                step(
+                    AttemptStateName::PaymentPending,
+                    AttemptStateName::Confirmed,
+                    "payment_succeeded",
+                ),
+            ],
+            payment_events: vec![PaymentEventOut {
+                provider_event_id: "evt_3Pq8".into(),
+                kind: "succeeded".into(),
+                received_at: example_time(),
+            }],
         }
     }
 }

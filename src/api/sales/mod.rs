@@ -1,6 +1,6 @@
 //! Admin operations on sales (`X-Admin-Key`).
 
-use poem_openapi::param::{Header, Path};
+use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, OpenApi};
 
@@ -12,7 +12,7 @@ use crate::domain::{NewSale, SaleStatus, Ttls, UserId};
 use crate::service::{self, idempotent, App, IdempotencyKey};
 use types::{
     adaptive_bounds, AdmissionOut, AdmissionSettings, CreateSale, OpeningName, ProofOfWorkSettings,
-    SaleOut, SaleStatsOut,
+    SaleOut, SalePage, SaleStatsOut, StoredSaleStatus,
 };
 
 pub mod types;
@@ -38,6 +38,12 @@ pub enum SaleResponse {
 pub enum AdmissionResponse {
     #[oai(status = 200)]
     Ok(Json<AdmissionOut>),
+}
+
+#[derive(ApiResponse)]
+pub enum SalePageResponse {
+    #[oai(status = 200)]
+    Ok(Json<SalePage>),
 }
 
 #[derive(ApiResponse)]
@@ -104,6 +110,34 @@ impl SalesApi {
         let record = service::sales::get(app, sale_id).await?;
         let location = format!("/v1/sales/{sale_id}");
         Ok(SaleCreated::Created(Json(record.into()), location))
+    }
+
+    /// List sales
+    ///
+    /// The sales, newest first, `status` only if given. Pass the answer's `next_cursor` as
+    /// `cursor` for the next page; sales created meanwhile come before the first page, never
+    /// inside a later one.
+    #[oai(
+        path = "/",
+        method = "get",
+        operation_id = "listSales",
+        tag = "ApiTags::Support"
+    )]
+    async fn list_sales(
+        &self,
+        _auth: AdminAuth,
+        status: Query<Option<StoredSaleStatus>>,
+        cursor: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))] limit: Query<Option<u32>>,
+    ) -> Result<SalePageResponse, ApiError> {
+        let page = service::support::sales(
+            &self.app,
+            status.0.map(Into::into),
+            cursor.0.as_deref(),
+            limit.0.unwrap_or(crate::api::DEFAULT_PAGE),
+        )
+        .await?;
+        Ok(SalePageResponse::Ok(Json(page.into())))
     }
 
     /// Get a sale

@@ -8,9 +8,12 @@ use crate::api::spec::example_time;
 use crate::api::text::Text;
 use crate::domain::valve::Change;
 use crate::domain::ExpiryReason;
+use crate::domain::StockKind;
 use crate::domain::{AdmissionMode, Opening, SaleStatus, Stock};
 use crate::ledger::SaleRecord;
+use crate::ledger::SaleSummary;
 use crate::service::sales::{AdmissionState, SaleStats};
+use crate::service::support::Page;
 
 fn default_per_user_limit() -> u32 {
     4
@@ -297,15 +300,23 @@ impl poem_openapi::types::Example for SaleOut {
     }
 }
 
-impl From<SaleRecord> for SaleOut {
-    fn from(r: SaleRecord) -> Self {
-        let s = r.sale;
-        let status = match s.status {
-            SaleStatus::Open if s.opens_at > Utc::now() => SaleStatusName::Scheduled,
+impl SaleStatusName {
+    /// The status a sale shows: its stored one, and `scheduled` while an open sale's
+    /// `opens_at` is ahead.
+    pub fn of(status: SaleStatus, opens_at: DateTime<Utc>) -> Self {
+        match status {
+            SaleStatus::Open if opens_at > Utc::now() => SaleStatusName::Scheduled,
             SaleStatus::Open => SaleStatusName::Open,
             SaleStatus::Paused => SaleStatusName::Paused,
             SaleStatus::Closed => SaleStatusName::Closed,
-        };
+        }
+    }
+}
+
+impl From<SaleRecord> for SaleOut {
+    fn from(r: SaleRecord) -> Self {
+        let s = r.sale;
+        let status = SaleStatusName::of(s.status, s.opens_at);
         let (stock_kind, seats) = match &s.stock {
             Stock::Quantity(_) => (StockKindName::Quantity, None),
             Stock::Seats(seats) => (StockKindName::Seats, Some(seats.clone())),
@@ -666,6 +677,96 @@ impl poem_openapi::types::Example for ProofOfWorkSettings {
     fn example() -> Self {
         ProofOfWorkSettings {
             difficulty_bits: 16,
+        }
+    }
+}
+
+/// A sale's stored status, to list by.
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
+#[oai(rename_all = "snake_case")]
+pub enum StoredSaleStatus {
+    /// Open (scheduled ones included: their `opens_at` is ahead).
+    Open,
+    Paused,
+    Closed,
+}
+
+impl From<StoredSaleStatus> for SaleStatus {
+    fn from(status: StoredSaleStatus) -> Self {
+        match status {
+            StoredSaleStatus::Open => SaleStatus::Open,
+            StoredSaleStatus::Paused => SaleStatus::Paused,
+            StoredSaleStatus::Closed => SaleStatus::Closed,
+        }
+    }
+}
+
+/// A sale in a list (its figures: `getSaleStats`).
+#[derive(Debug, Clone, Object)]
+pub struct SaleSummaryOut {
+    pub id: String,
+    pub name: String,
+    pub status: SaleStatusName,
+    pub stock_kind: StockKindName,
+    /// Units (or seats) the sale has.
+    pub total: u32,
+    pub opens_at: DateTime<Utc>,
+    #[oai(skip_serializing_if_is_none)]
+    pub closes_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<SaleSummary> for SaleSummaryOut {
+    fn from(s: SaleSummary) -> Self {
+        SaleSummaryOut {
+            id: s.id.to_string(),
+            name: s.name,
+            status: SaleStatusName::of(s.status, s.opens_at),
+            stock_kind: match s.stock_kind {
+                StockKind::Quantity => StockKindName::Quantity,
+                StockKind::Seats => StockKindName::Seats,
+            },
+            total: s.total,
+            opens_at: s.opens_at,
+            closes_at: s.closes_at,
+            created_at: s.created_at,
+        }
+    }
+}
+
+/// A page of sales, newest first.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct SalePage {
+    pub sales: Vec<SaleSummaryOut>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[oai(skip_serializing_if_is_none)]
+    pub next_cursor: Option<String>,
+}
+
+impl From<Page<SaleSummary>> for SalePage {
+    fn from(page: Page<SaleSummary>) -> Self {
+        SalePage {
+            sales: page.items.into_iter().map(Into::into).collect(),
+            next_cursor: page.next,
+        }
+    }
+}
+
+impl poem_openapi::types::Example for SalePage {
+    fn example() -> Self {
+        SalePage {
+            sales: vec![SaleSummaryOut {
+                id: "0190a5c2-7d4e-7c3a-9b1f-2e4d6a8c0b12".into(),
+                name: "Spring tour, Berlin".into(),
+                status: SaleStatusName::Open,
+                stock_kind: StockKindName::Seats,
+                total: 3000,
+                opens_at: example_time(),
+                closes_at: None,
+                created_at: example_time(),
+            }],
+            next_cursor: Some("0190a5c2-7d4e-7c3a-9b1f-2e4d6a8c0b12".into()),
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::ledger::{
 use crate::queue::Admitted;
 
 /// Everything [`record_from_row`] reads; `FOR UPDATE OF a` locks only the attempt.
-const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
+pub(super) const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
         a.admission_expires_at, a.hold_expires_at, a.payment_expires_at,
         h.quantity AS hold_quantity, h.seat_ids AS hold_seats, h.status AS hold_status,
         p.reference AS payment_reference
@@ -25,7 +25,7 @@ const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.
     LEFT JOIN holds h ON h.attempt_id = a.id
     LEFT JOIN payments p ON p.attempt_id = a.id";
 
-fn record_from_row(row: &PgRow) -> LedgerResult<AttemptRecord> {
+pub(super) fn record_from_row(row: &PgRow) -> LedgerResult<AttemptRecord> {
     let state = AttemptState::from_parts(row.get("state"), row.get("reason"))
         .ok_or_else(|| LedgerError::Other("bad state in attempts row".into()))?;
     let hold = row

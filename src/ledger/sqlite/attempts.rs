@@ -15,14 +15,14 @@ use crate::ledger::{
 };
 use crate::queue::Admitted;
 
-const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
+pub(super) const SELECT_FROM: &str = "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
         a.admission_expires_at, a.hold_expires_at, a.payment_expires_at,
         h.quantity AS hold_quantity, h.seat_ids AS hold_seats, p.reference AS payment_reference
     FROM attempts a
     LEFT JOIN holds h ON h.attempt_id = a.id
     LEFT JOIN payments p ON p.attempt_id = a.id";
 
-fn record_from_row(row: &SqliteRow) -> LedgerResult<AttemptRecord> {
+pub(super) fn record_from_row(row: &SqliteRow) -> LedgerResult<AttemptRecord> {
     let bad = |what: &str| LedgerError::Other(format!("bad {what} in attempts row"));
     let state = AttemptState::from_parts(row.get("state"), row.get("reason"))
         .ok_or_else(|| bad("state"))?;

@@ -11,6 +11,7 @@ mod idempotency;
 mod outbox;
 mod queue_sync;
 mod sales;
+mod support;
 
 use crate::ledger::metered;
 use std::path::Path;
@@ -178,6 +179,31 @@ impl Ledger for SqliteLedger {
     async fn attempt(&self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
         let mut conn = self.pool.acquire().await.map_err(db_error)?;
         attempts::load(&mut conn, id).await
+    }
+
+    async fn list_sales(
+        &self,
+        status: Option<SaleStatus>,
+        before: Option<SaleId>,
+        limit: u32,
+    ) -> LedgerResult<Vec<SaleSummary>> {
+        support::sales(&self.pool, status, before, limit).await
+    }
+
+    async fn list_attempts(
+        &self,
+        sale: SaleId,
+        query: &AttemptQuery,
+    ) -> LedgerResult<Vec<AttemptRecord>> {
+        support::attempts(&self.pool, sale, query).await
+    }
+
+    async fn trail(&self, id: AttemptId) -> LedgerResult<Vec<TransitionRow>> {
+        support::trail(&self.pool, id).await
+    }
+
+    async fn payment_events(&self, id: AttemptId) -> LedgerResult<Vec<PaymentEventRow>> {
+        support::payment_events(&self.pool, id).await
     }
 
     async fn apply(

@@ -1,0 +1,113 @@
+//! The reads of support and operations on PostgreSQL: sales and attempts by page, an
+//! attempt's audit trail and its payment's provider events.
+
+use sqlx::{PgPool, Row};
+use uuid::Uuid;
+
+use super::attempts::{record_from_row, SELECT_FROM};
+use super::db_error;
+use crate::domain::{AttemptId, SaleId, SaleStatus, StockKind};
+use crate::ledger::{
+    AttemptQuery, AttemptRecord, LedgerError, LedgerResult, PaymentEventRow, SaleSummary,
+    TransitionRow,
+};
+
+pub(super) async fn sales(
+    pool: &PgPool,
+    status: Option<SaleStatus>,
+    before: Option<SaleId>,
+    limit: u32,
+) -> LedgerResult<Vec<SaleSummary>> {
+    let rows = sqlx::query(
+        "SELECT id, name, status, stock_kind, total, opens_at, closes_at, created_at FROM sales
+         WHERE ($1::text IS NULL OR status = $1) AND ($2::uuid IS NULL OR id < $2)
+         ORDER BY id DESC LIMIT $3",
+    )
+    .bind(status.map(SaleStatus::as_str))
+    .bind(before.map(|s| s.0))
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    rows.iter()
+        .map(|r| {
+            let bad = |what: &str| LedgerError::Other(format!("bad {what} in sales row"));
+            Ok(SaleSummary {
+                id: SaleId(r.get("id")),
+                name: r.get("name"),
+                status: SaleStatus::parse(r.get("status")).ok_or_else(|| bad("status"))?,
+                stock_kind: StockKind::parse(r.get("stock_kind"))
+                    .ok_or_else(|| bad("stock_kind"))?,
+                total: r.get::<i32, _>("total") as u32,
+                opens_at: r.get("opens_at"),
+                closes_at: r.get("closes_at"),
+                created_at: r.get("created_at"),
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn attempts(
+    pool: &PgPool,
+    sale: SaleId,
+    query: &AttemptQuery,
+) -> LedgerResult<Vec<AttemptRecord>> {
+    let rows = sqlx::query(&format!(
+        "{SELECT_FROM} WHERE a.sale_id = $1 AND ($2::text IS NULL OR a.state = $2)
+           AND ($3::text IS NULL OR a.user_id = $3) AND ($4::uuid IS NULL OR a.id < $4)
+         ORDER BY a.id DESC LIMIT $5"
+    ))
+    .bind(sale.0)
+    .bind(query.state)
+    .bind(query.user.as_ref().map(|u| u.as_str()))
+    .bind(query.before)
+    .bind(i64::from(query.limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    rows.iter().map(record_from_row).collect()
+}
+
+pub(super) async fn trail(pool: &PgPool, id: AttemptId) -> LedgerResult<Vec<TransitionRow>> {
+    let rows = sqlx::query(
+        "SELECT from_state, to_state, reason, cause, at FROM attempt_transitions
+         WHERE attempt_id = $1 ORDER BY id",
+    )
+    .bind(id.local)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(rows
+        .iter()
+        .map(|r| TransitionRow {
+            from: r.get("from_state"),
+            to: r.get("to_state"),
+            reason: r.get("reason"),
+            cause: r.get("cause"),
+            at: r.get("at"),
+        })
+        .collect())
+}
+
+pub(super) async fn payment_events(
+    pool: &PgPool,
+    id: AttemptId,
+) -> LedgerResult<Vec<PaymentEventRow>> {
+    let rows = sqlx::query(
+        "SELECT e.provider_event_id, e.kind, e.received_at FROM payment_events e
+         JOIN payments p ON p.reference = e.payment_reference
+         WHERE p.attempt_id = $1 ORDER BY e.received_at, e.provider_event_id",
+    )
+    .bind::<Uuid>(id.local)
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(rows
+        .iter()
+        .map(|r| PaymentEventRow {
+            provider_event_id: r.get("provider_event_id"),
+            kind: r.get("kind"),
+            received_at: r.get("received_at"),
+        })
+        .collect())
+}
