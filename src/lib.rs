@@ -23,7 +23,7 @@
 //!   (admissions, payments, reapers, a sale's creation and status) are written once over a
 //!   small set of statements each dialect gives (`ledger/transition.rs`, `ledger/flows.rs`).
 //! - [`service`]: the use cases, one file each (join, status and its streams, leave, hold,
-//!   checkout, payment, sales, the sandbox payment provider). They call the queue store first
+//!   checkout, payment, sales, support's reads, the sandbox payment provider). They call the queue store first
 //!   where it is the gate and the ledger where it is the truth; every decision then takes one
 //!   path ([`service::transition`]: counted, the queue store brought in line, the attempt's
 //!   streams told), and a user's event for an attempt only the queue store knows is decided
