@@ -55,6 +55,13 @@ pub enum LedgerError {
     /// The event does not apply to the attempt's state.
     #[error(transparent)]
     Rejected(#[from] Rejected),
+    /// The attempt had passed a deadline: it expired (committed, and to be settled like every
+    /// transition), and then the event did not apply to EXPIRED.
+    #[error("{rejected}")]
+    RejectedAfterExpiry {
+        rejected: Rejected,
+        expired: Box<Applied>,
+    },
     /// A closed sale cannot be reopened.
     #[error("the sale is closed")]
     SaleClosed,

@@ -165,8 +165,9 @@ pub(crate) async fn due_timeout<T: LedgerTx + ?Sized>(
     }
 }
 
-/// The body of `Ledger::apply` inside an open transaction. `Ok(Err(rejected))` means the
-/// event was refused but the transaction holds a due expiry worth committing.
+/// The body of `Ledger::apply` inside an open transaction. `Ok(Err(..))` means the event was
+/// refused but the transaction holds a due expiry worth committing
+/// ([`LedgerError::RejectedAfterExpiry`] carries it, for the caller to settle).
 pub(crate) async fn apply_in<T: LedgerTx + ?Sized>(
     tx: &mut T,
     id: AttemptId,
@@ -188,13 +189,24 @@ pub(crate) async fn apply_in<T: LedgerTx + ?Sized>(
             record = after;
         }
     }
+    let after_expiry = expired_first.is_some().then(|| record.clone());
     match write(tx, record, event, take).await {
         Ok((step, record)) => Ok(Ok(Applied {
             expired_first,
             step,
             record,
         })),
-        Err(LedgerError::Rejected(rejected)) => Ok(Err(LedgerError::Rejected(rejected))),
+        Err(LedgerError::Rejected(rejected)) => Ok(Err(match (expired_first, after_expiry) {
+            (Some(step), Some(record)) => LedgerError::RejectedAfterExpiry {
+                rejected,
+                expired: Box::new(Applied {
+                    expired_first: None,
+                    step,
+                    record,
+                }),
+            },
+            _ => LedgerError::Rejected(rejected),
+        })),
         Err(other) => Err(other),
     }
 }

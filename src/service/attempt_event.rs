@@ -21,7 +21,7 @@ pub async fn apply_event(
             Ok(AttemptView::from_record(&applied.record, None))
         }
         Err(LedgerError::NotFound) => unrecorded(app, attempt, user, event).await,
-        Err(e) => Err(e.into()),
+        Err(e) => Err(super::transition::settle_refusal(app, e).await.into()),
     }
 }
 

@@ -85,14 +85,16 @@ impl From<LedgerError> for ServiceError {
                 ServiceError::Unavailable("the ledger")
             }
             LedgerError::NotFound => ServiceError::NotFound("attempt"),
-            LedgerError::Rejected(r) => match r.state {
-                AttemptState::Expired { .. } => ServiceError::AttemptExpired(r.state),
-                AttemptState::Queued
-                | AttemptState::Admitted
-                | AttemptState::Hold
-                | AttemptState::PaymentPending
-                | AttemptState::Confirmed => ServiceError::InvalidTransition(r),
-            },
+            LedgerError::Rejected(r) | LedgerError::RejectedAfterExpiry { rejected: r, .. } => {
+                match r.state {
+                    AttemptState::Expired { .. } => ServiceError::AttemptExpired(r.state),
+                    AttemptState::Queued
+                    | AttemptState::Admitted
+                    | AttemptState::Hold
+                    | AttemptState::PaymentPending
+                    | AttemptState::Confirmed => ServiceError::InvalidTransition(r),
+                }
+            }
             LedgerError::SaleClosed => ServiceError::SaleClosed,
             LedgerError::SoldOut => ServiceError::SoldOut { remaining: 0 },
             LedgerError::SeatTaken(seat) => ServiceError::SeatTaken(seat),

@@ -94,6 +94,7 @@ pub async fn hold(
             Ok(AttemptView::from_record(&applied.record, None))
         }
         Err(e) => {
+            let e = super::transition::settle_refusal(app, e).await;
             // Whatever the ledger said, it holds nothing for this attempt now (a refused or
             // failed transaction rolled back; an expired attempt had its hold returned). If the
             // attempt is still admitted there (units refused, or the ledger unreachable), it
@@ -105,6 +106,7 @@ pub async fn hold(
                 | LedgerError::UnknownSeat(_) => Some(admitted_until_ms),
                 LedgerError::NotFound
                 | LedgerError::Rejected(_)
+                | LedgerError::RejectedAfterExpiry { .. }
                 | LedgerError::SaleClosed
                 | LedgerError::Other(_) => None,
             };

@@ -5,7 +5,7 @@
 
 use super::{sync_queue_all, App};
 use crate::domain::{decide, AttemptEvent, AttemptState, Decision};
-use crate::ledger::Applied;
+use crate::ledger::{Applied, LedgerError};
 
 /// After the ledger committed one event's transitions.
 pub async fn settle(app: &App, applied: &Applied) {
@@ -18,6 +18,19 @@ pub async fn settle_all(app: &App, applied: &[Applied]) {
         count(&step.decision, 1);
     }
     sync_queue_all(app, applied).await;
+}
+
+/// A refusal the ledger made after it expired the attempt by a deadline the attempt had
+/// passed: the expiry is settled like every transition (counted, the queue store in line), and
+/// the refusal stays.
+pub async fn settle_refusal(app: &App, error: LedgerError) -> LedgerError {
+    match error {
+        LedgerError::RejectedAfterExpiry { rejected, expired } => {
+            settle(app, &expired).await;
+            LedgerError::Rejected(rejected)
+        }
+        other => other,
+    }
 }
 
 /// `n` waiting attempts ended by `event` (leave, abandon, sale closed) in the queue store,

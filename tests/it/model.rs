@@ -35,6 +35,9 @@ enum Step {
     Redeliver(usize),
     /// The clock passes the attempt's current deadline, and a reaper pass runs.
     Deadline(usize),
+    /// The clock passes the attempt's deadline and, before any reaper, the buyer takes the
+    /// next step (an admitted one holds, a holder checks out): the attempt expires first.
+    Late(usize),
     Pause,
     Resume,
     Close,
@@ -52,6 +55,7 @@ fn step() -> impl Strategy<Value = Step> {
         2 => user.clone().prop_map(Step::Failed),
         1 => user.clone().prop_map(Step::Redeliver),
         2 => user.clone().prop_map(Step::Deadline),
+        2 => user.clone().prop_map(Step::Late),
         1 => Just(Step::Pause),
         1 => Just(Step::Resume),
         1 => Just(Step::Close),
@@ -146,7 +150,8 @@ fn in_context(m: &Model, step: Step) -> Step {
         | Step::Paid(u)
         | Step::Failed(u)
         | Step::Redeliver(u)
-        | Step::Deadline(u) => u,
+        | Step::Deadline(u)
+        | Step::Late(u) => u,
         Step::Pause | Step::Resume | Step::Close => return step,
     };
     match (&m.buyers[user], step) {
@@ -307,6 +312,37 @@ async fn apply(t: &TestApp, m: &mut Model, step: Step) -> Step {
             sluice::workers::reapers::reap(&t.app).await;
             let d = decide(b.state, event).expect("a timeout applies to its own state");
             b.take(&d, &mut m.free);
+        }
+        Step::Late(u) => {
+            let Some(b) = m.buyers[u].as_mut() else {
+                return step;
+            };
+            let (timeout, event) = match b.state {
+                AttemptState::Admitted => (AttemptEvent::AdmissionTimeout, AttemptEvent::Hold),
+                AttemptState::Hold => (AttemptEvent::HoldTimeout, AttemptEvent::Checkout),
+                AttemptState::Queued
+                | AttemptState::PaymentPending
+                | AttemptState::Confirmed
+                | AttemptState::Expired { .. } => return step,
+            };
+            let Some(token) = b.admission_token.clone() else {
+                return step;
+            };
+            t.pass_deadline(&b.attempt, timeout).await;
+            let resp = match event {
+                AttemptEvent::Hold => {
+                    let body = json!({ "admission_token": token, "quantity": 1 });
+                    t.hold(&b.attempt, &b.name, body).await
+                }
+                _ => t.checkout(&b.attempt, &b.name).await,
+            };
+            let expired = decide(b.state, timeout).expect("a timeout applies to its own state");
+            b.take(&expired, &mut m.free);
+            let decided = decide(b.state, event);
+            expect_answer(&what, resp, &decided).await;
+            if let Ok(d) = decided {
+                b.take(&d, &mut m.free);
+            }
         }
         Step::Pause | Step::Resume | Step::Close => {
             let (action, to) = match step {

@@ -62,7 +62,11 @@ async fn a_python_client_generated_from_the_spec_drives_a_sale() {
 async fn a_method_a_path_does_not_take_is_405_with_allow() {
     let t = TestApp::spawn_on(Backend::Embedded).await;
     for (method, path, allow) in [
-        (reqwest::Method::PATCH, "/v1/sales/x/attempts", "GET, HEAD, POST"),
+        (
+            reqwest::Method::PATCH,
+            "/v1/sales/x/attempts",
+            "GET, HEAD, POST",
+        ),
         (
             reqwest::Method::OPTIONS,
             "/v1/attempts/x",
