@@ -37,9 +37,26 @@ fn slot_of(seed: &str, sale: SaleId) -> u16 {
         .unwrap()
 }
 
-/// The primary serving `slot` and one of its replicas, as `host:port`.
+/// The primary serving `slot` and, once the cluster's view shows one, a replica of it, as
+/// `host:port`. Right after a failover the demoted node's new role takes a moment of gossip to
+/// reach `seed`'s view, so this asks again (at most 30 s, 100 ms apart).
 fn primary_and_replica(seed: &str, slot: u16) -> (String, String) {
-    let nodes = cli(seed, &["cluster", "nodes"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let nodes = cli(seed, &["cluster", "nodes"]);
+        if let Some(found) = serving(&nodes, slot) {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no primary with a replica serves slot {slot}: {nodes}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// In `CLUSTER NODES` output, the primary serving `slot` and one of its replicas.
+fn serving(nodes: &str, slot: u16) -> Option<(String, String)> {
     let lines: Vec<Vec<&str>> = nodes.lines().map(|l| l.split(' ').collect()).collect();
     let address = |f: &[&str]| f[1].split('@').next().unwrap().to_owned();
     let serves = |f: &[&str]| {
@@ -50,13 +67,11 @@ fn primary_and_replica(seed: &str, slot: u16) -> (String, String) {
     };
     let primary = lines
         .iter()
-        .find(|f| f.len() > 8 && f[2].contains("master") && serves(f))
-        .expect("a primary serves the slot");
+        .find(|f| f.len() > 8 && f[2].contains("master") && serves(f))?;
     let replica = lines
         .iter()
-        .find(|f| f[2].contains("slave") && f[3] == primary[0])
-        .expect("the primary has a replica");
-    (address(primary), address(replica))
+        .find(|f| f.len() > 3 && f[2].contains("slave") && f[3] == primary[0])?;
+    Some((address(primary), address(replica)))
 }
 
 /// Waits until every node of the cluster says it is whole and `node` is a primary.
