@@ -90,43 +90,42 @@ pub enum Backend {
     ServersOnCluster,
 }
 
-/// Each named test (an `async fn(Backend)`) runs once per configuration, and once more on the
-/// Redis Cluster.
+/// Each named test (an `async fn(Backend)`) runs once per listed configuration, as a module
+/// of tests named after them: `on_configurations!([servers: Servers, embedded: Embedded] a, b)`.
 #[macro_export]
-macro_rules! on_every_configuration {
-    ($($name:ident),* $(,)?) => {$(
+macro_rules! on_configurations {
+    (@one [$($test:ident: $backend:ident),+ $(,)?] $name:ident) => {
         mod $name {
-            #[tokio::test]
-            async fn servers() {
-                super::$name($crate::helpers::Backend::Servers).await
-            }
-            #[tokio::test]
-            async fn servers_on_cluster() {
-                super::$name($crate::helpers::Backend::ServersOnCluster).await
-            }
-            #[tokio::test]
-            async fn embedded() {
-                super::$name($crate::helpers::Backend::Embedded).await
-            }
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$name($crate::helpers::Backend::$backend).await
+                }
+            )+
         }
+    };
+    ($configurations:tt $($name:ident),* $(,)?) => {$(
+        $crate::on_configurations!(@one $configurations $name);
     )*};
 }
 
-/// Each named test (an `async fn(Backend)`) runs once per configuration.
+/// Each named test runs once per configuration, and once more on the Redis Cluster.
+#[macro_export]
+macro_rules! on_every_configuration {
+    ($($name:ident),* $(,)?) => {
+        $crate::on_configurations!(
+            [servers: Servers, servers_on_cluster: ServersOnCluster, embedded: Embedded]
+            $($name),*
+        );
+    };
+}
+
+/// Each named test runs once per configuration.
 #[macro_export]
 macro_rules! on_both_configurations {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test]
-            async fn servers() {
-                super::$name($crate::helpers::Backend::Servers).await
-            }
-            #[tokio::test]
-            async fn embedded() {
-                super::$name($crate::helpers::Backend::Embedded).await
-            }
-        }
-    )*};
+    ($($name:ident),* $(,)?) => {
+        $crate::on_configurations!([servers: Servers, embedded: Embedded] $($name),*);
+    };
 }
 
 pub struct TestApp {
