@@ -3,7 +3,7 @@
 -- set, holds and per-user counts from the ledger's snapshot. One script: nobody sees half.
 -- KEYS: 1 meta, 2 stock, 3 seats, 4 active, 5 holds, 6 owners, 7 users, 8 bought,
 --       9 unrecorded (an admission batch not yet in the ledger: the rebuilt active set is
---       the ledger's, so that batch is gone)
+--       the ledger's, so that batch is gone), 10 sold (CONFIRMED attempts' hold records)
 -- ARGV: 1 status, 2 opens_at ms, 3 closes_at ms (0 = none), 4 max_active, 5 per_user_limit,
 --       6 rate_per_minute, 7 kind, 8 hold_ttl_ms, 9 payment_ttl_ms, 10 force: '1', '0', or
 --       'v<version>': rebuild only if meta.version still reads that (the drift checker's
@@ -13,7 +13,8 @@
 --       12 free quantity, 13 n free seats, then the seats,
 --       then n live attempts, then per attempt: id, user, deadline ms, hold record ('' if none),
 --       then n users, then per user: user, units held or bought,
---       then n buyers, then per buyer: user, their CONFIRMED attempt (join answers it)
+--       then n buyers, then per buyer: user, their CONFIRMED attempt (join answers it), what
+--       it bought as a hold record ('' if none: a refund gives it back)
 -- Returns 1 if the sale was rebuilt, 0 if only its settings were written (or, guarded,
 -- nothing: the sale had moved).
 local guarded = string.sub(ARGV[10], 1, 1) == 'v'
@@ -27,7 +28,7 @@ local fresh = redis.call('HSETNX', KEYS[1], 'stock_initialised', '1') == 1
 -- Serials start again at 1 when the keys were lost: a new numbering of the line.
 if fresh then new_epoch() end
 if not fresh and ARGV[10] == '0' then return 0 end
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[10])
 if not guarded then redis.call('DEL', KEYS[9]) end
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 if ARGV[11] == '1' then
@@ -65,6 +66,7 @@ i = i + 1
 for _ = 1, n_buyers do
   redis.call('HSET', KEYS[7], ARGV[i], ARGV[i + 1])
   redis.call('HSET', KEYS[6], ARGV[i + 1], ARGV[i])
-  i = i + 2
+  if ARGV[i + 2] ~= '' then redis.call('HSET', KEYS[10], ARGV[i + 1], ARGV[i + 2]) end
+  i = i + 3
 end
 return 1

@@ -192,6 +192,10 @@ pub struct WorkersConfig {
     /// repaired); 0 turns it off. The ledger reads a sale's snapshot for it: keep it seconds
     /// apart for sales of a million units.
     pub drift_check_ms: u64,
+    /// How often each open or paused sale's figures (waiting, admitted, holding, paying, sold,
+    /// the rate and the controller's decision) are sampled into the ledger, for
+    /// `getSaleFigures` and the console's charts; kept a day. 0 turns it off.
+    pub figures_ms: u64,
 }
 
 /// Where domain events go once committed to the outbox.
@@ -322,6 +326,7 @@ impl Default for Config {
                 queue_sync_ms: 500,
                 queue_sync_replay_secs: 300,
                 drift_check_ms: 10_000,
+                figures_ms: 10_000,
             },
             events: EventsConfig {
                 file: PathBuf::new(),

@@ -17,13 +17,15 @@
 //!   one Redis or a Redis Cluster (all of a sale's keys in one slot); joins and status lookups
 //!   of one sale that arrive together go in one call.
 //! - [`ledger`]: the durable truth from ADMITTED on — attempts, holds (one row per unit of
-//!   stock), payments, audit trail, idempotency keys, outbox. A trait;
+//!   stock), payments, audit trail, idempotency keys, outbox, the named admin keys and the
+//!   admin audit log. A trait;
 //!   [`ledger::PgLedger`] is PostgreSQL (`migrations/postgres`), [`ledger::SqliteLedger`] the
 //!   embedded SQLite (`migrations/sqlite`, the same column names). The transitions and flows
 //!   (admissions, payments, reapers, a sale's creation and status) are written once over a
 //!   small set of statements each dialect gives (`ledger/transition.rs`, `ledger/flows.rs`).
 //! - [`service`]: the use cases, one file each (join, status and its streams, leave, hold,
-//!   checkout, payment, sales, support's reads, the sandbox payment provider). They call the queue store first
+//!   checkout, payment, sales, support's reads, the operators' keys and audit log, the
+//!   sandbox payment provider). They call the queue store first
 //!   where it is the gate and the ledger where it is the truth; every decision then takes one
 //!   path ([`service::transition`]: counted, the queue store brought in line, the attempt's
 //!   streams told), and a user's event for an attempt only the queue store knows is decided
@@ -42,8 +44,8 @@
 //! - [`events`]: where relayed events go — Kafka, or a JSON lines file — and the reference
 //!   consumer.
 //! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), queue tickets
-//!   (HMAC: a waiting attempt's place in its line), the admin key; the provider's webhook
-//!   signatures.
+//!   (HMAC: a waiting attempt's place in its line), admin keys (the configured one, and named
+//!   keys with a role, [`domain::Role`], kept as hashes); the provider's webhook signatures.
 //! - [`config`], [`secrets`], [`telemetry`], [`server`]: layered configuration (a leaf: it
 //!   parses and validates), the embedded default's generated secrets (and [`secrets::load`],
 //!   the configuration start-up runs with), logs and metrics, start-up and the HTTP server (a

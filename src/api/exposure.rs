@@ -1,5 +1,5 @@
 //! The operational routes (`/metrics`, `/openapi.json`, `/docs`) as `http.metrics` and
-//! `http.docs` expose them: to anyone, to holders of the admin key, or to nobody (404, as a
+//! `http.docs` expose them: to anyone, to holders of an admin key (any role), or to nobody (404, as a
 //! route that does not exist).
 
 use poem::endpoint::BoxEndpoint;
@@ -22,7 +22,7 @@ where
                 Exposure::Off => {
                     return Ok(problem_response(StatusCode::NOT_FOUND, "not found".into()))
                 }
-                Exposure::Admin if carries_admin_key(&req) => {}
+                Exposure::Admin if carries_admin_key(&req).await => {}
                 Exposure::Admin => {
                     return Ok(problem_response(
                         StatusCode::UNAUTHORIZED,
@@ -36,16 +36,18 @@ where
         .boxed()
 }
 
-/// The admin key as `X-Admin-Key`, or as a bearer token (what Prometheus's scrape
-/// `authorization` sends).
-fn carries_admin_key(req: &Request) -> bool {
+/// An admin key of any role (a viewer's will do) as `X-Admin-Key`, or as a bearer token
+/// (what Prometheus's scrape `authorization` sends).
+async fn carries_admin_key(req: &Request) -> bool {
     let Some(app) = req.data::<App>() else {
         return false;
     };
     let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
     let bearer = header(header::AUTHORIZATION.as_str()).and_then(|v| v.strip_prefix("Bearer "));
-    [header("x-admin-key"), bearer]
-        .into_iter()
-        .flatten()
-        .any(|key| app.admin_key.matches(key))
+    for key in [header("x-admin-key"), bearer].into_iter().flatten() {
+        if let Ok(Some(_)) = crate::service::operators::authenticate(app, key).await {
+            return true;
+        }
+    }
+    false
 }

@@ -8,6 +8,7 @@ mod cors;
 mod event_stream;
 mod exposure;
 mod offer;
+mod operators;
 mod ops;
 mod page;
 pub mod problem;
@@ -38,6 +39,8 @@ pub enum ApiTags {
     Sales,
     /// Admin: find sales, a buyer's attempts and an attempt's whole story.
     Support,
+    /// Admin: who a key is, the named admin keys, the admin audit log.
+    Operators,
     /// Users: queue, status, hold, checkout.
     Attempts,
     /// The payment provider's callbacks.
@@ -67,6 +70,7 @@ type Apis = (
     webhooks::WebhooksApi,
     ops::OpsApi,
     sandbox::SandboxApi,
+    operators::OperatorsApi,
 );
 
 pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
@@ -78,6 +82,7 @@ pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
             webhooks::WebhooksApi { app: app.clone() },
             ops::OpsApi { app: app.clone() },
             sandbox::SandboxApi { app: app.clone() },
+            operators::OperatorsApi { app: app.clone() },
         ),
         "sluice",
         env!("CARGO_PKG_VERSION"),

@@ -140,6 +140,19 @@ impl From<ServiceError> for ApiError {
                 detail,
                 None,
             )),
+            ServiceError::RoleTooLow { .. } => {
+                ApiError::Forbidden(problem(403, "role", "Role too low", detail, None))
+            }
+            ServiceError::StockInUse { .. } => {
+                ApiError::Conflict(problem(409, "stock-in-use", "Units not free", detail, None))
+            }
+            ServiceError::NameTaken(_) => ApiError::Conflict(problem(
+                409,
+                "name-taken",
+                "Name already used",
+                detail,
+                Some("name"),
+            )),
             ServiceError::AdmissionExpired => ApiError::Gone(problem(
                 410,
                 "admission-expired",

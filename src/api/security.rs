@@ -1,12 +1,14 @@
-//! The two ways in: a user's bearer JWT, and the admin key.
+//! The two ways in: a user's bearer JWT, and an admin key (whose role each operation checks).
 
 use poem::Request;
 use poem_openapi::auth::{ApiKey, Bearer};
 use poem_openapi::SecurityScheme;
 
-use super::problem::problem_response;
-use crate::domain::UserId;
-use crate::service::App;
+use poem::IntoResponse;
+
+use super::problem::{problem_response, ApiError};
+use crate::domain::{Operator, Role, UserId};
+use crate::service::{self, App};
 
 /// A user of the customer's identity provider (`Authorization: Bearer <JWT>`, `sub` = user id).
 #[derive(SecurityScheme)]
@@ -23,7 +25,7 @@ async fn check_user(req: &Request, bearer: Bearer) -> poem::Result<UserId> {
     })
 }
 
-/// An operator (`X-Admin-Key` header).
+/// An operator (`X-Admin-Key` header): the configured key, or a named key with a role.
 #[derive(SecurityScheme)]
 #[oai(
     ty = "api_key",
@@ -31,16 +33,26 @@ async fn check_user(req: &Request, bearer: Bearer) -> poem::Result<UserId> {
     key_in = "header",
     checker = "check_admin"
 )]
-pub struct AdminAuth(());
+pub struct AdminAuth(pub Operator);
 
-async fn check_admin(req: &Request, key: ApiKey) -> poem::Result<()> {
+impl AdminAuth {
+    /// The operator, if its role allows what `needed` may do (else 403).
+    pub fn allows(&self, needed: Role) -> Result<&Operator, ApiError> {
+        service::operators::require(&self.0, needed)?;
+        Ok(&self.0)
+    }
+}
+
+async fn check_admin(req: &Request, key: ApiKey) -> poem::Result<Operator> {
     let app = req.data::<App>().expect("App is attached to every route");
-    if app.admin_key.matches(&key.key) {
-        Ok(())
-    } else {
-        Err(poem::Error::from_response(problem_response(
+    match service::operators::authenticate(app, &key.key).await {
+        Ok(Some(operator)) => Ok(operator),
+        Ok(None) => Err(poem::Error::from_response(problem_response(
             poem::http::StatusCode::UNAUTHORIZED,
-            "the admin key is not valid".into(),
-        )))
+            "the admin key is not valid (unknown or revoked)".into(),
+        ))),
+        Err(e) => Err(poem::Error::from_response(
+            ApiError::from(e).into_response(),
+        )),
     }
 }

@@ -8,7 +8,8 @@ use serde_json::Value;
 
 /// The error statuses each operation can answer. Where they come from: 400 a body or a
 /// required header that does not parse; 401 no or bad credentials (a bad signature for the
-/// webhook); 403 an admission token for another attempt; 404 an id that names nothing (or the
+/// webhook); 403 an admission token for another attempt, or an admin key whose role does
+/// not allow the operation; 404 an id that names nothing (or the
 /// sandbox turned off); 409 the state refuses it (closed, sold out, a seat taken, the limit,
 /// a transition that does not apply, an `Idempotency-Key` whose first request still runs);
 /// 410 an attempt or admission that expired, or a place the store lost (`rejoin`); 413 a
@@ -17,18 +18,39 @@ use serde_json::Value;
 /// 428 proof of work missing; 429 the per-user or per-IP limit of joins and status reads; 500
 /// a fault of sluice's own; 503 a store that is down.
 pub const ERRORS: &[(&str, &[u16])] = &[
-    ("createSale", &[400, 401, 409, 413, 415, 422, 500, 503]),
+    ("createSale", &[400, 401, 403, 409, 413, 415, 422, 500, 503]),
     ("getSale", &[401, 404, 500, 503]),
-    ("pauseSale", &[401, 404, 409, 413, 500, 503]),
-    ("resumeSale", &[401, 404, 409, 413, 500, 503]),
-    ("closeSale", &[401, 404, 413, 500, 503]),
+    ("pauseSale", &[401, 403, 404, 409, 413, 500, 503]),
+    ("resumeSale", &[401, 403, 404, 409, 413, 500, 503]),
+    ("closeSale", &[401, 403, 404, 413, 500, 503]),
     ("getAdmission", &[401, 404, 500, 503]),
-    ("setAdmission", &[400, 401, 404, 413, 415, 422, 500, 503]),
-    ("setProofOfWork", &[400, 401, 404, 413, 415, 422, 500, 503]),
+    (
+        "setAdmission",
+        &[400, 401, 403, 404, 413, 415, 422, 500, 503],
+    ),
+    (
+        "setProofOfWork",
+        &[400, 401, 403, 404, 413, 415, 422, 500, 503],
+    ),
     ("getSaleStats", &[401, 404, 500, 503]),
+    ("getSaleFigures", &[400, 401, 404, 422, 500, 503]),
+    (
+        "changeStock",
+        &[400, 401, 403, 404, 409, 413, 415, 422, 500, 503],
+    ),
+    ("updateSale", &[400, 401, 403, 404, 413, 415, 422, 500, 503]),
     ("listSales", &[400, 401, 422, 500, 503]),
     ("listAttempts", &[400, 401, 404, 422, 500, 503]),
     ("getAttemptFile", &[401, 404, 500, 503]),
+    ("refundAttempt", &[401, 403, 404, 409, 410, 413, 500, 503]),
+    ("getAdminSelf", &[401, 500, 503]),
+    (
+        "createAdminKey",
+        &[400, 401, 403, 409, 413, 415, 422, 500, 503],
+    ),
+    ("listAdminKeys", &[401, 403, 500, 503]),
+    ("revokeAdminKey", &[401, 403, 404, 500, 503]),
+    ("listAdminActions", &[400, 401, 422, 500, 503]),
     ("joinSale", &[401, 404, 409, 413, 428, 429, 500, 503]),
     ("getAttempt", &[401, 404, 410, 429, 500, 503]),
     ("streamAttempt", &[401, 404, 410, 429, 500, 503]),

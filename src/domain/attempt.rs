@@ -6,10 +6,11 @@
 //!   │ leave            │ leave           │ release, leave       │ payment failed
 //!   │ abandon          │ admission TTL   │ hold TTL             │ payment TTL
 //!   │ sale closed      │                 │ (stock back)         │ (stock back)
-//!   ▼                  ▼                 ▼                      ▼
+//!   ▼                  ▼                 ▼                      ▼                  │ refund
 //!                          EXPIRED (reason): never left; money arriving here asks for a refund
 //!
-//! superstates: live = ADMITTED, HOLD, PAYMENT_PENDING; holding stock = HOLD, PAYMENT_PENDING
+//! superstates: live = ADMITTED, HOLD, PAYMENT_PENDING; holding stock = HOLD, PAYMENT_PENDING;
+//! owning units = holding stock, and CONFIRMED (the units sold to it)
 //! ```
 //!
 //! [`decide`] is pure: it takes the current state and an event and returns a [`Decision`] —
@@ -30,9 +31,12 @@
 //! - an event that does not apply to the state is [`Rejected`] (HTTP 409, or 410 once EXPIRED);
 //! - an event that already happened leaves the state as it is (`changed == false`): repeats are
 //!   idempotent;
-//! - entering HOLD takes the hold's units ([`Effect::TakeStock`]); leaving the holding
-//!   superstate (HOLD, PAYMENT_PENDING) for EXPIRED gives them back ([`Effect::ReturnStock`]),
-//!   which happens once because EXPIRED is never left;
+//! - entering HOLD takes the hold's units ([`Effect::TakeStock`]); leaving a state that owns
+//!   units (HOLD, PAYMENT_PENDING, CONFIRMED) for EXPIRED gives them back
+//!   ([`Effect::ReturnStock`]), which happens once because EXPIRED is never left;
+//! - an operator's refund ends a CONFIRMED attempt (EXPIRED `refunded`): its units go back and
+//!   the payment side is asked to refund ([`Effect::RefundRequired`]); a second refund is a
+//!   repeat, and a refund of any other attempt is refused;
 //! - a payment success after EXPIRED yields [`Effect::RefundRequired`] and stays EXPIRED;
 //! - a payment failure after CONFIRMED is ignored: the first final word wins;
 //! - a sale's close ends the waiting (QUEUED → EXPIRED `sale_closed`); the live finish normally.
@@ -52,10 +56,12 @@ pub enum ExpiryReason {
     PaymentTimeout,
     /// The sale was closed while the attempt still waited: its turn can no longer come.
     SaleClosed,
+    /// An operator refunded the purchase: the units went back on sale.
+    Refunded,
 }
 
 impl ExpiryReason {
-    pub const ALL: [ExpiryReason; 8] = [
+    pub const ALL: [ExpiryReason; 9] = [
         ExpiryReason::Left,
         ExpiryReason::Abandoned,
         ExpiryReason::AdmissionTimeout,
@@ -64,6 +70,7 @@ impl ExpiryReason {
         ExpiryReason::PaymentFailed,
         ExpiryReason::PaymentTimeout,
         ExpiryReason::SaleClosed,
+        ExpiryReason::Refunded,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -76,6 +83,7 @@ impl ExpiryReason {
             ExpiryReason::PaymentFailed => "payment_failed",
             ExpiryReason::PaymentTimeout => "payment_timeout",
             ExpiryReason::SaleClosed => "sale_closed",
+            ExpiryReason::Refunded => "refunded",
         }
     }
 
@@ -104,10 +112,12 @@ pub enum AttemptEvent {
     PaymentSucceeded,
     PaymentFailed,
     PaymentTimeout,
+    /// An operator cancels a purchase and asks the payment side to refund it.
+    Refund,
 }
 
 impl AttemptEvent {
-    pub const ALL: [AttemptEvent; 12] = [
+    pub const ALL: [AttemptEvent; 13] = [
         AttemptEvent::Admit,
         AttemptEvent::Leave,
         AttemptEvent::Abandon,
@@ -120,6 +130,7 @@ impl AttemptEvent {
         AttemptEvent::PaymentSucceeded,
         AttemptEvent::PaymentFailed,
         AttemptEvent::PaymentTimeout,
+        AttemptEvent::Refund,
     ];
 
     /// The cause recorded in `attempt_transitions` and in `sluice_transitions_total`.
@@ -137,6 +148,7 @@ impl AttemptEvent {
             AttemptEvent::PaymentSucceeded => "payment_succeeded",
             AttemptEvent::PaymentFailed => "payment_failed",
             AttemptEvent::PaymentTimeout => "payment_timeout",
+            AttemptEvent::Refund => "refund",
         }
     }
 
@@ -172,7 +184,8 @@ pub enum Effect {
     TakeStock,
     /// The hold's units go back to the sale's stock.
     ReturnStock,
-    /// Money arrived for an attempt that had already expired: emit `refund_required`.
+    /// Money arrived for an attempt that had already expired, or an operator refunded a
+    /// purchase: emit `refund_required`.
     RefundRequired,
 }
 
@@ -218,7 +231,7 @@ pub fn decide(state: AttemptState, event: AttemptEvent) -> Result<Decision, Reje
         AttemptState::Hold => hold(event),
         AttemptState::PaymentPending => payment_pending(event),
         AttemptState::Confirmed => confirmed(event),
-        AttemptState::Expired { .. } => expired(event),
+        AttemptState::Expired { reason } => expired(reason, event),
     };
     let to = match next {
         Next::Go(to) => to,
@@ -254,7 +267,8 @@ fn queued(event: AttemptEvent) -> Next {
         | AttemptEvent::Checkout
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
-        | AttemptEvent::PaymentTimeout => Next::Refuse,
+        | AttemptEvent::PaymentTimeout
+        | AttemptEvent::Refund => Next::Refuse,
     }
 }
 
@@ -270,7 +284,8 @@ fn admitted(event: AttemptEvent) -> Next {
         | AttemptEvent::Checkout
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
-        | AttemptEvent::PaymentTimeout => Next::Refuse,
+        | AttemptEvent::PaymentTimeout
+        | AttemptEvent::Refund => Next::Refuse,
     }
 }
 
@@ -284,7 +299,8 @@ fn hold(event: AttemptEvent) -> Next {
         | AttemptEvent::AdmissionTimeout
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
-        | AttemptEvent::PaymentTimeout => Next::Refuse,
+        | AttemptEvent::PaymentTimeout
+        | AttemptEvent::Refund => Next::Refuse,
     }
 }
 
@@ -301,7 +317,8 @@ fn payment_pending(event: AttemptEvent) -> Next {
         | AttemptEvent::Abandon
         | AttemptEvent::AdmissionTimeout
         | AttemptEvent::Release
-        | AttemptEvent::HoldTimeout => Next::Refuse,
+        | AttemptEvent::HoldTimeout
+        | AttemptEvent::Refund => Next::Refuse,
     }
 }
 
@@ -315,6 +332,7 @@ fn confirmed(event: AttemptEvent) -> Next {
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
         | AttemptEvent::SaleClosed => Next::Stay,
+        AttemptEvent::Refund => expire(ExpiryReason::Refunded),
         AttemptEvent::Leave
         | AttemptEvent::Abandon
         | AttemptEvent::AdmissionTimeout
@@ -324,7 +342,7 @@ fn confirmed(event: AttemptEvent) -> Next {
     }
 }
 
-fn expired(event: AttemptEvent) -> Next {
+fn expired(reason: ExpiryReason, event: AttemptEvent) -> Next {
     match event {
         // Every way out that leads to EXPIRED is a repeat (or a race lost to another expiry):
         // the attempt is already where it would go. Money after expiry never resurrects it
@@ -338,23 +356,31 @@ fn expired(event: AttemptEvent) -> Next {
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
         | AttemptEvent::PaymentTimeout => Next::Stay,
-        AttemptEvent::Admit | AttemptEvent::Hold | AttemptEvent::Checkout => Next::Refuse,
+        // A refund repeated; an attempt that ended otherwise sold nothing to refund.
+        AttemptEvent::Refund if reason == ExpiryReason::Refunded => Next::Stay,
+        AttemptEvent::Refund
+        | AttemptEvent::Admit
+        | AttemptEvent::Hold
+        | AttemptEvent::Checkout => Next::Refuse,
     }
 }
 
 /// What every decision implies, from its two states alone: stock taken on entering HOLD and
-/// given back on leaving the holding superstate for EXPIRED, the refund of money that came
-/// after the end, and where the transition is kept.
+/// given back on leaving a state that owns units for EXPIRED, the refund of money that came
+/// after the end or that an operator gives back, and where the transition is kept.
 fn on_transition(from: AttemptState, event: AttemptEvent, to: AttemptState) -> Decision {
     let changed = from != to;
     let mut effects = Vec::new();
     if changed && to.holds_stock() && !from.holds_stock() {
         effects.push(Effect::TakeStock);
     }
-    if changed && from.holds_stock() && to.reason().is_some() {
+    if changed && from.owns_units() && to.reason().is_some() {
         effects.push(Effect::ReturnStock);
     }
-    if !changed && from.reason().is_some() && event == AttemptEvent::PaymentSucceeded {
+    let money_after_the_end =
+        !changed && from.reason().is_some() && event == AttemptEvent::PaymentSucceeded;
+    let refunded = changed && from == AttemptState::Confirmed && to.reason().is_some();
+    if money_after_the_end || refunded {
         effects.push(Effect::RefundRequired);
     }
     let kept = match (changed, from) {
@@ -405,6 +431,14 @@ impl AttemptState {
         match self {
             AttemptState::Admitted | AttemptState::Hold | AttemptState::PaymentPending => true,
             AttemptState::Queued | AttemptState::Confirmed | AttemptState::Expired { .. } => false,
+        }
+    }
+
+    /// The attempt's units are taken from the sale's stock: held, being paid for, or sold.
+    pub fn owns_units(&self) -> bool {
+        match self {
+            AttemptState::Hold | AttemptState::PaymentPending | AttemptState::Confirmed => true,
+            AttemptState::Queued | AttemptState::Admitted | AttemptState::Expired { .. } => false,
         }
     }
 

@@ -9,7 +9,7 @@ use AttemptEvent as E;
 #[test]
 fn transition_table() {
     // Columns in the order of AttemptEvent::ALL.
-    const EVENTS: [AttemptEvent; 12] = [
+    const EVENTS: [AttemptEvent; 13] = [
         E::Admit,
         E::Leave,
         E::Abandon,
@@ -22,17 +22,18 @@ fn transition_table() {
         E::PaymentSucceeded,
         E::PaymentFailed,
         E::PaymentTimeout,
+        E::Refund,
     ];
     assert_eq!(EVENTS, AttemptEvent::ALL);
     #[rustfmt::skip]
-    let rows: [(&str, [&str; 12]); 6] = [
-        //                admit       leave                    abandon              closed                  admission TTL                hold       release              hold TTL                 checkout           paid         failed                   payment TTL
-        ("QUEUED",          ["ADMITTED", "EXPIRED(left)",       "EXPIRED(abandoned)", "EXPIRED(sale_closed)", "-",                          "-",      "-",                  "-",                     "-",               "-",         "-",                     "-"]),
-        ("ADMITTED",        ["=",        "EXPIRED(left)",       "-",                  "=",                    "EXPIRED(admission_timeout)", "HOLD",   "-",                  "-",                     "-",               "-",         "-",                     "-"]),
-        ("HOLD",            ["=",        "EXPIRED(released)",   "-",                  "=",                    "-",                          "=",      "EXPIRED(released)",  "EXPIRED(hold_timeout)", "PAYMENT_PENDING", "-",         "-",                     "-"]),
-        ("PAYMENT_PENDING", ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "CONFIRMED", "EXPIRED(payment_failed)", "EXPIRED(payment_timeout)"]),
-        ("CONFIRMED",       ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "=",         "=",                     "-"]),
-        ("EXPIRED",         ["-",        "=",                   "=",                  "=",                    "=",                          "-",      "=",                  "=",                     "-",               "=",         "=",                     "="]),
+    let rows: [(&str, [&str; 13]); 6] = [
+        //                admit       leave                    abandon              closed                  admission TTL                hold       release              hold TTL                 checkout           paid         failed                   payment TTL                 refund
+        ("QUEUED",          ["ADMITTED", "EXPIRED(left)",       "EXPIRED(abandoned)", "EXPIRED(sale_closed)", "-",                          "-",      "-",                  "-",                     "-",               "-",         "-",                     "-", "-"]),
+        ("ADMITTED",        ["=",        "EXPIRED(left)",       "-",                  "=",                    "EXPIRED(admission_timeout)", "HOLD",   "-",                  "-",                     "-",               "-",         "-",                     "-", "-"]),
+        ("HOLD",            ["=",        "EXPIRED(released)",   "-",                  "=",                    "-",                          "=",      "EXPIRED(released)",  "EXPIRED(hold_timeout)", "PAYMENT_PENDING", "-",         "-",                     "-", "-"]),
+        ("PAYMENT_PENDING", ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "CONFIRMED", "EXPIRED(payment_failed)", "EXPIRED(payment_timeout)", "-"]),
+        ("CONFIRMED",       ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "=",         "=",                     "-", "EXPIRED(refunded)"]),
+        ("EXPIRED",         ["-",        "=",                   "=",                  "=",                    "=",                          "-",      "=",                  "=",                     "-",               "=",         "=",                     "=", "-"]),
     ];
     let mut checked = 0;
     for from in AttemptState::all() {
@@ -41,6 +42,12 @@ fn transition_table() {
             .find(|(name, _)| *name == from.name())
             .unwrap_or_else(|| panic!("no row for {from}"));
         for (event, expected) in EVENTS.into_iter().zip(row) {
+            // A refund repeated: only the refunded EXPIRED takes it again.
+            let refunded = AttemptState::expired_because(ExpiryReason::Refunded);
+            let expected = match (from, event) {
+                (f, E::Refund) if f == refunded => &"=",
+                _ => expected,
+            };
             let got = decide(from, event);
             checked += 1;
             if *expected == "-" {
@@ -67,6 +74,9 @@ fn transition_table() {
                     &[Effect::ReturnStock]
                 }
                 (AttemptState::Expired { .. }, E::PaymentSucceeded) => &[Effect::RefundRequired],
+                (AttemptState::Confirmed, E::Refund) => {
+                    &[Effect::ReturnStock, Effect::RefundRequired]
+                }
                 _ => &[],
             };
             assert_eq!(d.effects, effects, "{from} + {event:?}");
@@ -119,7 +129,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     /// Any sequence of events on any attempts keeps stock in [0, total], returns each hold's
-    /// units at most once (exactly once if it ended EXPIRED), and never leaves a terminal state.
+    /// units at most once (exactly once if it ended EXPIRED), and never leaves a terminal state
+    /// but by a refund of a purchase.
     #[test]
     fn random_event_sequences_keep_stock_sound(
         total in 1i64..20,
@@ -144,7 +155,8 @@ proptest! {
             match decide(att.state, event) {
                 Err(rejected) => prop_assert_eq!(rejected.state, before),
                 Ok(d) => {
-                    if before.is_terminal() {
+                    // A refund ends a CONFIRMED attempt; nothing else leaves an end.
+                    if before.is_terminal() && !(before == AttemptState::Confirmed && event == E::Refund) {
                         prop_assert_eq!(d.to, before, "left a terminal state");
                     }
                     if event == E::PaymentSucceeded && before.reason().is_some() {

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::attempt::{AttemptState, Decision, ExpiryReason, Kept};
 use super::ids::{AttemptId, SaleId};
+use super::operator::AdminAction;
 use super::sale::{Sale, SaleStatus};
 
 /// Bumped when the envelope or a `data` shape changes incompatibly.
@@ -24,10 +25,11 @@ pub enum EventType {
     AttemptConfirmed,
     AttemptExpired,
     RefundRequired,
+    AdminAction,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 9] = [
+    pub const ALL: [EventType; 10] = [
         EventType::SaleOpened,
         EventType::SalePaused,
         EventType::SaleClosed,
@@ -37,6 +39,7 @@ impl EventType {
         EventType::AttemptConfirmed,
         EventType::AttemptExpired,
         EventType::RefundRequired,
+        EventType::AdminAction,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,6 +53,7 @@ impl EventType {
             EventType::AttemptConfirmed => "sluice.attempt.confirmed",
             EventType::AttemptExpired => "sluice.attempt.expired",
             EventType::RefundRequired => "sluice.payment.refund_required",
+            EventType::AdminAction => "sluice.admin.action",
         }
     }
 
@@ -149,5 +153,25 @@ impl DomainEvent {
             None,
             serde_json::json!({ "from": from }),
         )
+    }
+
+    /// An operator's action, as the admin audit log has it. An action on no sale (an admin
+    /// key's) carries the nil sale id.
+    pub fn admin_action(action: &AdminAction) -> Self {
+        let mut event = DomainEvent::new(
+            EventType::AdminAction,
+            action.sale.unwrap_or(SaleId(Uuid::nil())),
+            None,
+            serde_json::json!({
+                "actor": action.actor,
+                "action": action.action,
+                "target": action.target,
+                "before": action.before,
+                "after": action.after,
+            }),
+        );
+        event.id = action.id;
+        event.occurred_at = action.at;
+        event
     }
 }

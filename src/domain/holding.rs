@@ -35,7 +35,7 @@ pub struct SaleSnapshot {
     /// Units each user holds or bought (the per-user limit).
     pub bought: Vec<(UserId, u32)>,
     /// Each buyer's CONFIRMED attempt: joining again answers it (one attempt per user).
-    pub buyers: Vec<(UserId, AttemptId)>,
+    pub buyers: Vec<Buyer>,
     /// The sale existed before this snapshot was taken: places in its queue were lost.
     pub reset: bool,
 }
@@ -51,6 +51,15 @@ impl SaleSnapshot {
             reset: false,
         }
     }
+}
+
+/// A CONFIRMED attempt, as the queue store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Buyer {
+    pub user: UserId,
+    pub attempt: AttemptId,
+    /// What it bought: a refund gives these units back to the sale.
+    pub bought: Option<Take>,
 }
 
 /// One attempt from ADMITTED on, as the queue store tracks it.

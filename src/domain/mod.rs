@@ -5,18 +5,22 @@ pub mod attempt;
 pub mod events;
 pub mod holding;
 pub mod ids;
+pub mod operator;
 pub mod proof_of_work;
 pub mod sale;
 pub mod signal_catalogue;
+pub mod stock_change;
 pub mod valve;
 
 pub use attempt::{
     decide, AttemptEvent, AttemptState, Decision, Effect, ExpiryReason, Kept, Rejected,
 };
 pub use events::{DomainEvent, EventType};
-pub use holding::{LiveAttempt, SaleSnapshot, Take};
+pub use holding::{Buyer, LiveAttempt, SaleSnapshot, Take};
 pub use ids::{AttemptId, IdError, SaleId, UserId};
+pub use operator::{AdminAction, Operator, Role, Target};
 pub use proof_of_work::ProofOfWork;
 pub use sale::{
     Admission, AdmissionMode, NewSale, Opening, Sale, SaleError, SaleStatus, Stock, StockKind, Ttls,
 };
+pub use stock_change::StockChange;

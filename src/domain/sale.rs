@@ -334,19 +334,27 @@ impl NewSale {
 }
 
 fn parse_seats(seats: Vec<String>) -> Result<Vec<String>, SaleError> {
+    parse_seats_of("seats", seats)
+}
+
+/// Seat ids as `field` lists them: 1 to 100,000 unique, each a valid seat id.
+pub(crate) fn parse_seats_of(
+    field: &'static str,
+    seats: Vec<String>,
+) -> Result<Vec<String>, SaleError> {
     if seats.is_empty() || seats.len() > 100_000 {
-        return Err(SaleError::new("seats", "must list 1 to 100000 seats"));
+        return Err(SaleError::new(field, "must list 1 to 100000 seats"));
     }
     let mut seen = std::collections::HashSet::with_capacity(seats.len());
     for seat in &seats {
         parse_seat_id(seat).map_err(|_| {
             SaleError::new(
-                "seats",
+                field,
                 "seat ids are 1 to 64 letters, digits, '-', '_' or ':'",
             )
         })?;
         if !seen.insert(seat.as_str()) {
-            return Err(SaleError::new("seats", "seat ids must be unique"));
+            return Err(SaleError::new(field, "seat ids must be unique"));
         }
     }
     Ok(seats)

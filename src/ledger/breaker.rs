@@ -171,6 +171,44 @@ impl Ledger for Guarded {
     async fn payment_events(&self, id: AttemptId) -> LedgerResult<Vec<PaymentEventRow>> {
         guarded!(self.payment_events(id))
     }
+    async fn change_stock(&self, id: SaleId, change: &StockChange) -> LedgerResult<SaleRecord> {
+        guarded!(self.change_stock(id, change))
+    }
+    async fn set_details(
+        &self,
+        id: SaleId,
+        name: Option<&str>,
+        closes_at: Option<DateTime<Utc>>,
+    ) -> LedgerResult<SaleRecord> {
+        guarded!(self.set_details(id, name, closes_at))
+    }
+    async fn record_figures(&self, figures: &SaleFigures) -> LedgerResult<()> {
+        guarded!(self.record_figures(figures))
+    }
+    async fn figures(&self, sale: SaleId, since: DateTime<Utc>) -> LedgerResult<Vec<SaleFigures>> {
+        guarded!(self.figures(sale, since))
+    }
+    async fn prune_figures(&self, before: DateTime<Utc>) -> LedgerResult<u64> {
+        guarded!(self.prune_figures(before))
+    }
+    async fn create_admin_key(&self, key: &AdminKeyRow, key_hash: &str) -> LedgerResult<()> {
+        guarded!(self.create_admin_key(key, key_hash))
+    }
+    async fn admin_key(&self, key_hash: &str) -> LedgerResult<Option<AdminKeyRow>> {
+        guarded!(self.admin_key(key_hash))
+    }
+    async fn admin_keys(&self) -> LedgerResult<Vec<AdminKeyRow>> {
+        guarded!(self.admin_keys())
+    }
+    async fn revoke_admin_key(&self, name: &str) -> LedgerResult<Option<AdminKeyRow>> {
+        guarded!(self.revoke_admin_key(name))
+    }
+    async fn record_admin_action(&self, action: &AdminAction) -> LedgerResult<()> {
+        guarded!(self.record_admin_action(action))
+    }
+    async fn admin_audit(&self, query: &AuditQuery) -> LedgerResult<Vec<AdminAction>> {
+        guarded!(self.admin_audit(query))
+    }
     async fn apply(
         &self,
         id: AttemptId,

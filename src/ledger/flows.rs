@@ -1,5 +1,5 @@
 //! The ledger's flows beyond one event on one attempt, written once for every database over
-//! [`LedgerTx`]: a sale's creation and status (a closed sale stays closed), admissions
+//! [`LedgerTx`]: a sale's creation, status (a closed sale stays closed) and stock, admissions
 //! (QUEUED → ADMITTED, the attempt's first row), payment webhooks (each provider event applied
 //! once) and the reapers' expiry by deadline. Each runs inside
 //! the caller's transaction; the dialects differ only in the statements they give.
@@ -10,7 +10,9 @@ use uuid::Uuid;
 
 use super::transition::{transition, LedgerTx};
 use super::{AdmissionPlan, Applied, LedgerError, LedgerResult, PaymentApplied};
-use crate::domain::{decide, AttemptEvent, AttemptState, DomainEvent, Sale, SaleId, SaleStatus};
+use crate::domain::{
+    decide, AttemptEvent, AttemptState, DomainEvent, Sale, SaleId, SaleStatus, StockChange,
+};
 use crate::queue::Admitted;
 
 /// A new sale: its row, its units and its event.
@@ -40,6 +42,44 @@ pub(crate) async fn set_sale_status<T: LedgerTx + ?Sized>(
             .await?;
     }
     Ok(())
+}
+
+/// An operator's change to a sale's stock, in one transaction: units or seats added, or free
+/// ones withdrawn — all that were asked or none ([`LedgerError::NotFree`]: some are held or
+/// sold, or do not exist) — and the sale's total. A sale keeps at least one unit.
+pub(crate) async fn change_stock<T: LedgerTx + ?Sized>(
+    tx: &mut T,
+    id: SaleId,
+    change: &StockChange,
+) -> LedgerResult<()> {
+    let (kind, total) = tx.lock_sale_stock(id).await?.ok_or(LedgerError::NotFound)?;
+    if kind != change.kind() {
+        return Err(LedgerError::Other(format!(
+            "a {} change to a sale of {}",
+            change.kind().as_str(),
+            kind.as_str()
+        )));
+    }
+    let wanted = change.units();
+    let done = match change {
+        StockChange::Add(n) => tx.add_units(id, *n).await.map(|()| *n)?,
+        StockChange::AddSeats(seats) => tx.add_seats(id, seats).await.map(|()| wanted)?,
+        StockChange::Withdraw(_) | StockChange::WithdrawSeats(_) if wanted >= total => {
+            return Err(LedgerError::NotFree {
+                asked: wanted,
+                free: total.saturating_sub(1),
+            })
+        }
+        StockChange::Withdraw(n) => tx.withdraw_units(id, *n).await?,
+        StockChange::WithdrawSeats(seats) => tx.withdraw_seats(id, seats).await?,
+    };
+    if done != wanted {
+        return Err(LedgerError::NotFree {
+            asked: wanted,
+            free: done,
+        });
+    }
+    tx.write_sale_total(id, change.total_after(total)).await
 }
 
 /// Records attempts the queue store admitted: their rows, the audit trail and each one's

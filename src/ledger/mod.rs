@@ -14,8 +14,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::domain::{
-    Admission, AttemptEvent, AttemptId, AttemptState, Decision, ExpiryReason, Opening, ProofOfWork,
-    Rejected, Sale, SaleId, SaleStatus, UserId,
+    AdminAction, Admission, AttemptEvent, AttemptId, AttemptState, Decision, ExpiryReason, Opening,
+    ProofOfWork, Rejected, Sale, SaleId, SaleStatus, StockChange, UserId,
 };
 use crate::domain::{LiveAttempt, SaleSnapshot, Take};
 use crate::queue::Admitted;
@@ -71,6 +71,15 @@ pub enum LedgerError {
     SeatTaken(String),
     #[error("seat {0} does not exist")]
     UnknownSeat(String),
+    /// Units or seats to withdraw are not all free: `free` of the `asked` were.
+    #[error("{free} of the {asked} units to withdraw are free (the rest are held, sold or unknown; a sale keeps at least one)")]
+    NotFree { asked: u32, free: u32 },
+    /// A seat to add is one the sale has.
+    #[error("seat {0} is already in the sale")]
+    SeatExists(String),
+    /// A unique name (an admin key's) is already used.
+    #[error("the name {0} is already used")]
+    NameTaken(String),
     #[error("ledger: {0}")]
     Other(String),
 }
@@ -132,6 +141,23 @@ pub struct AttemptRecord {
 }
 
 impl AttemptRecord {
+    /// What the attempt holds or bought.
+    pub fn take(&self) -> Option<Take> {
+        self.hold.as_ref().map(|h| match h.seats.is_empty() {
+            true => Take::Quantity(h.quantity),
+            false => Take::Seats(h.seats.clone()),
+        })
+    }
+
+    /// The attempt as the queue store keeps a purchase, once CONFIRMED.
+    pub fn buyer(&self) -> Option<crate::domain::Buyer> {
+        (self.state == AttemptState::Confirmed).then(|| crate::domain::Buyer {
+            user: self.user.clone(),
+            attempt: self.id,
+            bought: self.take(),
+        })
+    }
+
     /// The attempt as the queue store tracks it, while it is admitted, holding or paying.
     pub fn live(&self) -> Option<LiveAttempt> {
         let deadline = match self.state {
@@ -140,15 +166,11 @@ impl AttemptRecord {
             AttemptState::PaymentPending => self.payment_expires_at,
             AttemptState::Queued | AttemptState::Confirmed | AttemptState::Expired { .. } => None,
         }?;
-        let hold = self.hold.as_ref().map(|h| match h.seats.is_empty() {
-            true => Take::Quantity(h.quantity),
-            false => Take::Seats(h.seats.clone()),
-        });
         Some(LiveAttempt {
             attempt: self.id,
             user: self.user.clone(),
             deadline_ms: deadline.timestamp_millis(),
-            hold,
+            hold: self.take(),
         })
     }
 }
@@ -228,6 +250,49 @@ pub struct PaymentEventRow {
     pub received_at: DateTime<Utc>,
 }
 
+/// A named admin key as the ledger keeps it (its secret only as a hash, never here).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdminKeyRow {
+    pub id: Uuid,
+    pub name: String,
+    pub role: crate::domain::Role,
+    /// The name of the key that created it.
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    /// Set once the key is revoked: from then on it is refused.
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// One sample of a sale's figures (`sale_figures`), at the start of its interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SaleFigures {
+    pub sale: SaleId,
+    pub at: DateTime<Utc>,
+    pub waiting: u64,
+    /// Attempts admitted, holding or paying (the active set).
+    pub active: u64,
+    /// Attempts ever admitted: two samples' difference is the admissions between them.
+    pub admitted_total: u64,
+    pub holding_units: u64,
+    pub paying_units: u64,
+    pub sold_units: u64,
+    pub remaining: u64,
+    /// The admission rate in force (the controller's in adaptive mode).
+    pub rate_per_minute: f64,
+    /// The adaptive controller's last decision (`increase`, `decrease`, `hold`, `stale`).
+    pub decision: Option<String>,
+}
+
+/// Which entries of the admin audit log a reader wants, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditQuery {
+    /// Only actions on this sale (and its attempts).
+    pub sale: Option<SaleId>,
+    /// Only entries older than this one (the previous page's last).
+    pub before: Option<Uuid>,
+    pub limit: u32,
+}
+
 /// What a payment webhook did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PaymentApplied {
@@ -283,6 +348,15 @@ pub trait Ledger: Send + Sync + 'static {
     async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord>;
     async fn set_admission(&self, id: SaleId, admission: Admission) -> LedgerResult<SaleRecord>;
     async fn set_proof_of_work(&self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<SaleRecord>;
+    /// An operator's change to the sale's stock ([`flows::change_stock`]).
+    async fn change_stock(&self, id: SaleId, change: &StockChange) -> LedgerResult<SaleRecord>;
+    /// A new name, or a new end to joins, for the sale (what is not given stays).
+    async fn set_details(
+        &self,
+        id: SaleId,
+        name: Option<&str>,
+        closes_at: Option<DateTime<Utc>>,
+    ) -> LedgerResult<SaleRecord>;
     /// Sales that admit now: status open and opened. Past `closes_at` too: it refuses joins,
     /// and who waits by then is still admitted in turn (closing the sale ends that).
     async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>>;
@@ -316,6 +390,26 @@ pub trait Ledger: Send + Sync + 'static {
     async fn trail(&self, id: AttemptId) -> LedgerResult<Vec<TransitionRow>>;
     /// The provider events recorded for the attempt's payment, oldest first.
     async fn payment_events(&self, id: AttemptId) -> LedgerResult<Vec<PaymentEventRow>>;
+    /// Stores a new admin key by the hash of its secret; a name already used (by a revoked key
+    /// too) is refused with [`LedgerError::NameTaken`].
+    async fn create_admin_key(&self, key: &AdminKeyRow, key_hash: &str) -> LedgerResult<()>;
+    /// The key whose secret hashes to `key_hash`, revoked or not.
+    async fn admin_key(&self, key_hash: &str) -> LedgerResult<Option<AdminKeyRow>>;
+    /// Every admin key, revoked ones too, oldest first.
+    async fn admin_keys(&self) -> LedgerResult<Vec<AdminKeyRow>>;
+    /// Revokes the key named `name` (a second revoke keeps the first time); the key after.
+    async fn revoke_admin_key(&self, name: &str) -> LedgerResult<Option<AdminKeyRow>>;
+    /// Keeps a sample of a sale's figures; a sample of the same sale and time is kept once.
+    async fn record_figures(&self, figures: &SaleFigures) -> LedgerResult<()>;
+    /// The sale's samples from `since` on, oldest first.
+    async fn figures(&self, sale: SaleId, since: DateTime<Utc>) -> LedgerResult<Vec<SaleFigures>>;
+    /// Deletes samples older than `before`; how many.
+    async fn prune_figures(&self, before: DateTime<Utc>) -> LedgerResult<u64>;
+    /// Writes one entry of the admin audit log and its event, in one transaction.
+    async fn record_admin_action(&self, action: &AdminAction) -> LedgerResult<()>;
+    /// Entries of the admin audit log as `query` says, newest first.
+    async fn admin_audit(&self, query: &AuditQuery) -> LedgerResult<Vec<AdminAction>>;
+
     /// Applies one event to one attempt in one transaction. `user`, when given, must own the
     /// attempt (else NotFound); `take` is what a Hold takes. An attempt past its deadline is
     /// expired first, so the event then meets an EXPIRED attempt.
@@ -452,17 +546,6 @@ impl LedgerStats {
         }
         stats
     }
-}
-
-/// `(user, attempt)` rows of a sale's CONFIRMED attempts as a snapshot's buyers (rows with a
-/// bad user are skipped).
-pub(crate) fn buyers_from(
-    sale: SaleId,
-    rows: Vec<(String, uuid::Uuid)>,
-) -> Vec<(UserId, AttemptId)> {
-    rows.into_iter()
-        .filter_map(|(user, local)| Some((UserId::parse(&user).ok()?, AttemptId { sale, local })))
-        .collect()
 }
 
 /// `(id, sale, attempt, change)` rows of the queue-sync log, pending or applied (rows naming

@@ -11,11 +11,11 @@ use super::{
     AdmissionPlan, Applied, AttemptRecord, LedgerError, LedgerResult, PendingSync, Step, SyncChange,
 };
 use crate::domain::events::EventType;
-use crate::domain::Take;
 use crate::domain::{
     decide, AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, Effect, Sale, SaleId,
     SaleStatus, UserId,
 };
+use crate::domain::{StockKind, Take};
 use crate::queue::Admitted;
 
 /// The statements the shared transitions and flows need, on an open transaction of one
@@ -71,6 +71,17 @@ pub(crate) trait LedgerTx: Send {
     /// The sale's stored status, locked until the transaction ends.
     async fn lock_sale_status(&mut self, id: SaleId) -> LedgerResult<Option<String>>;
     async fn write_sale_status(&mut self, id: SaleId, status: SaleStatus) -> LedgerResult<()>;
+    /// The sale's kind of stock and total, its row locked until the transaction ends.
+    async fn lock_sale_stock(&mut self, id: SaleId) -> LedgerResult<Option<(StockKind, u32)>>;
+    /// Adds `n` units to a quantity sale, numbered on from its highest.
+    async fn add_units(&mut self, id: SaleId, n: u32) -> LedgerResult<()>;
+    /// Adds seats; a seat the sale has already is [`LedgerError::SeatExists`].
+    async fn add_seats(&mut self, id: SaleId, seats: &[String]) -> LedgerResult<()>;
+    /// Deletes up to `n` free units of a quantity sale; how many it deleted.
+    async fn withdraw_units(&mut self, id: SaleId, n: u32) -> LedgerResult<u32>;
+    /// Deletes the named seats that are free; how many it deleted.
+    async fn withdraw_seats(&mut self, id: SaleId, seats: &[String]) -> LedgerResult<u32>;
+    async fn write_sale_total(&mut self, id: SaleId, total: u32) -> LedgerResult<()>;
 }
 
 /// Applies `event` to a locked attempt.
@@ -114,7 +125,7 @@ async fn write<T: LedgerTx + ?Sized>(
                     serde_json::json!({
                         "user_id": record.user.as_str(),
                         "payment_reference": record.payment_reference,
-                        "state": record.state.to_string(),
+                        "state": decision.to.to_string(),
                     }),
                 );
                 tx.insert_event(&event).await?;
@@ -226,8 +237,7 @@ pub(crate) fn timeout_state(event: AttemptEvent) -> LedgerResult<(&'static str, 
         | AttemptEvent::Release
         | AttemptEvent::Checkout
         | AttemptEvent::PaymentSucceeded
-        | AttemptEvent::PaymentFailed => {
-            Err(LedgerError::Other(format!("{event:?} is not a timeout")))
-        }
+        | AttemptEvent::PaymentFailed
+        | AttemptEvent::Refund => Err(LedgerError::Other(format!("{event:?} is not a timeout"))),
     }
 }

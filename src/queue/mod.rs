@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::domain::{Admission, AttemptId, Sale, SaleId, SaleStatus, UserId};
+use crate::domain::{Admission, AttemptId, Sale, SaleId, SaleStatus, StockChange, UserId};
 pub use crate::domain::{LiveAttempt, SaleSnapshot, Take};
 
 pub use self::change::{PendingSync, SyncChange};
@@ -344,6 +344,9 @@ pub trait QueueStore: Send + Sync + 'static {
         attempt: AttemptId,
         keep_slot_until_ms: Option<i64>,
     ) -> QueueResult<bool>;
+    /// An operator's change to the sale's stock, once the ledger committed it; false when the
+    /// store holds no stock for the sale (its rebuild reads the ledger).
+    async fn adjust_stock(&self, sale: SaleId, change: &StockChange) -> QueueResult<bool>;
     /// Applies a change of the ledger's queue-sync log unless the store has a record of
     /// applying it (true when applied now), and records it with the change, in one step: a
     /// retry or a replay applies each change once.

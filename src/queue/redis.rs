@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::*;
-use crate::domain::{Stock, StockKind};
+use crate::domain::{Stock, StockChange, StockKind};
 
 macro_rules! lua {
     ($name:ident, $file:literal) => {
@@ -58,6 +58,7 @@ lua!(LEASE, "lease.lua");
 lua!(RELEASE_LEASE, "release_lease.lua");
 lua!(HOLD, "hold.lua");
 changes_lua!(RESTORE, "restore.lua");
+changes_lua!(ADJUST_STOCK, "adjust_stock.lua");
 changes_lua!(APPLY_SYNC, "apply_sync.lua");
 lua!(UNSYNCED, "unsynced.lua");
 lua!(HOLDINGS, "holdings.lua");
@@ -153,7 +154,9 @@ impl RedisQueue {
     /// The keys of `lua/lib/changes.lua`, in its order.
     fn change_keys(&self, inv: &mut ScriptInvocation<'_>, sale: SaleId) {
         let k = self.keys(sale);
-        for name in ["meta", "holds", "stock", "seats", "bought", "active"] {
+        for name in [
+            "meta", "holds", "stock", "seats", "bought", "active", "sold",
+        ] {
             inv.key(k.key(name));
         }
     }
@@ -221,6 +224,7 @@ impl RedisQueue {
             "users",
             "bought",
             "unrecorded",
+            "sold",
         ] {
             inv.key(k.key(name));
         }
@@ -256,8 +260,14 @@ impl RedisQueue {
             inv.arg(user.as_str()).arg(*units);
         }
         inv.arg(snapshot.buyers.len());
-        for (user, attempt) in &snapshot.buyers {
-            inv.arg(user.as_str()).arg(local(*attempt));
+        for buyer in &snapshot.buyers {
+            inv.arg(buyer.user.as_str()).arg(local(buyer.attempt)).arg(
+                buyer
+                    .bought
+                    .as_ref()
+                    .map(|t| hold_record(t, &buyer.user))
+                    .unwrap_or_default(),
+            );
         }
         let rebuilt: i64 = self.run("init_sale", &inv).await?;
         Ok(rebuilt == 1)
@@ -739,6 +749,18 @@ impl QueueStore for RedisQueue {
         );
         let restored: i64 = self.run("restore", &inv).await?;
         Ok(restored == 1)
+    }
+
+    async fn adjust_stock(&self, sale: SaleId, change: &StockChange) -> QueueResult<bool> {
+        let mut inv = ADJUST_STOCK.prepare_invoke();
+        self.change_keys(&mut inv, sale);
+        inv.arg(change.field());
+        match change {
+            StockChange::Add(n) | StockChange::Withdraw(n) => inv.arg(*n),
+            StockChange::AddSeats(seats) | StockChange::WithdrawSeats(seats) => inv.arg(seats),
+        };
+        let applied: i64 = self.run("adjust_stock", &inv).await?;
+        Ok(applied == 1)
     }
 
     async fn apply_sync(&self, sync: &PendingSync) -> QueueResult<bool> {

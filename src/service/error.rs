@@ -47,6 +47,18 @@ pub enum ServiceError {
     BadSignature(String),
     #[error("too many requests; retry in {retry_after_secs} s")]
     RateLimited { retry_after_secs: u64 },
+    /// The admin key's role does not allow the operation.
+    #[error("this needs an admin key of role {needed} or above; this key ({key}) is a {held}")]
+    RoleTooLow {
+        key: String,
+        held: &'static str,
+        needed: &'static str,
+    },
+    #[error("the name {0} is already used")]
+    NameTaken(String),
+    /// Units to withdraw that are held, sold or unknown (a sale keeps at least one unit).
+    #[error("only {free} of the {asked} units to withdraw are free; held and sold units stay, and a sale keeps at least one")]
+    StockInUse { asked: u32, free: u32 },
     #[error("{0} is unavailable")]
     Unavailable(&'static str),
     #[error("internal error: {0}")]
@@ -100,6 +112,11 @@ impl From<LedgerError> for ServiceError {
             LedgerError::SeatTaken(seat) => ServiceError::SeatTaken(seat),
             LedgerError::UnknownSeat(seat) => {
                 ServiceError::validation("seat_ids", format!("seat {seat} does not exist"))
+            }
+            LedgerError::NameTaken(name) => ServiceError::NameTaken(name),
+            LedgerError::NotFree { asked, free } => ServiceError::StockInUse { asked, free },
+            LedgerError::SeatExists(seat) => {
+                ServiceError::validation("add_seats", format!("seat {seat} is already in the sale"))
             }
             LedgerError::Other(detail) => ServiceError::Internal(detail),
         }

@@ -108,6 +108,9 @@ pub async fn hold(
                 | LedgerError::Rejected(_)
                 | LedgerError::RejectedAfterExpiry { .. }
                 | LedgerError::SaleClosed
+                | LedgerError::NameTaken(_)
+                | LedgerError::NotFree { .. }
+                | LedgerError::SeatExists(_)
                 | LedgerError::Other(_) => None,
             };
             if let Err(restore) = app.queue.restore(attempt, still_admitted).await {

@@ -1,12 +1,15 @@
 //! Admin use cases: create a sale, read it, pause / resume / close it, tune its admission, and
 //! read its counters.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
 use super::{App, ServiceError, ServiceResult};
+use crate::domain::sale::is_unprintable;
 use crate::domain::valve::ControllerState;
 use crate::domain::SaleSnapshot;
-use crate::domain::{Admission, AttemptEvent, NewSale, ProofOfWork, SaleId, SaleStatus};
+use crate::domain::{
+    Admission, AttemptEvent, NewSale, ProofOfWork, SaleId, SaleStatus, StockChange,
+};
 use crate::ledger::{LedgerError, LedgerStats, SaleRecord};
 use crate::queue::Lease;
 
@@ -87,6 +90,78 @@ pub async fn set_proof_of_work(app: &App, id: SaleId, bits: u32) -> ServiceResul
         .set_proof_of_work(id, &pow)
         .await
         .map_err(not_found_sale)?;
+    app.offers.forget(id);
+    Ok(record)
+}
+
+/// An operator's change to a running sale's stock: the ledger takes it in one transaction
+/// (withdrawing only free units, all asked or none), then the queue store follows. Should the
+/// store fail here, it is left to the drift checker, which brings it back to the ledger's
+/// figures once the sale's holdings stand still.
+pub async fn change_stock(
+    app: &App,
+    id: SaleId,
+    add: Option<u32>,
+    withdraw: Option<u32>,
+    add_seats: Option<Vec<String>>,
+    withdraw_seats: Option<Vec<String>>,
+) -> ServiceResult<SaleRecord> {
+    let sale = app
+        .ledger
+        .sale_settings(id)
+        .await?
+        .ok_or(ServiceError::NotFound("sale"))?;
+    let change = StockChange::parse(sale.stock.kind(), add, withdraw, add_seats, withdraw_seats)
+        .and_then(|c| c.fits_in(sale.stock.total()).map(|()| c))
+        .map_err(|e| ServiceError::validation(e.field, e.message))?;
+    let record = app
+        .ledger
+        .change_stock(id, &change)
+        .await
+        .map_err(not_found_sale)?;
+    if let Err(e) = app.queue.adjust_stock(id, &change).await {
+        tracing::warn!(sale = %id, error = %e, "a stock change is in the ledger, not yet in the queue store; the drift checker brings it in line");
+    }
+    app.offers.forget(id);
+    Ok(record)
+}
+
+/// A new name (shown to buyers) or end to joins for a sale; what is not given stays. The queue
+/// store takes the new settings at once.
+pub async fn set_details(
+    app: &App,
+    id: SaleId,
+    name: Option<String>,
+    closes_at: Option<DateTime<Utc>>,
+) -> ServiceResult<SaleRecord> {
+    if name.is_none() && closes_at.is_none() {
+        return Err(ServiceError::validation("name", "give a name or closes_at"));
+    }
+    if name
+        .as_deref()
+        .is_some_and(|n| n.trim().is_empty() || n.chars().any(is_unprintable))
+    {
+        return Err(ServiceError::validation(
+            "name",
+            "must show: no control or bidirectional-override characters",
+        ));
+    }
+    let current = get(app, id).await?;
+    if let Some(closes_at) = closes_at {
+        if closes_at <= current.sale.opens_at {
+            return Err(ServiceError::validation(
+                "closes_at",
+                "must be after opens_at",
+            ));
+        }
+    }
+    let record = app
+        .ledger
+        .set_details(id, name.as_deref(), closes_at)
+        .await
+        .map_err(not_found_sale)?;
+    let snapshot = app.ledger.snapshot(id).await?;
+    app.queue.init_sale(&record.sale, &snapshot, false).await?;
     app.offers.forget(id);
     Ok(record)
 }

@@ -16,14 +16,14 @@ pub struct Page<T> {
 }
 
 /// Builds a page from up to `limit + 1` items read: the extra one says a next page exists.
-fn page<T>(mut items: Vec<T>, limit: u32, id: impl Fn(&T) -> String) -> Page<T> {
+pub(super) fn page<T>(mut items: Vec<T>, limit: u32, id: impl Fn(&T) -> String) -> Page<T> {
     let more = items.len() > limit as usize;
     items.truncate(limit as usize);
     let next = if more { items.last().map(id) } else { None };
     Page { items, next }
 }
 
-fn cursor(value: Option<&str>) -> ServiceResult<Option<Uuid>> {
+pub(super) fn cursor(value: Option<&str>) -> ServiceResult<Option<Uuid>> {
     value
         .map(|c| {
             Uuid::parse_str(c).map_err(|_| {

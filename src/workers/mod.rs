@@ -1,5 +1,6 @@
 //! Background work: the admission loop (the valve) with its signal reader, the expiry reapers,
-//! the outbox relay with its backlog gauges, the queue-sync worker and the drift checker. All
+//! the outbox relay with its backlog gauges, the queue-sync worker, the drift checker and the
+//! sampler of sales' figures. All
 //! are safe to run in every replica: admission is leased per sale, reapers claim rows with
 //! SKIP LOCKED, the relay is leased, queue-sync changes apply once, and a drift repair is a
 //! compare-and-set.
@@ -7,6 +8,7 @@
 pub mod admission;
 pub mod controller;
 pub mod drift;
+pub mod figures;
 pub mod queue_sync;
 pub mod reapers;
 pub mod relay;
@@ -40,6 +42,10 @@ impl Workers {
         if app.config.workers.drift_check_ms > 0 {
             let every = std::time::Duration::from_millis(app.config.workers.drift_check_ms);
             tasks.push(tokio::spawn(drift::run(app.clone(), every)));
+        }
+        if app.config.workers.figures_ms > 0 {
+            let every = std::time::Duration::from_millis(app.config.workers.figures_ms);
+            tasks.push(tokio::spawn(figures::run(app.clone(), every)));
         }
         let reapers = reapers::start(app.clone()).await?;
         Ok(Workers {

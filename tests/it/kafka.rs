@@ -48,12 +48,13 @@ async fn a_lifecycle_s_events_arrive_in_kafka_in_order_once() {
     }
     wait_drained(&t, Duration::from_secs(30)).await;
 
-    let events = consume(&kafka_brokers(), &topic, 5).await;
+    let events = consume(&kafka_brokers(), &topic, 6).await;
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(
         types,
         [
             "sluice.sale.opened",
+            "sluice.admin.action",
             "sluice.attempt.admitted",
             "sluice.attempt.held",
             "sluice.attempt.payment_pending",

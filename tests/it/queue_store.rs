@@ -3,7 +3,7 @@
 //! in-process store alike.
 
 use chrono::Utc;
-use sluice::domain::{Admission, NewSale, Sale, SaleStatus, Stock, Ttls, UserId};
+use sluice::domain::{Admission, Buyer, NewSale, Sale, SaleStatus, Stock, Ttls, UserId};
 use std::sync::Arc;
 
 use sluice::queue::{
@@ -1097,7 +1097,11 @@ async fn init_keeps_a_live_sale_and_rebuilds_from_a_snapshot(q: Arc<dyn QueueSto
             },
         ],
         bought: vec![(user("a"), 2), (user("c"), 1)],
-        buyers: vec![(user("c"), c)],
+        buyers: vec![Buyer {
+            user: user("c"),
+            attempt: c,
+            bought: Some(Take::Quantity(1)),
+        }],
         reset: true,
     };
     assert!(q.init_sale(&s, &snapshot, true).await.unwrap());

@@ -12,11 +12,21 @@ export type Problem = components["schemas"]["Problem"];
 export type SalePage = components["schemas"]["SalePage"];
 export type AttemptPage = components["schemas"]["AttemptPage"];
 export type AttemptFile = components["schemas"]["AttemptFileOut"];
+/** Operators (admin keys): named keys with a role, and the admin audit log. */
+export type Role = components["schemas"]["RoleName"];
+export type AdminKey = components["schemas"]["AdminKeyOut"];
+export type CreatedAdminKey = components["schemas"]["CreatedAdminKey"];
+export type AdminActionPage = components["schemas"]["AdminActionPage"];
+/** A running sale's stock and details (operator keys). */
+export type StockChange = components["schemas"]["StockChangeIn"];
+export type SaleUpdate = components["schemas"]["UpdateSale"];
+export type SaleFigures = components["schemas"]["SaleFiguresOut"];
 
 export interface Credentials {
   /** The user's JWT from your identity provider (Authorization: Bearer). */
   userToken?: string;
-  /** The admin key (X-Admin-Key), for back-office code only — never in a browser. */
+  /** An admin key (X-Admin-Key: the configured one, or a named key with a role), for
+   * back-office code only — never in a page a buyer loads. */
   adminKey?: string;
 }
 

@@ -88,6 +88,95 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List admin actions
+         * @description The admin audit log, newest first: who did what to what, the target before and after.
+         *     `sale_id` keeps a sale's entries (its attempts' too). Pass `next_cursor` as `cursor`
+         *     for the next page.
+         */
+        get: operations["listAdminActions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List admin keys
+         * @description Every named key, revoked ones too (`admin` keys only). The configured key
+         *     (`auth.admin_key`) is not listed: it acts as `configured`, an `admin` key.
+         */
+        get: operations["listAdminKeys"];
+        put?: never;
+        /**
+         * Create an admin key
+         * @description A named key with a role (`admin` keys only). The answer holds its secret, once; sluice
+         *     keeps only its hash. It works at once, on every replica.
+         */
+        post: operations["createAdminKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/keys/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an admin key
+         * @description The key is refused from the next request on, on every replica (`admin` keys only).
+         *     Revoking it again changes nothing.
+         */
+        delete: operations["revokeAdminKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/self": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who this key is
+         * @description The key's name and role (what a console shows, and which controls it offers).
+         */
+        get: operations["getAdminSelf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/attempts/{attempt_id}": {
         parameters: {
             query?: never;
@@ -256,7 +345,12 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rename a sale or move its close
+         * @description A new `name` (shown to buyers) or `closes_at` (joins are refused after it); what is not
+         *     given stays. Written to the admin audit log.
+         */
+        patch: operations["updateSale"];
         trace?: never;
     };
     "/v1/sales/{sale_id}/admission": {
@@ -338,6 +432,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sales/{sale_id}/attempts/{attempt_id}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund a purchase
+         * @description Ends a CONFIRMED attempt EXPIRED (`refunded`), an operator's decision: its units go
+         *     back to the sale at once (to the queue's next users while it is open), and the event
+         *     `sluice.payment.refund_required` tells the payment side to give the money back. A
+         *     second refund changes nothing (the same answer); an attempt not CONFIRMED is refused
+         *     (409 while live, 410 once it ended otherwise). Written to the admin audit log.
+         */
+        post: operations["refundAttempt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sales/{sale_id}/close": {
         parameters: {
             query?: never;
@@ -353,6 +471,28 @@ export interface paths {
          *     (`sale_closed`); those already holding or paying finish normally.
          */
         post: operations["closeSale"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}/figures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a sale's figures over time
+         * @description Waiting, active, admissions a minute, units holding, paying and sold, the rate and the
+         *     adaptive controller's decisions, one point each `workers.figures_ms` over the last
+         *     `minutes` (60 by default, at most a day), from samples sluice keeps in its ledger.
+         */
+        get: operations["getSaleFigures"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -463,6 +603,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sales/{sale_id}/stock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change a sale's stock
+         * @description Adds units (`add`) or seats (`add_seats`), on sale at once, or withdraws free ones
+         *     (`withdraw`, `withdraw_seats`): all asked or none (409 if some are held or sold, or a
+         *     seat is not in the sale), and a sale keeps at least one. Works while the sale runs; the
+         *     queue store follows the ledger. Written to the admin audit log.
+         */
+        post: operations["changeStock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/payments": {
         parameters: {
             query?: never;
@@ -499,6 +662,95 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * AdminActionOut
+         * @description One entry of the admin audit log.
+         */
+        AdminActionOut: {
+            /** @description The operation, by its id in this API. */
+            action: string;
+            /** @description The key's name. */
+            actor: string;
+            /** @description The target as the action left it. */
+            after?: unknown;
+            /** Format: date-time */
+            at: string;
+            /** @description The target before the action; absent when the action created it. */
+            before?: unknown;
+            /** @description The entry's id, and its event's (`sluice.admin.action`). */
+            id: string;
+            /** @description The target's sale, if it belongs to one. */
+            sale_id?: string;
+            /** @description `sale:<id>`, `attempt:<id>` or `admin_key:<name>`. */
+            target: string;
+        };
+        /**
+         * AdminActionPage
+         * @description A page of the admin audit log, newest first.
+         * @example {
+         *       "actions": [
+         *         {
+         *           "action": "pauseSale",
+         *           "actor": "night-shift",
+         *           "after": {
+         *             "status": "paused"
+         *           },
+         *           "at": "2026-07-25T17:20:00+00:00",
+         *           "before": {
+         *             "status": "open"
+         *           },
+         *           "id": "01934f2e-7c1a-7b3e-9d2f-5a6b7c8d9e0f",
+         *           "sale_id": "0193a5b0-1c2d-7e3f-8a9b-0c1d2e3f4a5b",
+         *           "target": "sale:0193a5b0-1c2d-7e3f-8a9b-0c1d2e3f4a5b"
+         *         }
+         *       ]
+         *     }
+         */
+        AdminActionPage: {
+            actions: components["schemas"]["AdminActionOut"][];
+            /** @description Pass as `cursor` for the next page; absent on the last page. */
+            next_cursor?: string;
+        };
+        /**
+         * AdminKeyList
+         * @description Every named admin key, oldest first, revoked ones too.
+         * @example {
+         *       "keys": [
+         *         {
+         *           "created_at": "2026-07-25T17:20:00+00:00",
+         *           "created_by": "configured",
+         *           "name": "support-desk",
+         *           "role": "viewer"
+         *         }
+         *       ]
+         *     }
+         */
+        AdminKeyList: {
+            keys: components["schemas"]["AdminKeyOut"][];
+        };
+        /**
+         * AdminKeyOut
+         * @description A named admin key (never its secret).
+         * @example {
+         *       "created_at": "2026-07-25T17:20:00+00:00",
+         *       "created_by": "configured",
+         *       "name": "support-desk",
+         *       "role": "viewer"
+         *     }
+         */
+        AdminKeyOut: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description The name of the key that created it. */
+            created_by: string;
+            name: string;
+            /**
+             * Format: date-time
+             * @description When it was revoked; absent while it works.
+             */
+            revoked_at?: string;
+            role: components["schemas"]["RoleName"];
+        };
         /**
          * @description Who sets a sale's admission rate. Default: `manual`.
          * @enum {string}
@@ -805,6 +1057,19 @@ export interface components {
             updated_at: string;
         };
         /**
+         * CreateAdminKey
+         * @description A new named admin key.
+         * @example {
+         *       "name": "support-desk",
+         *       "role": "viewer"
+         *     }
+         */
+        CreateAdminKey: {
+            /** @description Unique among the keys, revoked ones included; the audit log names its actions by it. */
+            name: string;
+            role: components["schemas"]["RoleName"];
+        };
+        /**
          * CreateSale
          * @description A new sale. Give exactly one of `quantity` or `seats`.
          * @example {
@@ -902,6 +1167,24 @@ export interface components {
             seats?: string[];
         };
         /**
+         * CreatedAdminKey
+         * @description A key just created, with its secret: shown this once, kept by sluice only as a hash.
+         * @example {
+         *       "key": {
+         *         "created_at": "2026-07-25T17:20:00+00:00",
+         *         "created_by": "configured",
+         *         "name": "support-desk",
+         *         "role": "viewer"
+         *       },
+         *       "secret": "sluice_ak_3q2-7wE9xL0cV5bN8mK1pR4tY6uI0oA2sD4fG6hJ8kL"
+         *     }
+         */
+        CreatedAdminKey: {
+            key: components["schemas"]["AdminKeyOut"];
+            /** @description Send it as `X-Admin-Key`. */
+            secret: string;
+        };
+        /**
          * ExpiredCounts
          * @description Attempts that ended EXPIRED, by reason.
          */
@@ -918,6 +1201,11 @@ export interface components {
             payment_failed: number;
             /** Format: uint64 */
             payment_timeout: number;
+            /**
+             * Format: uint64
+             * @description Purchases an operator refunded.
+             */
+            refunded: number;
             /** Format: uint64 */
             released: number;
         };
@@ -925,7 +1213,45 @@ export interface components {
          * @description Why an attempt expired (present on EXPIRED attempts only).
          * @enum {string}
          */
-        ExpiryReasonName: "left" | "abandoned" | "admission_timeout" | "hold_timeout" | "released" | "payment_failed" | "payment_timeout" | "sale_closed";
+        ExpiryReasonName: "left" | "abandoned" | "admission_timeout" | "hold_timeout" | "released" | "payment_failed" | "payment_timeout" | "sale_closed" | "refunded";
+        /**
+         * FigurePoint
+         * @description One sample of a sale's figures.
+         */
+        FigurePoint: {
+            /**
+             * Format: uint64
+             * @description Attempts admitted, holding or paying.
+             */
+            active: number;
+            /**
+             * Format: double
+             * @description Admissions a minute since the point before (absent on the first).
+             */
+            admitted_per_minute?: number;
+            /**
+             * Format: date-time
+             * @description The start of the sample's interval.
+             */
+            at: string;
+            /** @description The adaptive controller's last decision: `increase`, `decrease`, `hold` or `stale`. */
+            decision?: string;
+            /** Format: uint64 */
+            holding_units: number;
+            /** Format: uint64 */
+            paying_units: number;
+            /**
+             * Format: double
+             * @description The admission rate in force (the controller's, in adaptive mode).
+             */
+            rate_per_minute: number;
+            /** Format: uint64 */
+            remaining: number;
+            /** Format: uint64 */
+            sold_units: number;
+            /** Format: uint64 */
+            waiting: number;
+        };
         /**
          * HoldOut
          * @description What an attempt holds.
@@ -1012,6 +1338,19 @@ export interface components {
          */
         OpeningName: "fifo" | "lottery_at_open";
         /**
+         * OperatorOut
+         * @description The key a request was sent with.
+         * @example {
+         *       "name": "support-desk",
+         *       "role": "viewer"
+         *     }
+         */
+        OperatorOut: {
+            /** @description The key's name (`configured` for `auth.admin_key`). */
+            name: string;
+            role: components["schemas"]["RoleName"];
+        };
+        /**
          * PaymentEventOut
          * @description A payment provider's event, recorded once per provider event id.
          */
@@ -1091,6 +1430,51 @@ export interface components {
          * @enum {string}
          */
         RateChange: "increase" | "decrease" | "hold" | "stale";
+        /**
+         * @description What an admin key may do; each role may do what the ones before it may.
+         * @enum {string}
+         */
+        RoleName: "viewer" | "operator" | "admin";
+        /**
+         * SaleFiguresOut
+         * @description A sale's figures over recent time, one point a sampling interval, oldest first.
+         * @example {
+         *       "interval_secs": 10,
+         *       "points": [
+         *         {
+         *           "active": 120,
+         *           "at": "2026-07-25T17:20:00+00:00",
+         *           "decision": "hold",
+         *           "holding_units": 80,
+         *           "paying_units": 30,
+         *           "rate_per_minute": 600,
+         *           "remaining": 1110,
+         *           "sold_units": 890,
+         *           "waiting": 41000
+         *         },
+         *         {
+         *           "active": 120,
+         *           "admitted_per_minute": 600,
+         *           "at": "2026-07-25T17:20:10+00:00",
+         *           "decision": "hold",
+         *           "holding_units": 80,
+         *           "paying_units": 30,
+         *           "rate_per_minute": 600,
+         *           "remaining": 1090,
+         *           "sold_units": 910,
+         *           "waiting": 40900
+         *         }
+         *       ]
+         *     }
+         */
+        SaleFiguresOut: {
+            /**
+             * Format: double
+             * @description Seconds between two points (`workers.figures_ms`; 0 when sampling is off).
+             */
+            interval_secs: number;
+            points: components["schemas"]["FigurePoint"][];
+        };
         /**
          * SaleOut
          * @description A sale.
@@ -1202,6 +1586,7 @@ export interface components {
          *         "left": 310,
          *         "payment_failed": 12,
          *         "payment_timeout": 3,
+         *         "refunded": 0,
          *         "released": 5
          *       },
          *       "holding": 96,
@@ -1323,6 +1708,30 @@ export interface components {
              */
             value?: number;
         };
+        /**
+         * StockChangeIn
+         * @description A change to a running sale's stock: exactly one of the four. Units or seats added are on sale
+         *     at once; only free ones can be withdrawn (all asked or none), and a sale keeps one.
+         * @example {
+         *       "add": 500
+         *     }
+         */
+        StockChangeIn: {
+            /**
+             * Format: uint32
+             * @description Units to add to a quantity sale (1 to 100,000 a change; a sale has at most 1,000,000).
+             */
+            add?: number;
+            /** @description Seats to add to a seated sale, each new to it (1 to 100,000 a change). */
+            add_seats?: string[];
+            /**
+             * Format: uint32
+             * @description Free units to withdraw from a quantity sale (1 to 100,000 a change).
+             */
+            withdraw?: number;
+            /** @description Free seats to withdraw from a seated sale. */
+            withdraw_seats?: string[];
+        };
         /** @enum {string} */
         StockKindName: "quantity" | "seats";
         /**
@@ -1370,6 +1779,23 @@ export interface components {
             sold: number;
             /** Format: uint64 */
             total: number;
+        };
+        /**
+         * UpdateSale
+         * @description A sale's new name or end to joins; what is not given stays.
+         * @example {
+         *       "closes_at": "2026-07-25T19:20:00+00:00",
+         *       "name": "Spring tour: Seoul, second night"
+         *     }
+         */
+        UpdateSale: {
+            /**
+             * Format: date-time
+             * @description After it, joins are refused (after `opens_at`).
+             */
+            closes_at?: string;
+            /** @description Shown to users (1 to 200 characters, no control or bidirectional-override characters). */
+            name?: string;
         };
         /**
          * WebhookAckOut
@@ -1530,6 +1956,351 @@ export interface operations {
             };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAdminActions: {
+        parameters: {
+            query?: {
+                sale_id?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["AdminActionPage"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAdminKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["AdminKeyList"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createAdminKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["CreateAdminKey"];
+            };
+        };
+        responses: {
+            /** @description The key, with its secret (shown this once). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["CreatedAdminKey"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokeAdminKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["AdminKeyOut"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAdminSelf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["OperatorOut"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2294,6 +3065,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
             409: {
                 headers: {
@@ -2381,6 +3161,113 @@ export interface operations {
             };
             /** @description No such resource for this caller. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateSale: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["UpdateSale"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2501,6 +3388,15 @@ export interface operations {
             };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2809,6 +3705,101 @@ export interface operations {
             };
         };
     };
+    refundAttempt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+                attempt_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["AttemptFileOut"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The attempt or its admission has expired. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     closeSale: {
         parameters: {
             query?: never;
@@ -2837,6 +3828,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such resource for this caller. */
             404: {
                 headers: {
@@ -2848,6 +3848,84 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSaleFigures: {
+        parameters: {
+            query?: {
+                minutes?: number;
+            };
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SaleFiguresOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2972,6 +4050,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such resource for this caller. */
             404: {
                 headers: {
@@ -3054,6 +4141,15 @@ export interface operations {
             };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3146,6 +4242,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such resource for this caller. */
             404: {
                 headers: {
@@ -3224,6 +4329,122 @@ export interface operations {
             };
             /** @description No such resource for this caller. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    changeStock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["StockChangeIn"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SaleOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -351,6 +351,31 @@ impl AttemptsApi {
         let file = service::support::attempt(&self.app, sale, attempt).await?;
         Ok(AttemptFileResponse::Ok(Json(file.into())))
     }
+
+    /// Refund a purchase
+    ///
+    /// Ends a CONFIRMED attempt EXPIRED (`refunded`), an operator's decision: its units go
+    /// back to the sale at once (to the queue's next users while it is open), and the event
+    /// `sluice.payment.refund_required` tells the payment side to give the money back. A
+    /// second refund changes nothing (the same answer); an attempt not CONFIRMED is refused
+    /// (409 while live, 410 once it ended otherwise). Written to the admin audit log.
+    #[oai(
+        path = "/v1/sales/:sale_id/attempts/:attempt_id/refund",
+        method = "post",
+        operation_id = "refundAttempt",
+        tag = "ApiTags::Support"
+    )]
+    async fn refund(
+        &self,
+        auth: AdminAuth,
+        sale_id: Path<String>,
+        attempt_id: Path<String>,
+    ) -> Result<AttemptFileResponse, ApiError> {
+        let sale = parse_sale_id(&sale_id)?;
+        let attempt = parse_attempt_id(&attempt_id)?;
+        let file = service::refund::refund(&self.app, &auth.0, sale, attempt).await?;
+        Ok(AttemptFileResponse::Ok(Json(file.into())))
+    }
 }
 
 /// The state's name as the ledger stores it.

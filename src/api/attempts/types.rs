@@ -34,6 +34,8 @@ pub enum ExpiryReasonName {
     PaymentFailed,
     PaymentTimeout,
     SaleClosed,
+    /// An operator refunded the purchase (it was CONFIRMED); the units went back on sale.
+    Refunded,
 }
 
 impl From<AttemptState> for AttemptStateName {
@@ -60,6 +62,7 @@ impl From<ExpiryReason> for ExpiryReasonName {
             ExpiryReason::PaymentFailed => ExpiryReasonName::PaymentFailed,
             ExpiryReason::PaymentTimeout => ExpiryReasonName::PaymentTimeout,
             ExpiryReason::SaleClosed => ExpiryReasonName::SaleClosed,
+            ExpiryReason::Refunded => ExpiryReasonName::Refunded,
         }
     }
 }

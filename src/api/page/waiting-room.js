@@ -79,6 +79,7 @@
         payment_failed: 'The payment did not go through. Nothing was charged and the tickets went back on sale.',
         payment_timeout: 'The payment took too long, so the tickets went back on sale.',
         sale_closed: 'The sale closed before your turn came. Nothing was charged.',
+        refunded: 'Your purchase was cancelled and refunded; the tickets went back on sale.',
       },
     },
     ko: {
@@ -134,6 +135,7 @@
         payment_failed: '결제가 완료되지 않았습니다. 결제된 금액은 없으며 티켓은 다시 판매됩니다.',
         payment_timeout: '결제 시간이 초과되어 티켓이 다시 판매됩니다.',
         sale_closed: '차례가 오기 전에 판매가 종료되었습니다. 결제된 금액은 없습니다.',
+        refunded: '구매가 취소되어 환불되었습니다. 티켓은 다시 판매됩니다.',
       },
     },
   };

@@ -1,4 +1,5 @@
-//! Admin operations on sales (`X-Admin-Key`).
+//! Admin operations on sales (`X-Admin-Key`): reads for every role, changes for operators,
+//! each change written to the admin audit log.
 
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::payload::Json;
@@ -8,11 +9,15 @@ use super::problem::ApiError;
 use super::security::AdminAuth;
 use super::text::Text;
 use super::{parse_sale_id, ApiTags};
-use crate::domain::{NewSale, SaleStatus, Ttls, UserId};
+use poem_openapi::types::ToJSON;
+
+use crate::domain::{NewSale, Role, SaleId, SaleStatus, Target, Ttls, UserId};
+use crate::ledger::SaleRecord;
+use crate::service::operators::audit;
 use crate::service::{self, idempotent, App, IdempotencyKey};
 use types::{
     adaptive_bounds, AdmissionOut, AdmissionSettings, CreateSale, OpeningName, ProofOfWorkSettings,
-    SaleOut, SalePage, SaleStatsOut, StoredSaleStatus,
+    SaleFiguresOut, SaleOut, SalePage, SaleStatsOut, StockChangeIn, StoredSaleStatus, UpdateSale,
 };
 
 pub mod types;
@@ -47,6 +52,12 @@ pub enum SalePageResponse {
 }
 
 #[derive(ApiResponse)]
+pub enum FiguresResponse {
+    #[oai(status = 200)]
+    Ok(Json<SaleFiguresOut>),
+}
+
+#[derive(ApiResponse)]
 pub enum StatsResponse {
     #[oai(status = 200)]
     Ok(Json<SaleStatsOut>),
@@ -62,10 +73,11 @@ impl SalesApi {
     #[oai(path = "/", method = "post", operation_id = "createSale")]
     async fn create(
         &self,
-        _auth: AdminAuth,
+        auth: AdminAuth,
         body: Json<CreateSale>,
         #[oai(name = "Idempotency-Key")] key: Header<Option<String>>,
     ) -> Result<SaleCreated, ApiError> {
+        let operator = auth.allows(Role::Operator)?;
         let key = key.0.as_deref().map(IdempotencyKey::parse).transpose()?;
         let admin = UserId::parse("admin").expect("static id");
         let request = body.0.clone();
@@ -104,7 +116,13 @@ impl SalesApi {
             &admin,
             key.as_ref(),
             &("createSale", &request),
-            async { Ok(service::sales::create(app, new).await?.sale.id) },
+            async {
+                let created = service::sales::create(app, new).await?;
+                let id = created.sale.id;
+                let after = SaleOut::from(created).to_json();
+                audit(app, operator, "createSale", &Target::Sale(id), None, after).await;
+                Ok(id)
+            },
         )
         .await?;
         let record = service::sales::get(app, sale_id).await?;
@@ -157,10 +175,13 @@ impl SalesApi {
     #[oai(path = "/:sale_id/pause", method = "post", operation_id = "pauseSale")]
     async fn pause(
         &self,
-        _auth: AdminAuth,
+        auth: AdminAuth,
         sale_id: Path<String>,
     ) -> Result<SaleResponse, ApiError> {
-        self.set_status(&sale_id, SaleStatus::Paused).await
+        self.change(&auth, "pauseSale", &sale_id, async |app, id| {
+            service::sales::set_status(app, id, SaleStatus::Paused).await
+        })
+        .await
     }
 
     /// Resume admission
@@ -173,10 +194,13 @@ impl SalesApi {
     )]
     async fn resume(
         &self,
-        _auth: AdminAuth,
+        auth: AdminAuth,
         sale_id: Path<String>,
     ) -> Result<SaleResponse, ApiError> {
-        self.set_status(&sale_id, SaleStatus::Open).await
+        self.change(&auth, "resumeSale", &sale_id, async |app, id| {
+            service::sales::set_status(app, id, SaleStatus::Open).await
+        })
+        .await
     }
 
     /// Close a sale
@@ -186,10 +210,13 @@ impl SalesApi {
     #[oai(path = "/:sale_id/close", method = "post", operation_id = "closeSale")]
     async fn close(
         &self,
-        _auth: AdminAuth,
+        auth: AdminAuth,
         sale_id: Path<String>,
     ) -> Result<SaleResponse, ApiError> {
-        self.set_status(&sale_id, SaleStatus::Closed).await
+        self.change(&auth, "closeSale", &sale_id, async |app, id| {
+            service::sales::set_status(app, id, SaleStatus::Closed).await
+        })
+        .await
     }
 
     /// Get a sale's admission
@@ -224,17 +251,16 @@ impl SalesApi {
     )]
     async fn admission(
         &self,
-        _auth: AdminAuth,
+        auth: AdminAuth,
         sale_id: Path<String>,
         body: Json<AdmissionSettings>,
     ) -> Result<SaleResponse, ApiError> {
-        let id = parse_sale_id(&sale_id)?;
         let b = body.0;
         let adaptive = adaptive_bounds(b.mode, b.min_rate_per_minute, b.max_rate_per_minute);
-        let record =
-            service::sales::set_admission(&self.app, id, b.rate_per_minute, b.max_active, adaptive)
-                .await?;
-        Ok(SaleResponse::Ok(Json(record.into())))
+        self.change(&auth, "setAdmission", &sale_id, async |app, id| {
+            service::sales::set_admission(app, id, b.rate_per_minute, b.max_active, adaptive).await
+        })
+        .await
     }
 
     /// Set proof of work on join
@@ -249,13 +275,87 @@ impl SalesApi {
     )]
     async fn proof_of_work(
         &self,
-        _auth: AdminAuth,
+        auth: AdminAuth,
         sale_id: Path<String>,
         body: Json<ProofOfWorkSettings>,
     ) -> Result<SaleResponse, ApiError> {
+        let bits = body.difficulty_bits;
+        self.change(&auth, "setProofOfWork", &sale_id, async |app, id| {
+            service::sales::set_proof_of_work(app, id, bits).await
+        })
+        .await
+    }
+
+    /// Get a sale's figures over time
+    ///
+    /// Waiting, active, admissions a minute, units holding, paying and sold, the rate and the
+    /// adaptive controller's decisions, one point each `workers.figures_ms` over the last
+    /// `minutes` (60 by default, at most a day), from samples sluice keeps in its ledger.
+    #[oai(
+        path = "/:sale_id/figures",
+        method = "get",
+        operation_id = "getSaleFigures"
+    )]
+    async fn figures(
+        &self,
+        _auth: AdminAuth,
+        sale_id: Path<String>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "1440")))] minutes: Query<
+            Option<u32>,
+        >,
+    ) -> Result<FiguresResponse, ApiError> {
         let id = parse_sale_id(&sale_id)?;
-        let record = service::sales::set_proof_of_work(&self.app, id, body.difficulty_bits).await?;
-        Ok(SaleResponse::Ok(Json(record.into())))
+        let points = service::figures::series(&self.app, id, minutes.0.unwrap_or(60)).await?;
+        Ok(FiguresResponse::Ok(Json(SaleFiguresOut {
+            interval_secs: self.app.config.workers.figures_ms as f64 / 1000.0,
+            points: points.into_iter().map(Into::into).collect(),
+        })))
+    }
+
+    /// Change a sale's stock
+    ///
+    /// Adds units (`add`) or seats (`add_seats`), on sale at once, or withdraws free ones
+    /// (`withdraw`, `withdraw_seats`): all asked or none (409 if some are held or sold, or a
+    /// seat is not in the sale), and a sale keeps at least one. Works while the sale runs; the
+    /// queue store follows the ledger. Written to the admin audit log.
+    #[oai(
+        path = "/:sale_id/stock",
+        method = "post",
+        operation_id = "changeStock"
+    )]
+    async fn change_stock(
+        &self,
+        auth: AdminAuth,
+        sale_id: Path<String>,
+        body: Json<StockChangeIn>,
+    ) -> Result<SaleResponse, ApiError> {
+        let b = body.0;
+        let seats = |s: Option<Vec<Text>>| s.map(|s| s.into_iter().map(Text::into_inner).collect());
+        let (add_seats, withdraw_seats) = (seats(b.add_seats), seats(b.withdraw_seats));
+        self.change(&auth, "changeStock", &sale_id, async |app, id| {
+            service::sales::change_stock(app, id, b.add, b.withdraw, add_seats, withdraw_seats)
+                .await
+        })
+        .await
+    }
+
+    /// Rename a sale or move its close
+    ///
+    /// A new `name` (shown to buyers) or `closes_at` (joins are refused after it); what is not
+    /// given stays. Written to the admin audit log.
+    #[oai(path = "/:sale_id", method = "patch", operation_id = "updateSale")]
+    async fn update(
+        &self,
+        auth: AdminAuth,
+        sale_id: Path<String>,
+        body: Json<UpdateSale>,
+    ) -> Result<SaleResponse, ApiError> {
+        let b = body.0;
+        let name = b.name.map(Text::into_inner);
+        self.change(&auth, "updateSale", &sale_id, async |app, id| {
+            service::sales::set_details(app, id, name, b.closes_at).await
+        })
+        .await
     }
 
     /// Get a sale's counters
@@ -279,13 +379,30 @@ impl SalesApi {
 }
 
 impl SalesApi {
-    async fn set_status(
+    /// An operator's change to a sale: the role checked, the change made, and the sale before
+    /// and after it written to the admin audit log.
+    async fn change(
         &self,
+        auth: &AdminAuth,
+        action: &str,
         sale_id: &str,
-        status: SaleStatus,
+        change: impl AsyncFnOnce(&App, SaleId) -> service::ServiceResult<SaleRecord>,
     ) -> Result<SaleResponse, ApiError> {
+        let operator = auth.allows(Role::Operator)?;
         let id = parse_sale_id(sale_id)?;
-        let record = service::sales::set_status(&self.app, id, status).await?;
-        Ok(SaleResponse::Ok(Json(record.into())))
+        let app = &self.app;
+        let before = SaleOut::from(service::sales::get(app, id).await?);
+        let after = SaleOut::from(change(app, id).await?);
+        let target = Target::Sale(id);
+        audit(
+            app,
+            operator,
+            action,
+            &target,
+            before.to_json(),
+            after.to_json(),
+        )
+        .await;
+        Ok(SaleResponse::Ok(Json(after)))
     }
 }

@@ -12,6 +12,7 @@ use crate::domain::StockKind;
 use crate::domain::{AdmissionMode, Opening, SaleStatus, Stock};
 use crate::ledger::SaleRecord;
 use crate::ledger::SaleSummary;
+use crate::service::figures::Point;
 use crate::service::sales::{AdmissionState, SaleStats};
 use crate::service::support::Page;
 
@@ -557,6 +558,8 @@ pub struct ExpiredCounts {
     pub released: u64,
     pub payment_failed: u64,
     pub payment_timeout: u64,
+    /// Purchases an operator refunded.
+    pub refunded: u64,
 }
 
 /// A sale's counters: attempts (people) by state, and `units` (stock) by state. One attempt
@@ -612,6 +615,7 @@ impl poem_openapi::types::Example for SaleStatsOut {
                 released: 5,
                 payment_failed: 12,
                 payment_timeout: 3,
+                refunded: 0,
             },
             remaining: 300,
             total: 3000,
@@ -650,6 +654,7 @@ impl From<SaleStats> for SaleStatsOut {
                 released: count(ExpiryReason::Released),
                 payment_failed: count(ExpiryReason::PaymentFailed),
                 payment_timeout: count(ExpiryReason::PaymentTimeout),
+                refunded: count(ExpiryReason::Refunded),
             },
             remaining: s.remaining,
             total: s.total,
@@ -660,6 +665,152 @@ impl From<SaleStats> for SaleStatsOut {
                 sold: s.units_sold,
                 total: u64::from(s.total),
             },
+        }
+    }
+}
+
+/// A change to a running sale's stock: exactly one of the four. Units or seats added are on sale
+/// at once; only free ones can be withdrawn (all asked or none), and a sale keeps one.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct StockChangeIn {
+    /// Units to add to a quantity sale (1 to 100,000 a change; a sale has at most 1,000,000).
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(minimum(value = "1"), maximum(value = "100000"))
+    )]
+    pub add: Option<u32>,
+    /// Free units to withdraw from a quantity sale (1 to 100,000 a change).
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(minimum(value = "1"), maximum(value = "100000"))
+    )]
+    pub withdraw: Option<u32>,
+    /// Seats to add to a seated sale, each new to it (1 to 100,000 a change).
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(
+            min_items = 1,
+            max_items = 100000,
+            unique_items,
+            pattern = r"^[A-Za-z0-9_:-]{1,64}$"
+        )
+    )]
+    pub add_seats: Option<Vec<Text>>,
+    /// Free seats to withdraw from a seated sale.
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(
+            min_items = 1,
+            max_items = 100000,
+            unique_items,
+            pattern = r"^[A-Za-z0-9_:-]{1,64}$"
+        )
+    )]
+    pub withdraw_seats: Option<Vec<Text>>,
+}
+
+impl poem_openapi::types::Example for StockChangeIn {
+    fn example() -> Self {
+        StockChangeIn {
+            add: Some(500),
+            withdraw: None,
+            add_seats: None,
+            withdraw_seats: None,
+        }
+    }
+}
+
+/// A sale's new name or end to joins; what is not given stays.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct UpdateSale {
+    /// Shown to users (1 to 200 characters, no control or bidirectional-override characters).
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(min_length = 1, max_length = 200)
+    )]
+    pub name: Option<Text>,
+    /// After it, joins are refused (after `opens_at`).
+    #[oai(skip_serializing_if_is_none)]
+    pub closes_at: Option<DateTime<Utc>>,
+}
+
+impl poem_openapi::types::Example for UpdateSale {
+    fn example() -> Self {
+        UpdateSale {
+            name: Some(Text::from("Spring tour: Seoul, second night")),
+            closes_at: Some(example_time() + chrono::Duration::hours(2)),
+        }
+    }
+}
+
+/// A sale's figures over recent time, one point a sampling interval, oldest first.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct SaleFiguresOut {
+    /// Seconds between two points (`workers.figures_ms`; 0 when sampling is off).
+    pub interval_secs: f64,
+    pub points: Vec<FigurePoint>,
+}
+
+/// One sample of a sale's figures.
+#[derive(Debug, Clone, Object)]
+pub struct FigurePoint {
+    /// The start of the sample's interval.
+    pub at: DateTime<Utc>,
+    pub waiting: u64,
+    /// Attempts admitted, holding or paying.
+    pub active: u64,
+    /// Admissions a minute since the point before (absent on the first).
+    #[oai(skip_serializing_if_is_none)]
+    pub admitted_per_minute: Option<f64>,
+    pub holding_units: u64,
+    pub paying_units: u64,
+    pub sold_units: u64,
+    pub remaining: u64,
+    /// The admission rate in force (the controller's, in adaptive mode).
+    pub rate_per_minute: f64,
+    /// The adaptive controller's last decision: `increase`, `decrease`, `hold` or `stale`.
+    #[oai(skip_serializing_if_is_none)]
+    pub decision: Option<String>,
+}
+
+impl From<Point> for FigurePoint {
+    fn from(p: Point) -> Self {
+        let f = p.figures;
+        FigurePoint {
+            at: f.at,
+            waiting: f.waiting,
+            active: f.active,
+            admitted_per_minute: p.admitted_per_minute,
+            holding_units: f.holding_units,
+            paying_units: f.paying_units,
+            sold_units: f.sold_units,
+            remaining: f.remaining,
+            rate_per_minute: f.rate_per_minute,
+            decision: f.decision,
+        }
+    }
+}
+
+impl poem_openapi::types::Example for SaleFiguresOut {
+    fn example() -> Self {
+        let point = |secs: i64, waiting, sold| FigurePoint {
+            at: example_time() + chrono::Duration::seconds(secs),
+            waiting,
+            active: 120,
+            admitted_per_minute: (secs > 0).then_some(600.0),
+            holding_units: 80,
+            paying_units: 30,
+            sold_units: sold,
+            remaining: 2_000 - sold,
+            rate_per_minute: 600.0,
+            decision: Some("hold".into()),
+        };
+        SaleFiguresOut {
+            interval_secs: 10.0,
+            points: vec![point(0, 41_000, 890), point(10, 40_900, 910)],
         }
     }
 }

@@ -1,14 +1,18 @@
 //! The PostgreSQL ledger (sqlx, migrations in `migrations/postgres`).
 //!
 //! Layout: `sales.rs` (sales and their stats), `attempts.rs` (loading, and the [`LedgerTx`]
-//! statements the shared transitions and flows run), `idempotency.rs`, `outbox.rs` (the event
-//! row every transition writes), `queue_sync.rs`. The trait impl below delegates, opening and
-//! committing the transaction of each shared flow.
+//! statements the shared transitions and flows run), `figures.rs` (a sale's figures over time),
+//! `idempotency.rs`, `operators.rs` (admin
+//! keys and the admin audit log), `outbox.rs` (the event row every transition writes),
+//! `queue_sync.rs`, `support.rs` (support's reads). The trait impl below delegates, opening
+//! and committing the transaction of each shared flow.
 //!
 //! [`LedgerTx`]: crate::ledger::transition::LedgerTx
 
 mod attempts;
+mod figures;
 mod idempotency;
+mod operators;
 mod outbox;
 mod queue_sync;
 mod sales;
@@ -125,6 +129,19 @@ impl Ledger for PgLedger {
         sales::set_proof_of_work(&self.pool, id, pow).await
     }
 
+    async fn change_stock(&self, id: SaleId, change: &StockChange) -> LedgerResult<SaleRecord> {
+        sales::change_stock(&self.pool, id, change).await
+    }
+
+    async fn set_details(
+        &self,
+        id: SaleId,
+        name: Option<&str>,
+        closes_at: Option<DateTime<Utc>>,
+    ) -> LedgerResult<SaleRecord> {
+        sales::set_details(&self.pool, id, name, closes_at).await
+    }
+
     async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>> {
         sales::admitting(&self.pool).await
     }
@@ -190,6 +207,42 @@ impl Ledger for PgLedger {
 
     async fn payment_events(&self, id: AttemptId) -> LedgerResult<Vec<PaymentEventRow>> {
         support::payment_events(&self.pool, id).await
+    }
+
+    async fn record_figures(&self, figures: &SaleFigures) -> LedgerResult<()> {
+        figures::record(&self.pool, figures).await
+    }
+
+    async fn figures(&self, sale: SaleId, since: DateTime<Utc>) -> LedgerResult<Vec<SaleFigures>> {
+        figures::since(&self.pool, sale, since).await
+    }
+
+    async fn prune_figures(&self, before: DateTime<Utc>) -> LedgerResult<u64> {
+        figures::prune(&self.pool, before).await
+    }
+
+    async fn create_admin_key(&self, key: &AdminKeyRow, key_hash: &str) -> LedgerResult<()> {
+        operators::create_key(&self.pool, key, key_hash).await
+    }
+
+    async fn admin_key(&self, key_hash: &str) -> LedgerResult<Option<AdminKeyRow>> {
+        operators::key(&self.pool, key_hash).await
+    }
+
+    async fn admin_keys(&self) -> LedgerResult<Vec<AdminKeyRow>> {
+        operators::keys(&self.pool).await
+    }
+
+    async fn revoke_admin_key(&self, name: &str) -> LedgerResult<Option<AdminKeyRow>> {
+        operators::revoke_key(&self.pool, name).await
+    }
+
+    async fn record_admin_action(&self, action: &AdminAction) -> LedgerResult<()> {
+        operators::record_action(&self.pool, action).await
+    }
+
+    async fn admin_audit(&self, query: &AuditQuery) -> LedgerResult<Vec<AdminAction>> {
+        operators::audit(&self.pool, query).await
     }
 
     async fn apply(

@@ -4,8 +4,10 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, PgPool, Row};
 
 use super::db_error;
+use chrono::{DateTime, Utc};
+
 use crate::domain::{
-    Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+    Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockChange, StockKind, Ttls,
 };
 #[cfg(doc)]
 use crate::ledger::transition::LedgerTx;
@@ -296,6 +298,142 @@ pub(super) async fn set_proof_of_work(
         .await
         .map_err(db_error)?;
     updated(pool, id, done.rows_affected()).await
+}
+
+pub(super) async fn change_stock(
+    pool: &PgPool,
+    id: SaleId,
+    change: &StockChange,
+) -> LedgerResult<SaleRecord> {
+    let mut tx = pool.begin().await.map_err(db_error)?;
+    flows::change_stock(&mut *tx, id, change).await?;
+    tx.commit().await.map_err(db_error)?;
+    load(pool, id).await?.ok_or(LedgerError::NotFound)
+}
+
+pub(super) async fn set_details(
+    pool: &PgPool,
+    id: SaleId,
+    name: Option<&str>,
+    closes_at: Option<DateTime<Utc>>,
+) -> LedgerResult<SaleRecord> {
+    let done = sqlx::query(
+        "UPDATE sales SET name = coalesce($2, name), closes_at = coalesce($3, closes_at)
+         WHERE id = $1",
+    )
+    .bind(id.0)
+    .bind(name)
+    .bind(closes_at)
+    .execute(pool)
+    .await
+    .map_err(db_error)?;
+    updated(pool, id, done.rows_affected()).await
+}
+
+/// [`LedgerTx::lock_sale_stock`].
+pub(super) async fn lock_stock(
+    conn: &mut PgConnection,
+    id: SaleId,
+) -> LedgerResult<Option<(StockKind, u32)>> {
+    let row: Option<(String, i32)> =
+        sqlx::query_as("SELECT stock_kind, total FROM sales WHERE id = $1 FOR UPDATE")
+            .bind(id.0)
+            .fetch_optional(conn)
+            .await
+            .map_err(db_error)?;
+    Ok(row.and_then(|(kind, total)| Some((StockKind::parse(&kind)?, total as u32))))
+}
+
+/// [`LedgerTx::add_units`].
+pub(super) async fn add_units(conn: &mut PgConnection, id: SaleId, n: u32) -> LedgerResult<()> {
+    sqlx::query(
+        "INSERT INTO stock_units (sale_id, unit_id)
+         SELECT $1, (top.n + g)::text FROM generate_series(1, $2) g,
+           (SELECT coalesce(max(unit_id::int), 0) AS n FROM stock_units WHERE sale_id = $1) top",
+    )
+    .bind(id.0)
+    .bind(n as i32)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// [`LedgerTx::add_seats`].
+pub(super) async fn add_seats(
+    conn: &mut PgConnection,
+    id: SaleId,
+    seats: &[String],
+) -> LedgerResult<()> {
+    let existing: Option<String> = sqlx::query_scalar(
+        "SELECT unit_id FROM stock_units WHERE sale_id = $1 AND unit_id = ANY($2) LIMIT 1",
+    )
+    .bind(id.0)
+    .bind(seats)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    if let Some(seat) = existing {
+        return Err(LedgerError::SeatExists(seat));
+    }
+    sqlx::query("INSERT INTO stock_units (sale_id, unit_id) SELECT $1, unnest($2::text[])")
+        .bind(id.0)
+        .bind(seats)
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+    Ok(())
+}
+
+/// [`LedgerTx::withdraw_units`]: free units only (those no attempt holds), any of them.
+pub(super) async fn withdraw_units(
+    conn: &mut PgConnection,
+    id: SaleId,
+    n: u32,
+) -> LedgerResult<u32> {
+    let done = sqlx::query(
+        "DELETE FROM stock_units WHERE sale_id = $1 AND unit_id IN (
+           SELECT unit_id FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL
+           LIMIT $2 FOR UPDATE SKIP LOCKED)",
+    )
+    .bind(id.0)
+    .bind(n as i64)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected() as u32)
+}
+
+/// [`LedgerTx::withdraw_seats`].
+pub(super) async fn withdraw_seats(
+    conn: &mut PgConnection,
+    id: SaleId,
+    seats: &[String],
+) -> LedgerResult<u32> {
+    let done = sqlx::query(
+        "DELETE FROM stock_units WHERE sale_id = $1 AND unit_id = ANY($2) AND attempt_id IS NULL",
+    )
+    .bind(id.0)
+    .bind(seats)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected() as u32)
+}
+
+/// [`LedgerTx::write_sale_total`].
+pub(super) async fn write_total(
+    conn: &mut PgConnection,
+    id: SaleId,
+    total: u32,
+) -> LedgerResult<()> {
+    sqlx::query("UPDATE sales SET total = $2 WHERE id = $1")
+        .bind(id.0)
+        .bind(total as i32)
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+    Ok(())
 }
 
 /// The sale after an update of its row (`rows` updated: 0 means there is no such sale).

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{db_error, from_ms, NOW_MS};
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, SaleId, UserId};
-use crate::domain::{LiveAttempt, Sale, SaleStatus, Take};
+use crate::domain::{Buyer, LiveAttempt, Sale, SaleStatus, StockKind, Take};
 use crate::ledger::transition::{timeout_state, LedgerTx};
 use crate::ledger::{
     AdmissionPlan, AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange,
@@ -96,19 +96,20 @@ pub(super) async fn live(
     Ok((live, crate::ledger::bought_from(bought)))
 }
 
-/// The CONFIRMED attempts of `sale` by user (a snapshot's buyers).
-pub(super) async fn buyers(
-    pool: &SqlitePool,
-    sale: SaleId,
-) -> LedgerResult<Vec<(UserId, AttemptId)>> {
-    let rows: Vec<(String, Uuid)> = sqlx::query_as(
-        "SELECT user_id, id FROM attempts WHERE sale_id = ? AND state = 'CONFIRMED' ORDER BY seq",
-    )
+/// The CONFIRMED attempts of `sale`, with what each bought (a snapshot's buyers).
+pub(super) async fn buyers(pool: &SqlitePool, sale: SaleId) -> LedgerResult<Vec<Buyer>> {
+    let rows = sqlx::query(&format!(
+        "{SELECT_FROM} WHERE a.sale_id = ? AND a.state = 'CONFIRMED' ORDER BY a.seq"
+    ))
     .bind(sale.0)
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    Ok(crate::ledger::buyers_from(sale, rows))
+    let mut buyers = Vec::with_capacity(rows.len());
+    for row in &rows {
+        buyers.extend(record_from_row(row)?.buyer());
+    }
+    Ok(buyers)
 }
 
 #[async_trait]
@@ -192,7 +193,7 @@ impl LedgerTx for SqliteConnection {
 
     async fn return_units(&mut self, id: AttemptId) -> LedgerResult<()> {
         let ended = sqlx::query(&format!(
-            "UPDATE holds SET status = 'returned', ended_at = {NOW_MS} WHERE attempt_id = ? AND status = 'held'"
+            "UPDATE holds SET status = 'returned', ended_at = {NOW_MS} WHERE attempt_id = ? AND status IN ('held', 'confirmed')"
         ))
         .bind(id.local)
         .execute(&mut *self)
@@ -401,5 +402,28 @@ impl LedgerTx for SqliteConnection {
 
     async fn write_sale_status(&mut self, id: SaleId, status: SaleStatus) -> LedgerResult<()> {
         super::sales::write_status(self, id, status).await
+    }
+    async fn lock_sale_stock(&mut self, id: SaleId) -> LedgerResult<Option<(StockKind, u32)>> {
+        super::sales::lock_stock(self, id).await
+    }
+
+    async fn add_units(&mut self, id: SaleId, n: u32) -> LedgerResult<()> {
+        super::sales::add_units(self, id, n).await
+    }
+
+    async fn add_seats(&mut self, id: SaleId, seats: &[String]) -> LedgerResult<()> {
+        super::sales::add_seats(self, id, seats).await
+    }
+
+    async fn withdraw_units(&mut self, id: SaleId, n: u32) -> LedgerResult<u32> {
+        super::sales::withdraw_units(self, id, n).await
+    }
+
+    async fn withdraw_seats(&mut self, id: SaleId, seats: &[String]) -> LedgerResult<u32> {
+        super::sales::withdraw_seats(self, id, seats).await
+    }
+
+    async fn write_sale_total(&mut self, id: SaleId, total: u32) -> LedgerResult<()> {
+        super::sales::write_total(self, id, total).await
     }
 }

@@ -2,12 +2,16 @@
 //! same guarantees as PostgreSQL — conditional stock (a unit has one holder), unique payment
 //! event ids, a transition and its outbox row in one transaction — with writers serialised by
 //! `BEGIN IMMEDIATE`. Layout: `sales.rs`, `attempts.rs` (the [`LedgerTx`] statements
-//! the shared transitions and flows run), `idempotency.rs`, `outbox.rs`, `queue_sync.rs`.
+//! the shared transitions and flows run), `figures.rs` (a sale's figures over time),
+//! `idempotency.rs`, `operators.rs` (admin keys and
+//! the admin audit log), `outbox.rs`, `queue_sync.rs`, `support.rs` (support's reads).
 //!
 //! [`LedgerTx`]: crate::ledger::transition::LedgerTx
 
 mod attempts;
+mod figures;
 mod idempotency;
+mod operators;
 mod outbox;
 mod queue_sync;
 mod sales;
@@ -138,6 +142,19 @@ impl Ledger for SqliteLedger {
         sales::set_proof_of_work(self, id, pow).await
     }
 
+    async fn change_stock(&self, id: SaleId, change: &StockChange) -> LedgerResult<SaleRecord> {
+        sales::change_stock(self, id, change).await
+    }
+
+    async fn set_details(
+        &self,
+        id: SaleId,
+        name: Option<&str>,
+        closes_at: Option<DateTime<Utc>>,
+    ) -> LedgerResult<SaleRecord> {
+        sales::set_details(self, id, name, closes_at).await
+    }
+
     async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>> {
         sales::admitting(&self.pool).await
     }
@@ -204,6 +221,42 @@ impl Ledger for SqliteLedger {
 
     async fn payment_events(&self, id: AttemptId) -> LedgerResult<Vec<PaymentEventRow>> {
         support::payment_events(&self.pool, id).await
+    }
+
+    async fn record_figures(&self, figures: &SaleFigures) -> LedgerResult<()> {
+        figures::record(self, figures).await
+    }
+
+    async fn figures(&self, sale: SaleId, since: DateTime<Utc>) -> LedgerResult<Vec<SaleFigures>> {
+        figures::since(&self.pool, sale, since).await
+    }
+
+    async fn prune_figures(&self, before: DateTime<Utc>) -> LedgerResult<u64> {
+        figures::prune(self, before).await
+    }
+
+    async fn create_admin_key(&self, key: &AdminKeyRow, key_hash: &str) -> LedgerResult<()> {
+        operators::create_key(self, key, key_hash).await
+    }
+
+    async fn admin_key(&self, key_hash: &str) -> LedgerResult<Option<AdminKeyRow>> {
+        operators::key(&self.pool, key_hash).await
+    }
+
+    async fn admin_keys(&self) -> LedgerResult<Vec<AdminKeyRow>> {
+        operators::keys(&self.pool).await
+    }
+
+    async fn revoke_admin_key(&self, name: &str) -> LedgerResult<Option<AdminKeyRow>> {
+        operators::revoke_key(self, name).await
+    }
+
+    async fn record_admin_action(&self, action: &AdminAction) -> LedgerResult<()> {
+        operators::record_action(self, action).await
+    }
+
+    async fn admin_audit(&self, query: &AuditQuery) -> LedgerResult<Vec<AdminAction>> {
+        operators::audit(&self.pool, query).await
     }
 
     async fn apply(

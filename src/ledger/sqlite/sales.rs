@@ -4,8 +4,10 @@ use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Row, SqliteConnection};
 
 use super::{db_error, from_ms, SqliteLedger, NOW_MS};
+use chrono::{DateTime, Utc};
+
 use crate::domain::{
-    Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+    Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockChange, StockKind, Ttls,
 };
 #[cfg(doc)]
 use crate::ledger::transition::LedgerTx;
@@ -303,6 +305,148 @@ pub(super) async fn set_proof_of_work(
 }
 
 /// The sale after an update of its row (`rows` updated: 0 means there is no such sale).
+pub(super) async fn change_stock(
+    ledger: &SqliteLedger,
+    id: SaleId,
+    change: &StockChange,
+) -> LedgerResult<SaleRecord> {
+    let mut tx = ledger.write().await?;
+    flows::change_stock(&mut *tx, id, change).await?;
+    tx.commit().await.map_err(db_error)?;
+    load(ledger.pool(), id).await?.ok_or(LedgerError::NotFound)
+}
+
+pub(super) async fn set_details(
+    ledger: &SqliteLedger,
+    id: SaleId,
+    name: Option<&str>,
+    closes_at: Option<DateTime<Utc>>,
+) -> LedgerResult<SaleRecord> {
+    let mut tx = ledger.write().await?;
+    let done = sqlx::query(
+        "UPDATE sales SET name = coalesce(?2, name), closes_at = coalesce(?3, closes_at)
+         WHERE id = ?1",
+    )
+    .bind(id.0)
+    .bind(name)
+    .bind(closes_at.map(|t| t.timestamp_millis()))
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    tx.commit().await.map_err(db_error)?;
+    updated(ledger.pool(), id, done.rows_affected()).await
+}
+
+/// [`LedgerTx::lock_sale_stock`]: the write transaction holds the database.
+pub(super) async fn lock_stock(
+    conn: &mut SqliteConnection,
+    id: SaleId,
+) -> LedgerResult<Option<(StockKind, u32)>> {
+    let row: Option<(String, i64)> =
+        sqlx::query_as("SELECT stock_kind, total FROM sales WHERE id = ?")
+            .bind(id.0)
+            .fetch_optional(conn)
+            .await
+            .map_err(db_error)?;
+    Ok(row.and_then(|(kind, total)| Some((StockKind::parse(&kind)?, total as u32))))
+}
+
+/// [`LedgerTx::add_units`].
+pub(super) async fn add_units(conn: &mut SqliteConnection, id: SaleId, n: u32) -> LedgerResult<()> {
+    sqlx::query(
+        "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?2)
+         INSERT INTO stock_units (sale_id, unit_id)
+         SELECT ?1, CAST(top.n + g.n AS TEXT) FROM g,
+           (SELECT coalesce(max(CAST(unit_id AS INTEGER)), 0) AS n FROM stock_units
+            WHERE sale_id = ?1) top",
+    )
+    .bind(id.0)
+    .bind(n as i64)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// [`LedgerTx::add_seats`].
+pub(super) async fn add_seats(
+    conn: &mut SqliteConnection,
+    id: SaleId,
+    seats: &[String],
+) -> LedgerResult<()> {
+    let list = serde_json::to_string(seats).unwrap_or_default();
+    let existing: Option<String> = sqlx::query_scalar(
+        "SELECT unit_id FROM stock_units
+         WHERE sale_id = ?1 AND unit_id IN (SELECT value FROM json_each(?2)) LIMIT 1",
+    )
+    .bind(id.0)
+    .bind(&list)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    if let Some(seat) = existing {
+        return Err(LedgerError::SeatExists(seat));
+    }
+    sqlx::query("INSERT INTO stock_units (sale_id, unit_id) SELECT ?1, value FROM json_each(?2)")
+        .bind(id.0)
+        .bind(&list)
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+    Ok(())
+}
+
+/// [`LedgerTx::withdraw_units`]: free units only (those no attempt holds), any of them.
+pub(super) async fn withdraw_units(
+    conn: &mut SqliteConnection,
+    id: SaleId,
+    n: u32,
+) -> LedgerResult<u32> {
+    let done = sqlx::query(
+        "DELETE FROM stock_units WHERE sale_id = ?1 AND unit_id IN (
+           SELECT unit_id FROM stock_units WHERE sale_id = ?1 AND attempt_id IS NULL LIMIT ?2)",
+    )
+    .bind(id.0)
+    .bind(n as i64)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected() as u32)
+}
+
+/// [`LedgerTx::withdraw_seats`].
+pub(super) async fn withdraw_seats(
+    conn: &mut SqliteConnection,
+    id: SaleId,
+    seats: &[String],
+) -> LedgerResult<u32> {
+    let done = sqlx::query(
+        "DELETE FROM stock_units WHERE sale_id = ?1 AND attempt_id IS NULL
+           AND unit_id IN (SELECT value FROM json_each(?2))",
+    )
+    .bind(id.0)
+    .bind(serde_json::to_string(seats).unwrap_or_default())
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected() as u32)
+}
+
+/// [`LedgerTx::write_sale_total`].
+pub(super) async fn write_total(
+    conn: &mut SqliteConnection,
+    id: SaleId,
+    total: u32,
+) -> LedgerResult<()> {
+    sqlx::query("UPDATE sales SET total = ?2 WHERE id = ?1")
+        .bind(id.0)
+        .bind(total as i64)
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+    Ok(())
+}
+
 async fn updated(pool: &SqlitePool, id: SaleId, rows: u64) -> LedgerResult<SaleRecord> {
     if rows == 0 {
         return Err(LedgerError::NotFound);

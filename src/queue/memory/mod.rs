@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use self::presence::Presence;
 use super::*;
-use crate::domain::{Stock, StockKind};
+use crate::domain::{Stock, StockChange, StockKind};
 
 /// See `admit_batch.lua`: how long past its deadline a forgotten active entry may linger.
 const FORGOTTEN_ACTIVE_GRACE_MS: i64 = 60_000;
@@ -53,7 +53,11 @@ struct SaleQueue {
     /// Admitted, holding or paying attempts → deadline (ms).
     active: HashMap<Uuid, i64>,
     holds: HashMap<Uuid, (Take, UserId)>,
-    stock: u32,
+    /// CONFIRMED attempts' hold records, kept so a refund can give their units back.
+    sold: HashMap<Uuid, (Take, UserId)>,
+    /// Free units; below zero for a moment when a withdrawal counts units holds in flight
+    /// took (the ledger refuses those holds and they come back).
+    stock: i64,
     seats: HashSet<String>,
     bought: HashMap<UserId, u32>,
     /// The admission lease: value `<fence>:<holder>` and its expiry (ms).
@@ -184,6 +188,7 @@ impl SaleQueue {
             owners: HashMap::new(),
             active: HashMap::new(),
             holds: HashMap::new(),
+            sold: HashMap::new(),
             stock: 0,
             seats: HashSet::new(),
             bought: HashMap::new(),
@@ -208,7 +213,7 @@ impl SaleQueue {
     fn rebuild(&mut self, snapshot: &SaleSnapshot, keep_unrecorded: bool) {
         match &snapshot.free {
             Stock::Quantity(n) => {
-                self.stock = *n;
+                self.stock = i64::from(*n);
                 self.seats.clear();
             }
             Stock::Seats(seats) => {
@@ -231,9 +236,15 @@ impl SaleQueue {
             }
         }
         self.bought = snapshot.bought.iter().cloned().collect();
-        for (user, attempt) in &snapshot.buyers {
-            self.owners.insert(attempt.local, user.clone());
-            self.users.insert(user.clone(), attempt.local);
+        self.sold.clear();
+        for buyer in &snapshot.buyers {
+            let attempt = buyer.attempt.local;
+            self.owners.insert(attempt, buyer.user.clone());
+            self.users.insert(buyer.user.clone(), attempt);
+            if let Some(take) = &buyer.bought {
+                self.sold
+                    .insert(attempt, (take.clone(), buyer.user.clone()));
+            }
         }
         if snapshot.reset {
             self.rebuilt_at_ms = now_ms();
@@ -253,14 +264,21 @@ impl SaleQueue {
                 false
             }
         };
-        let Some((take, user)) = self.holds.remove(&attempt) else {
+        let record = match keep_slot_until_ms {
+            None => self
+                .holds
+                .remove(&attempt)
+                .or_else(|| self.sold.remove(&attempt)),
+            Some(_) => self.holds.remove(&attempt),
+        };
+        let Some((take, user)) = record else {
             if moved {
                 self.version += 1;
             }
             return false;
         };
         match &take {
-            Take::Quantity(n) => self.stock += n,
+            Take::Quantity(n) => self.stock += i64::from(*n),
             Take::Seats(seats) => self.seats.extend(seats.iter().cloned()),
         }
         if let Some(b) = self.bought.get_mut(&user) {
@@ -270,10 +288,30 @@ impl SaleQueue {
         true
     }
 
+    /// See `lua/adjust_stock.lua`.
+    fn adjust_stock(&mut self, change: &StockChange) -> bool {
+        match change {
+            StockChange::Add(n) => self.stock += i64::from(*n),
+            StockChange::Withdraw(n) => self.stock -= i64::from(*n),
+            StockChange::AddSeats(seats) => self.seats.extend(seats.iter().cloned()),
+            StockChange::WithdrawSeats(seats) => {
+                for seat in seats {
+                    self.seats.remove(seat);
+                }
+            }
+        }
+        self.version += 1;
+        true
+    }
+
     /// See `finish_attempt` in `lua/lib/changes.lua`.
     fn finish(&mut self, attempt: Uuid) {
-        let held = self.holds.remove(&attempt).is_some();
-        if self.active.remove(&attempt).is_some() || held {
+        let held = self.holds.remove(&attempt);
+        let changed = held.is_some();
+        if let Some(record) = held {
+            self.sold.insert(attempt, record);
+        }
+        if self.active.remove(&attempt).is_some() || changed {
             self.version += 1;
         }
     }
@@ -328,7 +366,7 @@ impl SaleQueue {
     /// Units or seats free to hold.
     fn remaining(&self) -> u64 {
         match self.kind {
-            StockKind::Quantity => self.stock as u64,
+            StockKind::Quantity => self.stock.max(0) as u64,
             StockKind::Seats => self.seats.len() as u64,
         }
     }
@@ -694,10 +732,12 @@ impl QueueStore for MemoryQueue {
             }
             match take {
                 Take::Quantity(n) => {
-                    if q.stock < *n {
-                        return HoldOutcome::SoldOut { remaining: q.stock };
+                    if q.stock < i64::from(*n) {
+                        return HoldOutcome::SoldOut {
+                            remaining: q.stock.max(0) as u32,
+                        };
                     }
-                    q.stock -= n;
+                    q.stock -= i64::from(*n);
                 }
                 Take::Seats(seats) => {
                     if let Some(taken) = seats.iter().find(|s| !q.seats.contains(*s)) {
@@ -730,6 +770,12 @@ impl QueueStore for MemoryQueue {
             q.restore(attempt.local, keep_slot_until_ms)
         });
         Ok(restored.unwrap_or(false))
+    }
+
+    async fn adjust_stock(&self, sale: SaleId, change: &StockChange) -> QueueResult<bool> {
+        let _timer = CallTimer::start("adjust_stock");
+        let applied = self.with(sale, |q| q.adjust_stock(change));
+        Ok(applied.unwrap_or(false))
     }
 
     async fn apply_sync(&self, sync: &PendingSync) -> QueueResult<bool> {
@@ -791,7 +837,7 @@ impl QueueStore for MemoryQueue {
         Ok(self.with(sale, |q| Holdings {
             version: q.version,
             free: match q.kind {
-                StockKind::Quantity => Stock::Quantity(q.stock),
+                StockKind::Quantity => Stock::Quantity(q.stock.max(0) as u32),
                 StockKind::Seats => Stock::Seats(q.seats.iter().cloned().collect()),
             },
             active: q

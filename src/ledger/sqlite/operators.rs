@@ -1,0 +1,145 @@
+//! The operators' tables on SQLite: named admin keys (by the hash of their secret) and the
+//! admin audit log, each entry written with its outbox event.
+
+use sqlx::sqlite::{SqlitePool, SqliteRow};
+use sqlx::Row;
+
+use super::{db_error, from_ms, SqliteLedger, NOW_MS};
+use crate::domain::{AdminAction, DomainEvent, Role, SaleId};
+use crate::ledger::transition::LedgerTx;
+use crate::ledger::{AdminKeyRow, AuditQuery, LedgerError, LedgerResult};
+
+const KEY_COLUMNS: &str = "id, name, role, created_by, created_at, revoked_at";
+
+fn key_from_row(r: &SqliteRow) -> LedgerResult<AdminKeyRow> {
+    Ok(AdminKeyRow {
+        id: r.get("id"),
+        name: r.get("name"),
+        role: Role::parse(r.get("role"))
+            .ok_or_else(|| LedgerError::Other("bad role in admin_keys row".into()))?,
+        created_by: r.get("created_by"),
+        created_at: from_ms(r.get("created_at")),
+        revoked_at: r.get::<Option<i64>, _>("revoked_at").map(from_ms),
+    })
+}
+
+pub(super) async fn create_key(
+    ledger: &SqliteLedger,
+    key: &AdminKeyRow,
+    hash: &str,
+) -> LedgerResult<()> {
+    let mut tx = ledger.write().await?;
+    let inserted = sqlx::query(
+        "INSERT INTO admin_keys (id, name, role, key_hash, created_by, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (name) DO NOTHING",
+    )
+    .bind(key.id)
+    .bind(&key.name)
+    .bind(key.role.as_str())
+    .bind(hash)
+    .bind(&key.created_by)
+    .bind(key.created_at.timestamp_millis())
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    tx.commit().await.map_err(db_error)?;
+    match inserted.rows_affected() {
+        0 => Err(LedgerError::NameTaken(key.name.clone())),
+        _ => Ok(()),
+    }
+}
+
+pub(super) async fn key(pool: &SqlitePool, hash: &str) -> LedgerResult<Option<AdminKeyRow>> {
+    sqlx::query(&format!(
+        "SELECT {KEY_COLUMNS} FROM admin_keys WHERE key_hash = ?1"
+    ))
+    .bind(hash)
+    .fetch_optional(pool)
+    .await
+    .map_err(db_error)?
+    .as_ref()
+    .map(key_from_row)
+    .transpose()
+}
+
+pub(super) async fn keys(pool: &SqlitePool) -> LedgerResult<Vec<AdminKeyRow>> {
+    sqlx::query(&format!("SELECT {KEY_COLUMNS} FROM admin_keys ORDER BY id"))
+        .fetch_all(pool)
+        .await
+        .map_err(db_error)?
+        .iter()
+        .map(key_from_row)
+        .collect()
+}
+
+pub(super) async fn revoke_key(
+    ledger: &SqliteLedger,
+    name: &str,
+) -> LedgerResult<Option<AdminKeyRow>> {
+    let mut tx = ledger.write().await?;
+    let row = sqlx::query(&format!(
+        "UPDATE admin_keys SET revoked_at = coalesce(revoked_at, {NOW_MS}) WHERE name = ?1
+         RETURNING {KEY_COLUMNS}"
+    ))
+    .bind(name)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    tx.commit().await.map_err(db_error)?;
+    row.as_ref().map(key_from_row).transpose()
+}
+
+pub(super) async fn record_action(ledger: &SqliteLedger, action: &AdminAction) -> LedgerResult<()> {
+    let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
+    let mut tx = ledger.write().await?;
+    sqlx::query(
+        "INSERT INTO admin_audit (id, actor, action, target, sale_id, before, after, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )
+    .bind(action.id)
+    .bind(&action.actor)
+    .bind(&action.action)
+    .bind(&action.target)
+    .bind(action.sale.map(|s| s.0))
+    .bind(json(&action.before))
+    .bind(json(&action.after))
+    .bind(action.at.timestamp_millis())
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    (*tx)
+        .insert_event(&DomainEvent::admin_action(action))
+        .await?;
+    tx.commit().await.map_err(db_error)
+}
+
+pub(super) async fn audit(pool: &SqlitePool, query: &AuditQuery) -> LedgerResult<Vec<AdminAction>> {
+    let rows = sqlx::query(
+        "SELECT id, actor, action, target, sale_id, before, after, at FROM admin_audit
+         WHERE (?1 IS NULL OR sale_id = ?1) AND (?2 IS NULL OR id < ?2)
+         ORDER BY id DESC LIMIT ?3",
+    )
+    .bind(query.sale.map(|s| s.0))
+    .bind(query.before)
+    .bind(i64::from(query.limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    let json = |r: &SqliteRow, column: &str| {
+        r.get::<Option<String>, _>(column)
+            .and_then(|v| serde_json::from_str(&v).ok())
+    };
+    Ok(rows
+        .iter()
+        .map(|r| AdminAction {
+            id: r.get("id"),
+            actor: r.get("actor"),
+            action: r.get("action"),
+            target: r.get("target"),
+            sale: r.get::<Option<uuid::Uuid>, _>("sale_id").map(SaleId),
+            before: json(r, "before"),
+            after: json(r, "after"),
+            at: from_ms(r.get("at")),
+        })
+        .collect())
+}
