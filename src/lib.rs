@@ -33,7 +33,8 @@
 //!   [`service::line`] is each replica's view of the waiting lines, refreshed by one store
 //!   call per sale and interval: a waiting user's status (with its queue ticket) and status
 //!   streams are answered from it.
-//! - [`api`]: HTTP (poem-openapi). One module per group of operations, its request and
+//! - [`api`]: HTTP (poem-openapi), the waiting-room page at `/` and the operator console at
+//!   `/admin` (`api/page/`, `api/console/`). One module per group of operations, its request and
 //!   response types beside its handlers (`api/sales/types.rs`, `api/attempts/types.rs`);
 //!   thin handlers; errors are problem+json.
 //! - [`workers`]: the admission loop (one admitter per sale across replicas, by a fenced lease

@@ -4,6 +4,7 @@
 //! [`crate::service`]. Every error has one shape, problem+json.
 
 mod attempts;
+mod console;
 mod cors;
 mod event_stream;
 mod exposure;
@@ -130,6 +131,8 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
     let routes = Route::new()
         .nest("/", api)
         .at("/waiting-room/:file", get(page::asset))
+        .at("/admin", get(console::index))
+        .at("/admin/:file", get(console::asset))
         .at("/openapi.json", exposure::guard(spec, docs_exposure))
         .nest("/docs", exposure::guard(docs, docs_exposure))
         .at(

@@ -42,7 +42,8 @@ fn logo_origin(url: &str) -> Option<&str> {
     Some(&url[.."https://".len() + end])
 }
 
-fn file(body: impl Into<poem::Body>, content_type: &str, page: &PageConfig) -> Response {
+/// One of the page's files, with the page's policy (the console's files too).
+pub(super) fn file(body: impl Into<poem::Body>, content_type: &str, page: &PageConfig) -> Response {
     Response::builder()
         .content_type(content_type)
         .header(header::CONTENT_SECURITY_POLICY, policy(page))

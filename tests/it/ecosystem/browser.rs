@@ -114,3 +114,41 @@ async fn a_page_on_a_listed_origin_calls_sluice_from_the_browser() {
     assert!(log.contains("all checks passed"), "{log}");
     app.stop().await;
 }
+
+/// The operator console in headless Chromium (`tests/browser/console.mjs`): sign in, a sale
+/// found in the list, its rate changed and seen in the figures, a buyer looked up and refunded
+/// behind a confirmation, a viewer shown no control; a screenshot of each page.
+#[tokio::test]
+async fn the_operator_console_runs_a_sale_in_headless_chromium() {
+    let app = TestApp::spawn_on_with(Backend::Embedded, |c| c.workers.figures_ms = 200).await;
+    let shots =
+        std::env::temp_dir().join(format!("sluice-console-{}", uuid::Uuid::new_v4().simple()));
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    let (base, out_dir) = (app.base.clone(), shots.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg("console.mjs")
+            .current_dir(dir)
+            .env("SLUICE_URL", base)
+            .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
+            .env("SLUICE_USER_SECRET", USER_SECRET)
+            .env("SHOTS", out_dir)
+            .output()
+            .expect("node is installed (scripts/tools)")
+    })
+    .await
+    .unwrap();
+    let log = crate::helpers::output_text(&out);
+    assert!(out.status.success(), "console test failed:\n{log}");
+    assert!(log.contains("all checks passed"), "{log}");
+    let mut seen = Vec::new();
+    for page in ["console-sales", "console-sale", "console-refund", "console-viewer"] {
+        let path = shots.join(format!("{page}.png"));
+        let bytes = std::fs::read(&path).unwrap_or_else(|_| panic!("no screenshot {path:?}"));
+        assert_eq!(png_size(&bytes), (1280, 900), "{page}: a laptop-sized screenshot");
+        assert!(!seen.contains(&bytes), "{page} looks exactly like an earlier page");
+        seen.push(bytes);
+    }
+    println!("screenshots in {}", shots.display());
+    app.stop().await;
+}

@@ -1,0 +1,156 @@
+// The operator console (/admin) end to end in headless Chromium on a laptop-sized screen: sign
+// in with the admin key, find a sale in the list, change its rate and see it take effect in
+// the sale's figures, look a buyer up by user id and refund the purchase behind a confirmation;
+// then a viewer key sees the sale and the buyer but no control. Each page is screenshotted into
+// $SHOTS (the Rust test checks the images).
+//
+//   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… SHOTS=dir node console.mjs
+
+import { createHmac } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+
+const BASE = process.env.SLUICE_URL;
+const ADMIN_KEY = process.env.SLUICE_ADMIN_KEY;
+const USER_SECRET = process.env.SLUICE_USER_SECRET;
+const SHOTS = process.env.SHOTS;
+const LAPTOP = { width: 1280, height: 900 };
+mkdirSync(SHOTS, { recursive: true });
+
+function token(user) {
+  const b64 = (v) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const head = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub: user, exp: Math.floor(Date.now() / 1000) + 600 })}`;
+  return `${head}.${createHmac('sha256', USER_SECRET).update(head).digest('base64url')}`;
+}
+
+function check(ok, message) {
+  if (!ok) throw new Error(`check failed: ${message}`);
+  console.log(`ok - ${message}`);
+}
+
+async function call(headers, method, path, body) {
+  const res = await fetch(`${BASE}${path}`, {
+    method,
+    headers: { ...headers, 'Content-Type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const answer = await res.json().catch(() => null);
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
+  return answer;
+}
+const admin = (method, path, body) => call({ 'X-Admin-Key': ADMIN_KEY }, method, path, body);
+const asUser = (user, method, path, body) =>
+  call({ Authorization: `Bearer ${token(user)}` }, method, path, body);
+
+// A buyer who joins, is admitted, holds a unit and pays in the sandbox: CONFIRMED.
+async function buy(user, saleId) {
+  let attempt = await asUser(user, 'POST', `/v1/sales/${saleId}/attempts`);
+  for (let i = 0; i < 100 && attempt.state !== 'ADMITTED'; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    attempt = await asUser(user, 'GET', `/v1/attempts/${attempt.attempt_id}`);
+  }
+  await asUser(user, 'POST', `/v1/attempts/${attempt.attempt_id}/hold`,
+    { admission_token: attempt.admission_token, quantity: 1 });
+  const paying = await asUser(user, 'POST', `/v1/attempts/${attempt.attempt_id}/checkout`);
+  await asUser(user, 'POST', `/sandbox/payments/${paying.payment.reference}`, { outcome: 'approve' });
+  return attempt.attempt_id;
+}
+
+async function waitText(locator, text, what) {
+  for (let i = 0; i < 150; i++) {
+    const now = (await locator.textContent().catch(() => '')) || '';
+    if (now.includes(text)) return now;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`check failed: ${what}: never showed "${text}"`);
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+
+async function signedIn(key) {
+  const context = await browser.newContext({ viewport: LAPTOP, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+  await page.goto(`${BASE}/admin`);
+  await page.getByLabel('Admin key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('#sales').waitFor({ state: 'visible' });
+  return { page, context };
+}
+
+const shot = (page, name) => page.screenshot({ path: `${SHOTS}/${name}.png` });
+
+try {
+  const name = 'Autumn tour — Busan';
+  const sale = (await admin('POST', '/v1/sales', {
+    name, quantity: 5, per_user_limit: 2, rate_per_minute: 60000, max_active: 1000,
+  })).id;
+  await buy('console-buyer', sale);
+  await buy('console-other', sale);
+  const viewer = (await admin('POST', '/v1/admin/keys', { name: 'support-desk', role: 'viewer' })).secret;
+
+  // 1. The operator signs in and finds the sale with its figures.
+  {
+    const { page, context } = await signedIn(ADMIN_KEY);
+    check((await page.locator('#who-name').textContent()).includes('configured (admin)'), 'the console says who is signed in');
+    const row = page.locator('#sales-rows tr', { hasText: name });
+    await row.waitFor();
+    check((await row.locator('td').nth(4).textContent()) === '2', 'the list shows the units sold');
+    check(await page.evaluate(() => sessionStorage.getItem('sluice-admin-key') !== null), 'the key is kept in the tab');
+    await shot(page, 'console-sales');
+
+    // 2. The sale's page: charts, then a rate change that the figures take up.
+    await row.getByRole('link', { name }).click();
+    await waitText(page.locator('#sale-summary'), 'rate in force 60000/min', 'the sale page shows the rate in force');
+    check(await page.locator('#chart-stock polyline').count() === 4, 'the stock chart draws four series');
+    await page.getByLabel('Rate a minute').fill('1234');
+    await page.getByRole('button', { name: 'Set admission' }).click();
+    await waitText(page.locator('#message'), 'Admission set.', 'the change is confirmed');
+    await waitText(page.locator('#sale-summary'), 'rate in force 1234/min', 'the new rate shows in the figures');
+    await shot(page, 'console-sale');
+
+    // 3. A buyer looked up by user id; the purchase refunded behind a confirmation.
+    await page.getByLabel('User id').fill('console-buyer');
+    await page.getByRole('button', { name: 'Look up' }).click();
+    await waitText(page.locator('.attempt-state'), 'CONFIRMED', 'the buyer\'s purchase is found');
+    check(await page.locator('#attempts td', { hasText: 'PAYMENT_PENDING → CONFIRMED' }).count() === 1, 'its trail is shown');
+    page.once('dialog', (d) => { check(d.message().includes('Refund console-buyer'), 'the refund asks first'); d.dismiss(); });
+    await page.getByRole('button', { name: 'Refund' }).click();
+    check((await page.locator('.attempt-state').textContent()).includes('CONFIRMED'), 'a dismissed confirmation refunds nothing');
+    page.once('dialog', (d) => d.accept());
+    await page.getByRole('button', { name: 'Refund' }).click();
+    await waitText(page.locator('.attempt-state'), 'EXPIRED (refunded)', 'the purchase is refunded');
+    const stats = await admin('GET', `/v1/sales/${sale}/stats`);
+    check(stats.remaining === 4 && stats.expired.refunded === 1, 'the unit is back on sale');
+    await shot(page, 'console-refund');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    check(await page.getByLabel('Admin key').isVisible(), 'signing out shows the sign-in again');
+    check(await page.evaluate(() => sessionStorage.getItem('sluice-admin-key') === null), 'and forgets the key');
+    await context.close();
+  }
+
+  // 4. A viewer sees the sale and the buyers, and no control.
+  {
+    const { page, context } = await signedIn(viewer);
+    check((await page.locator('#who-name').textContent()).includes('support-desk (viewer)'), 'the viewer is named');
+    await page.locator('#sales-rows a', { hasText: name }).click();
+    await waitText(page.locator('#sale-summary'), 'rate in force', 'the viewer sees the figures');
+    check(await page.locator('.controls').isHidden(), 'no knobs for a viewer');
+    for (const label of ['Pause', 'Resume', 'Close the sale', 'Set admission', 'Add']) {
+      check(!(await page.getByRole('button', { name: label, exact: true }).isVisible()), `no ${label} button for a viewer`);
+    }
+    await page.getByLabel('User id').fill('console-other');
+    await page.getByRole('button', { name: 'Look up' }).click();
+    await waitText(page.locator('.attempt-state'), 'CONFIRMED', 'the viewer finds a purchase');
+    check(await page.getByRole('button', { name: 'Refund' }).count() === 0, 'and no refund button');
+    await shot(page, 'console-viewer');
+    await context.close();
+  }
+  console.log('all checks passed');
+} finally {
+  await browser.close();
+}
