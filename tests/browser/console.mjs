@@ -6,27 +6,14 @@
 //
 //   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… SHOTS=dir node console.mjs
 
-import { createHmac } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { check, launch, token } from './common.mjs';
 
 const BASE = process.env.SLUICE_URL;
 const ADMIN_KEY = process.env.SLUICE_ADMIN_KEY;
-const USER_SECRET = process.env.SLUICE_USER_SECRET;
 const SHOTS = process.env.SHOTS;
 const LAPTOP = { width: 1280, height: 900 };
 mkdirSync(SHOTS, { recursive: true });
-
-function token(user) {
-  const b64 = (v) => Buffer.from(JSON.stringify(v)).toString('base64url');
-  const head = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub: user, exp: Math.floor(Date.now() / 1000) + 600 })}`;
-  return `${head}.${createHmac('sha256', USER_SECRET).update(head).digest('base64url')}`;
-}
-
-function check(ok, message) {
-  if (!ok) throw new Error(`check failed: ${message}`);
-  console.log(`ok - ${message}`);
-}
 
 async function call(headers, method, path, body) {
   const res = await fetch(`${BASE}${path}`, {
@@ -65,11 +52,7 @@ async function waitText(locator, text, what) {
   throw new Error(`check failed: ${what}: never showed "${text}"`);
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 
 async function signedIn(key) {
   const context = await browser.newContext({ viewport: LAPTOP, deviceScaleFactor: 1 });

@@ -6,24 +6,11 @@
 //
 //   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… SHOP_PORT=… OTHER_PORT=… node cross-origin.mjs
 
-import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
-import { chromium } from 'playwright-core';
+import { check, launch, token } from './common.mjs';
 
 const BASE = process.env.SLUICE_URL;
 const ADMIN_KEY = process.env.SLUICE_ADMIN_KEY;
-const USER_SECRET = process.env.SLUICE_USER_SECRET;
-
-function token(user) {
-  const b64 = (v) => Buffer.from(JSON.stringify(v)).toString('base64url');
-  const head = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub: user, exp: Math.floor(Date.now() / 1000) + 600 })}`;
-  return `${head}.${createHmac('sha256', USER_SECRET).update(head).digest('base64url')}`;
-}
-
-function check(ok, message) {
-  if (!ok) throw new Error(`check failed: ${message}`);
-  console.log(`ok - ${message}`);
-}
 
 // The shop's page: its script calls sluice on the other origin and writes what it saw.
 const PAGE = `<!doctype html><meta charset="utf-8"><title>Shop</title><pre id="out">running</pre>
@@ -62,11 +49,7 @@ await fetch(`${BASE}/v1/sales/${sale.id}/pause`, { method: 'POST', headers: { 'X
 
 const shop = await serve(Number(process.env.SHOP_PORT));
 const other = await serve(Number(process.env.OTHER_PORT));
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 
 async function visit(port, user) {
   const page = await browser.newPage();
