@@ -118,7 +118,7 @@ pub fn errors_of(operation: &str) -> Option<&'static [u16]> {
 }
 
 /// `document` (poem-openapi's spec) with each operation's 4xx and 5xx answers cut to those
-/// [`ERRORS`] gives it, the form of its ids and keys ([`PARAMETERS`]), and an explicit empty
+/// [`ERRORS`] gives it, the form of its ids and keys (`PARAMETERS`), and an explicit empty
 /// `security` on the operations that need no credentials. An operation missing from the table keeps all of its answers (a unit
 /// test makes sure none is missing).
 pub fn cut_errors(document: &str) -> String {

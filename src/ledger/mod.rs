@@ -348,7 +348,7 @@ pub trait Ledger: Send + Sync + 'static {
     async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord>;
     async fn set_admission(&self, id: SaleId, admission: Admission) -> LedgerResult<SaleRecord>;
     async fn set_proof_of_work(&self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<SaleRecord>;
-    /// An operator's change to the sale's stock ([`flows::change_stock`]).
+    /// An operator's change to the sale's stock (`ledger/flows.rs`).
     async fn change_stock(&self, id: SaleId, change: &StockChange) -> LedgerResult<SaleRecord>;
     /// A new name, or a new end to joins, for the sale (what is not given stays).
     async fn set_details(

@@ -123,7 +123,7 @@ pub enum JoinOutcome {
         waiting: u64,
         measured_rate: f64,
         configured_rate: f64,
-        /// Its join serial and the line's epoch ([`LineDigest::epoch`]): what its queue
+        /// Its join serial and the line's epoch (`LineDigest`'s `epoch`): what its queue
         /// ticket carries, so later status answers need no store call.
         serial: u64,
         epoch: String,

@@ -1,6 +1,6 @@
 //! The Redis queue store: every operation is one Lua script from `lua/` (EVALSHA, with the
 //! NOSCRIPT fallback of `::redis::Script`), so each change is atomic and a retried call is safe.
-//! One [`RedisConnection`] (a single server or a Redis Cluster) serves all calls and reconnects
+//! One `RedisConnection` (a single server or a Redis Cluster) serves all calls and reconnects
 //! by itself; each call is bounded by `timeout`, so a dead Redis turns into
 //! [`QueueError::Unavailable`] quickly.
 

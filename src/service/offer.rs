@@ -1,6 +1,6 @@
 //! What a user may buy in a sale: its name, limits and free stock — for the waiting-room page
 //! and any storefront. It comes from the ledger's row of the sale and the queue store's stock
-//! counter (see [`read`]; free seats only for seated sales), but every waiting user's page asks
+//! counter (see `read`; free seats only for seated sales), but every waiting user's page asks
 //! for it, and every join reads its proof-of-work settings from it, and the ledger must only
 //! see admitted traffic: answers are kept for a second per sale, so a crowd costs the ledger
 //! one read a second. One request reads at a time (per sale); while it does, the others are

@@ -1,6 +1,6 @@
 //! The one path every decision of the machine takes once it is made: each step the ledger
 //! wrote is counted (`sluice_transitions_total`), the queue store is brought in line
-//! ([`super::sync`]) and the attempt's status streams on this replica are told. A waiting
+//! (`service/sync.rs`) and the attempt's status streams on this replica are told. A waiting
 //! attempt's end, kept in the queue store only, is counted through [`waiting_ended`].
 
 use super::{sync_queue_all, App};

@@ -6,7 +6,7 @@
 //! A hold in flight makes the two disagree for a moment (the store takes first, the ledger
 //! commits after), so a difference is repaired only once it has stood still: the store's
 //! version (it counts every change to its holdings) and the ledger's snapshot the same at
-//! [`STANDING`] checks in a row and for twice the ledger's acquire timeout (longer than a
+//! `STANDING` checks in a row and for twice the ledger's acquire timeout (longer than a
 //! hold of another replica can be between the two), with no queue-sync change waiting and
 //! no hold of this process in flight; and the repair is a compare-and-set on that version
 //! (any change since makes it a no-op).

@@ -6,7 +6,7 @@
 //! and its oldest age are gauges (`sluice_queue_sync_pending`,
 //! `sluice_queue_sync_oldest_age_seconds`; alert `SluiceQueueSyncBehind`).
 //!
-//! Every [`REPLAY_EVERY`] rounds it also replays: the rows applied within
+//! Every `REPLAY_EVERY` rounds it also replays: the rows applied within
 //! `workers.queue_sync_replay_secs` whose application the store has no record of (a Redis
 //! failover or restart lost the last writes the ledger saw applied) are applied again, once
 //! (`sluice_queue_sync_replayed_total`). The store records each change's id with the change,

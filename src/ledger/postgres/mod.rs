@@ -1,13 +1,11 @@
 //! The PostgreSQL ledger (sqlx, migrations in `migrations/postgres`).
 //!
-//! Layout: `sales.rs` (sales and their stats), `attempts.rs` (loading, and the [`LedgerTx`]
-//! statements the shared transitions and flows run), `figures.rs` (a sale's figures over time),
-//! `idempotency.rs`, `operators.rs` (admin
-//! keys and the admin audit log), `outbox.rs` (the event row every transition writes),
-//! `queue_sync.rs`, `support.rs` (support's reads). The trait impl below delegates, opening
-//! and committing the transaction of each shared flow.
-//!
-//! [`LedgerTx`]: crate::ledger::transition::LedgerTx
+//! Layout: `sales.rs` (sales and their stats), `attempts.rs` (loading, and the statements of
+//! `LedgerTx` in `ledger/transition.rs` that the shared transitions and flows run),
+//! `figures.rs` (a sale's figures over time), `idempotency.rs`, `operators.rs` (admin keys and
+//! the admin audit log), `outbox.rs` (the event row every transition writes), `queue_sync.rs`,
+//! `support.rs` (support's reads). The trait impl below delegates, opening and committing the
+//! transaction of each shared flow.
 
 mod attempts;
 mod figures;

@@ -1,12 +1,10 @@
 //! The SQLite ledger of the embedded default (sqlx, migrations in `migrations/sqlite`): the
 //! same guarantees as PostgreSQL — conditional stock (a unit has one holder), unique payment
 //! event ids, a transition and its outbox row in one transaction — with writers serialised by
-//! `BEGIN IMMEDIATE`. Layout: `sales.rs`, `attempts.rs` (the [`LedgerTx`] statements
-//! the shared transitions and flows run), `figures.rs` (a sale's figures over time),
-//! `idempotency.rs`, `operators.rs` (admin keys and
-//! the admin audit log), `outbox.rs`, `queue_sync.rs`, `support.rs` (support's reads).
-//!
-//! [`LedgerTx`]: crate::ledger::transition::LedgerTx
+//! `BEGIN IMMEDIATE`. Layout: `sales.rs`, `attempts.rs` (the statements of `LedgerTx` in
+//! `ledger/transition.rs` that the shared transitions and flows run), `figures.rs` (a sale's
+//! figures over time), `idempotency.rs`, `operators.rs` (admin keys and the admin audit log),
+//! `outbox.rs`, `queue_sync.rs`, `support.rs` (support's reads).
 
 mod attempts;
 mod figures;

@@ -5,7 +5,7 @@
 //! A ticket opening queues millions in one sale, so nothing a join, a status or a reaper tick
 //! does walks the queue: the waiting line is an order-statistic B-tree (a place is a rank,
 //! found in logarithmic time, as `lua/lib/queue.lua` finds it without a scan) and presence is
-//! kept oldest first ([`presence`]).
+//! kept oldest first (`presence.rs`).
 
 mod presence;
 

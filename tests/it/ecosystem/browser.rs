@@ -142,11 +142,23 @@ async fn the_operator_console_runs_a_sale_in_headless_chromium() {
     assert!(out.status.success(), "console test failed:\n{log}");
     assert!(log.contains("all checks passed"), "{log}");
     let mut seen = Vec::new();
-    for page in ["console-sales", "console-sale", "console-refund", "console-viewer"] {
+    for page in [
+        "console-sales",
+        "console-sale",
+        "console-refund",
+        "console-viewer",
+    ] {
         let path = shots.join(format!("{page}.png"));
         let bytes = std::fs::read(&path).unwrap_or_else(|_| panic!("no screenshot {path:?}"));
-        assert_eq!(png_size(&bytes), (1280, 900), "{page}: a laptop-sized screenshot");
-        assert!(!seen.contains(&bytes), "{page} looks exactly like an earlier page");
+        assert_eq!(
+            png_size(&bytes),
+            (1280, 900),
+            "{page}: a laptop-sized screenshot"
+        );
+        assert!(
+            !seen.contains(&bytes),
+            "{page} looks exactly like an earlier page"
+        );
         seen.push(bytes);
     }
     println!("screenshots in {}", shots.display());
