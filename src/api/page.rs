@@ -55,7 +55,7 @@ pub(super) fn file(body: impl Into<poem::Body>, content_type: &str, page: &PageC
 
 /// The visitor's language among [`LANGUAGES`], from `Accept-Language` (highest `q` first; the
 /// default when none is spoken).
-fn language(accept: Option<&str>) -> &'static str {
+pub(super) fn language(accept: Option<&str>) -> &'static str {
     let mut best = (LANGUAGES[0], 0.0_f32);
     for item in accept.unwrap_or("").split(',') {
         let mut parts = item.trim().split(';');

@@ -1,7 +1,8 @@
 // The operator console (/admin) end to end in headless Chromium on a laptop-sized screen: sign
 // in with the admin key, find a sale in the list, change its rate and see it take effect in
 // the sale's figures, look a buyer up by user id and refund the purchase behind a confirmation;
-// then a viewer key sees the sale and the buyer but no control. Each page is screenshotted into
+// then a viewer key sees the sale and the buyer but no control; a Korean browser gets the
+// console in Korean. Each page is screenshotted into
 // $SHOTS (the Rust test checks the images).
 //
 //   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… SHOTS=dir node console.mjs
@@ -131,6 +132,21 @@ try {
     await waitText(page.locator('.attempt-state'), 'CONFIRMED', 'the viewer finds a purchase');
     check(await page.getByRole('button', { name: 'Refund' }).count() === 0, 'and no refund button');
     await shot(page, 'console-viewer');
+    await context.close();
+  }
+  // 5. A Korean browser gets the console in Korean.
+  {
+    const context = await browser.newContext({ viewport: LAPTOP, deviceScaleFactor: 1, locale: 'ko-KR' });
+    const page = await context.newPage();
+    page.on('pageerror', (e) => { throw new Error(`page error: ${e.message}`); });
+    await page.goto(`${BASE}/admin`);
+    check(await page.evaluate(() => document.documentElement.lang) === 'ko', 'a Korean browser gets the console in Korean');
+    await page.getByLabel('관리자 키').fill(ADMIN_KEY);
+    await page.getByRole('button', { name: '로그인' }).click();
+    await page.locator('#sales-rows a', { hasText: name }).click();
+    await waitText(page.locator('#sale-summary'), '현재 속도 분당 1234', 'the figures speak Korean');
+    check(await page.getByRole('button', { name: '일시 정지' }).isVisible(), 'the knobs speak Korean');
+    await shot(page, 'console-ko');
     await context.close();
   }
   console.log('all checks passed');

@@ -1,7 +1,7 @@
 // The operator console at /admin: the sales with live figures, a sale's queue, valve and stock
 // over the last hour, its knobs, and a buyer's attempts with their trail and a refund. It uses
 // only the public API, with the admin key kept in this tab's session storage; a key whose role
-// does not allow a change sees no control for it.
+// does not allow a change sees no control for it. It speaks English and Korean.
 'use strict';
 
 (() => {
@@ -10,6 +10,75 @@
   const $ = (id) => document.getElementById(id);
   let me = null;
   let timer = null;
+
+  // The console speaks the operator's language: the page's `lang` (the server's pick from
+  // Accept-Language), English otherwise.
+  const MESSAGES = {
+    en: {
+      title: 'sluice console', signOut: 'Sign out', signInTitle: 'Sign in', adminKey: 'Admin key',
+      signIn: 'Sign in', sales: 'Sales', colSale: 'Sale', colStatus: 'Status', colWaiting: 'Waiting',
+      colActive: 'Active', colSold: 'Sold', colFree: 'Free', colTotal: 'Total',
+      chartQueue: 'Queue: waiting, active', chartValve: 'Valve: rate, admitted a minute',
+      chartStock: 'Stock: holding, paying, sold, free', controls: 'Controls', pause: 'Pause',
+      resume: 'Resume', close: 'Close the sale', admission: 'Admission', rate: 'Rate a minute',
+      cap: 'Active cap', mode: 'Mode', from: 'Adaptive from', to: 'to', setAdmission: 'Set admission',
+      pow: 'Proof of work', bits: 'Difficulty bits', setPow: 'Set proof of work', stock: 'Stock',
+      units: 'Units', add: 'Add', withdraw: 'Withdraw', find: 'Find a buyer', userId: 'User id',
+      lookUp: 'Look up', refund: 'Refund', manual: 'manual', adaptive: 'adaptive',
+      open: 'open', paused: 'paused', closed: 'closed',
+      keyInvalid: 'The key is not valid (unknown or revoked).',
+      free: (free, total) => `${free} of ${total} free`,
+      waiting: (n) => `waiting ${n}`,
+      rateInForce: (n) => `rate in force ${n}/min`,
+      controller: (d) => `(controller: ${d})`,
+      noFigures: 'no figures yet',
+      seriesWaiting: 'waiting', seriesActive: 'active', seriesRate: 'rate', seriesAdmitted: 'admitted/min',
+      seriesHolding: 'holding', seriesPaying: 'paying', seriesSold: 'sold', seriesFree: 'free',
+      max: 'max',
+      confirmClose: 'Close the sale for good? Everyone still waiting is told it ended.',
+      confirmRefund: (user) => `Refund ${user}'s purchase? Its units go back on sale.`,
+      done: (what) => `Sale: ${what} done.`, admissionSet: 'Admission set.',
+      powSet: 'Proof of work set.', stockDone: (op) => `Stock: ${op} done.`, refunded: 'Refunded.',
+      noAttempt: (user) => `No attempt of ${user} in this sale.`,
+    },
+    ko: {
+      title: 'sluice 콘솔', signOut: '로그아웃', signInTitle: '로그인', adminKey: '관리자 키',
+      signIn: '로그인', sales: '판매', colSale: '판매', colStatus: '상태', colWaiting: '대기',
+      colActive: '입장', colSold: '판매됨', colFree: '남음', colTotal: '전체',
+      chartQueue: '대기열: 대기, 입장', chartValve: '밸브: 속도, 분당 입장',
+      chartStock: '재고: 확보, 결제 중, 판매됨, 남음', controls: '조작', pause: '일시 정지',
+      resume: '재개', close: '판매 종료', admission: '입장', rate: '분당 입장',
+      cap: '동시 입장 한도', mode: '방식', from: '자동 최소', to: '최대', setAdmission: '입장 설정',
+      pow: '작업 증명', bits: '난이도 비트', setPow: '작업 증명 설정', stock: '재고',
+      units: '수량', add: '추가', withdraw: '회수', find: '구매자 찾기', userId: '사용자 ID',
+      lookUp: '찾기', refund: '환불', manual: '수동', adaptive: '자동',
+      open: '진행 중', paused: '일시 정지됨', closed: '종료됨',
+      keyInvalid: '키가 유효하지 않습니다 (알 수 없거나 폐기됨).',
+      free: (free, total) => `${total}개 중 ${free}개 남음`,
+      waiting: (n) => `대기 ${n}`,
+      rateInForce: (n) => `현재 속도 분당 ${n}`,
+      controller: (d) => `(제어기: ${d})`,
+      noFigures: '아직 수치가 없습니다',
+      seriesWaiting: '대기', seriesActive: '입장', seriesRate: '속도', seriesAdmitted: '분당 입장',
+      seriesHolding: '확보', seriesPaying: '결제 중', seriesSold: '판매됨', seriesFree: '남음',
+      max: '최대',
+      confirmClose: '판매를 완전히 종료할까요? 대기 중인 모든 분께 종료가 안내됩니다.',
+      confirmRefund: (user) => `${user}님의 구매를 환불할까요? 수량은 다시 판매됩니다.`,
+      done: (what) => `판매: ${what} 완료.`, admissionSet: '입장을 설정했습니다.',
+      powSet: '작업 증명을 설정했습니다.', stockDone: (op) => `재고: ${op} 완료.`, refunded: '환불했습니다.',
+      noAttempt: (user) => `이 판매에 ${user}님의 시도가 없습니다.`,
+    },
+  };
+  const LANG = MESSAGES[document.documentElement.lang] ? document.documentElement.lang : 'en';
+  const t = (key, ...args) => {
+    const m = MESSAGES[LANG][key] ?? MESSAGES.en[key];
+    return typeof m === 'function' ? m(...args) : m;
+  };
+
+  function translate() {
+    for (const el of document.querySelectorAll('[data-t]')) el.textContent = t(el.dataset.t);
+    for (const el of document.querySelectorAll('[data-t-label]')) el.setAttribute('aria-label', t(el.dataset.tLabel));
+  }
 
   function say(text, bad) {
     const m = $('message');
@@ -27,7 +96,7 @@
       body: body ? JSON.stringify(body) : undefined,
     });
     const answer = res.status === 204 ? null : await res.json().catch(() => null);
-    if (res.status === 401) signOut('The key is not valid (unknown or revoked).');
+    if (res.status === 401) signOut(t('keyInvalid'));
     if (!res.ok) throw new Error((answer && answer.detail) || `${method} ${path}: ${res.status}`);
     return answer;
   }
@@ -78,7 +147,7 @@
         link.textContent = s.name;
         name.append(link);
         const n = (v) => (stats ? String(v) : '–');
-        tr.append(name, cell(s.status),
+        tr.append(name, cell(t(s.status)),
           cell(n(stats && stats.waiting), true),
           cell(n(stats && stats.admitted + stats.holding + stats.paying), true),
           cell(n(stats && stats.units.sold), true),
@@ -109,7 +178,7 @@
     legend.setAttribute('x', '2');
     legend.setAttribute('y', '118');
     const last = points[points.length - 1] || {};
-    legend.textContent = series.map(([key, label]) => `${label} ${Math.round(last[key] || 0)}`).join(' · ') + ` (max ${Math.round(max)})`;
+    legend.textContent = series.map(([key, label]) => `${label} ${Math.round(last[key] || 0)}`).join(' · ') + ` (${t('max')} ${Math.round(max)})`;
     svg.replaceChildren(...parts, legend);
   }
 
@@ -122,12 +191,13 @@
       ]);
       $('sale-name').textContent = sale.name;
       const last = figures.points[figures.points.length - 1];
-      $('sale-summary').textContent = `${sale.status} · ${sale.remaining} of ${sale.total} free` +
-        (last ? ` · waiting ${last.waiting} · rate in force ${Math.round(last.rate_per_minute)}/min` +
-          (last.decision ? ` (controller: ${last.decision})` : '') : ' · no figures yet');
-      chart($('chart-queue'), figures.points, [['waiting', 'waiting'], ['active', 'active']]);
-      chart($('chart-valve'), figures.points, [['rate_per_minute', 'rate'], ['admitted_per_minute', 'admitted/min']]);
-      chart($('chart-stock'), figures.points, [['holding_units', 'holding'], ['paying_units', 'paying'], ['sold_units', 'sold'], ['remaining', 'free']]);
+      $('sale-summary').textContent = `${t(sale.status)} · ${t('free', sale.remaining, sale.total)} · ` +
+        (last ? `${t('waiting', last.waiting)} · ${t('rateInForce', Math.round(last.rate_per_minute))}` +
+          (last.decision ? ` ${t('controller', last.decision)}` : '') : t('noFigures'));
+      chart($('chart-queue'), figures.points, [['waiting', t('seriesWaiting')], ['active', t('seriesActive')]]);
+      chart($('chart-valve'), figures.points, [['rate_per_minute', t('seriesRate')], ['admitted_per_minute', t('seriesAdmitted')]]);
+      chart($('chart-stock'), figures.points, [['holding_units', t('seriesHolding')], ['paying_units', t('seriesPaying')],
+        ['sold_units', t('seriesSold')], ['remaining', t('seriesFree')]]);
       return sale;
     };
     const sale = await draw();
@@ -163,8 +233,8 @@
     for (const button of document.querySelectorAll('[data-action]')) {
       button.addEventListener('click', () => {
         const action = button.dataset.action;
-        if (action === 'close' && !window.confirm('Close the sale for good? Everyone still waiting is told it ended.')) return;
-        act(`Sale: ${action} done.`, () => api('POST', `/v1/sales/${saleId()}/${action}`));
+        if (action === 'close' && !window.confirm(t('confirmClose'))) return;
+        act(t('done', t(action)), () => api('POST', `/v1/sales/${saleId()}/${action}`));
       });
     }
     $('admission').addEventListener('submit', (e) => {
@@ -175,16 +245,16 @@
         body.min_rate_per_minute = number(f.min_rate_per_minute.value);
         body.max_rate_per_minute = number(f.max_rate_per_minute.value);
       }
-      act('Admission set.', () => api('PUT', `/v1/sales/${saleId()}/admission`, body));
+      act(t('admissionSet'), () => api('PUT', `/v1/sales/${saleId()}/admission`, body));
     });
     $('proof-of-work').addEventListener('submit', (e) => {
       e.preventDefault();
-      act('Proof of work set.', () => api('PUT', `/v1/sales/${saleId()}/proof-of-work`, { difficulty_bits: Number(e.target.difficulty_bits.value) }));
+      act(t('powSet'), () => api('PUT', `/v1/sales/${saleId()}/proof-of-work`, { difficulty_bits: Number(e.target.difficulty_bits.value) }));
     });
     $('stock').addEventListener('submit', (e) => {
       e.preventDefault();
       const op = e.submitter ? e.submitter.value : 'add';
-      act(`Stock: ${op} done.`, () => api('POST', `/v1/sales/${saleId()}/stock`, { [op]: Number(e.target.units.value) }));
+      act(t('stockDone', t(op)), () => api('POST', `/v1/sales/${saleId()}/stock`, { [op]: Number(e.target.units.value) }));
     });
     $('lookup').addEventListener('submit', (e) => {
       e.preventDefault();
@@ -212,10 +282,10 @@
       if (a.state === 'CONFIRMED' && may('operator')) {
         const refund = document.createElement('button');
         refund.type = 'button';
-        refund.textContent = 'Refund';
+        refund.textContent = t('refund');
         refund.addEventListener('click', () => {
-          if (!window.confirm(`Refund ${user}'s purchase? Its units go back on sale.`)) return;
-          act('Refunded.', async () => {
+          if (!window.confirm(t('confirmRefund', user))) return;
+          act(t('refunded'), async () => {
             await api('POST', `/v1/sales/${saleId()}/attempts/${a.attempt_id}/refund`);
             await lookup(user);
           });
@@ -225,7 +295,7 @@
       return box;
     });
     $('attempts').replaceChildren(...blocks);
-    if (!blocks.length) say(`No attempt of ${user} in this sale.`);
+    if (!blocks.length) say(t('noAttempt', user));
   }
 
   function route() {
@@ -235,6 +305,7 @@
     (m ? saleView(m[1]) : salesView()).catch((e) => say(e.message, true));
   }
 
+  translate();
   wire();
   window.addEventListener('hashchange', route);
   const kept = sessionStorage.getItem(KEY);
