@@ -1,5 +1,6 @@
 //! The ledger's flows beyond one event on one attempt, written once for every database over
-//! [`LedgerTx`]: a sale's creation, status (a closed sale stays closed) and stock, admissions
+//! [`LedgerTx`]: a sale's creation, status (a closed sale stays closed) and stock, an admin
+//! action's audit entry, admissions
 //! (QUEUED → ADMITTED, the attempt's first row), payment webhooks (each provider event applied
 //! once) and the reapers' expiry by deadline. Each runs inside
 //! the caller's transaction; the dialects differ only in the statements they give.
@@ -11,7 +12,8 @@ use uuid::Uuid;
 use super::transition::{transition, LedgerTx};
 use super::{AdmissionPlan, Applied, LedgerError, LedgerResult, PaymentApplied};
 use crate::domain::{
-    decide, AttemptEvent, AttemptState, DomainEvent, Sale, SaleId, SaleStatus, StockChange,
+    decide, AdminAction, AttemptEvent, AttemptState, DomainEvent, Sale, SaleId, SaleStatus,
+    StockChange,
 };
 use crate::queue::Admitted;
 
@@ -80,6 +82,15 @@ pub(crate) async fn change_stock<T: LedgerTx + ?Sized>(
         });
     }
     tx.write_sale_total(id, change.total_after(total)).await
+}
+
+/// One entry of the admin audit log and its event, in the caller's transaction.
+pub(crate) async fn record_admin_action<T: LedgerTx + ?Sized>(
+    tx: &mut T,
+    action: &AdminAction,
+) -> LedgerResult<()> {
+    tx.insert_admin_action(action).await?;
+    tx.insert_event(&DomainEvent::admin_action(action)).await
 }
 
 /// Records attempts the queue store admitted: their rows, the audit trail and each one's

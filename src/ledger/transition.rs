@@ -15,7 +15,7 @@ use crate::domain::{
     decide, AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, Effect, Sale, SaleId,
     SaleStatus, UserId,
 };
-use crate::domain::{StockKind, Take};
+use crate::domain::{AdminAction, StockKind, Take};
 use crate::queue::Admitted;
 
 /// The statements the shared transitions and flows need, on an open transaction of one
@@ -82,6 +82,8 @@ pub(crate) trait LedgerTx: Send {
     /// Deletes the named seats that are free; how many it deleted.
     async fn withdraw_seats(&mut self, id: SaleId, seats: &[String]) -> LedgerResult<u32>;
     async fn write_sale_total(&mut self, id: SaleId, total: u32) -> LedgerResult<()>;
+    /// Inserts one entry of the admin audit log.
+    async fn insert_admin_action(&mut self, action: &AdminAction) -> LedgerResult<()>;
 }
 
 /// Applies `event` to a locked attempt.

@@ -8,8 +8,8 @@ use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
 use super::{db_error, outbox};
+use crate::domain::{AdminAction, Buyer, LiveAttempt, Sale, SaleStatus, StockKind, Take};
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, SaleId, UserId};
-use crate::domain::{Buyer, LiveAttempt, Sale, SaleStatus, StockKind, Take};
 use crate::ledger::transition::{apply_in, timeout_state, LedgerTx};
 use crate::ledger::{
     AdmissionPlan, Applied, AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange,
@@ -330,6 +330,9 @@ impl LedgerTx for PgConnection {
 
     async fn write_sale_total(&mut self, id: SaleId, total: u32) -> LedgerResult<()> {
         super::sales::write_total(self, id, total).await
+    }
+    async fn insert_admin_action(&mut self, action: &AdminAction) -> LedgerResult<()> {
+        super::operators::insert_action(self, action).await
     }
 }
 

@@ -2,11 +2,13 @@
 //! admin audit log, each entry written with its outbox event.
 
 use sqlx::postgres::PgRow;
-use sqlx::{PgPool, Row};
+use sqlx::{PgConnection, PgPool, Row};
 
-use super::{db_error, outbox};
-use crate::domain::{AdminAction, DomainEvent, Role, SaleId};
-use crate::ledger::{AdminKeyRow, AuditQuery, LedgerError, LedgerResult};
+use super::db_error;
+use crate::domain::{AdminAction, Role, SaleId};
+#[cfg(doc)]
+use crate::ledger::transition::LedgerTx;
+use crate::ledger::{flows, AdminKeyRow, AuditQuery, LedgerError, LedgerResult};
 
 const KEY_COLUMNS: &str = "id, name, role, created_by, created_at, revoked_at";
 
@@ -81,6 +83,15 @@ pub(super) async fn revoke_key(pool: &PgPool, name: &str) -> LedgerResult<Option
 
 pub(super) async fn record_action(pool: &PgPool, action: &AdminAction) -> LedgerResult<()> {
     let mut tx = pool.begin().await.map_err(db_error)?;
+    flows::record_admin_action(&mut *tx, action).await?;
+    tx.commit().await.map_err(db_error)
+}
+
+/// [`LedgerTx::insert_admin_action`].
+pub(super) async fn insert_action(
+    conn: &mut PgConnection,
+    action: &AdminAction,
+) -> LedgerResult<()> {
     sqlx::query(
         "INSERT INTO admin_audit (id, actor, action, target, sale_id, before, after, at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -93,11 +104,10 @@ pub(super) async fn record_action(pool: &PgPool, action: &AdminAction) -> Ledger
     .bind(&action.before)
     .bind(&action.after)
     .bind(action.at)
-    .execute(&mut *tx)
+    .execute(conn)
     .await
     .map_err(db_error)?;
-    outbox::insert(&mut tx, &DomainEvent::admin_action(action)).await?;
-    tx.commit().await.map_err(db_error)
+    Ok(())
 }
 
 pub(super) async fn audit(pool: &PgPool, query: &AuditQuery) -> LedgerResult<Vec<AdminAction>> {

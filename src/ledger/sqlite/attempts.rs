@@ -7,8 +7,8 @@ use sqlx::{Row, SqliteConnection};
 use uuid::Uuid;
 
 use super::{db_error, from_ms, NOW_MS};
+use crate::domain::{AdminAction, Buyer, LiveAttempt, Sale, SaleStatus, StockKind, Take};
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, SaleId, UserId};
-use crate::domain::{Buyer, LiveAttempt, Sale, SaleStatus, StockKind, Take};
 use crate::ledger::transition::{timeout_state, LedgerTx};
 use crate::ledger::{
     AdmissionPlan, AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange,
@@ -425,5 +425,8 @@ impl LedgerTx for SqliteConnection {
 
     async fn write_sale_total(&mut self, id: SaleId, total: u32) -> LedgerResult<()> {
         super::sales::write_total(self, id, total).await
+    }
+    async fn insert_admin_action(&mut self, action: &AdminAction) -> LedgerResult<()> {
+        super::operators::insert_action(self, action).await
     }
 }

@@ -2,12 +2,13 @@
 //! admin audit log, each entry written with its outbox event.
 
 use sqlx::sqlite::{SqlitePool, SqliteRow};
-use sqlx::Row;
+use sqlx::{Row, SqliteConnection};
 
 use super::{db_error, from_ms, SqliteLedger, NOW_MS};
-use crate::domain::{AdminAction, DomainEvent, Role, SaleId};
+use crate::domain::{AdminAction, Role, SaleId};
+#[cfg(doc)]
 use crate::ledger::transition::LedgerTx;
-use crate::ledger::{AdminKeyRow, AuditQuery, LedgerError, LedgerResult};
+use crate::ledger::{flows, AdminKeyRow, AuditQuery, LedgerError, LedgerResult};
 
 const KEY_COLUMNS: &str = "id, name, role, created_by, created_at, revoked_at";
 
@@ -90,8 +91,17 @@ pub(super) async fn revoke_key(
 }
 
 pub(super) async fn record_action(ledger: &SqliteLedger, action: &AdminAction) -> LedgerResult<()> {
-    let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
     let mut tx = ledger.write().await?;
+    flows::record_admin_action(&mut *tx, action).await?;
+    tx.commit().await.map_err(db_error)
+}
+
+/// [`LedgerTx::insert_admin_action`].
+pub(super) async fn insert_action(
+    conn: &mut SqliteConnection,
+    action: &AdminAction,
+) -> LedgerResult<()> {
+    let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
     sqlx::query(
         "INSERT INTO admin_audit (id, actor, action, target, sale_id, before, after, at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -104,13 +114,10 @@ pub(super) async fn record_action(ledger: &SqliteLedger, action: &AdminAction) -
     .bind(json(&action.before))
     .bind(json(&action.after))
     .bind(action.at.timestamp_millis())
-    .execute(&mut *tx)
+    .execute(conn)
     .await
     .map_err(db_error)?;
-    (*tx)
-        .insert_event(&DomainEvent::admin_action(action))
-        .await?;
-    tx.commit().await.map_err(db_error)
+    Ok(())
 }
 
 pub(super) async fn audit(pool: &SqlitePool, query: &AuditQuery) -> LedgerResult<Vec<AdminAction>> {
