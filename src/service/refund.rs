@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use super::operators::{audit, require};
-use super::support::{attempt as file, AttemptFile};
+use super::support::{file_of, AttemptFile};
 use super::transition::{settle, settle_refusal};
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::{AttemptEvent, AttemptId, Operator, Role, SaleId, Target};
@@ -32,10 +32,9 @@ pub async fn refund(
     id: AttemptId,
 ) -> ServiceResult<AttemptFile> {
     require(actor, Role::Operator)?;
-    let before = match app.ledger.attempt(id).await? {
-        Some(record) if id.sale == sale => record,
-        _ => return Err(ServiceError::NotFound("attempt")),
-    };
+    if id.sale != sale {
+        return Err(ServiceError::NotFound("attempt"));
+    }
     let applied = match app.ledger.apply(id, None, AttemptEvent::Refund, None).await {
         Ok(applied) => applied,
         Err(LedgerError::NotFound) => return Err(ServiceError::NotFound("attempt")),
@@ -43,6 +42,12 @@ pub async fn refund(
     };
     settle(app, &applied).await;
     if applied.decision().changed {
+        // A refund changes the state alone: the attempt before it is the one after, in the
+        // state the decision left.
+        let before = AttemptRecord {
+            state: applied.decision().from,
+            ..applied.record.clone()
+        };
         let (before, after) = (attempt_json(&before), attempt_json(&applied.record));
         let target = Target::Attempt(id);
         audit(
@@ -55,5 +60,5 @@ pub async fn refund(
         )
         .await;
     }
-    file(app, sale, id).await
+    file_of(app, applied.record).await
 }

@@ -77,13 +77,17 @@ pub struct AttemptFile {
 }
 
 pub async fn attempt(app: &App, sale: SaleId, id: AttemptId) -> ServiceResult<AttemptFile> {
-    let record = match app.ledger.attempt(id).await? {
-        Some(record) if id.sale == sale => record,
-        _ => return Err(ServiceError::NotFound("attempt")),
-    };
+    match app.ledger.attempt(id).await? {
+        Some(record) if id.sale == sale => file_of(app, record).await,
+        _ => Err(ServiceError::NotFound("attempt")),
+    }
+}
+
+/// The file of an attempt already read: its trail and its payment's provider events added.
+pub async fn file_of(app: &App, record: AttemptRecord) -> ServiceResult<AttemptFile> {
     Ok(AttemptFile {
-        trail: app.ledger.trail(id).await?,
-        payment_events: app.ledger.payment_events(id).await?,
+        trail: app.ledger.trail(record.id).await?,
+        payment_events: app.ledger.payment_events(record.id).await?,
         record,
     })
 }
