@@ -16,6 +16,7 @@ use poem::{Body, IntoResponse, Response};
 use poem_openapi::registry::{MetaResponses, Registry};
 use poem_openapi::types::{ToJSON, Type};
 use poem_openapi::ApiResponse;
+use serde::Serialize;
 
 /// How poem-openapi describes an event stream of `T`'s items (the type documents; never built).
 type Documented<T> = poem_openapi::payload::EventStream<T>;
@@ -44,11 +45,11 @@ impl<T> EventStream<T> {
 impl<T, E> IntoResponse for EventStream<T>
 where
     T: Stream<Item = Message<E>> + Unpin + Send + 'static,
-    E: Type + ToJSON + 'static,
+    E: Type + Serialize + 'static,
 {
     fn into_response(self) -> Response {
         let mut events = self.stream.map(|m| {
-            Event::message(m.data.to_json_string())
+            Event::message(serde_json::to_string(&m.data).unwrap_or_default())
                 .event_type(m.event)
                 .id(m.id)
                 .to_string()

@@ -16,6 +16,7 @@ pub mod problem;
 mod sales;
 mod sandbox;
 mod security;
+mod serialized;
 pub mod spec;
 pub mod text;
 mod webhooks;

@@ -28,7 +28,9 @@ pub async fn status(
             None => metrics::counter!("sluice_queue_tickets_refused_total").increment(1),
         }
     }
-    from_store(app, attempt, user).await
+    // Boxed: the store's and the ledger's futures are large, and an answer from the line
+    // would otherwise carry (and move) their space on every call.
+    Box::pin(from_store(app, attempt, user)).await
 }
 
 /// A waiting attempt's answer from this replica's view of its line; `None` when the view

@@ -14,6 +14,7 @@ use poem_openapi::{ApiResponse, OpenApi};
 use super::event_stream::{EventStream, Message};
 use super::problem::ApiError;
 use super::security::{AdminAuth, UserAuth};
+use super::serialized::Serialized;
 use super::{parse_attempt_id, parse_sale_id, ApiTags};
 use crate::domain::UserId;
 use crate::service::limits::Limited;
@@ -51,7 +52,7 @@ pub enum JoinResponse {
     /// In the queue, or the user's existing attempt (waiting, live or CONFIRMED).
     #[oai(status = 202)]
     Accepted(
-        Json<AttemptOut>,
+        Serialized<AttemptOut>,
         #[oai(header = "Location")] String,
         #[oai(header = "Retry-After")] u64,
     ),
@@ -61,13 +62,13 @@ pub enum JoinResponse {
 pub enum AttemptResponse {
     /// The attempt's status. `Retry-After` mirrors `poll_after_ms`.
     #[oai(status = 200)]
-    Ok(Json<AttemptOut>, #[oai(header = "Retry-After")] u64),
+    Ok(Serialized<AttemptOut>, #[oai(header = "Retry-After")] u64),
 }
 
 impl AttemptResponse {
     fn of(app: &App, view: AttemptView) -> Self {
         let retry = retry_after_secs(&view);
-        AttemptResponse::Ok(Json(out(app, view)), retry)
+        AttemptResponse::Ok(Serialized(out(app, view)), retry)
     }
 }
 
@@ -112,7 +113,7 @@ impl AttemptsApi {
         let retry = retry_after_secs(&view);
         let location = format!("/v1/attempts/{}", view.attempt);
         Ok(JoinResponse::Accepted(
-            Json(out(&self.app, view)),
+            Serialized(out(&self.app, view)),
             location,
             retry,
         ))

@@ -3,6 +3,9 @@
 
 use chrono::{DateTime, Utc};
 use poem_openapi::{Enum, Object};
+use serde::Serialize;
+
+use crate::api::serialized::rfc3339;
 
 use crate::api::spec::example_time;
 use crate::api::text::Text;
@@ -11,8 +14,9 @@ use crate::ledger::{AttemptRecord, PaymentEventRow, TransitionRow};
 use crate::service::support::{AttemptFile, Page};
 use crate::service::AttemptView;
 
-#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq, Serialize)]
 #[oai(rename_all = "SCREAMING_SNAKE_CASE")]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum AttemptStateName {
     Queued,
     Admitted,
@@ -23,8 +27,9 @@ pub enum AttemptStateName {
 }
 
 /// Why an attempt expired (present on EXPIRED attempts only).
-#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Enum, PartialEq, Eq, Serialize)]
 #[oai(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum ExpiryReasonName {
     Left,
     Abandoned,
@@ -68,7 +73,7 @@ impl From<ExpiryReason> for ExpiryReasonName {
 }
 
 /// What an attempt holds.
-#[derive(Debug, Clone, Object)]
+#[derive(Debug, Clone, Object, Serialize)]
 pub struct HoldOut {
     pub quantity: u32,
     /// The seats held (empty for units of identical stock). Always present: the schema
@@ -76,67 +81,81 @@ pub struct HoldOut {
     pub seat_ids: Vec<String>,
     /// Check out before this, or the units go back (while HOLD).
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "rfc3339")]
     pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// The payment the provider is expected to report on.
-#[derive(Debug, Clone, Object)]
+#[derive(Debug, Clone, Object, Serialize)]
 pub struct PaymentOut {
     /// Pass it to the payment provider; its webhook names it.
     pub reference: String,
     /// Sandbox only: POST `{"outcome": "approve"}` (or `"decline"`) here to pay.
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox_url: Option<String>,
     /// The provider must report before this (while PAYMENT_PENDING).
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "rfc3339")]
     pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// The status of an attempt.
-#[derive(Debug, Clone, Object)]
+#[derive(Debug, Clone, Object, Serialize)]
 #[oai(example)]
 pub struct AttemptOut {
     pub attempt_id: String,
     pub sale_id: String,
     pub state: AttemptStateName,
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<ExpiryReasonName>,
     /// 1-based place in the queue (QUEUED only).
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<u64>,
     /// How many wait in the sale (QUEUED only).
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub waiting: Option<u64>,
     /// Estimated seconds until admission, from the measured admission rate.
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub estimated_wait_secs: Option<u64>,
     /// QUEUED only, and only when true: nothing is left to hold and nothing is held or being
     /// paid for (which could come back), so the user's turn would find it sold out. Tell them
     /// now rather than at their turn; leaving (`DELETE /v1/attempts/{attempt_id}`) ends the
     /// wait.
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sold_out: Option<bool>,
     /// Ask again after this many milliseconds (jittered; long when far, short when near).
     pub poll_after_ms: u64,
     /// While ADMITTED: an Ed25519 JWT proving admission; send it with the hold. Verifiable
     /// with `/.well-known/jwks.json`.
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub admission_token: Option<String>,
     /// While ADMITTED: hold before this.
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "rfc3339")]
     pub admission_expires_at: Option<DateTime<Utc>>,
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hold: Option<HoldOut>,
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub payment: Option<PaymentOut>,
     /// QUEUED only: when `position` and `waiting` were exact (the replica's view of the queue
     /// is refreshed every `queue.line_refresh_ms`).
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "rfc3339")]
     pub as_of: Option<DateTime<Utc>>,
     /// QUEUED only: send it as `ticket` with the next status question (`getAttempt`,
     /// `streamAttempt`), so the answer needs no lookup in the queue store. Bound to this
     /// attempt and user; opaque.
     #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_ticket: Option<String>,
 }
 
@@ -425,6 +444,106 @@ impl poem_openapi::types::Example for AttemptFileOut {
                 kind: "succeeded".into(),
                 received_at: example_time(),
             }],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use poem_openapi::types::{Example, ToJSON};
+
+    use super::*;
+
+    /// Every state and reason, and an attempt with every field set and one with none.
+    fn every_shape() -> Vec<AttemptOut> {
+        let time = DateTime::parse_from_rfc3339("2026-12-02T10:00:00.123456789Z")
+            .expect("a literal time")
+            .with_timezone(&Utc);
+        let full = AttemptOut {
+            attempt_id: "a".repeat(64),
+            sale_id: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60".into(),
+            state: AttemptStateName::PaymentPending,
+            reason: Some(ExpiryReasonName::PaymentTimeout),
+            position: Some(7),
+            waiting: Some(9),
+            estimated_wait_secs: Some(3),
+            sold_out: Some(true),
+            poll_after_ms: 1500,
+            admission_token: Some("token \"quoted\" \u{e9}".into()),
+            admission_expires_at: Some(time),
+            hold: Some(HoldOut {
+                quantity: 2,
+                seat_ids: vec!["A-1".into(), "A-2".into()],
+                expires_at: Some(time),
+            }),
+            payment: Some(PaymentOut {
+                reference: "ref".into(),
+                sandbox_url: Some("/sandbox/ref".into()),
+                expires_at: Some(time),
+            }),
+            as_of: Some(time),
+            queue_ticket: Some("1.2.x".into()),
+        };
+        let bare = AttemptOut {
+            reason: None,
+            position: None,
+            waiting: None,
+            estimated_wait_secs: None,
+            sold_out: None,
+            admission_token: None,
+            admission_expires_at: None,
+            hold: Some(HoldOut {
+                quantity: 1,
+                seat_ids: vec![],
+                expires_at: None,
+            }),
+            payment: Some(PaymentOut {
+                reference: "ref".into(),
+                sandbox_url: None,
+                expires_at: None,
+            }),
+            as_of: None,
+            queue_ticket: None,
+            ..full.clone()
+        };
+        let states = [
+            AttemptStateName::Queued,
+            AttemptStateName::Admitted,
+            AttemptStateName::Hold,
+            AttemptStateName::PaymentPending,
+            AttemptStateName::Confirmed,
+            AttemptStateName::Expired,
+        ];
+        let reasons = [
+            ExpiryReasonName::Left,
+            ExpiryReasonName::Abandoned,
+            ExpiryReasonName::AdmissionTimeout,
+            ExpiryReasonName::HoldTimeout,
+            ExpiryReasonName::Released,
+            ExpiryReasonName::PaymentFailed,
+            ExpiryReasonName::PaymentTimeout,
+            ExpiryReasonName::SaleClosed,
+            ExpiryReasonName::Refunded,
+        ];
+        let mut all = vec![AttemptOut::example(), full.clone(), bare];
+        all.extend(states.map(|state| AttemptOut {
+            state,
+            ..full.clone()
+        }));
+        all.extend(reasons.map(|reason| AttemptOut {
+            reason: Some(reason),
+            ..full.clone()
+        }));
+        all
+    }
+
+    /// The status answer is written by serde (`Serialized`), the schema and the other answers by
+    /// poem-openapi: both must write the same JSON.
+    #[test]
+    fn serde_writes_an_attempt_as_the_schema_does() {
+        for out in every_shape() {
+            let by_serde = serde_json::to_value(&out).expect("serializes");
+            assert_eq!(Some(by_serde), out.to_json(), "{out:?}");
         }
     }
 }
