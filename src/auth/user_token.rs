@@ -1,54 +1,134 @@
 //! User tokens: JWTs from the customer's identity provider, verified with an HS256 secret or an
 //! Ed25519 / RSA public key from configuration. `sub` is the user id.
+//!
+//! Every status poll of every waiting user carries one, so a token is read once: the signature
+//! over `header.payload` first (with an HS256 secret, under an HMAC key set up once at start;
+//! with a public key, by jsonwebtoken), then the header's `alg` (one of the configured key's
+//! algorithms, so a token cannot choose a weaker check), then the claims, parsed once:
+//! - `exp` and `sub` are required; a token expired more than [`LEEWAY_SECS`] ago is refused;
+//! - `iss`, when an issuer is configured, is required and must name it (a string, or an array
+//!   that contains it);
+//! - a token with an `aud` is refused: sluice names no audience of its own (RFC 7519 4.1.3).
+//!
+//! Minting (`sluice dev-token`, the tests) goes through jsonwebtoken.
 
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
+use ring::hmac;
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
 use crate::config::AuthConfig;
 use crate::domain::UserId;
 
-#[derive(Debug, Serialize, Deserialize)]
-struct Claims {
-    sub: String,
+/// How long past its `exp` a token is still taken: the identity provider's clock and ours
+/// may differ by this much.
+pub const LEEWAY_SECS: i64 = 5;
+
+/// What `mint` writes.
+#[derive(Debug, Serialize)]
+struct MintedClaims<'a> {
+    sub: &'a str,
     exp: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    iss: Option<String>,
+    iss: Option<&'a str>,
+}
+
+/// The header fields a check reads.
+#[derive(Deserialize)]
+struct TokenHeader {
+    alg: Algorithm,
+}
+
+/// The claims a check reads; strings are borrowed from the decoded payload where they have no
+/// escapes.
+#[derive(Deserialize)]
+struct TokenClaims<'a> {
+    #[serde(borrow)]
+    sub: Option<Cow<'a, str>>,
+    /// NumericDate: seconds, possibly fractional (RFC 7519 2).
+    exp: Option<f64>,
+    #[serde(borrow)]
+    iss: Option<Issuer<'a>>,
+    aud: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Issuer<'a> {
+    One(#[serde(borrow)] Cow<'a, str>),
+    Many(#[serde(borrow)] Vec<Cow<'a, str>>),
+}
+
+impl Issuer<'_> {
+    fn names(&self, expected: &str) -> bool {
+        match self {
+            Issuer::One(iss) => iss == expected,
+            Issuer::Many(all) => all.iter().any(|iss| iss == expected),
+        }
+    }
+}
+
+/// How a token's signature is checked.
+#[derive(Clone)]
+enum SignatureCheck {
+    /// HS256 under a key whose HMAC state ring computed once.
+    Hs256(hmac::Key),
+    /// Ed25519 or RSA, by jsonwebtoken.
+    PublicKey(DecodingKey),
 }
 
 #[derive(Clone)]
 pub struct UserTokens {
-    decoding: DecodingKey,
-    validation: Validation,
+    check: SignatureCheck,
+    /// The algorithms a token's header may name: those of the configured key.
+    algorithms: &'static [Algorithm],
     /// Present with an HS256 secret: lets `sluice dev-token` and the tests mint tokens.
     encoding: Option<EncodingKey>,
+    /// The `iss` every token must carry, when configured.
     issuer: Option<String>,
+    /// The first header segment a token verified with, and its algorithm: an identity provider
+    /// writes the same header on every token, so a token with that segment skips its decoding.
+    usual_header: Arc<OnceLock<(Box<str>, Algorithm)>>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum UserTokenError {
     #[error("the token is not valid: {0}")]
-    Invalid(String),
+    Invalid(&'static str),
     #[error("the token's subject is not a valid user id")]
     BadSubject,
     #[error("this deployment verifies user tokens with a public key and cannot mint them")]
     CannotMint,
 }
 
+use UserTokenError::Invalid;
+
 impl UserTokens {
     pub fn from_config(auth: &AuthConfig) -> anyhow::Result<Self> {
-        let (decoding, algorithms, encoding) =
+        const HS256: &[Algorithm] = &[Algorithm::HS256];
+        const EDDSA: &[Algorithm] = &[Algorithm::EdDSA];
+        const RSA: &[Algorithm] = &[Algorithm::RS256, Algorithm::RS384, Algorithm::RS512];
+        let (check, algorithms, encoding) =
             match (&auth.user_jwt_hs256_secret, &auth.user_jwt_public_key_pem) {
                 (Some(secret), _) => (
-                    DecodingKey::from_secret(secret.as_bytes()),
-                    vec![Algorithm::HS256],
+                    SignatureCheck::Hs256(hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes())),
+                    HS256,
                     Some(EncodingKey::from_secret(secret.as_bytes())),
                 ),
                 (None, Some(pem)) => match DecodingKey::from_ed_pem(pem.as_bytes()) {
-                    Ok(key) => (key, vec![Algorithm::EdDSA], None),
+                    Ok(key) => (SignatureCheck::PublicKey(key), EDDSA, None),
                     Err(_) => (
-                        DecodingKey::from_rsa_pem(pem.as_bytes())
-                            .map_err(|e| anyhow::anyhow!("auth.user_jwt_public_key_pem: {e}"))?,
-                        vec![Algorithm::RS256, Algorithm::RS384, Algorithm::RS512],
+                        SignatureCheck::PublicKey(
+                            DecodingKey::from_rsa_pem(pem.as_bytes()).map_err(|e| {
+                                anyhow::anyhow!("auth.user_jwt_public_key_pem: {e}")
+                            })?,
+                        ),
+                        RSA,
                         None,
                     ),
                 },
@@ -56,36 +136,93 @@ impl UserTokens {
                     "auth.user_jwt_hs256_secret or auth.user_jwt_public_key_pem is required"
                 ),
             };
-        let mut validation = Validation::new(algorithms[0]);
-        validation.algorithms = algorithms;
-        validation.set_required_spec_claims(&["exp", "sub"]);
-        validation.leeway = 5;
-        if let Some(iss) = &auth.user_jwt_issuer {
-            validation.set_issuer(&[iss]);
-        }
         Ok(UserTokens {
-            decoding,
-            validation,
+            check,
+            algorithms,
             encoding,
             issuer: auth.user_jwt_issuer.clone(),
+            usual_header: Arc::default(),
         })
     }
 
+    /// The user a token names, if it is signed by the configured key and its claims hold now.
     pub fn verify(&self, token: &str) -> Result<UserId, UserTokenError> {
-        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
-            .map_err(|e| UserTokenError::Invalid(e.to_string()))?;
-        UserId::parse(&data.claims.sub).map_err(|_| UserTokenError::BadSubject)
+        self.verify_at(token, chrono::Utc::now().timestamp())
+    }
+
+    fn verify_at(&self, token: &str, now: i64) -> Result<UserId, UserTokenError> {
+        let (signed, signature) = token.rsplit_once('.').ok_or(Invalid("malformed"))?;
+        let (header, payload) = signed.split_once('.').ok_or(Invalid("malformed"))?;
+        let alg = match self.usual_header.get() {
+            Some((usual, alg)) if **usual == *header => *alg,
+            _ => decode_part::<TokenHeader>(header)?.alg,
+        };
+        if !self.algorithms.contains(&alg) {
+            return Err(Invalid("its algorithm is not the configured key's"));
+        }
+        if !self.signature_holds(signed, signature, alg) {
+            return Err(Invalid("the signature does not verify"));
+        }
+        if self.usual_header.get().is_none() {
+            let _ = self.usual_header.set((header.into(), alg));
+        }
+        let payload = URL_SAFE_NO_PAD
+            .decode(payload)
+            .map_err(|_| Invalid("malformed"))?;
+        let claims: TokenClaims =
+            serde_json::from_slice(&payload).map_err(|_| Invalid("malformed claims"))?;
+        let exp = claims
+            .exp
+            .filter(|exp| exp.is_finite() && *exp >= 0.0)
+            .ok_or(Invalid("no expiry (exp)"))?;
+        if (exp.round() as i64) < now - LEEWAY_SECS {
+            return Err(Invalid("expired"));
+        }
+        if let Some(expected) = &self.issuer {
+            if !claims.iss.is_some_and(|iss| iss.names(expected)) {
+                return Err(Invalid("not from the expected issuer (iss)"));
+            }
+        }
+        if claims.aud.is_some() {
+            return Err(Invalid("meant for an audience (aud) sluice is not"));
+        }
+        let sub = claims.sub.ok_or(Invalid("no subject (sub)"))?;
+        UserId::parse(&sub).map_err(|_| UserTokenError::BadSubject)
+    }
+
+    fn signature_holds(&self, signed: &str, signature: &str, alg: Algorithm) -> bool {
+        match &self.check {
+            SignatureCheck::Hs256(key) => URL_SAFE_NO_PAD
+                .decode(signature)
+                .is_ok_and(|mac| hmac::verify(key, signed.as_bytes(), &mac).is_ok()),
+            SignatureCheck::PublicKey(key) => {
+                jsonwebtoken::crypto::verify(signature, signed.as_bytes(), key, alg)
+                    .unwrap_or(false)
+            }
+        }
     }
 
     /// Mints a token for `user` valid for `ttl_secs` (HS256 deployments only).
     pub fn mint(&self, user: &UserId, ttl_secs: i64) -> Result<String, UserTokenError> {
         let key = self.encoding.as_ref().ok_or(UserTokenError::CannotMint)?;
-        let claims = Claims {
-            sub: user.as_str().to_owned(),
+        let claims = MintedClaims {
+            sub: user.as_str(),
             exp: chrono::Utc::now().timestamp() + ttl_secs,
-            iss: self.issuer.clone(),
+            iss: self.issuer.as_deref(),
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, key)
-            .map_err(|e| UserTokenError::Invalid(e.to_string()))
+            .map_err(|_| Invalid("could not be minted"))
     }
 }
+
+/// A base64url JSON part of a token.
+fn decode_part<T: serde::de::DeserializeOwned>(part: &str) -> Result<T, UserTokenError> {
+    let bytes = URL_SAFE_NO_PAD
+        .decode(part)
+        .map_err(|_| Invalid("malformed"))?;
+    serde_json::from_slice(&bytes).map_err(|_| Invalid("malformed header"))
+}
+
+#[cfg(test)]
+#[path = "user_token_tests.rs"]
+mod tests;
