@@ -30,9 +30,22 @@ impl<T: Type> Payload for Serialized<T> {
     }
 }
 
-impl<T: Serialize + Send> IntoResponse for Serialized<T> {
+/// A status answer's body is 300 to 500 bytes: written into room for that, the body is not
+/// grown (and copied) on the way.
+const BODY_CAPACITY: usize = 512;
+
+impl<T: Type + Serialize + Send> IntoResponse for Serialized<T> {
     fn into_response(self) -> Response {
-        poem::web::Json(self.0).into_response()
+        let mut body = Vec::with_capacity(BODY_CAPACITY);
+        match serde_json::to_writer(&mut body, &self.0) {
+            Ok(()) => Response::builder()
+                .content_type(<Self as Payload>::CONTENT_TYPE)
+                .body(body),
+            // What poem's `Json` answers when a value does not serialize.
+            Err(e) => Response::builder()
+                .status(poem::http::StatusCode::INTERNAL_SERVER_ERROR)
+                .body(e.to_string()),
+        }
     }
 }
 

@@ -15,7 +15,7 @@ mod nudges;
 mod snapshot;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -59,6 +59,8 @@ pub struct Line {
     /// Attempts that left the line through this replica, and when: until a refresh sent after
     /// that brings their departure, their status comes from the store.
     left_here: Mutex<Vec<(AttemptId, Instant)>>,
+    /// How many `left_here` holds: a status asks the lock only when some attempt did leave.
+    left_count: AtomicUsize,
 }
 
 impl Line {
@@ -77,6 +79,9 @@ impl Line {
 
     /// The attempt left through this replica since the last refresh.
     pub fn left_here(&self, attempt: AttemptId) -> bool {
+        if self.left_count.load(Ordering::Acquire) == 0 {
+            return false;
+        }
         let left = self.left_here.lock().expect("left lock");
         left.iter().any(|(a, _)| *a == attempt)
     }
@@ -120,10 +125,9 @@ impl Lines {
             .get(&attempt.sale)
             .cloned();
         if let Some(line) = line {
-            line.left_here
-                .lock()
-                .expect("left lock")
-                .push((attempt, Instant::now()));
+            let mut left = line.left_here.lock().expect("left lock");
+            left.push((attempt, Instant::now()));
+            line.left_count.store(left.len(), Ordering::Release);
         }
         self.nudges.nudge(attempt);
     }
@@ -137,11 +141,15 @@ impl Lines {
                 seen: Mutex::default(),
                 asked_ms: AtomicI64::new(now),
                 left_here: Mutex::default(),
+                left_count: AtomicUsize::new(0),
             });
             tokio::spawn(Arc::clone(self).refresh(sale, Arc::clone(&line)));
             line
         });
-        line.asked_ms.store(now, Ordering::Relaxed);
+        // Written only when the clock moved: two cores asking at once share this line.
+        if line.asked_ms.load(Ordering::Relaxed) != now {
+            line.asked_ms.store(now, Ordering::Relaxed);
+        }
         f(line)
     }
 
@@ -181,10 +189,11 @@ impl Lines {
                     pending.extend(seen.into_iter().take(room));
                 }
             }
-            line.left_here
-                .lock()
-                .expect("left lock")
-                .retain(|(_, at)| *at >= sent);
+            {
+                let mut left = line.left_here.lock().expect("left lock");
+                left.retain(|(_, at)| *at >= sent);
+                line.left_count.store(left.len(), Ordering::Release);
+            }
             tokio::time::sleep(self.every).await;
             let mut lines = self.lines.lock().expect("lines lock");
             let idle = self.clock_ms() - line.asked_ms.load(Ordering::Relaxed);
