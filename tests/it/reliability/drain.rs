@@ -211,10 +211,12 @@ async fn sigterm_under_load_drains_answers_everything_sent_and_duplicates_no_eve
             // As a load balancer keeps its idle connections for less than the server's drain
             // grace (a second): the server closes a connection idle past that, and a request
             // sent on it at that instant would meet a closed socket, as with any keep-alive
-            // server.
+            // server. The pool's clock starts when this client has read an answer, which on a
+            // busy two-core machine can be long after the server sent it: a fifth of the grace
+            // leaves four fifths for that delay (half of it once left a request reset).
             http: reqwest::Client::builder()
                 .pool_max_idle_per_host(64)
-                .pool_idle_timeout(Duration::from_millis(500))
+                .pool_idle_timeout(Duration::from_millis(200))
                 .build()
                 .unwrap(),
             base: sluice.base.clone(),
