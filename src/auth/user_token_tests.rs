@@ -194,7 +194,12 @@ fn reference(token: &str, issuer: Option<&str>) -> Option<String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, rng_seed: proptest::test_runner::RngSeed::Fixed(21), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(21),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     /// On well-typed claims, a token is taken exactly when jsonwebtoken takes it, for the
     /// same user.
