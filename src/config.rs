@@ -142,7 +142,8 @@ pub struct AuthConfig {
     pub user_jwt_hs256_secret: Option<String>,
     /// Ed25519 or RSA public key (PEM) of the customer's identity provider.
     pub user_jwt_public_key_pem: Option<String>,
-    /// Expected `iss` of user tokens, if any.
+    /// When set, every user token must name this issuer in `iss` (a string, or an array that
+    /// holds it).
     pub user_jwt_issuer: Option<String>,
     /// 32-byte Ed25519 seed (hex) that signs admission tokens. Every replica needs the same one;
     /// when unset a key is generated at start (fine for one process, not for replicas).
