@@ -15,7 +15,7 @@ mod nudges;
 mod snapshot;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -59,8 +59,6 @@ pub struct Line {
     /// Attempts that left the line through this replica, and when: until a refresh sent after
     /// that brings their departure, their status comes from the store.
     left_here: Mutex<Vec<(AttemptId, Instant)>>,
-    /// How many `left_here` holds: a status asks the lock only when some attempt did leave.
-    left_count: AtomicUsize,
 }
 
 impl Line {
@@ -79,9 +77,6 @@ impl Line {
 
     /// The attempt left through this replica since the last refresh.
     pub fn left_here(&self, attempt: AttemptId) -> bool {
-        if self.left_count.load(Ordering::Acquire) == 0 {
-            return false;
-        }
         let left = self.left_here.lock().expect("left lock");
         left.iter().any(|(a, _)| *a == attempt)
     }
@@ -125,9 +120,10 @@ impl Lines {
             .get(&attempt.sale)
             .cloned();
         if let Some(line) = line {
-            let mut left = line.left_here.lock().expect("left lock");
-            left.push((attempt, Instant::now()));
-            line.left_count.store(left.len(), Ordering::Release);
+            line.left_here
+                .lock()
+                .expect("left lock")
+                .push((attempt, Instant::now()));
         }
         self.nudges.nudge(attempt);
     }
@@ -141,15 +137,11 @@ impl Lines {
                 seen: Mutex::default(),
                 asked_ms: AtomicI64::new(now),
                 left_here: Mutex::default(),
-                left_count: AtomicUsize::new(0),
             });
             tokio::spawn(Arc::clone(self).refresh(sale, Arc::clone(&line)));
             line
         });
-        // Written only when the clock moved: two cores asking at once share this line.
-        if line.asked_ms.load(Ordering::Relaxed) != now {
-            line.asked_ms.store(now, Ordering::Relaxed);
-        }
+        line.asked_ms.store(now, Ordering::Relaxed);
         f(line)
     }
 
@@ -189,11 +181,10 @@ impl Lines {
                     pending.extend(seen.into_iter().take(room));
                 }
             }
-            {
-                let mut left = line.left_here.lock().expect("left lock");
-                left.retain(|(_, at)| *at >= sent);
-                line.left_count.store(left.len(), Ordering::Release);
-            }
+            line.left_here
+                .lock()
+                .expect("left lock")
+                .retain(|(_, at)| *at >= sent);
             tokio::time::sleep(self.every).await;
             let mut lines = self.lines.lock().expect("lines lock");
             let idle = self.clock_ms() - line.asked_ms.load(Ordering::Relaxed);
