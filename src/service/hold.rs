@@ -58,6 +58,34 @@ pub async fn hold(
             return Err(ServiceError::AdmissionTokenInvalid)
         }
     };
+    // Once the queue store has taken the units, the ledger's side must follow (or the units go
+    // back) whatever becomes of the request: a client that goes away drops the request's
+    // future, which would leave the units taken in the store only. So the two steps run to
+    // their end on a task of their own.
+    let (app, user) = (app.clone(), user.clone());
+    let written =
+        tokio::spawn(
+            async move { write_hold(&app, attempt, &user, take, admitted_until_ms).await },
+        );
+    match written.await {
+        Ok(answer) => answer,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // The runtime is going away.
+        Err(e) => Err(ServiceError::Internal(format!(
+            "the hold was cut short: {e}"
+        ))),
+    }
+}
+
+/// The hold in the queue store, then in the ledger; the store's units back if the ledger
+/// refuses or fails.
+async fn write_hold(
+    app: &App,
+    attempt: AttemptId,
+    user: &UserId,
+    take: Take,
+    admitted_until_ms: i64,
+) -> ServiceResult<AttemptView> {
     let _in_flight = app.holds_in_flight.hold(attempt.sale);
     let outcome = app.queue.hold(attempt, user, &take).await?;
     let label = match &outcome {

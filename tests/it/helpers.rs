@@ -621,6 +621,34 @@ impl TestApp {
         assert_eq!(changed, 1, "the attempt has a ledger row");
     }
 
+    /// Locks the attempt's ledger row (PostgreSQL) or the whole ledger for writing (SQLite)
+    /// from a connection of the test's own, until released: the attempt's next transition
+    /// waits for it.
+    pub async fn lock_attempt_row(&self, attempt: &str) -> RowLock {
+        let local = sluice::domain::AttemptId::parse(attempt).unwrap().local;
+        match self.ledger_pool().await {
+            Pool::Pg(pool) => {
+                let mut conn = pool.acquire().await.unwrap().detach();
+                sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
+                let locked = sqlx::query("SELECT 1 FROM attempts WHERE id = $1 FOR UPDATE")
+                    .bind(local)
+                    .fetch_all(&mut conn)
+                    .await
+                    .unwrap();
+                assert_eq!(locked.len(), 1, "the attempt has a ledger row");
+                RowLock::Pg(conn)
+            }
+            Pool::Sqlite(pool) => {
+                let mut conn = pool.acquire().await.unwrap().detach();
+                sqlx::query("BEGIN IMMEDIATE")
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+                RowLock::Sqlite(conn)
+            }
+        }
+    }
+
     async fn ledger_pool(&self) -> Pool {
         let config = &self.app.config;
         if config.ledger_is_embedded() {
@@ -639,6 +667,25 @@ impl TestApp {
 enum Pool {
     Pg(sqlx::PgPool),
     Sqlite(sqlx::SqlitePool),
+}
+
+/// A ledger lock held by the test ([`TestApp::lock_attempt_row`]).
+pub enum RowLock {
+    Pg(sqlx::PgConnection),
+    Sqlite(sqlx::SqliteConnection),
+}
+
+impl RowLock {
+    pub async fn release(self) {
+        match self {
+            RowLock::Pg(mut conn) => {
+                sqlx::query("ROLLBACK").execute(&mut conn).await.unwrap();
+            }
+            RowLock::Sqlite(mut conn) => {
+                sqlx::query("ROLLBACK").execute(&mut conn).await.unwrap();
+            }
+        }
+    }
 }
 
 /// Asserts a problem+json answer with `status` and `type`.
