@@ -133,6 +133,10 @@ fn describe() {
         "sluice_queue_drift_repaired_total",
         "Times a sale's holdings in the queue store (free units or seats, active set, holds, units per user) were found apart from the ledger's and rebuilt from it, by sale"
     );
+    describe_counter!(
+        "sluice_queue_drift_reads_total",
+        "Times the drift checker read a sale's whole holdings from the queue store (only when the store's version stood still since its last check), by sale"
+    );
     describe_gauge!(
         "sluice_ledger_breaker_open",
         "1 while the ledger's database is unreachable and calls to it fail fast, until a probe gets an answer"

@@ -2,14 +2,14 @@
 //! queue store's holdings broken on purpose (its free-unit counter, a seat hold it lost, a
 //! hold it kept after the ledger ended it) are found and rebuilt from the ledger, and counted;
 //! under 200 concurrent holds, checked every 50 ms, nothing is "repaired", nothing is
-//! oversold and no drift is left.
+//! oversold and no drift is left; a store that keeps moving is not read whole.
 
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use reqwest::Method;
 use serde_json::json;
-use sluice::domain::{SaleId, Stock};
+use sluice::domain::{SaleId, Stock, StockChange};
 use sluice::queue::SaleSnapshot;
 
 use crate::helpers::{Backend, TestApp};
@@ -19,6 +19,7 @@ crate::on_every_configuration!(
     a_seat_hold_the_store_lost_is_restored_from_the_ledger,
     a_hold_the_store_kept_after_the_ledger_ended_it_is_given_back,
     concurrent_holds_are_never_repaired_and_leave_no_drift,
+    a_moving_store_is_not_read_whole_until_it_stands_still,
 );
 
 /// Checks every 100 ms; a difference must stand 2 s (twice a 1 s acquire timeout, which a
@@ -34,6 +35,11 @@ async fn counter(t: &TestApp, sale: SaleId) -> u64 {
 
 async fn repaired(t: &TestApp, sale: &str) -> f64 {
     t.counter("sluice_queue_drift_repaired_total", &[("sale", sale)])
+        .await
+}
+
+async fn reads(t: &TestApp, sale: &str) -> f64 {
+    t.counter("sluice_queue_drift_reads_total", &[("sale", sale)])
         .await
 }
 
@@ -199,5 +205,45 @@ async fn concurrent_holds_are_never_repaired_and_leave_no_drift(backend: Backend
         0.0,
         "no hold in flight was taken for drift"
     );
+    t.stop().await;
+}
+
+/// The store's free units go up and down by one every 10 ms for 2 s (about six checks, 300 ms
+/// apart): its version never stands still from one check to the next, so its holdings are not
+/// read. Left one unit over the ledger, it is read and repaired.
+async fn a_moving_store_is_not_read_whole_until_it_stands_still(backend: Backend) {
+    let t = TestApp::spawn_on_with(backend, |c| {
+        c.workers.drift_check_ms = 300;
+        c.ledger.acquire_timeout_ms = 1000;
+    })
+    .await;
+    let sale = t.create_sale(json!({ "quantity": 10 })).await;
+    let id = SaleId::parse(&sale).unwrap();
+    let moving_until = Instant::now() + Duration::from_secs(2);
+    let mut up = true;
+    while Instant::now() < moving_until {
+        let change = if up {
+            StockChange::Add(1)
+        } else {
+            StockChange::Withdraw(1)
+        };
+        assert!(t.app.queue.adjust_stock(id, &change).await.unwrap());
+        up = !up;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(reads(&t, &sale).await, 0.0, "a moving store is not read");
+    if counter(&t, id).await == 10 {
+        assert!(t
+            .app
+            .queue
+            .adjust_stock(id, &StockChange::Add(1))
+            .await
+            .unwrap());
+    }
+    assert_eq!(counter(&t, id).await, 11, "one unit over the ledger's 10");
+    until_repaired(&t, id).await;
+    assert_eq!(counter(&t, id).await, 10);
+    assert!(reads(&t, &sale).await >= 2.0, "read at two checks in a row");
+    assert_eq!(repaired(&t, &sale).await, 1.0);
     t.stop().await;
 }
