@@ -13,7 +13,9 @@ use crate::domain::{Stock, UserId};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Holdings {
     /// Counts every change to the stock, holds and active set: two reads with the same
-    /// version saw the same holdings, and a repair is a compare-and-set on it.
+    /// version saw the same holdings, and a repair is a compare-and-set on it. A store that
+    /// reads the holdings in pages gives the version at the first: the pages are of one
+    /// moment when a later read finds it unchanged.
     pub version: u64,
     /// What is free to hold.
     pub free: Stock,

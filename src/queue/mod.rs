@@ -364,7 +364,8 @@ pub trait QueueStore: Send + Sync + 'static {
 
     async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats>;
     /// The sale's holdings (free stock, active set, holds, units per user), `None` when the
-    /// store does not hold the sale: what the drift checker compares with the ledger.
+    /// store does not hold the sale: what the drift checker compares with the ledger. Redis
+    /// reads them a page a call; the version is then the first page's (`Holdings::version`).
     async fn holdings(&self, sale: SaleId) -> QueueResult<Option<Holdings>>;
     /// Rebuilds the sale's holdings from `snapshot` as `init_sale` with `force` does, keeping
     /// its queue and its unrecorded batch, only if its version still reads `version` (true

@@ -65,6 +65,29 @@ lua!(HOLDINGS, "holdings.lua");
 queue_lua!(INIT_SALE, "init_sale.lua");
 lua!(RECORDED, "recorded.lua");
 
+/// Entries of a sale's holdings read in one call (lua/holdings.lua): each call is short
+/// however large the sale, where one read of the whole would hold Redis's one thread (and
+/// every other sale of its shard) for as long as the sale is large.
+const HOLDINGS_PAGE: usize = 500;
+
+/// One page of a sale's holdings, as lua/holdings.lua returns it.
+struct HoldingsPage {
+    /// The store holds the sale.
+    known: bool,
+    /// The sale's version when the page was read.
+    version: u64,
+    /// `quantity` or `seats`.
+    kind: String,
+    /// Where the next page starts; "0" when the part is read.
+    next: String,
+    /// Seats, (attempt, hold record) pairs or (user, units) pairs, flat.
+    items: Vec<String>,
+    /// Free units (the first page).
+    units: i64,
+    /// The admission batch not yet recorded, four fields an entry (the first page).
+    unrecorded: Vec<String>,
+}
+
 /// Keys deleted in one call when a closed sale lets go of its waiting users (a 1,000,000-user
 /// queue has ~26,000 buckets): a chunk's UNLINK is over in about a millisecond.
 const FORGET_CHUNK: usize = 1000;
@@ -164,6 +187,61 @@ impl RedisQueue {
     fn keys(&self, sale: SaleId) -> SaleKeys {
         SaleKeys {
             base: format!("{}:{{sale:{}}}", self.prefix, sale),
+        }
+    }
+
+    /// One page of a sale's holdings (lua/holdings.lua): `part` from `cursor`.
+    async fn holdings_page(
+        &self,
+        sale: SaleId,
+        part: &str,
+        cursor: &str,
+    ) -> QueueResult<HoldingsPage> {
+        let k = self.keys(sale);
+        let mut inv = HOLDINGS.prepare_invoke();
+        for name in [
+            "meta",
+            "stock",
+            "seats",
+            "active",
+            "holds",
+            "bought",
+            "unrecorded",
+        ] {
+            inv.key(k.key(name));
+        }
+        inv.arg(part).arg(cursor).arg(HOLDINGS_PAGE);
+        type Reply = (u8, u64, String, String, Vec<String>, i64, Vec<String>);
+        let (known, version, kind, next, items, units, unrecorded): Reply =
+            self.run("holdings", &inv).await?;
+        Ok(HoldingsPage {
+            known: known == 1,
+            version,
+            kind,
+            next,
+            items,
+            units,
+            unrecorded,
+        })
+    }
+
+    /// Every page of `part`, each page's items handed to `take`. The pages are of one moment
+    /// only if the sale's version reads the same after them as at the first page (the drift
+    /// checker reads it again after the ledger).
+    async fn holdings_pages(
+        &self,
+        sale: SaleId,
+        part: &str,
+        mut take: impl FnMut(Vec<String>) -> QueueResult<()>,
+    ) -> QueueResult<()> {
+        let mut cursor = "0".to_owned();
+        loop {
+            let page = self.holdings_page(sale, part, &cursor).await?;
+            take(page.items)?;
+            if page.next == "0" {
+                return Ok(());
+            }
+            cursor = page.next;
         }
     }
 
@@ -829,67 +907,53 @@ impl QueueStore for RedisQueue {
     }
 
     async fn holdings(&self, sale: SaleId) -> QueueResult<Option<Holdings>> {
-        let k = self.keys(sale);
-        let mut inv = HOLDINGS.prepare_invoke();
-        for name in [
-            "meta",
-            "stock",
-            "seats",
-            "active",
-            "holds",
-            "bought",
-            "unrecorded",
-        ] {
-            inv.key(k.key(name));
-        }
-        type Reply = (
-            u8,
-            u64,
-            String,
-            i64,
-            Vec<String>,
-            Vec<String>,
-            Vec<String>,
-            Vec<String>,
-            Vec<String>,
-        );
-        let (known, version, kind, units, seats, active, holds, bought, unrecorded): Reply =
-            self.run("holdings", &inv).await?;
-        if known == 0 {
+        let first = self.holdings_page(sale, "first", "0").await?;
+        if !first.known {
             return Ok(None);
         }
-        let held: std::collections::HashMap<&str, &str> = holds
-            .chunks_exact(2)
-            .map(|p| (p[0].as_str(), p[1].as_str()))
-            .collect();
         let mut holdings = Holdings {
-            version,
-            free: match StockKind::parse(&kind) {
-                Some(StockKind::Seats) => Stock::Seats(seats),
-                Some(StockKind::Quantity) | None => Stock::Quantity(units.max(0) as u32),
-            },
+            version: first.version,
+            free: Stock::Quantity(first.units.max(0) as u32),
             active: Default::default(),
             bought: Default::default(),
             unrecorded: Vec::new(),
         };
-        for member in &active {
-            let attempt = attempt_of(sale, member)?;
-            let take = held
-                .get(member.as_str())
-                .map(|r| parse_take(r))
-                .transpose()?;
-            holdings.active.insert(attempt.local, take);
-        }
-        for pair in bought.chunks_exact(2) {
-            let units: i64 = pair[1].parse().map_err(|_| protocol("bought", &pair))?;
-            if units > 0 {
-                let user = UserId::parse(&pair[0]).map_err(|_| protocol("bought", &pair))?;
-                holdings.bought.insert(user, units as u32);
-            }
-        }
-        for entry in unrecorded.chunks_exact(4) {
+        for entry in first.unrecorded.chunks_exact(4) {
             holdings.unrecorded.push(admitted_of(sale, entry)?);
         }
+        if StockKind::parse(&first.kind) == Some(StockKind::Seats) {
+            // A scan may return a member twice: the set gathers each once.
+            let mut seats = std::collections::HashSet::new();
+            self.holdings_pages(sale, "seats", |items| {
+                seats.extend(items);
+                Ok(())
+            })
+            .await?;
+            holdings.free = Stock::Seats(seats.into_iter().collect());
+        }
+        self.holdings_pages(sale, "active", |items| {
+            for pair in items.chunks_exact(2) {
+                let attempt = attempt_of(sale, &pair[0])?;
+                let take = match pair[1].as_str() {
+                    "" => None,
+                    record => Some(parse_take(record)?),
+                };
+                holdings.active.insert(attempt.local, take);
+            }
+            Ok(())
+        })
+        .await?;
+        self.holdings_pages(sale, "bought", |items| {
+            for pair in items.chunks_exact(2) {
+                let units: i64 = pair[1].parse().map_err(|_| protocol("bought", &pair))?;
+                if units > 0 {
+                    let user = UserId::parse(&pair[0]).map_err(|_| protocol("bought", &pair))?;
+                    holdings.bought.insert(user, units as u32);
+                }
+            }
+            Ok(())
+        })
+        .await?;
         Ok(Some(holdings))
     }
 

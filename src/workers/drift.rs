@@ -10,11 +10,11 @@
 //! hold of another replica can be between the two), with no queue-sync change waiting and
 //! no hold of this process in flight; and the repair is a compare-and-set on that version
 //! (any change since makes it a no-op).
-//! The holdings are read whole (the active set, every hold, the units per user: tens of
-//! milliseconds of Redis's one thread at 30,000 holds) only when the store's version, read
-//! cheaply first, has not moved since the last check: a store that moved in the meantime holds
-//! no difference that stands, so a busy sale's checks cost its shard almost nothing. Each whole
-//! read is counted (`sluice_queue_drift_reads_total{sale}`).
+//! The holdings are read whole (the active set, every hold, the units per user, a page a
+//! call) only when the store's version, read cheaply first, has not moved since the last
+//! check: a store that moved in the meantime holds no difference that stands, so a busy
+//! sale's checks cost its shard almost nothing. Each whole read is counted
+//! (`sluice_queue_drift_reads_total{sale}`).
 //! Each repair is counted (`sluice_queue_drift_repaired_total{sale}`) and logged with the
 //! differences found.
 

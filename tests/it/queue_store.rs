@@ -70,6 +70,7 @@ on_every_queue_store!(
     nothing_free_and_nothing_held_is_sold_out,
     a_sync_change_is_applied_once_however_often_it_comes,
     holdings_are_what_the_store_holds_and_a_repair_is_a_compare_and_set,
+    holdings_of_thousands_are_read_whole,
     a_refresh_sends_each_departure_once_and_its_places_equal_the_stores,
 );
 
@@ -315,6 +316,50 @@ async fn holdings_are_what_the_store_holds_and_a_repair_is_a_compare_and_set(
         "a's seat is a's again"
     );
     assert_eq!(q.stats(s.id).await.unwrap().waiting, 1, "c still waits");
+}
+
+/// Holdings larger than a page of the Redis store's read (2,500 holds and buyers, 2,000 free
+/// seats) come back whole, each entry once.
+async fn holdings_of_thousands_are_read_whole(q: Arc<dyn QueueStore>) {
+    const HOLDERS: u32 = 2500;
+    let s = sale(Stock::Quantity(3000), HOLDERS);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let names: Vec<String> = (0..HOLDERS).map(|i| format!("h{i}")).collect();
+    queued(&q, &s, &names).await;
+    let admitted = admit_all(&q, &s, HOLDERS).await;
+    assert_eq!(admitted.len(), HOLDERS as usize);
+    for a in &admitted {
+        let held = q
+            .hold(a.attempt, &a.user, &Take::Quantity(1))
+            .await
+            .unwrap();
+        assert!(matches!(held, HoldOutcome::Held { .. }), "{held:?}");
+    }
+    let holdings = q.holdings(s.id).await.unwrap().unwrap();
+    assert_eq!(holdings.free, Stock::Quantity(500));
+    assert_eq!(holdings.active.len(), HOLDERS as usize);
+    assert!(holdings
+        .active
+        .values()
+        .all(|take| *take == Some(Take::Quantity(1))));
+    assert_eq!(holdings.bought.len(), HOLDERS as usize);
+    assert!(holdings.bought.values().all(|units| *units == 1));
+
+    let seats: Vec<String> = (0..2000).map(|i| format!("S{i}")).collect();
+    let seated = sale(Stock::Seats(seats.clone()), 10);
+    q.init_sale(&seated, &SaleSnapshot::fresh(&seated), false)
+        .await
+        .unwrap();
+    let mut free = match q.holdings(seated.id).await.unwrap().unwrap().free {
+        Stock::Seats(free) => free,
+        other => panic!("{other:?}"),
+    };
+    free.sort();
+    let mut all = seats;
+    all.sort();
+    assert_eq!(free, all);
 }
 
 /// A waiting user learns the sale is sold out once nothing is free and nothing held could
