@@ -5,9 +5,10 @@
 -- when the version reads the same after the last (the version counts every change).
 -- KEYS: 1 meta, 2 stock, 3 seats, 4 active, 5 holds, 6 bought, 7 unrecorded
 -- ARGV: 1 part: 'first' (the free units and the admission batch not yet recorded), 'seats'
---       (free seats, SSCAN), 'active' (the active set by rank, each with its hold record) or
---       'bought' (units per user, HSCAN); 2 cursor (a scan's, or the rank to start at; '0'
---       first); 3 page size
+--       (free seats, SSCAN), 'active' (the active set, ZSCAN, each with its hold record) or
+--       'bought' (units per user, HSCAN); 2 the scan's cursor ('0' first); 3 page size.
+--       Scans, not ranks: a deadline moved (a checkout's) changes no version, and would move
+--       an attempt from one page of ranks to another; a scan returns every member that stays.
 -- Returns {known (1/0), version, kind, next cursor ('0': the part is read), {items}, free units,
 --          {unrecorded: attempt, serial, user, deadline, ...}}; items are seats, or
 --          {attempt, hold record ('' for none), ...}, or {user, units, ...}
@@ -25,15 +26,13 @@ elseif part == 'bought' then
   local page = redis.call('HSCAN', KEYS[6], cursor, 'COUNT', count)
   return {1, version, kind, page[1], page[2], 0, {}}
 elseif part == 'active' then
-  local start = tonumber(cursor)
-  local members = redis.call('ZRANGE', KEYS[4], start, start + count - 1)
+  local page = redis.call('ZSCAN', KEYS[4], cursor, 'COUNT', count)
   local items = {}
-  for _, attempt in ipairs(members) do
+  for i = 1, #page[2], 2 do
+    local attempt = page[2][i]
     items[#items + 1] = attempt
     items[#items + 1] = redis.call('HGET', KEYS[5], attempt) or ''
   end
-  local next_cursor = '0'
-  if #members == count then next_cursor = tostring(start + count) end
-  return {1, version, kind, next_cursor, items, 0, {}}
+  return {1, version, kind, page[1], items, 0, {}}
 end
 return redis.error_reply('unknown holdings part ' .. tostring(part))
