@@ -16,7 +16,7 @@ use super::problem::ApiError;
 use super::security::{AdminAuth, UserAuth};
 use super::serialized::Serialized;
 use super::{parse_attempt_id, parse_sale_id, ApiTags};
-use crate::domain::UserId;
+use crate::domain::{AttemptState, UserId};
 use crate::service::limits::Limited;
 use crate::service::{self, idempotent, App, AttemptView, IdempotencyKey, ServiceError};
 use types::{AttemptFileOut, AttemptOut, AttemptPage, AttemptStateName, HoldRequest};
@@ -379,14 +379,25 @@ impl AttemptsApi {
     }
 }
 
-/// The state's name as the ledger stores it.
+/// The state's name as the ledger stores it: that of the domain states the name stands for.
 fn stored_name(state: AttemptStateName) -> &'static str {
-    match state {
-        AttemptStateName::Queued => "QUEUED",
-        AttemptStateName::Admitted => "ADMITTED",
-        AttemptStateName::Hold => "HOLD",
-        AttemptStateName::PaymentPending => "PAYMENT_PENDING",
-        AttemptStateName::Confirmed => "CONFIRMED",
-        AttemptStateName::Expired => "EXPIRED",
+    AttemptState::all()
+        .find(|s| AttemptStateName::from(*s) == state)
+        .map(|s| s.name())
+        .expect("every state name stands for a domain state")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each state the support list filters by is looked up under the name the API spells.
+    #[test]
+    fn each_state_filter_is_the_stored_name_the_api_spells() {
+        use AttemptStateName::*;
+        for name in [Queued, Admitted, Hold, PaymentPending, Confirmed, Expired] {
+            let spelled = serde_json::to_value(name).unwrap();
+            assert_eq!(Some(stored_name(name)), spelled.as_str());
+        }
     }
 }
