@@ -69,69 +69,86 @@ async fn check(app: &App, seen: &mut Seen, versions: &mut Versions) -> anyhow::R
     versions.retain(|sale, _| plans.iter().any(|p| p.sale == *sale));
     for plan in plans {
         let sale = plan.sale;
-        let version = app.queue.stats(sale).await?.version;
-        if versions.insert(sale, version) != Some(version) {
-            seen.remove(&sale); // moved since the last check: nothing stands still to compare
-            continue;
-        }
-        if app.holds_in_flight.any(sale) {
+        // One sale's failure (a call to either store, a record that does not read) is that
+        // sale's: the sales after it are still checked.
+        if let Err(e) = check_sale(app, sale, seen, versions, min_standing).await {
             seen.remove(&sale);
-            continue;
+            tracing::warn!(%sale, error = %e, "drift check of a sale failed");
         }
-        metrics::counter!("sluice_queue_drift_reads_total", "sale" => sale.to_string())
+    }
+    Ok(())
+}
+
+/// One sale's check: its holdings read and compared if the store stood still since the last
+/// check, and repaired once a difference has stood.
+async fn check_sale(
+    app: &App,
+    sale: SaleId,
+    seen: &mut Seen,
+    versions: &mut Versions,
+    min_standing: Duration,
+) -> anyhow::Result<()> {
+    let version = app.queue.stats(sale).await?.version;
+    if versions.insert(sale, version) != Some(version) {
+        seen.remove(&sale); // moved since the last check: nothing stands still to compare
+        return Ok(());
+    }
+    if app.holds_in_flight.any(sale) {
+        seen.remove(&sale);
+        return Ok(());
+    }
+    metrics::counter!("sluice_queue_drift_reads_total", "sale" => sale.to_string()).increment(1);
+    let Some(holdings) = app.queue.holdings(sale).await? else {
+        seen.remove(&sale);
+        return Ok(());
+    };
+    let snapshot = app.ledger.snapshot(sale).await?;
+    let after = app.queue.stats(sale).await?;
+    let drift = holdings.drift(&snapshot);
+    let still = after.version == holdings.version && !app.holds_in_flight.any(sale);
+    let (Some(drift), true) = (drift, still) else {
+        seen.remove(&sale);
+        return Ok(());
+    };
+    let standing = match seen.remove(&sale) {
+        Some(s) if s.version == holdings.version && s.snapshot == snapshot => Standing {
+            checks: s.checks + 1,
+            ..s
+        },
+        _ => Standing {
+            version: holdings.version,
+            snapshot,
+            since: Instant::now(),
+            checks: 1,
+        },
+    };
+    if standing.checks < STANDING || standing.since.elapsed() < min_standing {
+        seen.insert(sale, standing);
+        return Ok(());
+    }
+    let snapshot = standing.snapshot;
+    let Some(settings) = app.ledger.sale_settings(sale).await? else {
+        return Ok(());
+    };
+    let repair = holdings.repair_from(&snapshot);
+    if app
+        .queue
+        .rebuild_if_unchanged(&settings, &repair, holdings.version)
+        .await?
+    {
+        metrics::counter!("sluice_queue_drift_repaired_total", "sale" => sale.to_string())
             .increment(1);
-        let Some(holdings) = app.queue.holdings(sale).await? else {
-            seen.remove(&sale);
-            continue;
-        };
-        let snapshot = app.ledger.snapshot(sale).await?;
-        let after = app.queue.stats(sale).await?;
-        let drift = holdings.drift(&snapshot);
-        let still = after.version == holdings.version && !app.holds_in_flight.any(sale);
-        let (Some(drift), true) = (drift, still) else {
-            seen.remove(&sale);
-            continue;
-        };
-        let standing = match seen.remove(&sale) {
-            Some(s) if s.version == holdings.version && s.snapshot == snapshot => Standing {
-                checks: s.checks + 1,
-                ..s
-            },
-            _ => Standing {
-                version: holdings.version,
-                snapshot,
-                since: Instant::now(),
-                checks: 1,
-            },
-        };
-        if standing.checks < STANDING || standing.since.elapsed() < min_standing {
-            seen.insert(sale, standing);
-            continue;
-        }
-        let snapshot = standing.snapshot;
-        let Some(settings) = app.ledger.sale_settings(sale).await? else {
-            continue;
-        };
-        let repair = holdings.repair_from(&snapshot);
-        if app
-            .queue
-            .rebuild_if_unchanged(&settings, &repair, holdings.version)
-            .await?
-        {
-            metrics::counter!("sluice_queue_drift_repaired_total", "sale" => sale.to_string())
-                .increment(1);
-            tracing::warn!(
-                %sale,
-                free_in_queue_store = drift.free.0,
-                free_in_ledger = drift.free.1,
-                seats_differing = drift.seats,
-                active_but_ended = drift.extra,
-                live_but_missing = drift.missing,
-                holds_differing = drift.holds,
-                users_differing = drift.bought,
-                "queue store's holdings repaired from the ledger"
-            );
-        }
+        tracing::warn!(
+            %sale,
+            free_in_queue_store = drift.free.0,
+            free_in_ledger = drift.free.1,
+            seats_differing = drift.seats,
+            active_but_ended = drift.extra,
+            live_but_missing = drift.missing,
+            holds_differing = drift.holds,
+            users_differing = drift.bought,
+            "queue store's holdings repaired from the ledger"
+        );
     }
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! queue store's holdings broken on purpose (its free-unit counter, a seat hold it lost, a
 //! hold it kept after the ledger ended it) are found and rebuilt from the ledger, and counted;
 //! under 200 concurrent holds, checked every 50 ms, nothing is "repaired", nothing is
-//! oversold and no drift is left; a store that keeps moving is not read whole.
+//! oversold and no drift is left; a store that keeps moving is not read whole; a sale whose
+//! check fails does not keep the others from theirs.
 
 use std::time::{Duration, Instant};
 
@@ -244,6 +245,45 @@ async fn a_moving_store_is_not_read_whole_until_it_stands_still(backend: Backend
     until_repaired(&t, id).await;
     assert_eq!(counter(&t, id).await, 10);
     assert!(reads(&t, &sale).await >= 2.0, "read at two checks in a row");
+    assert_eq!(repaired(&t, &sale).await, 1.0);
+    t.stop().await;
+}
+
+/// On Redis, a sale whose holdings do not read (a hold record garbled) fails its own check
+/// only: a sale created after it, broken on purpose, is still repaired.
+#[tokio::test]
+async fn a_sale_whose_check_fails_does_not_stop_the_others() {
+    let t = TestApp::spawn_on_with(Backend::Servers, checked_often).await;
+    let garbled = t.create_sale(json!({ "quantity": 10 })).await;
+    t.holding(&garbled, "alice", 1).await;
+    let client = redis::Client::open(t.app.config.queue.url.as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let holds = format!("{}:{{sale:{garbled}}}:holds", t.app.config.queue.key_prefix);
+    let records: Vec<String> = redis::cmd("HKEYS")
+        .arg(&holds)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(records.len(), 1, "alice's hold");
+    let _: () = redis::cmd("HSET")
+        .arg(&holds)
+        .arg(&records[0])
+        .arg("not a hold record")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let garbled_id = SaleId::parse(&garbled).unwrap();
+    assert!(
+        t.app.queue.holdings(garbled_id).await.is_err(),
+        "does not read"
+    );
+
+    let sale = t.create_sale(json!({ "quantity": 10 })).await;
+    let id = SaleId::parse(&sale).unwrap();
+    let mut snapshot = t.app.ledger.snapshot(id).await.unwrap();
+    snapshot.free = Stock::Quantity(3);
+    break_store(&t, id, &snapshot).await;
+    until_repaired(&t, id).await;
     assert_eq!(repaired(&t, &sale).await, 1.0);
     t.stop().await;
 }
