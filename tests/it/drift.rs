@@ -256,8 +256,7 @@ async fn a_sale_whose_check_fails_does_not_stop_the_others() {
     let t = TestApp::spawn_on_with(Backend::Servers, checked_often).await;
     let garbled = t.create_sale(json!({ "quantity": 10 })).await;
     t.holding(&garbled, "alice", 1).await;
-    let client = redis::Client::open(t.app.config.queue.url.as_str()).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut conn = t.queue_redis().await;
     let holds = format!("{}:{{sale:{garbled}}}:holds", t.app.config.queue.key_prefix);
     let records: Vec<String> = redis::cmd("HKEYS")
         .arg(&holds)

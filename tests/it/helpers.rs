@@ -488,11 +488,16 @@ impl TestApp {
         );
     }
 
+    /// A connection to this app's (single) Redis, for a test to read or break its keys.
+    pub async fn queue_redis(&self) -> redis::aio::MultiplexedConnection {
+        let client = redis::Client::open(self.app.config.queue.url.as_str()).unwrap();
+        client.get_multiplexed_async_connection().await.unwrap()
+    }
+
     /// Deletes every key this app has in its (single) Redis, as a flush would: the queue
     /// store loses every sale.
     pub async fn wipe_queue_keys(&self) {
-        let client = redis::Client::open(self.app.config.queue.url.as_str()).unwrap();
-        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let mut conn = self.queue_redis().await;
         let pattern = format!("{}:*", self.app.config.queue.key_prefix);
         let keys: Vec<String> = redis::cmd("KEYS")
             .arg(&pattern)
