@@ -65,6 +65,11 @@ lua!(HOLDINGS, "holdings.lua");
 queue_lua!(INIT_SALE, "init_sale.lua");
 lua!(RECORDED, "recorded.lua");
 
+/// Change ids asked about in one call of the queue-sync replay (lua/unsynced.lua): a replay
+/// asks about as many as a busy sale changed in `workers.queue_sync_replay_secs` (up to
+/// 20,000), a call a chunk, so that none holds Redis's one thread for long.
+const UNSYNCED_CHUNK: usize = 1000;
+
 /// Entries of a sale's holdings read in one call (lua/holdings.lua): each call is short
 /// however large the sale, where one read of the whole would hold Redis's one thread (and
 /// every other sale of its shard) for as long as the sale is large.
@@ -854,12 +859,14 @@ impl QueueStore for RedisQueue {
     }
 
     async fn unsynced(&self, sale: SaleId, ids: &[i64]) -> QueueResult<Vec<i64>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
+        let synced = self.keys(sale).key("synced");
+        let mut missing = Vec::new();
+        for chunk in ids.chunks(UNSYNCED_CHUNK) {
+            let mut inv = UNSYNCED.prepare_invoke();
+            inv.key(&synced).arg(chunk);
+            let part: Vec<i64> = self.run("unsynced", &inv).await?;
+            missing.extend(part);
         }
-        let mut inv = UNSYNCED.prepare_invoke();
-        inv.key(self.keys(sale).key("synced")).arg(ids);
-        let missing: Vec<i64> = self.run("unsynced", &inv).await?;
         Ok(missing)
     }
 

@@ -213,6 +213,16 @@ async fn a_sync_change_is_applied_once_however_often_it_comes(q: Arc<dyn QueueSt
         vec![other.id],
         "the store knows which it applied"
     );
+    // A replay asks about thousands at once: the answer is every id without a record, in the
+    // order asked, the applied one (asked among the last) left out.
+    let mut asked: Vec<i64> = (0..2500).map(|i| 1_000_000 + i).collect();
+    asked.insert(2000, restore.id);
+    let unknown: Vec<i64> = asked
+        .iter()
+        .copied()
+        .filter(|id| *id != restore.id)
+        .collect();
+    assert_eq!(q.unsynced(s.id, &asked).await.unwrap(), unknown);
     // An extend moves the deadline once: applied again, it does not move it further.
     assert!(q.apply_sync(&other).await.unwrap());
     assert!(!q.apply_sync(&other).await.unwrap());
