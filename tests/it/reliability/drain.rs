@@ -212,11 +212,11 @@ async fn sigterm_under_load_drains_answers_everything_sent_and_duplicates_no_eve
             // grace (a second): the server closes a connection idle past that, and a request
             // sent on it at that instant would meet a closed socket, as with any keep-alive
             // server. The pool's clock starts when this client has read an answer, which on a
-            // busy two-core machine can be long after the server sent it: a fifth of the grace
-            // leaves four fifths for that delay (half of it once left a request reset).
+            // busy two-core machine can be long after the server sent it: a twentieth of the
+            // grace leaves the rest for that delay.
             http: reqwest::Client::builder()
                 .pool_max_idle_per_host(64)
-                .pool_idle_timeout(Duration::from_millis(200))
+                .pool_idle_timeout(Duration::from_millis(50))
                 .build()
                 .unwrap(),
             base: sluice.base.clone(),
