@@ -5,7 +5,7 @@ pub mod http;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
@@ -21,6 +21,24 @@ pub struct Running {
     workers: Option<Workers>,
 }
 
+/// Connections the kernel completes and queues before sluice accepts them. A sale's opening
+/// brings new connections in a burst; past the queue's length the kernel drops their SYNs and
+/// each of those clients waits a second or more to try again. The kernel caps it at
+/// `net.core.somaxconn` (4096 on current kernels).
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// The listener on `addr`, with the address reusable at once after a restart (as std's bind
+/// sets it) and a queue of [`LISTEN_BACKLOG`].
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = App::build(config)?;
     if app.config.ledger.migrate_on_start {
@@ -29,7 +47,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             .await
             .map_err(|e| anyhow::anyhow!("migrating the ledger ({}): {e}", ledger_name(&app)))?;
     }
-    let listener = TcpListener::bind(app.config.http.listen).await?;
+    let listener = listen(app.config.http.listen)?;
     let addr = listener.local_addr()?;
     let routes = crate::api::routes(app.clone());
     let idle_timeout = app.config.http_idle_timeout();

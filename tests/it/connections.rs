@@ -1,6 +1,7 @@
 //! The HTTP server itself (src/server/http.rs): one port for HTTP/1.1 and HTTP/2 with prior
 //! knowledge, the protocol told by a peek at the first bytes; many status streams over one
-//! HTTP/2 connection, as an HTTP/2 proxy carries them; the idle timeout.
+//! HTTP/2 connection, as an HTTP/2 proxy carries them; the idle timeout; a burst of new
+//! connections queued by the kernel until the process accepts them.
 
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::helpers::TestApp;
+use crate::helpers::{fresh_database, test_config, SluiceProcess, TestApp};
 
 /// More than hyper's default limit of 200 concurrent streams on one HTTP/2 connection.
 const STREAMS: usize = 250;
@@ -189,6 +190,52 @@ fn frames(mut bytes: &[u8]) -> Vec<u8> {
 
 /// Everything the server sends until it closes the connection, or `Err` if it is still open
 /// after 10 s.
+/// A sale's opening brings new connections in a burst. While the process is stopped (SIGSTOP),
+/// 600 clients connect at once (fewer where the kernel allows fewer): the kernel completes and queues every one (past the listen
+/// queue's length it drops their SYNs, and each of those clients waits a second or more to try
+/// again); the process goes on (SIGCONT) and answers every request.
+#[tokio::test]
+async fn a_burst_of_new_connections_waits_in_the_listen_queue() {
+    // The kernel caps the queue at net.core.somaxconn (4096 on current kernels, 128 on old).
+    let somaxconn: usize = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(128);
+    let burst = somaxconn.min(600);
+    let mut config = test_config();
+    config.ledger.url = fresh_database().await;
+    let sluice = SluiceProcess::start(config, "").await;
+    let listen = sluice.config.http.listen;
+    sluice.signal("STOP");
+    let connects = join_all(
+        (0..burst)
+            .map(|_| tokio::time::timeout(Duration::from_millis(800), TcpStream::connect(listen))),
+    )
+    .await;
+    let connected: Vec<TcpStream> = connects.into_iter().flatten().flatten().collect();
+    let queued = connected.len();
+    sluice.signal("CONT");
+    let answers = join_all(connected.into_iter().map(|mut connection| async move {
+        connection
+            .write_all(b"GET /health/live HTTP/1.1\r\nhost: sluice\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), connection.read_to_end(&mut answer))
+            .await;
+        answer.starts_with(b"HTTP/1.1 200")
+    }))
+    .await;
+    assert_eq!(
+        queued, burst,
+        "connections queued while the process was stopped"
+    );
+    assert!(
+        answers.iter().all(|ok| *ok),
+        "every queued connection answered"
+    );
+}
+
 async fn until_closed(connection: TcpStream) -> Result<String, &'static str> {
     let said = bytes_until_closed(connection).await?;
     Ok(String::from_utf8_lossy(&said).into_owned())

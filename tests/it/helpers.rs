@@ -1118,6 +1118,17 @@ impl SluiceProcess {
         None
     }
 
+    /// Sends `signal` (`STOP`, `CONT`, ...) to the running process.
+    pub fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("running");
+        let status = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal}");
+    }
+
     /// SIGKILL: no shutdown, no flushing, as a crashed host.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
