@@ -1214,6 +1214,58 @@ mod abandonment {
         idle_waiters_lose_their_place(Arc::new(MemoryQueue::new().with_abandonment(IDLE_MS))).await
     }
 
+    #[tokio::test]
+    async fn redis_across_a_lottery_draw() {
+        let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
+        let store = RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2))
+            .unwrap()
+            .with_abandonment(IDLE_MS);
+        signs_of_life_move_with_the_draw(Arc::new(store)).await
+    }
+
+    #[tokio::test]
+    async fn in_process_across_a_lottery_draw() {
+        signs_of_life_move_with_the_draw(Arc::new(MemoryQueue::new().with_abandonment(IDLE_MS)))
+            .await
+    }
+
+    /// The lottery's draw numbers the line anew, and each waiting user's last sign of life
+    /// moves with them: of ten who joined, the one who asked since is kept, the nine others
+    /// (silent for longer than the abandonment time) are taken.
+    async fn signs_of_life_move_with_the_draw(q: Arc<dyn QueueStore>) {
+        let s = sale(Stock::Quantity(5), 10);
+        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+            .await
+            .unwrap();
+        let names: Vec<String> = (0..10).map(|i| format!("u{i}")).collect();
+        let now = chrono::Utc::now().timestamp_millis();
+        let mut attempts = Vec::new();
+        for name in &names {
+            match q.join(s.id, &user(name), now).await.unwrap() {
+                JoinOutcome::Queued { attempt, .. } => attempts.push(attempt),
+                other => panic!("{other:?}"),
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(IDLE_MS * 2 / 3)).await;
+        assert!(q
+            .view(attempts[4], &user("u4"))
+            .await
+            .unwrap()
+            .position
+            .is_some());
+        tokio::time::sleep(std::time::Duration::from_millis(IDLE_MS / 2)).await;
+        assert_eq!(q.draw_lottery(s.id, "seed-1").await.unwrap(), Some(10));
+        assert_eq!(q.abandon(s.id, 100).await.unwrap(), 9);
+        let kept = q.view(attempts[4], &user("u4")).await.unwrap();
+        assert_eq!(
+            (kept.abandoned, kept.position),
+            (false, Some(1)),
+            "{kept:?}"
+        );
+        let taken = q.view(attempts[0], &user("u0")).await.unwrap();
+        assert!(taken.abandoned, "{taken:?}");
+    }
+
     async fn idle_waiters_lose_their_place(q: Arc<dyn QueueStore>) {
         let s = sale(Stock::Quantity(5), 10);
         q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
