@@ -1200,33 +1200,36 @@ mod abandonment {
 
     const IDLE_MS: u64 = 400;
 
-    #[tokio::test]
-    async fn redis() {
+    fn redis_store() -> Arc<dyn QueueStore> {
         let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
         let store = RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2))
             .unwrap()
             .with_abandonment(IDLE_MS);
-        idle_waiters_lose_their_place(Arc::new(store)).await
+        Arc::new(store)
+    }
+
+    fn in_process_store() -> Arc<dyn QueueStore> {
+        Arc::new(MemoryQueue::new().with_abandonment(IDLE_MS))
+    }
+
+    #[tokio::test]
+    async fn redis() {
+        idle_waiters_lose_their_place(redis_store()).await
     }
 
     #[tokio::test]
     async fn in_process() {
-        idle_waiters_lose_their_place(Arc::new(MemoryQueue::new().with_abandonment(IDLE_MS))).await
+        idle_waiters_lose_their_place(in_process_store()).await
     }
 
     #[tokio::test]
     async fn redis_across_a_lottery_draw() {
-        let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
-        let store = RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2))
-            .unwrap()
-            .with_abandonment(IDLE_MS);
-        signs_of_life_move_with_the_draw(Arc::new(store)).await
+        signs_of_life_move_with_the_draw(redis_store()).await
     }
 
     #[tokio::test]
     async fn in_process_across_a_lottery_draw() {
-        signs_of_life_move_with_the_draw(Arc::new(MemoryQueue::new().with_abandonment(IDLE_MS)))
-            .await
+        signs_of_life_move_with_the_draw(in_process_store()).await
     }
 
     /// The lottery's draw numbers the line anew, and each waiting user's last sign of life
