@@ -46,7 +46,7 @@ while n > 0 and head <= last do
       local value = redis.call('HGET', user_key, user)
       -- (no value: the serial's user entry is gone, never so unless keys were lost: skip it)
       if value then
-        local attempt = string.sub(value, 1, 32)
+        local attempt = parse_waiting(value)
         redis.call('HDEL', user_key, user)
         redis.call('ZADD', KEYS[4], deadline, attempt)
         redis.call('HSET', KEYS[5], attempt, user)

@@ -15,7 +15,7 @@ for i = 1, #seen, 2 do seen_by_serial[seen[i]] = seen[i + 1] end
 -- Each waiting user's draw key: SHA-1 of `<seed>:<user>` (40 hex) and the user's index, so
 -- that the keys sort as plain strings (the hash decides) with no function called per
 -- comparison.
-local keys, users, values, buckets, signs = {}, {}, {}, {}, {}
+local keys, users, attempts, buckets, signs = {}, {}, {}, {}, {}
 for bucket = math.floor(head / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PER_BUCKET) do
   local key = serial_bucket(bucket * SERIALS_PER_BUCKET)
   local entries = redis.call('HGETALL', key)
@@ -25,7 +25,7 @@ for bucket = math.floor(head / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PE
     local value = redis.call('HGET', user_key, user)
     if value then
       local n = #users + 1
-      users[n], values[n], buckets[n] = user, string.sub(value, 1, 32), user_key
+      users[n], attempts[n], buckets[n] = user, parse_waiting(value), user_key
       signs[n] = seen_by_serial[entries[i]]
       keys[n] = redis.sha1hex(ARGV[1] .. ':' .. user) .. n
     end
@@ -43,7 +43,7 @@ local in_bucket, signs_args = {}, {}
 for i, key in ipairs(keys) do
   local n = tonumber(string.sub(key, 41))
   local serial = first + i - 1
-  redis.call('HSET', buckets[n], users[n], values[n] .. serial)
+  redis.call('HSET', buckets[n], users[n], waiting_value(attempts[n], serial))
   in_bucket[#in_bucket + 1] = serial
   in_bucket[#in_bucket + 1] = users[n]
   if (serial + 1) % SERIALS_PER_BUCKET == 0 or i == #keys then

@@ -59,16 +59,26 @@ local function position_of(head, serial, gone_key)
   return serial - head + 1 - redis.call('ZCOUNT', gone_key, head, serial)
 end
 
+-- A waiting user's value in their user bucket: the attempt (32 hex), then the serial.
+local function waiting_value(attempt, serial)
+  return attempt .. serial
+end
+
+-- The attempt and the serial of a `waiting_value`.
+local function parse_waiting(value)
+  return string.sub(value, 1, 32), tonumber(string.sub(value, 33))
+end
+
 -- The user's waiting entry: attempt (32 hex) and serial, or nil.
 local function waiting_entry(user)
   local value = redis.call('HGET', user_bucket(user), user)
   if not value then return nil end
-  return string.sub(value, 1, 32), tonumber(string.sub(value, 33))
+  return parse_waiting(value)
 end
 
 local function put_waiting(user, attempt, serial)
   redis.call('HSET', serial_bucket(serial), serial, user)
-  redis.call('HSET', user_bucket(user), user, attempt .. serial)
+  redis.call('HSET', user_bucket(user), user, waiting_value(attempt, serial))
 end
 
 local function drop_waiting(user, serial)
