@@ -69,10 +69,6 @@ fn describe() {
     );
     describe_counter!("sluice_joins_total", "Joins by outcome");
     describe_counter!(
-        "sluice_admin_audit_failures_total",
-        "Admin actions done but not written to the admin audit log (the ledger failed)"
-    );
-    describe_counter!(
         "sluice_status_answers_total",
         "Status answers by source: line (this replica's view of the queue) or store"
     );

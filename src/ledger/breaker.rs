@@ -110,8 +110,8 @@ impl Ledger for Guarded {
     async fn reachable(&self) -> bool {
         self.inner.reachable().await
     }
-    async fn create_sale(&self, sale: &Sale) -> LedgerResult<()> {
-        guarded!(self.create_sale(sale))
+    async fn create_sale(&self, sale: &Sale, entry: Option<&AdminAction>) -> LedgerResult<()> {
+        guarded!(self.create_sale(sale, entry))
     }
     async fn sale(&self, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
         guarded!(self.sale(id))
@@ -119,14 +119,13 @@ impl Ledger for Guarded {
     async fn sale_settings(&self, id: SaleId) -> LedgerResult<Option<Sale>> {
         guarded!(self.sale_settings(id))
     }
-    async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord> {
-        guarded!(self.set_status(id, status))
-    }
-    async fn set_admission(&self, id: SaleId, admission: Admission) -> LedgerResult<SaleRecord> {
-        guarded!(self.set_admission(id, admission))
-    }
-    async fn set_proof_of_work(&self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<SaleRecord> {
-        guarded!(self.set_proof_of_work(id, pow))
+    async fn change_sale(
+        &self,
+        id: SaleId,
+        change: SaleChange<'_>,
+        audit: Option<&Audit<'_, SaleRecord>>,
+    ) -> LedgerResult<SaleRecord> {
+        guarded!(self.change_sale(id, change, audit))
     }
     async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>> {
         guarded!(self.admitting_sales())
@@ -171,17 +170,6 @@ impl Ledger for Guarded {
     async fn payment_events(&self, id: AttemptId) -> LedgerResult<Vec<PaymentEventRow>> {
         guarded!(self.payment_events(id))
     }
-    async fn change_stock(&self, id: SaleId, change: &StockChange) -> LedgerResult<SaleRecord> {
-        guarded!(self.change_stock(id, change))
-    }
-    async fn set_details(
-        &self,
-        id: SaleId,
-        name: Option<&str>,
-        closes_at: Option<DateTime<Utc>>,
-    ) -> LedgerResult<SaleRecord> {
-        guarded!(self.set_details(id, name, closes_at))
-    }
     async fn record_figures(&self, figures: &SaleFigures) -> LedgerResult<()> {
         guarded!(self.record_figures(figures))
     }
@@ -191,8 +179,13 @@ impl Ledger for Guarded {
     async fn prune_figures(&self, before: DateTime<Utc>) -> LedgerResult<u64> {
         guarded!(self.prune_figures(before))
     }
-    async fn create_admin_key(&self, key: &AdminKeyRow, key_hash: &str) -> LedgerResult<()> {
-        guarded!(self.create_admin_key(key, key_hash))
+    async fn create_admin_key(
+        &self,
+        key: &AdminKeyRow,
+        key_hash: &str,
+        entry: &AdminAction,
+    ) -> LedgerResult<()> {
+        guarded!(self.create_admin_key(key, key_hash, entry))
     }
     async fn admin_key(&self, key_hash: &str) -> LedgerResult<Option<AdminKeyRow>> {
         guarded!(self.admin_key(key_hash))
@@ -200,11 +193,12 @@ impl Ledger for Guarded {
     async fn admin_keys(&self) -> LedgerResult<Vec<AdminKeyRow>> {
         guarded!(self.admin_keys())
     }
-    async fn revoke_admin_key(&self, name: &str) -> LedgerResult<Option<AdminKeyRow>> {
-        guarded!(self.revoke_admin_key(name))
-    }
-    async fn record_admin_action(&self, action: &AdminAction) -> LedgerResult<()> {
-        guarded!(self.record_admin_action(action))
+    async fn revoke_admin_key(
+        &self,
+        name: &str,
+        audit: &Audit<'_, AdminKeyRow>,
+    ) -> LedgerResult<Option<AdminKeyRow>> {
+        guarded!(self.revoke_admin_key(name, audit))
     }
     async fn admin_audit(&self, query: &AuditQuery) -> LedgerResult<Vec<AdminAction>> {
         guarded!(self.admin_audit(query))
@@ -217,6 +211,13 @@ impl Ledger for Guarded {
         take: Option<&Take>,
     ) -> LedgerResult<Applied> {
         guarded!(self.apply(id, user, event, take))
+    }
+    async fn refund(
+        &self,
+        id: AttemptId,
+        audit: &Audit<'_, AttemptRecord>,
+    ) -> LedgerResult<Applied> {
+        guarded!(self.refund(id, audit))
     }
     async fn payment_event(
         &self,

@@ -1,6 +1,6 @@
 //! The ledger's flows beyond one event on one attempt, written once for every database over
-//! [`LedgerTx`]: a sale's creation, status (a closed sale stays closed) and stock, an admin
-//! action's audit entry, admissions
+//! [`LedgerTx`]: a sale's creation, its changes (a closed sale stays closed; stock), the named
+//! admin keys and an operator's refund — each with its admin audit entry — admissions
 //! (QUEUED → ADMITTED, the attempt's first row), payment webhooks (each provider event applied
 //! once) and the reapers' expiry by deadline. Each runs inside
 //! the caller's transaction; the dialects differ only in the statements they give.
@@ -9,19 +9,61 @@ use std::collections::HashSet;
 
 use uuid::Uuid;
 
-use super::transition::{transition, LedgerTx};
-use super::{AdmissionPlan, Applied, LedgerError, LedgerResult, PaymentApplied};
+use super::transition::{apply_in, transition, LedgerTx};
+use super::{
+    AdminKeyRow, AdmissionPlan, Applied, AttemptRecord, Audit, LedgerError, LedgerResult,
+    PaymentApplied, SaleChange, SaleRecord,
+};
 use crate::domain::{
-    decide, AdminAction, AttemptEvent, AttemptState, DomainEvent, Sale, SaleId, SaleStatus,
-    StockChange,
+    decide, AdminAction, AttemptEvent, AttemptId, AttemptState, DomainEvent, Sale, SaleId,
+    SaleStatus, StockChange, Target,
 };
 use crate::queue::Admitted;
 
-/// A new sale: its row, its units and its event.
-pub(crate) async fn create_sale<T: LedgerTx + ?Sized>(tx: &mut T, sale: &Sale) -> LedgerResult<()> {
+/// A new sale: its row, its units and its event, and the audit entry of the operator who made
+/// it.
+pub(crate) async fn create_sale<T: LedgerTx + ?Sized>(
+    tx: &mut T,
+    sale: &Sale,
+    entry: Option<&AdminAction>,
+) -> LedgerResult<()> {
     tx.insert_sale(sale).await?;
     tx.insert_units(sale).await?;
-    tx.insert_event(&DomainEvent::sale_created(sale)).await
+    tx.insert_event(&DomainEvent::sale_created(sale)).await?;
+    match entry {
+        Some(entry) => record_admin_action(tx, entry).await,
+        None => Ok(()),
+    }
+}
+
+/// A change to a sale: the sale locked, changed, and read before and after for the audit
+/// entry of the operator who made the change.
+pub(crate) async fn change_sale<T: LedgerTx + ?Sized>(
+    tx: &mut T,
+    id: SaleId,
+    change: SaleChange<'_>,
+    audit: Option<&Audit<'_, SaleRecord>>,
+) -> LedgerResult<SaleRecord> {
+    tx.lock_sale_status(id)
+        .await?
+        .ok_or(LedgerError::NotFound)?;
+    let before = match audit {
+        Some(_) => tx.load_sale(id).await?,
+        None => None,
+    };
+    match change {
+        SaleChange::Status(status) => set_sale_status(tx, id, status).await?,
+        SaleChange::Admission(admission) => tx.write_admission(id, admission).await?,
+        SaleChange::ProofOfWork(pow) => tx.write_proof_of_work(id, pow).await?,
+        SaleChange::Stock(stock) => change_stock(tx, id, stock).await?,
+        SaleChange::Details { name, closes_at } => tx.write_details(id, name, closes_at).await?,
+    }
+    let after = tx.load_sale(id).await?.ok_or(LedgerError::NotFound)?;
+    if let Some(audit) = audit {
+        let entry = audit.entry(&Target::Sale(id), before.as_ref(), Some(&after));
+        record_admin_action(tx, &entry).await?;
+    }
+    Ok(after)
 }
 
 /// Moves a sale to `status`, with its event when it changes. A closed sale stays closed:
@@ -85,12 +127,65 @@ pub(crate) async fn change_stock<T: LedgerTx + ?Sized>(
 }
 
 /// One entry of the admin audit log and its event, in the caller's transaction.
-pub(crate) async fn record_admin_action<T: LedgerTx + ?Sized>(
+async fn record_admin_action<T: LedgerTx + ?Sized>(
     tx: &mut T,
     action: &AdminAction,
 ) -> LedgerResult<()> {
     tx.insert_admin_action(action).await?;
     tx.insert_event(&DomainEvent::admin_action(action)).await
+}
+
+/// A new named admin key ([`LedgerError::NameTaken`] if its name is used) and its entry.
+pub(crate) async fn create_admin_key<T: LedgerTx + ?Sized>(
+    tx: &mut T,
+    key: &AdminKeyRow,
+    key_hash: &str,
+    entry: &AdminAction,
+) -> LedgerResult<()> {
+    tx.insert_admin_key(key, key_hash).await?;
+    record_admin_action(tx, entry).await
+}
+
+/// Revokes a named key with its entry; a key revoked already stays as it is, unlogged.
+pub(crate) async fn revoke_admin_key<T: LedgerTx + ?Sized>(
+    tx: &mut T,
+    name: &str,
+    audit: &Audit<'_, AdminKeyRow>,
+) -> LedgerResult<Option<AdminKeyRow>> {
+    let Some(before) = tx.lock_admin_key(name).await? else {
+        return Ok(None);
+    };
+    if before.revoked_at.is_some() {
+        return Ok(Some(before));
+    }
+    let after = tx.write_key_revoked(name).await?;
+    let target = Target::AdminKey(name.into());
+    record_admin_action(tx, &audit.entry(&target, Some(&before), Some(&after))).await?;
+    Ok(Some(after))
+}
+
+/// An operator's refund: the machine's `Refund` event, and the entry when it changed the
+/// attempt. `Ok(Err(..))` as [`apply_in`].
+pub(crate) async fn refund<T: LedgerTx + ?Sized>(
+    tx: &mut T,
+    id: AttemptId,
+    audit: &Audit<'_, AttemptRecord>,
+) -> LedgerResult<Result<Applied, LedgerError>> {
+    let applied = match apply_in(tx, id, None, AttemptEvent::Refund, None).await? {
+        Ok(applied) => applied,
+        refused => return Ok(refused),
+    };
+    if applied.decision().changed {
+        // A refund changes the state alone: the attempt before it is the one after, in the
+        // state the decision left.
+        let before = AttemptRecord {
+            state: applied.decision().from,
+            ..applied.record.clone()
+        };
+        let entry = audit.entry(&Target::Attempt(id), Some(&before), Some(&applied.record));
+        record_admin_action(tx, &entry).await?;
+    }
+    Ok(Ok(applied))
 }
 
 /// Records attempts the queue store admitted: their rows, the audit trail and each one's

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::domain::{
     AdminAction, Admission, AttemptEvent, AttemptId, AttemptState, Decision, ExpiryReason, Opening,
-    ProofOfWork, Rejected, Sale, SaleId, SaleStatus, StockChange, UserId,
+    Operator, ProofOfWork, Rejected, Sale, SaleId, SaleStatus, StockChange, Target, UserId,
 };
 use crate::domain::{LiveAttempt, SaleSnapshot, Take};
 use crate::queue::Admitted;
@@ -304,6 +304,39 @@ pub enum PaymentApplied {
     UnknownReference,
 }
 
+/// An operator's change to a sale ([`Ledger::change_sale`]).
+#[derive(Debug, Clone, Copy)]
+pub enum SaleChange<'a> {
+    Status(SaleStatus),
+    Admission(Admission),
+    ProofOfWork(&'a ProofOfWork),
+    /// Units or seats added or withdrawn (`ledger/flows.rs`).
+    Stock(&'a StockChange),
+    /// A new name, or a new end to joins; what is not given stays.
+    Details {
+        name: Option<&'a str>,
+        closes_at: Option<DateTime<Utc>>,
+    },
+}
+
+/// Who does an admin action and what it is called, for its entry in the admin audit log. The
+/// ledger writes the entry (and its event) in the action's own transaction, so an action is
+/// done with its entry or not at all; `show` is how the entry shows the target, before and
+/// after, as the ledger reads it inside that transaction.
+pub struct Audit<'a, T> {
+    pub actor: &'a Operator,
+    pub action: &'a str,
+    pub show: &'a (dyn Fn(&T) -> Option<serde_json::Value> + Sync),
+}
+
+impl<T> Audit<'_, T> {
+    /// The entry of the action on `target`, shown before and after.
+    pub fn entry(&self, target: &Target, before: Option<&T>, after: Option<&T>) -> AdminAction {
+        let show = |t: Option<&T>| t.and_then(|t| (self.show)(t));
+        AdminAction::new(self.actor, self.action, target, show(before), show(after))
+    }
+}
+
 /// A saved response of an idempotent request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SavedResponse {
@@ -340,22 +373,19 @@ pub trait Ledger: Send + Sync + 'static {
         self.ping().await.is_ok()
     }
 
-    async fn create_sale(&self, sale: &Sale) -> LedgerResult<()>;
+    /// A new sale; with `entry`, the operator's action that made it, written with it.
+    async fn create_sale(&self, sale: &Sale, entry: Option<&AdminAction>) -> LedgerResult<()>;
     /// The sale with its free units counted (a scan of them: not for every request).
     async fn sale(&self, id: SaleId) -> LedgerResult<Option<SaleRecord>>;
     /// The sale without counting its free units: its settings, status and (seated) seats.
     async fn sale_settings(&self, id: SaleId) -> LedgerResult<Option<Sale>>;
-    async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord>;
-    async fn set_admission(&self, id: SaleId, admission: Admission) -> LedgerResult<SaleRecord>;
-    async fn set_proof_of_work(&self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<SaleRecord>;
-    /// An operator's change to the sale's stock (`ledger/flows.rs`).
-    async fn change_stock(&self, id: SaleId, change: &StockChange) -> LedgerResult<SaleRecord>;
-    /// A new name, or a new end to joins, for the sale (what is not given stays).
-    async fn set_details(
+    /// Changes the sale in one transaction, with the audit entry of the operator who did it
+    /// (none for sluice's own changes, such as a close at `closes_at`); the sale after.
+    async fn change_sale(
         &self,
         id: SaleId,
-        name: Option<&str>,
-        closes_at: Option<DateTime<Utc>>,
+        change: SaleChange<'_>,
+        audit: Option<&Audit<'_, SaleRecord>>,
     ) -> LedgerResult<SaleRecord>;
     /// Sales that admit now: status open and opened. Past `closes_at` too: it refuses joins,
     /// and who waits by then is still admitted in turn (closing the sale ends that).
@@ -392,21 +422,29 @@ pub trait Ledger: Send + Sync + 'static {
     async fn payment_events(&self, id: AttemptId) -> LedgerResult<Vec<PaymentEventRow>>;
     /// Stores a new admin key by the hash of its secret; a name already used (by a revoked key
     /// too) is refused with [`LedgerError::NameTaken`].
-    async fn create_admin_key(&self, key: &AdminKeyRow, key_hash: &str) -> LedgerResult<()>;
+    async fn create_admin_key(
+        &self,
+        key: &AdminKeyRow,
+        key_hash: &str,
+        entry: &AdminAction,
+    ) -> LedgerResult<()>;
     /// The key whose secret hashes to `key_hash`, revoked or not.
     async fn admin_key(&self, key_hash: &str) -> LedgerResult<Option<AdminKeyRow>>;
     /// Every admin key, revoked ones too, oldest first.
     async fn admin_keys(&self) -> LedgerResult<Vec<AdminKeyRow>>;
-    /// Revokes the key named `name` (a second revoke keeps the first time); the key after.
-    async fn revoke_admin_key(&self, name: &str) -> LedgerResult<Option<AdminKeyRow>>;
+    /// Revokes the key named `name`; the key after. A second revoke keeps the first time and
+    /// writes no audit entry.
+    async fn revoke_admin_key(
+        &self,
+        name: &str,
+        audit: &Audit<'_, AdminKeyRow>,
+    ) -> LedgerResult<Option<AdminKeyRow>>;
     /// Keeps a sample of a sale's figures; a sample of the same sale and time is kept once.
     async fn record_figures(&self, figures: &SaleFigures) -> LedgerResult<()>;
     /// The sale's samples from `since` on, oldest first.
     async fn figures(&self, sale: SaleId, since: DateTime<Utc>) -> LedgerResult<Vec<SaleFigures>>;
     /// Deletes samples older than `before`; how many.
     async fn prune_figures(&self, before: DateTime<Utc>) -> LedgerResult<u64>;
-    /// Writes one entry of the admin audit log and its event, in one transaction.
-    async fn record_admin_action(&self, action: &AdminAction) -> LedgerResult<()>;
     /// Entries of the admin audit log as `query` says, newest first.
     async fn admin_audit(&self, query: &AuditQuery) -> LedgerResult<Vec<AdminAction>>;
 
@@ -419,6 +457,13 @@ pub trait Ledger: Send + Sync + 'static {
         user: Option<&UserId>,
         event: AttemptEvent,
         take: Option<&Take>,
+    ) -> LedgerResult<Applied>;
+    /// An operator's refund: the `Refund` event applied as [`Ledger::apply`] does, with its
+    /// audit entry when it changes the attempt (a second refund changes nothing).
+    async fn refund(
+        &self,
+        id: AttemptId,
+        audit: &Audit<'_, AttemptRecord>,
     ) -> LedgerResult<Applied>;
     /// A payment webhook, idempotent by `provider_event_id`.
     async fn payment_event(

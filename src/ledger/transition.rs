@@ -8,14 +8,15 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{
-    AdmissionPlan, Applied, AttemptRecord, LedgerError, LedgerResult, PendingSync, Step, SyncChange,
+    AdminKeyRow, AdmissionPlan, Applied, AttemptRecord, LedgerError, LedgerResult, PendingSync,
+    SaleRecord, Step, SyncChange,
 };
 use crate::domain::events::EventType;
 use crate::domain::{
     decide, AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, Effect, Sale, SaleId,
     SaleStatus, UserId,
 };
-use crate::domain::{AdminAction, StockKind, Take};
+use crate::domain::{AdminAction, Admission, ProofOfWork, StockKind, Take};
 use crate::queue::Admitted;
 
 /// The statements the shared transitions and flows need, on an open transaction of one
@@ -82,8 +83,25 @@ pub(crate) trait LedgerTx: Send {
     /// Deletes the named seats that are free; how many it deleted.
     async fn withdraw_seats(&mut self, id: SaleId, seats: &[String]) -> LedgerResult<u32>;
     async fn write_sale_total(&mut self, id: SaleId, total: u32) -> LedgerResult<()>;
+    /// The sale with its free units counted.
+    async fn load_sale(&mut self, id: SaleId) -> LedgerResult<Option<SaleRecord>>;
+    async fn write_admission(&mut self, id: SaleId, admission: Admission) -> LedgerResult<()>;
+    async fn write_proof_of_work(&mut self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<()>;
+    /// A new name and end to joins, each only if given.
+    async fn write_details(
+        &mut self,
+        id: SaleId,
+        name: Option<&str>,
+        closes_at: Option<DateTime<Utc>>,
+    ) -> LedgerResult<()>;
     /// Inserts one entry of the admin audit log.
     async fn insert_admin_action(&mut self, action: &AdminAction) -> LedgerResult<()>;
+    /// Inserts a named admin key; [`LedgerError::NameTaken`] if its name is used.
+    async fn insert_admin_key(&mut self, key: &AdminKeyRow, key_hash: &str) -> LedgerResult<()>;
+    /// The named key, locked until the transaction ends.
+    async fn lock_admin_key(&mut self, name: &str) -> LedgerResult<Option<AdminKeyRow>>;
+    /// Marks the named key revoked now; the key after.
+    async fn write_key_revoked(&mut self, name: &str) -> LedgerResult<AdminKeyRow>;
 }
 
 /// Applies `event` to a locked attempt.

@@ -1,6 +1,7 @@
 //! The operators: who an admin key is (the configured key, or a named key the ledger keeps),
 //! what its role allows, the named keys' life (created, listed, revoked: at once, on every
-//! replica, since each request asks the ledger), and the admin audit log.
+//! replica, since each request asks the ledger), and the admin audit log (each action's entry is
+//! written by the ledger in the action's own transaction).
 
 use chrono::Utc;
 use serde_json::{json, Value};
@@ -10,7 +11,7 @@ use super::support::{cursor, page, Page};
 use super::{App, ServiceError, ServiceResult};
 use crate::auth::admin_key::{hash_secret, new_secret, SECRET_PREFIX};
 use crate::domain::{AdminAction, Operator, Role, SaleId, Target};
-use crate::ledger::{AdminKeyRow, AuditQuery};
+use crate::ledger::{AdminKeyRow, Audit, AuditQuery};
 
 /// The operator `presented` is the key of, if any: the configured key without a ledger call,
 /// a named key if the ledger has it unrevoked.
@@ -89,19 +90,11 @@ pub async fn create_key(
         created_at: Utc::now(),
         revoked_at: None,
     };
-    app.ledger
-        .create_admin_key(&key, &hash_secret(&secret))
-        .await?;
     let target = Target::AdminKey(key.name.clone());
-    audit(
-        app,
-        actor,
-        "createAdminKey",
-        &target,
-        None,
-        Some(key_json(&key)),
-    )
-    .await;
+    let entry = AdminAction::new(actor, "createAdminKey", &target, None, Some(key_json(&key)));
+    app.ledger
+        .create_admin_key(&key, &hash_secret(&secret), &entry)
+        .await?;
     Ok((key, secret))
 }
 
@@ -114,44 +107,15 @@ pub async fn keys(app: &App, actor: &Operator) -> ServiceResult<Vec<AdminKeyRow>
 /// changes nothing and is not logged again.
 pub async fn revoke_key(app: &App, actor: &Operator, name: &str) -> ServiceResult<AdminKeyRow> {
     require(actor, Role::Admin)?;
-    let before = app
-        .ledger
-        .admin_keys()
+    let audit = Audit {
+        actor,
+        action: "revokeAdminKey",
+        show: &|key| Some(key_json(key)),
+    };
+    app.ledger
+        .revoke_admin_key(name, &audit)
         .await?
-        .into_iter()
-        .find(|k| k.name == name)
-        .ok_or(ServiceError::NotFound("admin key"))?;
-    let after = app
-        .ledger
-        .revoke_admin_key(name)
-        .await?
-        .ok_or(ServiceError::NotFound("admin key"))?;
-    if before.revoked_at.is_none() {
-        let target = Target::AdminKey(after.name.clone());
-        let (before, after_json) = (Some(key_json(&before)), Some(key_json(&after)));
-        audit(app, actor, "revokeAdminKey", &target, before, after_json).await;
-    }
-    Ok(after)
-}
-
-/// Writes an action to the admin audit log (and its event). The action has happened by now:
-/// should the ledger fail here, the failure is logged and counted, not answered.
-pub async fn audit(
-    app: &App,
-    actor: &Operator,
-    action: &str,
-    target: &Target,
-    before: Option<Value>,
-    after: Option<Value>,
-) {
-    let entry = AdminAction::new(actor, action, target, before, after);
-    if let Err(e) = app.ledger.record_admin_action(&entry).await {
-        metrics::counter!("sluice_admin_audit_failures_total").increment(1);
-        tracing::error!(
-            actor = %entry.actor, action = %entry.action, target = %entry.target, error = %e,
-            "an admin action was done but not written to the audit log"
-        );
-    }
+        .ok_or(ServiceError::NotFound("admin key"))
 }
 
 /// The admin audit log, newest first; `sale` only if given.

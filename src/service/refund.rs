@@ -1,17 +1,18 @@
 //! An operator's refund of a purchase: the machine's `Refund` event ends the CONFIRMED attempt
 //! EXPIRED (`refunded`), the ledger gives its units back and writes `refund_required` for the
 //! payment side in the same transaction, and the queue store gets the units back (for the
-//! queue's next users, while the sale is open). A second refund is the machine's repeat: it
-//! changes nothing and is not logged again.
+//! queue's next users, while the sale is open); its admin audit entry is written in the same
+//! transaction. A second refund is the machine's repeat: it changes nothing and is not logged
+//! again.
 
 use serde_json::{json, Value};
 
-use super::operators::{audit, require};
+use super::operators::require;
 use super::support::{file_of, AttemptFile};
 use super::transition::{settle, settle_refusal};
 use super::{App, ServiceError, ServiceResult};
-use crate::domain::{AttemptEvent, AttemptId, Operator, Role, SaleId, Target};
-use crate::ledger::{AttemptRecord, LedgerError};
+use crate::domain::{AttemptId, Operator, Role, SaleId};
+use crate::ledger::{AttemptRecord, Audit, LedgerError};
 
 /// What the audit log shows of the attempt before and after.
 fn attempt_json(record: &AttemptRecord) -> Value {
@@ -35,30 +36,16 @@ pub async fn refund(
     if id.sale != sale {
         return Err(ServiceError::NotFound("attempt"));
     }
-    let applied = match app.ledger.apply(id, None, AttemptEvent::Refund, None).await {
+    let audit = Audit {
+        actor,
+        action: "refundAttempt",
+        show: &|record| Some(attempt_json(record)),
+    };
+    let applied = match app.ledger.refund(id, &audit).await {
         Ok(applied) => applied,
         Err(LedgerError::NotFound) => return Err(ServiceError::NotFound("attempt")),
         Err(e) => return Err(settle_refusal(app, e).await.into()),
     };
     settle(app, &applied).await;
-    if applied.decision().changed {
-        // A refund changes the state alone: the attempt before it is the one after, in the
-        // state the decision left.
-        let before = AttemptRecord {
-            state: applied.decision().from,
-            ..applied.record.clone()
-        };
-        let (before, after) = (attempt_json(&before), attempt_json(&applied.record));
-        let target = Target::Attempt(id);
-        audit(
-            app,
-            actor,
-            "refundAttempt",
-            &target,
-            Some(before),
-            Some(after),
-        )
-        .await;
-    }
     file_of(app, applied.record).await
 }

@@ -1,5 +1,6 @@
 //! Admin use cases: create a sale, read it, pause / resume / close it, tune its admission, and
-//! read its counters.
+//! read its counters. Each change an operator makes is given its admin audit entry
+//! ([`SaleAudit`]), which the ledger writes in the change's own transaction.
 
 use chrono::{DateTime, Utc};
 
@@ -7,22 +8,28 @@ use super::{App, ServiceError, ServiceResult};
 use crate::domain::sale::is_unprintable;
 use crate::domain::valve::ControllerState;
 use crate::domain::SaleSnapshot;
+use crate::domain::Target;
 use crate::domain::{
     Admission, AttemptEvent, NewSale, ProofOfWork, SaleId, SaleStatus, StockChange,
 };
-use crate::ledger::{LedgerError, LedgerStats, SaleRecord};
+use crate::ledger::{Audit, LedgerError, LedgerStats, SaleChange, SaleRecord};
 use crate::queue::Lease;
 
-pub async fn create(app: &App, new: NewSale) -> ServiceResult<SaleRecord> {
+/// An operator's change to a sale as the audit log keeps it.
+pub type SaleAudit<'a> = Audit<'a, SaleRecord>;
+
+pub async fn create(app: &App, new: NewSale, audit: &SaleAudit<'_>) -> ServiceResult<SaleRecord> {
     let sale = new
         .parse(Utc::now())
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
-    app.ledger.create_sale(&sale).await?;
-    app.queue
-        .init_sale(&sale, &SaleSnapshot::fresh(&sale), false)
-        .await?;
     let remaining = sale.stock.total();
-    Ok(SaleRecord { sale, remaining })
+    let record = SaleRecord { sale, remaining };
+    let entry = audit.entry(&Target::Sale(record.sale.id), None, Some(&record));
+    app.ledger.create_sale(&record.sale, Some(&entry)).await?;
+    app.queue
+        .init_sale(&record.sale, &SaleSnapshot::fresh(&record.sale), false)
+        .await?;
+    Ok(record)
 }
 
 pub async fn get(app: &App, id: SaleId) -> ServiceResult<SaleRecord> {
@@ -32,12 +39,15 @@ pub async fn get(app: &App, id: SaleId) -> ServiceResult<SaleRecord> {
         .ok_or(ServiceError::NotFound("sale"))
 }
 
-pub async fn set_status(app: &App, id: SaleId, status: SaleStatus) -> ServiceResult<SaleRecord> {
-    let record = app
-        .ledger
-        .set_status(id, status)
-        .await
-        .map_err(not_found_sale)?;
+/// Moves the sale to `status`; `audit` is the operator's entry (none when sluice closes a sale
+/// itself, past its `closes_at`).
+pub async fn set_status(
+    app: &App,
+    id: SaleId,
+    status: SaleStatus,
+    audit: Option<&SaleAudit<'_>>,
+) -> ServiceResult<SaleRecord> {
+    let record = change(app, id, SaleChange::Status(status), audit).await?;
     app.queue.set_status(id, status).await?;
     if status == SaleStatus::Closed {
         close_out_the_waiting(app, id).await;
@@ -69,27 +79,25 @@ pub async fn set_admission(
     rate_per_minute: u32,
     max_active: u32,
     adaptive: Option<(u32, u32)>,
+    audit: &SaleAudit<'_>,
 ) -> ServiceResult<SaleRecord> {
     let admission = Admission::parse(rate_per_minute, max_active, adaptive)
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
-    let record = app
-        .ledger
-        .set_admission(id, admission)
-        .await
-        .map_err(not_found_sale)?;
+    let record = change(app, id, SaleChange::Admission(admission), Some(audit)).await?;
     app.queue.set_admission(id, admission).await?;
     Ok(record)
 }
 
 /// Sets (or, with 0, removes) the proof of work a join must show; a new salt each time, so
 /// work done in advance is lost. Other replicas follow within a second.
-pub async fn set_proof_of_work(app: &App, id: SaleId, bits: u32) -> ServiceResult<SaleRecord> {
+pub async fn set_proof_of_work(
+    app: &App,
+    id: SaleId,
+    bits: u32,
+    audit: &SaleAudit<'_>,
+) -> ServiceResult<SaleRecord> {
     let pow = ProofOfWork::parse(bits).map_err(|e| ServiceError::validation(e.field, e.message))?;
-    let record = app
-        .ledger
-        .set_proof_of_work(id, &pow)
-        .await
-        .map_err(not_found_sale)?;
+    let record = change(app, id, SaleChange::ProofOfWork(&pow), Some(audit)).await?;
     app.offers.forget(id);
     Ok(record)
 }
@@ -105,6 +113,7 @@ pub async fn change_stock(
     withdraw: Option<u32>,
     add_seats: Option<Vec<String>>,
     withdraw_seats: Option<Vec<String>>,
+    audit: &SaleAudit<'_>,
 ) -> ServiceResult<SaleRecord> {
     let sale = app
         .ledger
@@ -114,11 +123,7 @@ pub async fn change_stock(
     let change = StockChange::parse(sale.stock.kind(), add, withdraw, add_seats, withdraw_seats)
         .and_then(|c| c.fits_in(sale.stock.total()).map(|()| c))
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
-    let record = app
-        .ledger
-        .change_stock(id, &change)
-        .await
-        .map_err(not_found_sale)?;
+    let record = self::change(app, id, SaleChange::Stock(&change), Some(audit)).await?;
     if let Err(e) = app.queue.adjust_stock(id, &change).await {
         tracing::warn!(sale = %id, error = %e, "a stock change is in the ledger, not yet in the queue store; the drift checker brings it in line");
     }
@@ -133,6 +138,7 @@ pub async fn set_details(
     id: SaleId,
     name: Option<String>,
     closes_at: Option<DateTime<Utc>>,
+    audit: &SaleAudit<'_>,
 ) -> ServiceResult<SaleRecord> {
     if name.is_none() && closes_at.is_none() {
         return Err(ServiceError::validation("name", "give a name or closes_at"));
@@ -155,11 +161,11 @@ pub async fn set_details(
             ));
         }
     }
-    let record = app
-        .ledger
-        .set_details(id, name.as_deref(), closes_at)
-        .await
-        .map_err(not_found_sale)?;
+    let details = SaleChange::Details {
+        name: name.as_deref(),
+        closes_at,
+    };
+    let record = change(app, id, details, Some(audit)).await?;
     let snapshot = app.ledger.snapshot(id).await?;
     app.queue.init_sale(&record.sale, &snapshot, false).await?;
     app.offers.forget(id);
@@ -204,6 +210,19 @@ pub async fn stats(app: &App, id: SaleId) -> ServiceResult<SaleStats> {
         waiting: queue.waiting,
         ledger,
     })
+}
+
+/// The ledger's change to the sale, with the operator's entry if given.
+async fn change(
+    app: &App,
+    id: SaleId,
+    change: SaleChange<'_>,
+    audit: Option<&SaleAudit<'_>>,
+) -> ServiceResult<SaleRecord> {
+    app.ledger
+        .change_sale(id, change, audit)
+        .await
+        .map_err(not_found_sale)
 }
 
 fn not_found_sale(e: LedgerError) -> ServiceError {

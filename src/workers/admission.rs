@@ -115,7 +115,7 @@ async fn admit(
         // Past its closing time nobody joins; once nobody waits either, the sale is over:
         // closed as an admin would close it (its event, the offer's status), and it leaves the
         // admission loop.
-        crate::service::sales::set_status(app, sale, SaleStatus::Closed).await?;
+        crate::service::sales::set_status(app, sale, SaleStatus::Closed, None).await?;
         tracing::info!(%sale, "sale closed: past its closing time and nobody waiting");
         return Ok(());
     }

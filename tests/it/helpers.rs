@@ -594,6 +594,32 @@ impl TestApp {
         }
     }
 
+    /// Makes the ledger refuse every new entry of the admin audit log (a trigger that raises),
+    /// as a full disk or a broken table would: what the log cannot take must not be done.
+    pub async fn refuse_admin_audit(&self) {
+        match self.ledger_pool().await {
+            Pool::Pg(pool) => {
+                for sql in [
+                    "CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql
+                     AS $$ BEGIN RAISE EXCEPTION 'the audit log refuses'; END $$",
+                    "CREATE TRIGGER refuse_audit BEFORE INSERT ON admin_audit
+                     FOR EACH ROW EXECUTE FUNCTION refuse_audit()",
+                ] {
+                    sqlx::query(sql).execute(&pool).await.unwrap();
+                }
+            }
+            Pool::Sqlite(pool) => {
+                sqlx::query(
+                    "CREATE TRIGGER refuse_audit BEFORE INSERT ON admin_audit
+                     BEGIN SELECT RAISE(ABORT, 'the audit log refuses'); END",
+                )
+                .execute(&pool)
+                .await
+                .unwrap();
+            }
+        }
+    }
+
     /// Moves the deadline that the timeout `event` judges a second into the past, by the
     /// ledger's clock (the next reaper pass or request expires the attempt).
     pub async fn pass_deadline(&self, attempt: &str, event: sluice::domain::AttemptEvent) {

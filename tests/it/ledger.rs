@@ -9,7 +9,7 @@ use futures_util::future::join_all;
 use sluice::domain::{
     Admission, AdmissionMode, AttemptEvent, AttemptId, NewSale, Sale, Stock, Ttls, UserId,
 };
-use sluice::ledger::{AdmissionPlan, Ledger, LedgerError, PgLedger, SqliteLedger};
+use sluice::ledger::{AdmissionPlan, Ledger, LedgerError, PgLedger, SaleChange, SqliteLedger};
 use sluice::queue::{Admitted, Take};
 
 use crate::helpers::fresh_database;
@@ -64,7 +64,7 @@ async fn a_hold_claims_units_in_one_locking_pass_even_on_stale_statistics() {
     let (pg, ledger, _older) = ledger_with_an_older_sale().await;
     sqlx::query("ANALYZE").execute(pg.pool()).await.unwrap();
     let sale = new_sale(Stock::Quantity(20_000));
-    ledger.create_sale(&sale).await.unwrap();
+    ledger.create_sale(&sale, None).await.unwrap();
 
     let plan = explain_claim(&pg, &sale, sluice::ledger::postgres::CLAIM_FREE_UNITS, true).await;
     assert!(
@@ -97,7 +97,7 @@ async fn a_hold_reaches_a_new_sale_s_units_by_index_behind_older_held_units() {
         .await
         .unwrap();
     let sale = new_sale(Stock::Quantity(20_000));
-    ledger.create_sale(&sale).await.unwrap();
+    ledger.create_sale(&sale, None).await.unwrap();
     sqlx::query("ANALYZE").execute(pg.pool()).await.unwrap();
 
     let claim = sluice::ledger::postgres::CLAIM_FREE_UNITS;
@@ -122,7 +122,7 @@ async fn ledger_with_an_older_sale() -> (PgLedger, Arc<dyn Ledger>, Sale) {
     pg.migrate().await.unwrap();
     let ledger: Arc<dyn Ledger> = Arc::new(pg.clone());
     let older = new_sale(Stock::Quantity(20_000));
-    ledger.create_sale(&older).await.unwrap();
+    ledger.create_sale(&older, None).await.unwrap();
     (pg, ledger, older)
 }
 
@@ -202,9 +202,12 @@ async fn idempotency_claims_are_exclusive_and_stale_ones_are_taken_over(ledger: 
 /// cleared when the sale goes back to manual.
 async fn admission_mode_and_bounds_are_kept(ledger: Arc<dyn Ledger>) {
     let sale = new_sale(Stock::Quantity(5));
-    ledger.create_sale(&sale).await.unwrap();
+    ledger.create_sale(&sale, None).await.unwrap();
     let adaptive = Admission::parse(600, 50, Some((60, 3000))).unwrap();
-    let record = ledger.set_admission(sale.id, adaptive).await.unwrap();
+    let record = ledger
+        .change_sale(sale.id, SaleChange::Admission(adaptive), None)
+        .await
+        .unwrap();
     assert_eq!(
         record.sale.admission.mode,
         AdmissionMode::Adaptive { min: 60, max: 3000 }
@@ -213,7 +216,10 @@ async fn admission_mode_and_bounds_are_kept(ledger: Arc<dyn Ledger>) {
     let plan = plans.iter().find(|p| p.sale == sale.id).expect("open sale");
     assert_eq!(plan.admission, adaptive);
     let manual = Admission::parse(120, 50, None).unwrap();
-    ledger.set_admission(sale.id, manual).await.unwrap();
+    ledger
+        .change_sale(sale.id, SaleChange::Admission(manual), None)
+        .await
+        .unwrap();
     let record = ledger.sale(sale.id).await.unwrap().unwrap();
     assert_eq!(record.sale.admission, manual);
 }
@@ -248,9 +254,9 @@ fn new_sale(stock: Stock) -> Sale {
 /// for the offer, is the same sale without the count; neither knows an unknown sale.
 async fn a_sale_is_read_with_its_free_units_counted_or_without(ledger: Arc<dyn Ledger>) {
     let seated = new_sale(Stock::Seats(vec!["A1".into(), "A2".into()]));
-    ledger.create_sale(&seated).await.unwrap();
+    ledger.create_sale(&seated, None).await.unwrap();
     let sale = new_sale(Stock::Quantity(5));
-    ledger.create_sale(&sale).await.unwrap();
+    ledger.create_sale(&sale, None).await.unwrap();
     let (attempt, user) = admitted(&ledger, &sale, 1).await.remove(0);
     ledger
         .apply(
@@ -295,7 +301,7 @@ async fn admitted(ledger: &Arc<dyn Ledger>, sale: &Sale, n: usize) -> Vec<(Attem
 
 async fn concurrent_holds_without_the_queue_store_never_oversell(ledger: Arc<dyn Ledger>) {
     let sale = new_sale(Stock::Quantity(20));
-    ledger.create_sale(&sale).await.unwrap();
+    ledger.create_sale(&sale, None).await.unwrap();
     let attempts = admitted(&ledger, &sale, 60).await;
     let results = join_all(attempts.iter().map(|(id, user)| {
         let ledger = ledger.clone();
@@ -338,7 +344,7 @@ async fn concurrent_holds_without_the_queue_store_never_oversell(ledger: Arc<dyn
 
 async fn a_seat_has_one_holder_and_unknown_seats_are_named(ledger: Arc<dyn Ledger>) {
     let sale = new_sale(Stock::Seats(vec!["A1".into(), "A2".into()]));
-    ledger.create_sale(&sale).await.unwrap();
+    ledger.create_sale(&sale, None).await.unwrap();
     let attempts = admitted(&ledger, &sale, 10).await;
     let seat = Take::Seats(vec!["A1".into()]);
     let results = join_all(attempts.iter().map(|(id, user)| {

@@ -1,7 +1,8 @@
 //! Named admin keys and their roles, and the admin audit log, on both configurations: a
 //! viewer key is refused on every write route (403) and changes nothing, an operator key on
 //! every key route; a revoked key is refused from the next request on; every admin action is
-//! in the log with its actor and the target before and after, and is emitted as an event.
+//! in the log with its actor and the target before and after, and is emitted as an event; an
+//! action whose entry the ledger cannot write is not done.
 
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -13,6 +14,7 @@ on_both_configurations!(
     every_write_route_refuses_a_key_whose_role_is_too_low,
     a_revoked_key_is_refused_at_once,
     the_audit_log_holds_every_admin_action,
+    an_action_the_audit_log_cannot_take_is_not_done,
 );
 
 /// A new named key's secret, made with the configured (`admin`) key.
@@ -338,5 +340,88 @@ async fn the_audit_log_holds_every_admin_action(backend: Backend) {
         t.outbox_count("sluice.admin.action").await,
         entries.len() as i64
     );
+    t.stop().await;
+}
+
+/// Each admin action commits with its audit entry or not at all: with the log refusing
+/// entries, every action answers 500 and leaves its target as it was.
+async fn an_action_the_audit_log_cannot_take_is_not_done(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let sale = t
+        .create_sale(json!({ "quantity": 4, "per_user_limit": 1 }))
+        .await;
+    let (bought, payment) = t.paying(&sale, "buyer", 1).await;
+    let reference = payment["reference"].as_str().unwrap();
+    assert_eq!(
+        t.webhook("evt-1", "payment.succeeded", reference)
+            .await
+            .status(),
+        200
+    );
+    new_key(&t, "kept", "viewer").await;
+    let actions_before = t.outbox_count("sluice.admin.action").await;
+    t.refuse_admin_audit().await;
+
+    let path = |tail: &str| format!("/v1/sales/{sale}{tail}");
+    let tries = [
+        (Method::POST, path("/pause"), None),
+        (
+            Method::PUT,
+            path("/admission"),
+            Some(json!({ "rate_per_minute": 120, "max_active": 7 })),
+        ),
+        (
+            Method::PUT,
+            path("/proof-of-work"),
+            Some(json!({ "difficulty_bits": 9 })),
+        ),
+        (Method::POST, path("/stock"), Some(json!({ "add": 2 }))),
+        (Method::PATCH, path(""), Some(json!({ "name": "renamed" }))),
+        (
+            Method::POST,
+            path(&format!("/attempts/{bought}/refund")),
+            None,
+        ),
+        (
+            Method::POST,
+            "/v1/sales".into(),
+            Some(json!({ "name": "new", "quantity": 1 })),
+        ),
+        (
+            Method::POST,
+            "/v1/admin/keys".into(),
+            Some(json!({ "name": "new", "role": "viewer" })),
+        ),
+        (Method::DELETE, "/v1/admin/keys/kept".into(), None),
+    ];
+    for (method, path, body) in tries {
+        let mut req = t.admin(method.clone(), &path);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 500, "{method} {path}");
+        assert_problem(resp, 500, "/problems/internal").await;
+    }
+
+    let now = t.admin_json(Method::GET, &path("")).await;
+    assert_eq!(
+        (&now["status"], &now["name"], &now["total"]),
+        (&json!("open"), &json!("Test sale"), &json!(4)),
+        "{now}"
+    );
+    assert_eq!(
+        (&now["max_active"], &now["proof_of_work_bits"]),
+        (&json!(1000), &json!(0))
+    );
+    assert_eq!(t.status(&bought, "buyer").await["state"], "CONFIRMED");
+    assert_eq!(t.refunds_for(&bought).await, 0);
+    let sales = t.admin_json(Method::GET, "/v1/sales").await;
+    assert_eq!(sales["sales"].as_array().unwrap().len(), 1, "{sales}");
+    let keys = t.admin_json(Method::GET, "/v1/admin/keys").await;
+    let keys = keys["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert!(keys[0]["revoked_at"].is_null(), "{keys:?}");
+    assert_eq!(t.outbox_count("sluice.admin.action").await, actions_before);
     t.stop().await;
 }

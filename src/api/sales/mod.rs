@@ -11,9 +11,9 @@ use super::text::Text;
 use super::{parse_sale_id, ApiTags};
 use poem_openapi::types::ToJSON;
 
-use crate::domain::{NewSale, Role, SaleId, SaleStatus, Target, Ttls, UserId};
+use crate::domain::{NewSale, Operator, Role, SaleId, SaleStatus, Ttls, UserId};
 use crate::ledger::SaleRecord;
-use crate::service::operators::audit;
+use crate::service::sales::SaleAudit;
 use crate::service::{self, idempotent, App, IdempotencyKey};
 use types::{
     adaptive_bounds, AdmissionOut, AdmissionSettings, CreateSale, OpeningName, ProofOfWorkSettings,
@@ -117,11 +117,9 @@ impl SalesApi {
             key.as_ref(),
             &("createSale", &request),
             async {
-                let created = service::sales::create(app, new).await?;
-                let id = created.sale.id;
-                let after = SaleOut::from(created).to_json();
-                audit(app, operator, "createSale", &Target::Sale(id), None, after).await;
-                Ok(id)
+                let audit = sale_audit(operator, "createSale");
+                let created = service::sales::create(app, new, &audit).await?;
+                Ok(created.sale.id)
             },
         )
         .await?;
@@ -178,8 +176,8 @@ impl SalesApi {
         auth: AdminAuth,
         sale_id: Path<String>,
     ) -> Result<SaleResponse, ApiError> {
-        self.change(&auth, "pauseSale", &sale_id, async |app, id| {
-            service::sales::set_status(app, id, SaleStatus::Paused).await
+        self.change(&auth, "pauseSale", &sale_id, async |app, id, audit| {
+            service::sales::set_status(app, id, SaleStatus::Paused, Some(audit)).await
         })
         .await
     }
@@ -197,8 +195,8 @@ impl SalesApi {
         auth: AdminAuth,
         sale_id: Path<String>,
     ) -> Result<SaleResponse, ApiError> {
-        self.change(&auth, "resumeSale", &sale_id, async |app, id| {
-            service::sales::set_status(app, id, SaleStatus::Open).await
+        self.change(&auth, "resumeSale", &sale_id, async |app, id, audit| {
+            service::sales::set_status(app, id, SaleStatus::Open, Some(audit)).await
         })
         .await
     }
@@ -213,8 +211,8 @@ impl SalesApi {
         auth: AdminAuth,
         sale_id: Path<String>,
     ) -> Result<SaleResponse, ApiError> {
-        self.change(&auth, "closeSale", &sale_id, async |app, id| {
-            service::sales::set_status(app, id, SaleStatus::Closed).await
+        self.change(&auth, "closeSale", &sale_id, async |app, id, audit| {
+            service::sales::set_status(app, id, SaleStatus::Closed, Some(audit)).await
         })
         .await
     }
@@ -257,8 +255,9 @@ impl SalesApi {
     ) -> Result<SaleResponse, ApiError> {
         let b = body.0;
         let adaptive = adaptive_bounds(b.mode, b.min_rate_per_minute, b.max_rate_per_minute);
-        self.change(&auth, "setAdmission", &sale_id, async |app, id| {
-            service::sales::set_admission(app, id, b.rate_per_minute, b.max_active, adaptive).await
+        self.change(&auth, "setAdmission", &sale_id, async |app, id, audit| {
+            let (rate, max_active) = (b.rate_per_minute, b.max_active);
+            service::sales::set_admission(app, id, rate, max_active, adaptive, audit).await
         })
         .await
     }
@@ -280,8 +279,8 @@ impl SalesApi {
         body: Json<ProofOfWorkSettings>,
     ) -> Result<SaleResponse, ApiError> {
         let bits = body.difficulty_bits;
-        self.change(&auth, "setProofOfWork", &sale_id, async |app, id| {
-            service::sales::set_proof_of_work(app, id, bits).await
+        self.change(&auth, "setProofOfWork", &sale_id, async |app, id, audit| {
+            service::sales::set_proof_of_work(app, id, bits, audit).await
         })
         .await
     }
@@ -332,8 +331,9 @@ impl SalesApi {
         let b = body.0;
         let seats = |s: Option<Vec<Text>>| s.map(|s| s.into_iter().map(Text::into_inner).collect());
         let (add_seats, withdraw_seats) = (seats(b.add_seats), seats(b.withdraw_seats));
-        self.change(&auth, "changeStock", &sale_id, async |app, id| {
-            service::sales::change_stock(app, id, b.add, b.withdraw, add_seats, withdraw_seats)
+        self.change(&auth, "changeStock", &sale_id, async |app, id, audit| {
+            let (add, withdraw) = (b.add, b.withdraw);
+            service::sales::change_stock(app, id, add, withdraw, add_seats, withdraw_seats, audit)
                 .await
         })
         .await
@@ -352,8 +352,8 @@ impl SalesApi {
     ) -> Result<SaleResponse, ApiError> {
         let b = body.0;
         let name = b.name.map(Text::into_inner);
-        self.change(&auth, "updateSale", &sale_id, async |app, id| {
-            service::sales::set_details(app, id, name, b.closes_at).await
+        self.change(&auth, "updateSale", &sale_id, async |app, id, audit| {
+            service::sales::set_details(app, id, name, b.closes_at, audit).await
         })
         .await
     }
@@ -379,30 +379,27 @@ impl SalesApi {
 }
 
 impl SalesApi {
-    /// An operator's change to a sale: the role checked, the change made, and the sale before
-    /// and after it written to the admin audit log.
+    /// An operator's change to a sale: the role checked, and the change made with its entry in
+    /// the admin audit log (the sale before and after it).
     async fn change(
         &self,
         auth: &AdminAuth,
         action: &str,
         sale_id: &str,
-        change: impl AsyncFnOnce(&App, SaleId) -> service::ServiceResult<SaleRecord>,
+        change: impl AsyncFnOnce(&App, SaleId, &SaleAudit<'_>) -> service::ServiceResult<SaleRecord>,
     ) -> Result<SaleResponse, ApiError> {
         let operator = auth.allows(Role::Operator)?;
         let id = parse_sale_id(sale_id)?;
-        let app = &self.app;
-        let before = SaleOut::from(service::sales::get(app, id).await?);
-        let after = SaleOut::from(change(app, id).await?);
-        let target = Target::Sale(id);
-        audit(
-            app,
-            operator,
-            action,
-            &target,
-            before.to_json(),
-            after.to_json(),
-        )
-        .await;
-        Ok(SaleResponse::Ok(Json(after)))
+        let after = change(&self.app, id, &sale_audit(operator, action)).await?;
+        Ok(SaleResponse::Ok(Json(after.into())))
+    }
+}
+
+/// How the admin audit log shows a sale: as the API does.
+fn sale_audit<'a>(actor: &'a Operator, action: &'a str) -> SaleAudit<'a> {
+    SaleAudit {
+        actor,
+        action,
+        show: &|record| SaleOut::from(record.clone()).to_json(),
     }
 }

@@ -8,11 +8,16 @@ use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
 use super::{db_error, outbox};
-use crate::domain::{AdminAction, Buyer, LiveAttempt, Sale, SaleStatus, StockKind, Take};
+use crate::domain::{
+    AdminAction, Admission, Buyer, LiveAttempt, ProofOfWork, Sale, SaleStatus, StockKind, Take,
+};
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, SaleId, UserId};
 use crate::ledger::transition::{apply_in, timeout_state, LedgerTx};
+#[cfg(doc)]
+use crate::ledger::Ledger;
 use crate::ledger::{
-    AdmissionPlan, Applied, AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange,
+    flows, AdminKeyRow, AdmissionPlan, Applied, AttemptRecord, Audit, HeldStock, LedgerError,
+    LedgerResult, SaleRecord, SyncChange,
 };
 use crate::queue::Admitted;
 
@@ -117,6 +122,18 @@ pub(super) async fn apply(
 ) -> LedgerResult<Applied> {
     let mut tx = pool.begin().await.map_err(db_error)?;
     let outcome = apply_in(&mut *tx, id, user, event, take).await?;
+    tx.commit().await.map_err(db_error)?;
+    outcome
+}
+
+/// [`Ledger::refund`]'s transaction.
+pub(super) async fn refund(
+    pool: &PgPool,
+    id: AttemptId,
+    audit: &Audit<'_, AttemptRecord>,
+) -> LedgerResult<Applied> {
+    let mut tx = pool.begin().await.map_err(db_error)?;
+    let outcome = flows::refund(&mut *tx, id, audit).await?;
     tx.commit().await.map_err(db_error)?;
     outcome
 }
@@ -331,8 +348,41 @@ impl LedgerTx for PgConnection {
     async fn write_sale_total(&mut self, id: SaleId, total: u32) -> LedgerResult<()> {
         super::sales::write_total(self, id, total).await
     }
+    async fn load_sale(&mut self, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
+        super::sales::load(self, id).await
+    }
+
+    async fn write_admission(&mut self, id: SaleId, admission: Admission) -> LedgerResult<()> {
+        super::sales::write_admission(self, id, admission).await
+    }
+
+    async fn write_proof_of_work(&mut self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<()> {
+        super::sales::write_proof_of_work(self, id, pow).await
+    }
+
+    async fn write_details(
+        &mut self,
+        id: SaleId,
+        name: Option<&str>,
+        closes_at: Option<DateTime<Utc>>,
+    ) -> LedgerResult<()> {
+        super::sales::write_details(self, id, name, closes_at).await
+    }
+
     async fn insert_admin_action(&mut self, action: &AdminAction) -> LedgerResult<()> {
         super::operators::insert_action(self, action).await
+    }
+
+    async fn insert_admin_key(&mut self, key: &AdminKeyRow, key_hash: &str) -> LedgerResult<()> {
+        super::operators::insert_key(self, key, key_hash).await
+    }
+
+    async fn lock_admin_key(&mut self, name: &str) -> LedgerResult<Option<AdminKeyRow>> {
+        super::operators::lock_key(self, name).await
+    }
+
+    async fn write_key_revoked(&mut self, name: &str) -> LedgerResult<AdminKeyRow> {
+        super::operators::write_revoked(self, name).await
     }
 }
 

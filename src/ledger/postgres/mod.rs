@@ -103,41 +103,27 @@ impl Ledger for PgLedger {
             .map_err(db_error)
     }
 
-    async fn create_sale(&self, sale: &Sale) -> LedgerResult<()> {
-        sales::create(&self.pool, sale).await
+    async fn create_sale(&self, sale: &Sale, entry: Option<&AdminAction>) -> LedgerResult<()> {
+        sales::create(&self.pool, sale, entry).await
     }
 
     async fn sale(&self, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
-        sales::load(&self.pool, id).await
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        sales::load(&mut conn, id).await
     }
 
     async fn sale_settings(&self, id: SaleId) -> LedgerResult<Option<Sale>> {
-        sales::settings(&self.pool, id).await
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        sales::settings(&mut conn, id).await
     }
 
-    async fn set_status(&self, id: SaleId, status: SaleStatus) -> LedgerResult<SaleRecord> {
-        sales::set_status(&self.pool, id, status).await
-    }
-
-    async fn set_admission(&self, id: SaleId, admission: Admission) -> LedgerResult<SaleRecord> {
-        sales::set_admission(&self.pool, id, admission).await
-    }
-
-    async fn set_proof_of_work(&self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<SaleRecord> {
-        sales::set_proof_of_work(&self.pool, id, pow).await
-    }
-
-    async fn change_stock(&self, id: SaleId, change: &StockChange) -> LedgerResult<SaleRecord> {
-        sales::change_stock(&self.pool, id, change).await
-    }
-
-    async fn set_details(
+    async fn change_sale(
         &self,
         id: SaleId,
-        name: Option<&str>,
-        closes_at: Option<DateTime<Utc>>,
+        change: SaleChange<'_>,
+        audit: Option<&Audit<'_, SaleRecord>>,
     ) -> LedgerResult<SaleRecord> {
-        sales::set_details(&self.pool, id, name, closes_at).await
+        sales::change(&self.pool, id, change, audit).await
     }
 
     async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>> {
@@ -219,8 +205,13 @@ impl Ledger for PgLedger {
         figures::prune(&self.pool, before).await
     }
 
-    async fn create_admin_key(&self, key: &AdminKeyRow, key_hash: &str) -> LedgerResult<()> {
-        operators::create_key(&self.pool, key, key_hash).await
+    async fn create_admin_key(
+        &self,
+        key: &AdminKeyRow,
+        key_hash: &str,
+        entry: &AdminAction,
+    ) -> LedgerResult<()> {
+        operators::create_key(&self.pool, key, key_hash, entry).await
     }
 
     async fn admin_key(&self, key_hash: &str) -> LedgerResult<Option<AdminKeyRow>> {
@@ -231,12 +222,12 @@ impl Ledger for PgLedger {
         operators::keys(&self.pool).await
     }
 
-    async fn revoke_admin_key(&self, name: &str) -> LedgerResult<Option<AdminKeyRow>> {
-        operators::revoke_key(&self.pool, name).await
-    }
-
-    async fn record_admin_action(&self, action: &AdminAction) -> LedgerResult<()> {
-        operators::record_action(&self.pool, action).await
+    async fn revoke_admin_key(
+        &self,
+        name: &str,
+        audit: &Audit<'_, AdminKeyRow>,
+    ) -> LedgerResult<Option<AdminKeyRow>> {
+        operators::revoke_key(&self.pool, name, audit).await
     }
 
     async fn admin_audit(&self, query: &AuditQuery) -> LedgerResult<Vec<AdminAction>> {
@@ -251,6 +242,14 @@ impl Ledger for PgLedger {
         take: Option<&Take>,
     ) -> LedgerResult<Applied> {
         metered("apply", attempts::apply(&self.pool, id, user, event, take)).await
+    }
+
+    async fn refund(
+        &self,
+        id: AttemptId,
+        audit: &Audit<'_, AttemptRecord>,
+    ) -> LedgerResult<Applied> {
+        metered("apply", attempts::refund(&self.pool, id, audit)).await
     }
 
     async fn payment_event(

@@ -8,7 +8,7 @@ use super::db_error;
 use crate::domain::{AdminAction, Role, SaleId};
 #[cfg(doc)]
 use crate::ledger::transition::LedgerTx;
-use crate::ledger::{flows, AdminKeyRow, AuditQuery, LedgerError, LedgerResult};
+use crate::ledger::{flows, AdminKeyRow, Audit, AuditQuery, LedgerError, LedgerResult};
 
 const KEY_COLUMNS: &str = "id, name, role, created_by, created_at, revoked_at";
 
@@ -24,7 +24,23 @@ fn key_from_row(r: &PgRow) -> LedgerResult<AdminKeyRow> {
     })
 }
 
-pub(super) async fn create_key(pool: &PgPool, key: &AdminKeyRow, hash: &str) -> LedgerResult<()> {
+pub(super) async fn create_key(
+    pool: &PgPool,
+    key: &AdminKeyRow,
+    hash: &str,
+    entry: &AdminAction,
+) -> LedgerResult<()> {
+    let mut tx = pool.begin().await.map_err(db_error)?;
+    flows::create_admin_key(&mut *tx, key, hash, entry).await?;
+    tx.commit().await.map_err(db_error)
+}
+
+/// [`LedgerTx::insert_admin_key`].
+pub(super) async fn insert_key(
+    conn: &mut PgConnection,
+    key: &AdminKeyRow,
+    hash: &str,
+) -> LedgerResult<()> {
     let inserted = sqlx::query(
         "INSERT INTO admin_keys (id, name, role, key_hash, created_by, created_at)
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
@@ -35,7 +51,7 @@ pub(super) async fn create_key(pool: &PgPool, key: &AdminKeyRow, hash: &str) -> 
     .bind(hash)
     .bind(&key.created_by)
     .bind(key.created_at)
-    .execute(pool)
+    .execute(conn)
     .await
     .map_err(db_error)?;
     match inserted.rows_affected() {
@@ -67,13 +83,27 @@ pub(super) async fn keys(pool: &PgPool) -> LedgerResult<Vec<AdminKeyRow>> {
         .collect()
 }
 
-pub(super) async fn revoke_key(pool: &PgPool, name: &str) -> LedgerResult<Option<AdminKeyRow>> {
+pub(super) async fn revoke_key(
+    pool: &PgPool,
+    name: &str,
+    audit: &Audit<'_, AdminKeyRow>,
+) -> LedgerResult<Option<AdminKeyRow>> {
+    let mut tx = pool.begin().await.map_err(db_error)?;
+    let after = flows::revoke_admin_key(&mut *tx, name, audit).await?;
+    tx.commit().await.map_err(db_error)?;
+    Ok(after)
+}
+
+/// [`LedgerTx::lock_admin_key`].
+pub(super) async fn lock_key(
+    conn: &mut PgConnection,
+    name: &str,
+) -> LedgerResult<Option<AdminKeyRow>> {
     sqlx::query(&format!(
-        "UPDATE admin_keys SET revoked_at = coalesce(revoked_at, now()) WHERE name = $1
-         RETURNING {KEY_COLUMNS}"
+        "SELECT {KEY_COLUMNS} FROM admin_keys WHERE name = $1 FOR UPDATE"
     ))
     .bind(name)
-    .fetch_optional(pool)
+    .fetch_optional(conn)
     .await
     .map_err(db_error)?
     .as_ref()
@@ -81,10 +111,19 @@ pub(super) async fn revoke_key(pool: &PgPool, name: &str) -> LedgerResult<Option
     .transpose()
 }
 
-pub(super) async fn record_action(pool: &PgPool, action: &AdminAction) -> LedgerResult<()> {
-    let mut tx = pool.begin().await.map_err(db_error)?;
-    flows::record_admin_action(&mut *tx, action).await?;
-    tx.commit().await.map_err(db_error)
+/// [`LedgerTx::write_key_revoked`].
+pub(super) async fn write_revoked(
+    conn: &mut PgConnection,
+    name: &str,
+) -> LedgerResult<AdminKeyRow> {
+    let row = sqlx::query(&format!(
+        "UPDATE admin_keys SET revoked_at = now() WHERE name = $1 RETURNING {KEY_COLUMNS}"
+    ))
+    .bind(name)
+    .fetch_one(conn)
+    .await
+    .map_err(db_error)?;
+    key_from_row(&row)
 }
 
 /// [`LedgerTx::insert_admin_action`].

@@ -7,11 +7,13 @@ use super::db_error;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockChange, StockKind, Ttls,
+    AdminAction, Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+};
+use crate::ledger::{
+    flows, AdmissionPlan, Audit, LedgerError, LedgerResult, LedgerStats, SaleChange, SaleRecord,
 };
 #[cfg(doc)]
-use crate::ledger::transition::LedgerTx;
-use crate::ledger::{flows, AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
+use crate::ledger::{transition::LedgerTx, Ledger};
 
 /// A sale's columns (its free units are counted apart, see [`load`]).
 const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
@@ -19,10 +21,27 @@ const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, per_use
     adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status,
     created_at";
 
-pub(super) async fn create(pool: &PgPool, sale: &Sale) -> LedgerResult<()> {
+pub(super) async fn create(
+    pool: &PgPool,
+    sale: &Sale,
+    entry: Option<&AdminAction>,
+) -> LedgerResult<()> {
     let mut tx = pool.begin().await.map_err(db_error)?;
-    flows::create_sale(&mut *tx, sale).await?;
+    flows::create_sale(&mut *tx, sale, entry).await?;
     tx.commit().await.map_err(db_error)
+}
+
+/// [`Ledger::change_sale`]'s transaction.
+pub(super) async fn change(
+    pool: &PgPool,
+    id: SaleId,
+    change: SaleChange<'_>,
+    audit: Option<&Audit<'_, SaleRecord>>,
+) -> LedgerResult<SaleRecord> {
+    let mut tx = pool.begin().await.map_err(db_error)?;
+    let after = flows::change_sale(&mut *tx, id, change, audit).await?;
+    tx.commit().await.map_err(db_error)?;
+    Ok(after)
 }
 
 /// The sale's row ([`LedgerTx::insert_sale`]).
@@ -111,15 +130,15 @@ fn sale_from_row(row: &PgRow, seats: Option<Vec<String>>) -> LedgerResult<Sale> 
 
 /// The sale with its free units counted: a scan of the free-units index, 145 ms for a million
 /// units, so not for every second (see [`settings`]).
-pub(super) async fn load(pool: &PgPool, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
-    let Some(sale) = settings(pool, id).await? else {
+pub(super) async fn load(conn: &mut PgConnection, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
+    let Some(sale) = settings(&mut *conn, id).await? else {
         return Ok(None);
     };
     let remaining: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL",
     )
     .bind(id.0)
-    .fetch_one(pool)
+    .fetch_one(conn)
     .await
     .map_err(db_error)?;
     Ok(Some(SaleRecord {
@@ -129,10 +148,10 @@ pub(super) async fn load(pool: &PgPool, id: SaleId) -> LedgerResult<Option<SaleR
 }
 
 /// The sale, its free units not counted.
-pub(super) async fn settings(pool: &PgPool, id: SaleId) -> LedgerResult<Option<Sale>> {
+pub(super) async fn settings(conn: &mut PgConnection, id: SaleId) -> LedgerResult<Option<Sale>> {
     let row = sqlx::query(&format!("SELECT {COLUMNS} FROM sales WHERE id = $1"))
         .bind(id.0)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *conn)
         .await
         .map_err(db_error)?;
     let Some(row) = row else { return Ok(None) };
@@ -141,7 +160,7 @@ pub(super) async fn settings(pool: &PgPool, id: SaleId) -> LedgerResult<Option<S
             "SELECT unit_id FROM stock_units WHERE sale_id = $1 ORDER BY unit_id",
         )
         .bind(id.0)
-        .fetch_all(pool)
+        .fetch_all(conn)
         .await
         .map_err(db_error)?;
         Some(seats)
@@ -151,22 +170,14 @@ pub(super) async fn settings(pool: &PgPool, id: SaleId) -> LedgerResult<Option<S
     sale_from_row(&row, seats).map(Some)
 }
 
-pub(super) async fn set_status(
-    pool: &PgPool,
-    id: SaleId,
-    status: SaleStatus,
-) -> LedgerResult<SaleRecord> {
-    let mut tx = pool.begin().await.map_err(db_error)?;
-    flows::set_sale_status(&mut *tx, id, status).await?;
-    tx.commit().await.map_err(db_error)?;
-    load(pool, id).await?.ok_or(LedgerError::NotFound)
-}
-
+/// [`LedgerTx::lock_sale_status`]. `FOR NO KEY UPDATE`: a change to a sale excludes another
+/// change, not the attempts that reference the sale (their inserts take `KEY SHARE`), so
+/// admissions go on while an operator's change reads the sale before and after.
 pub(super) async fn lock_status(
     conn: &mut PgConnection,
     id: SaleId,
 ) -> LedgerResult<Option<String>> {
-    sqlx::query_scalar("SELECT status FROM sales WHERE id = $1 FOR UPDATE")
+    sqlx::query_scalar("SELECT status FROM sales WHERE id = $1 FOR NO KEY UPDATE")
         .bind(id.0)
         .fetch_optional(conn)
         .await
@@ -187,13 +198,14 @@ pub(super) async fn write_status(
     Ok(())
 }
 
-pub(super) async fn set_admission(
-    pool: &PgPool,
+/// [`LedgerTx::write_admission`].
+pub(super) async fn write_admission(
+    conn: &mut PgConnection,
     id: SaleId,
     admission: Admission,
-) -> LedgerResult<SaleRecord> {
+) -> LedgerResult<()> {
     let (min, max) = admission.stored_bounds();
-    let done = sqlx::query(
+    sqlx::query(
         "UPDATE sales SET rate_per_minute = $2, max_active = $3, adaptive_min_rate = $4,
             adaptive_max_rate = $5
          WHERE id = $1",
@@ -203,10 +215,10 @@ pub(super) async fn set_admission(
     .bind(admission.max_active as i32)
     .bind(min.map(|v| v as i32))
     .bind(max.map(|v| v as i32))
-    .execute(pool)
+    .execute(conn)
     .await
     .map_err(db_error)?;
-    updated(pool, id, done.rows_affected()).await
+    Ok(())
 }
 
 pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>> {
@@ -231,7 +243,9 @@ pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>>
 }
 
 pub(super) async fn stats(pool: &PgPool, id: SaleId) -> LedgerResult<LedgerStats> {
-    let sale = load(pool, id).await?.ok_or(LedgerError::NotFound)?;
+    let mut conn = pool.acquire().await.map_err(db_error)?;
+    let sale = load(&mut conn, id).await?.ok_or(LedgerError::NotFound)?;
+    drop(conn);
     let rows = sqlx::query_as(
         "SELECT state, reason, count(*) FROM attempts WHERE sale_id = $1 GROUP BY state, reason",
     )
@@ -285,58 +299,49 @@ fn admission_from_row(row: &PgRow) -> Admission {
     )
 }
 
-pub(super) async fn set_proof_of_work(
-    pool: &PgPool,
+/// [`LedgerTx::write_proof_of_work`].
+pub(super) async fn write_proof_of_work(
+    conn: &mut PgConnection,
     id: SaleId,
     pow: &ProofOfWork,
-) -> LedgerResult<SaleRecord> {
-    let done = sqlx::query("UPDATE sales SET pow_bits = $2, pow_salt = $3 WHERE id = $1")
+) -> LedgerResult<()> {
+    sqlx::query("UPDATE sales SET pow_bits = $2, pow_salt = $3 WHERE id = $1")
         .bind(id.0)
         .bind(i32::from(pow.bits))
         .bind(&pow.salt)
-        .execute(pool)
+        .execute(conn)
         .await
         .map_err(db_error)?;
-    updated(pool, id, done.rows_affected()).await
+    Ok(())
 }
 
-pub(super) async fn change_stock(
-    pool: &PgPool,
-    id: SaleId,
-    change: &StockChange,
-) -> LedgerResult<SaleRecord> {
-    let mut tx = pool.begin().await.map_err(db_error)?;
-    flows::change_stock(&mut *tx, id, change).await?;
-    tx.commit().await.map_err(db_error)?;
-    load(pool, id).await?.ok_or(LedgerError::NotFound)
-}
-
-pub(super) async fn set_details(
-    pool: &PgPool,
+/// [`LedgerTx::write_details`].
+pub(super) async fn write_details(
+    conn: &mut PgConnection,
     id: SaleId,
     name: Option<&str>,
     closes_at: Option<DateTime<Utc>>,
-) -> LedgerResult<SaleRecord> {
-    let done = sqlx::query(
+) -> LedgerResult<()> {
+    sqlx::query(
         "UPDATE sales SET name = coalesce($2, name), closes_at = coalesce($3, closes_at)
          WHERE id = $1",
     )
     .bind(id.0)
     .bind(name)
     .bind(closes_at)
-    .execute(pool)
+    .execute(conn)
     .await
     .map_err(db_error)?;
-    updated(pool, id, done.rows_affected()).await
+    Ok(())
 }
 
-/// [`LedgerTx::lock_sale_stock`].
+/// [`LedgerTx::lock_sale_stock`] (`FOR NO KEY UPDATE`, as [`lock_status`]).
 pub(super) async fn lock_stock(
     conn: &mut PgConnection,
     id: SaleId,
 ) -> LedgerResult<Option<(StockKind, u32)>> {
     let row: Option<(String, i32)> =
-        sqlx::query_as("SELECT stock_kind, total FROM sales WHERE id = $1 FOR UPDATE")
+        sqlx::query_as("SELECT stock_kind, total FROM sales WHERE id = $1 FOR NO KEY UPDATE")
             .bind(id.0)
             .fetch_optional(conn)
             .await
@@ -434,12 +439,4 @@ pub(super) async fn write_total(
         .await
         .map_err(db_error)?;
     Ok(())
-}
-
-/// The sale after an update of its row (`rows` updated: 0 means there is no such sale).
-async fn updated(pool: &PgPool, id: SaleId, rows: u64) -> LedgerResult<SaleRecord> {
-    if rows == 0 {
-        return Err(LedgerError::NotFound);
-    }
-    load(pool, id).await?.ok_or(LedgerError::NotFound)
 }

@@ -7,11 +7,14 @@ use sqlx::{Row, SqliteConnection};
 use uuid::Uuid;
 
 use super::{db_error, from_ms, NOW_MS};
-use crate::domain::{AdminAction, Buyer, LiveAttempt, Sale, SaleStatus, StockKind, Take};
+use crate::domain::{
+    AdminAction, Admission, Buyer, LiveAttempt, ProofOfWork, Sale, SaleStatus, StockKind, Take,
+};
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, SaleId, UserId};
 use crate::ledger::transition::{timeout_state, LedgerTx};
 use crate::ledger::{
-    AdmissionPlan, AttemptRecord, HeldStock, LedgerError, LedgerResult, SyncChange,
+    AdminKeyRow, AdmissionPlan, AttemptRecord, HeldStock, LedgerError, LedgerResult, SaleRecord,
+    SyncChange,
 };
 use crate::queue::Admitted;
 
@@ -426,7 +429,40 @@ impl LedgerTx for SqliteConnection {
     async fn write_sale_total(&mut self, id: SaleId, total: u32) -> LedgerResult<()> {
         super::sales::write_total(self, id, total).await
     }
+    async fn load_sale(&mut self, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
+        super::sales::load(self, id).await
+    }
+
+    async fn write_admission(&mut self, id: SaleId, admission: Admission) -> LedgerResult<()> {
+        super::sales::write_admission(self, id, admission).await
+    }
+
+    async fn write_proof_of_work(&mut self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<()> {
+        super::sales::write_proof_of_work(self, id, pow).await
+    }
+
+    async fn write_details(
+        &mut self,
+        id: SaleId,
+        name: Option<&str>,
+        closes_at: Option<DateTime<Utc>>,
+    ) -> LedgerResult<()> {
+        super::sales::write_details(self, id, name, closes_at).await
+    }
+
     async fn insert_admin_action(&mut self, action: &AdminAction) -> LedgerResult<()> {
         super::operators::insert_action(self, action).await
+    }
+
+    async fn insert_admin_key(&mut self, key: &AdminKeyRow, key_hash: &str) -> LedgerResult<()> {
+        super::operators::insert_key(self, key, key_hash).await
+    }
+
+    async fn lock_admin_key(&mut self, name: &str) -> LedgerResult<Option<AdminKeyRow>> {
+        super::operators::lock_key(self, name).await
+    }
+
+    async fn write_key_revoked(&mut self, name: &str) -> LedgerResult<AdminKeyRow> {
+        super::operators::write_revoked(self, name).await
     }
 }

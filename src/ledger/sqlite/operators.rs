@@ -8,7 +8,7 @@ use super::{db_error, from_ms, SqliteLedger, NOW_MS};
 use crate::domain::{AdminAction, Role, SaleId};
 #[cfg(doc)]
 use crate::ledger::transition::LedgerTx;
-use crate::ledger::{flows, AdminKeyRow, AuditQuery, LedgerError, LedgerResult};
+use crate::ledger::{flows, AdminKeyRow, Audit, AuditQuery, LedgerError, LedgerResult};
 
 const KEY_COLUMNS: &str = "id, name, role, created_by, created_at, revoked_at";
 
@@ -28,8 +28,19 @@ pub(super) async fn create_key(
     ledger: &SqliteLedger,
     key: &AdminKeyRow,
     hash: &str,
+    entry: &AdminAction,
 ) -> LedgerResult<()> {
     let mut tx = ledger.write().await?;
+    flows::create_admin_key(&mut *tx, key, hash, entry).await?;
+    tx.commit().await.map_err(db_error)
+}
+
+/// [`LedgerTx::insert_admin_key`].
+pub(super) async fn insert_key(
+    conn: &mut SqliteConnection,
+    key: &AdminKeyRow,
+    hash: &str,
+) -> LedgerResult<()> {
     let inserted = sqlx::query(
         "INSERT INTO admin_keys (id, name, role, key_hash, created_by, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (name) DO NOTHING",
@@ -40,10 +51,9 @@ pub(super) async fn create_key(
     .bind(hash)
     .bind(&key.created_by)
     .bind(key.created_at.timestamp_millis())
-    .execute(&mut *tx)
+    .execute(conn)
     .await
     .map_err(db_error)?;
-    tx.commit().await.map_err(db_error)?;
     match inserted.rows_affected() {
         0 => Err(LedgerError::NameTaken(key.name.clone())),
         _ => Ok(()),
@@ -76,24 +86,44 @@ pub(super) async fn keys(pool: &SqlitePool) -> LedgerResult<Vec<AdminKeyRow>> {
 pub(super) async fn revoke_key(
     ledger: &SqliteLedger,
     name: &str,
+    audit: &Audit<'_, AdminKeyRow>,
 ) -> LedgerResult<Option<AdminKeyRow>> {
     let mut tx = ledger.write().await?;
-    let row = sqlx::query(&format!(
-        "UPDATE admin_keys SET revoked_at = coalesce(revoked_at, {NOW_MS}) WHERE name = ?1
-         RETURNING {KEY_COLUMNS}"
-    ))
-    .bind(name)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db_error)?;
+    let after = flows::revoke_admin_key(&mut *tx, name, audit).await?;
     tx.commit().await.map_err(db_error)?;
-    row.as_ref().map(key_from_row).transpose()
+    Ok(after)
 }
 
-pub(super) async fn record_action(ledger: &SqliteLedger, action: &AdminAction) -> LedgerResult<()> {
-    let mut tx = ledger.write().await?;
-    flows::record_admin_action(&mut *tx, action).await?;
-    tx.commit().await.map_err(db_error)
+/// [`LedgerTx::lock_admin_key`]: the write transaction holds the database.
+pub(super) async fn lock_key(
+    conn: &mut SqliteConnection,
+    name: &str,
+) -> LedgerResult<Option<AdminKeyRow>> {
+    sqlx::query(&format!(
+        "SELECT {KEY_COLUMNS} FROM admin_keys WHERE name = ?1"
+    ))
+    .bind(name)
+    .fetch_optional(conn)
+    .await
+    .map_err(db_error)?
+    .as_ref()
+    .map(key_from_row)
+    .transpose()
+}
+
+/// [`LedgerTx::write_key_revoked`].
+pub(super) async fn write_revoked(
+    conn: &mut SqliteConnection,
+    name: &str,
+) -> LedgerResult<AdminKeyRow> {
+    let row = sqlx::query(&format!(
+        "UPDATE admin_keys SET revoked_at = {NOW_MS} WHERE name = ?1 RETURNING {KEY_COLUMNS}"
+    ))
+    .bind(name)
+    .fetch_one(conn)
+    .await
+    .map_err(db_error)?;
+    key_from_row(&row)
 }
 
 /// [`LedgerTx::insert_admin_action`].

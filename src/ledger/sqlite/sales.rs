@@ -7,11 +7,13 @@ use super::{db_error, from_ms, SqliteLedger, NOW_MS};
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockChange, StockKind, Ttls,
+    AdminAction, Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+};
+use crate::ledger::{
+    flows, AdmissionPlan, Audit, LedgerError, LedgerResult, LedgerStats, SaleChange, SaleRecord,
 };
 #[cfg(doc)]
-use crate::ledger::transition::LedgerTx;
-use crate::ledger::{flows, AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
+use crate::ledger::{transition::LedgerTx, Ledger};
 
 /// A sale's columns (its free units are counted apart, see [`load`]).
 const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
@@ -19,10 +21,27 @@ const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, per_use
     adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status,
     created_at";
 
-pub(super) async fn create(ledger: &SqliteLedger, sale: &Sale) -> LedgerResult<()> {
+pub(super) async fn create(
+    ledger: &SqliteLedger,
+    sale: &Sale,
+    entry: Option<&AdminAction>,
+) -> LedgerResult<()> {
     let mut tx = ledger.write().await?;
-    flows::create_sale(&mut *tx, sale).await?;
+    flows::create_sale(&mut *tx, sale, entry).await?;
     tx.commit().await.map_err(db_error)
+}
+
+/// [`Ledger::change_sale`]'s transaction.
+pub(super) async fn change(
+    ledger: &SqliteLedger,
+    id: SaleId,
+    change: SaleChange<'_>,
+    audit: Option<&Audit<'_, SaleRecord>>,
+) -> LedgerResult<SaleRecord> {
+    let mut tx = ledger.write().await?;
+    let after = flows::change_sale(&mut *tx, id, change, audit).await?;
+    tx.commit().await.map_err(db_error)?;
+    Ok(after)
 }
 
 /// The sale's row ([`LedgerTx::insert_sale`]).
@@ -111,15 +130,18 @@ fn sale_from_row(row: &SqliteRow, seats: Option<Vec<String>>) -> LedgerResult<Sa
 
 /// The sale with its free units counted: a scan of the sale's free units, so not for every
 /// second (see [`settings`]).
-pub(super) async fn load(pool: &SqlitePool, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
-    let Some(sale) = settings(pool, id).await? else {
+pub(super) async fn load(
+    conn: &mut SqliteConnection,
+    id: SaleId,
+) -> LedgerResult<Option<SaleRecord>> {
+    let Some(sale) = settings(&mut *conn, id).await? else {
         return Ok(None);
     };
     let remaining: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM stock_units WHERE sale_id = ? AND attempt_id IS NULL",
     )
     .bind(id.0)
-    .fetch_one(pool)
+    .fetch_one(conn)
     .await
     .map_err(db_error)?;
     Ok(Some(SaleRecord {
@@ -129,10 +151,13 @@ pub(super) async fn load(pool: &SqlitePool, id: SaleId) -> LedgerResult<Option<S
 }
 
 /// The sale, its free units not counted.
-pub(super) async fn settings(pool: &SqlitePool, id: SaleId) -> LedgerResult<Option<Sale>> {
+pub(super) async fn settings(
+    conn: &mut SqliteConnection,
+    id: SaleId,
+) -> LedgerResult<Option<Sale>> {
     let row = sqlx::query(&format!("SELECT {COLUMNS} FROM sales WHERE id = ?"))
         .bind(id.0)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *conn)
         .await
         .map_err(db_error)?;
     let Some(row) = row else { return Ok(None) };
@@ -142,7 +167,7 @@ pub(super) async fn settings(pool: &SqlitePool, id: SaleId) -> LedgerResult<Opti
                 "SELECT unit_id FROM stock_units WHERE sale_id = ? ORDER BY unit_id",
             )
             .bind(id.0)
-            .fetch_all(pool)
+            .fetch_all(conn)
             .await
             .map_err(db_error)?,
         )
@@ -150,17 +175,6 @@ pub(super) async fn settings(pool: &SqlitePool, id: SaleId) -> LedgerResult<Opti
         None
     };
     sale_from_row(&row, seats).map(Some)
-}
-
-pub(super) async fn set_status(
-    ledger: &SqliteLedger,
-    id: SaleId,
-    status: SaleStatus,
-) -> LedgerResult<SaleRecord> {
-    let mut tx = ledger.write().await?;
-    flows::set_sale_status(&mut *tx, id, status).await?;
-    tx.commit().await.map_err(db_error)?;
-    load(ledger.pool(), id).await?.ok_or(LedgerError::NotFound)
 }
 
 /// The write transaction holds the database: the row is this transaction's.
@@ -189,14 +203,14 @@ pub(super) async fn write_status(
     Ok(())
 }
 
-pub(super) async fn set_admission(
-    ledger: &SqliteLedger,
+/// [`LedgerTx::write_admission`].
+pub(super) async fn write_admission(
+    conn: &mut SqliteConnection,
     id: SaleId,
     admission: Admission,
-) -> LedgerResult<SaleRecord> {
-    let mut tx = ledger.write().await?;
+) -> LedgerResult<()> {
     let (min, max) = admission.stored_bounds();
-    let done = sqlx::query(
+    sqlx::query(
         "UPDATE sales SET rate_per_minute = ?, max_active = ?, adaptive_min_rate = ?,
             adaptive_max_rate = ?
          WHERE id = ?",
@@ -206,11 +220,10 @@ pub(super) async fn set_admission(
     .bind(min)
     .bind(max)
     .bind(id.0)
-    .execute(&mut *tx)
+    .execute(conn)
     .await
     .map_err(db_error)?;
-    tx.commit().await.map_err(db_error)?;
-    updated(ledger.pool(), id, done.rows_affected()).await
+    Ok(())
 }
 
 pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPlan>> {
@@ -235,7 +248,9 @@ pub(super) async fn admitting(pool: &SqlitePool) -> LedgerResult<Vec<AdmissionPl
 }
 
 pub(super) async fn stats(pool: &SqlitePool, id: SaleId) -> LedgerResult<LedgerStats> {
-    let sale = load(pool, id).await?.ok_or(LedgerError::NotFound)?;
+    let mut conn = pool.acquire().await.map_err(db_error)?;
+    let sale = load(&mut conn, id).await?.ok_or(LedgerError::NotFound)?;
+    drop(conn);
     let rows = sqlx::query_as(
         "SELECT state, reason, count(*) FROM attempts WHERE sale_id = ? GROUP BY state, reason",
     )
@@ -287,54 +302,40 @@ fn admission_from_row(row: &SqliteRow) -> Admission {
     )
 }
 
-pub(super) async fn set_proof_of_work(
-    ledger: &SqliteLedger,
+/// [`LedgerTx::write_proof_of_work`].
+pub(super) async fn write_proof_of_work(
+    conn: &mut SqliteConnection,
     id: SaleId,
     pow: &ProofOfWork,
-) -> LedgerResult<SaleRecord> {
-    let mut tx = ledger.write().await?;
-    let done = sqlx::query("UPDATE sales SET pow_bits = ?, pow_salt = ? WHERE id = ?")
+) -> LedgerResult<()> {
+    sqlx::query("UPDATE sales SET pow_bits = ?, pow_salt = ? WHERE id = ?")
         .bind(i64::from(pow.bits))
         .bind(&pow.salt)
         .bind(id.0)
-        .execute(&mut *tx)
+        .execute(conn)
         .await
         .map_err(db_error)?;
-    tx.commit().await.map_err(db_error)?;
-    updated(ledger.pool(), id, done.rows_affected()).await
+    Ok(())
 }
 
-/// The sale after an update of its row (`rows` updated: 0 means there is no such sale).
-pub(super) async fn change_stock(
-    ledger: &SqliteLedger,
-    id: SaleId,
-    change: &StockChange,
-) -> LedgerResult<SaleRecord> {
-    let mut tx = ledger.write().await?;
-    flows::change_stock(&mut *tx, id, change).await?;
-    tx.commit().await.map_err(db_error)?;
-    load(ledger.pool(), id).await?.ok_or(LedgerError::NotFound)
-}
-
-pub(super) async fn set_details(
-    ledger: &SqliteLedger,
+/// [`LedgerTx::write_details`].
+pub(super) async fn write_details(
+    conn: &mut SqliteConnection,
     id: SaleId,
     name: Option<&str>,
     closes_at: Option<DateTime<Utc>>,
-) -> LedgerResult<SaleRecord> {
-    let mut tx = ledger.write().await?;
-    let done = sqlx::query(
+) -> LedgerResult<()> {
+    sqlx::query(
         "UPDATE sales SET name = coalesce(?2, name), closes_at = coalesce(?3, closes_at)
          WHERE id = ?1",
     )
     .bind(id.0)
     .bind(name)
     .bind(closes_at.map(|t| t.timestamp_millis()))
-    .execute(&mut *tx)
+    .execute(conn)
     .await
     .map_err(db_error)?;
-    tx.commit().await.map_err(db_error)?;
-    updated(ledger.pool(), id, done.rows_affected()).await
+    Ok(())
 }
 
 /// [`LedgerTx::lock_sale_stock`]: the write transaction holds the database.
@@ -445,11 +446,4 @@ pub(super) async fn write_total(
         .await
         .map_err(db_error)?;
     Ok(())
-}
-
-async fn updated(pool: &SqlitePool, id: SaleId, rows: u64) -> LedgerResult<SaleRecord> {
-    if rows == 0 {
-        return Err(LedgerError::NotFound);
-    }
-    load(pool, id).await?.ok_or(LedgerError::NotFound)
 }
