@@ -105,7 +105,9 @@ async fn watch(
     first: usize,
     attempt: String,
     bearer: String,
+    heard: tokio::sync::oneshot::Sender<()>,
 ) -> Vec<(String, Option<u64>)> {
+    let mut heard = Some(heard);
     let http = reqwest::Client::new();
     let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -134,6 +136,9 @@ async fn watch(
                 let status: Value = serde_json::from_str(data).unwrap();
                 let state = status["state"].as_str().unwrap_or_default().to_owned();
                 seen.push((state.clone(), status["position"].as_u64()));
+                if let Some(heard) = heard.take() {
+                    let _ = heard.send(());
+                }
                 if state == "ADMITTED" {
                     return seen;
                 }
@@ -224,19 +229,30 @@ async fn three_replicas_on_a_redis_cluster_keep_fifo_and_survive_losing_the_admi
 
     // Status streams, each opened on a replica other than the one its user joined through.
     let bases = Arc::new(replicas.bases.clone());
+    let mut first_heard = Vec::new();
     let watchers: Vec<_> = WATCHED
         .iter()
         .map(|&i| {
             let (_, attempt, position) = joins.iter().find(|(j, _, _)| *j == i).unwrap().clone();
+            let (heard, first) = tokio::sync::oneshot::channel();
+            first_heard.push(first);
             let watcher = tokio::spawn(watch(
                 bases.clone(),
                 i + 1,
                 attempt,
                 replicas.bearer(&user_name(i)),
+                heard,
             ));
             (i, position, watcher)
         })
         .collect();
+    // Each stream has told its user where they stand before anyone moves.
+    for first in first_heard {
+        tokio::time::timeout(Duration::from_secs(30), first)
+            .await
+            .expect("a stream's first event")
+            .expect("the watcher runs");
+    }
 
     replicas
         .admin(
