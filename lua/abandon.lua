@@ -5,6 +5,8 @@
 --       attempt -> user)
 -- ARGV: 1 idle time (ms), 2 most to abandon in one call
 -- Returns the number abandoned.
+-- Not while the lottery's draw gives places out again (signs of life move with the places).
+if redis.call('HEXISTS', KEYS[1], 'drawing') == 1 then return 0 end
 local idle = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now_ms() - tonumber(ARGV[1]),
   'LIMIT', 0, tonumber(ARGV[2]))
 local n = 0

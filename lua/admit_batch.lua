@@ -19,6 +19,8 @@ if #unrecorded > 0 then
 end
 -- Paused or closed since the admitter looked: admit nobody (pausing takes effect at once).
 if redis.call('HGET', KEYS[1], 'status') ~= 'open' then return {'ok'} end
+-- Nor before the lottery's draw is made (lua/lottery.lua).
+if redis.call('HEXISTS', KEYS[1], 'drawing') == 1 then return {'ok'} end
 local now = now_ms()
 -- Entries whose deadline passed long ago lost their ledger row's reaper: free the slot.
 local dropped = redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[4]))

@@ -22,5 +22,8 @@ if last >= head then
   redis.call('HSET', KEYS[1], 'head', last + 1, 'forgotten_from', from)
   redis.call('DEL', KEYS[3], KEYS[4], BASE .. ':departed')
 end
+-- A lottery's draw cut short by the close ends here (lua/lottery.lua).
+redis.call('DEL', BASE .. ':lottery', BASE .. ':lottery_slots', BASE .. ':lottery_seen')
+redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn')
 return {waiting, math.floor(from / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PER_BUCKET),
   USER_BUCKETS}

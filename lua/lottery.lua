@@ -1,64 +1,122 @@
 -- lottery: at the opening of a lottery sale, once, everyone waiting is put in the order of
 -- SHA-1 of `<seed>:<user id>` (users cannot choose their id, the seed was published in
--- advance: anyone can re-derive the order). They take the last serials handed out so far, in
--- that order; later joins come after. The line's numbering changes (a new meta.epoch): a
--- serial handed out before the draw no longer names a place.
+-- advance: anyone can re-derive the order); later joins come after. The drawn keep the places
+-- they hold between them (the serials of the line as it stood at the opening, less those gone
+-- out of turn), given out again in the draw's order, so the counts, the departures and the
+-- serials of later joins stay as they are. The line's numbering changes (a new meta.epoch): a
+-- serial handed out before the draw no longer names the same user.
+--
+-- One step a call, each a bounded piece of work, so that no call holds Redis for long however
+-- many wait; the caller calls again until the draw is made. Meanwhile nobody is admitted or
+-- abandoned and the drawn cannot leave (their scripts look at meta.drawing); joins, and the
+-- status of everyone, go on.
+--   start  the line's range (draw_from .. draw_to) is fixed;
+--   scan   a chunk of its serial buckets a call: each waiting user goes into <base>:lottery
+--          (a sorted set whose members, all of score 0, sort as the user's draw key), their
+--          place into <base>:lottery_slots (ascending), their sign of life into
+--          <base>:lottery_seen;
+--   place  a chunk a call: the next users in the draw's order take the next places, their
+--          entries and signs of life rewritten; the last one ends the draw.
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 seen
--- ARGV: 1 seed
--- Returns how many were ordered, or -1 if the draw was made already.
-if redis.call('HGET', KEYS[1], 'lottery_drawn') then return -1 end
-local head, last = queue_head(), last_serial(KEYS[2])
--- The signs of life by serial, read once (a call a user would be the draw's most calls).
-local seen_by_serial = {}
-local seen = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')
-for i = 1, #seen, 2 do seen_by_serial[seen[i]] = seen[i + 1] end
--- Each waiting user's draw key: SHA-1 of `<seed>:<user>` (40 hex) and the user's index, so
--- that the keys sort as plain strings (the hash decides) with no function called per
--- comparison.
-local keys, users, attempts, buckets, signs = {}, {}, {}, {}, {}
-for bucket = math.floor(head / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PER_BUCKET) do
-  local key = serial_bucket(bucket * SERIALS_PER_BUCKET)
-  local entries = redis.call('HGETALL', key)
-  for i = 1, #entries, 2 do
-    local user = entries[i + 1]
+-- ARGV: 1 seed, 2 how many serials (scan) or users (place) a call takes
+-- Returns -1 if the draw was made before (or the sale closed), -2 while it is being made, or
+-- how many were ordered when this call made it.
+local order, slots_key, signs = BASE .. ':lottery', BASE .. ':lottery_slots', BASE .. ':lottery_seen'
+local state = redis.call('HMGET', KEYS[1], 'lottery_drawn', 'status', 'drawing', 'draw_from',
+  'draw_to', 'draw_cursor')
+if state[1] then return -1 end
+if state[2] == 'closed' then
+  -- Closed during the draw: nobody waits any more (forget_waiting), nothing to order.
+  redis.call('DEL', order, slots_key, signs)
+  redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn')
+  return -1
+end
+local chunk = tonumber(ARGV[2])
+
+if not state[3] then
+  local head, last = queue_head(), last_serial(KEYS[2])
+  redis.call('DEL', order, slots_key, signs)
+  redis.call('HSET', KEYS[1], 'drawing', 'scan', 'draw_from', head, 'draw_to', last,
+    'draw_cursor', math.floor(head / SERIALS_PER_BUCKET), 'drawn', 0)
+  return -2
+end
+
+local from, to = tonumber(state[4]), tonumber(state[5])
+if state[3] == 'scan' then
+  local cursor = tonumber(state[6])
+  local last_bucket = math.floor(to / SERIALS_PER_BUCKET)
+  local stop = math.min(cursor + math.max(1, math.floor(chunk / SERIALS_PER_BUCKET)) - 1,
+    last_bucket)
+  for bucket = cursor, stop do
+    local entries = redis.call('HGETALL', serial_bucket(bucket * SERIALS_PER_BUCKET))
+    local slots, keys, sign_args = {}, {}, {}
+    for i = 1, #entries, 2 do
+      local slot = tonumber(entries[i])
+      if slot >= from and slot <= to then
+        local user = entries[i + 1]
+        slots[#slots + 1] = slot
+        -- The draw key (40 hex) then the user: the set sorts by the key.
+        keys[#keys + 1] = 0
+        keys[#keys + 1] = redis.sha1hex(ARGV[1] .. ':' .. user) .. user
+        local sign = redis.call('ZSCORE', KEYS[4], slot)
+        if sign then
+          sign_args[#sign_args + 1] = user
+          sign_args[#sign_args + 1] = sign
+        end
+      end
+    end
+    if #slots > 0 then
+      table.sort(slots)
+      redis.call('RPUSH', slots_key, unpack(slots))
+      redis.call('ZADD', order, unpack(keys))
+    end
+    if #sign_args > 0 then redis.call('HSET', signs, unpack(sign_args)) end
+  end
+  if stop >= last_bucket then
+    redis.call('HSET', KEYS[1], 'drawing', 'place')
+  else
+    redis.call('HSET', KEYS[1], 'draw_cursor', stop + 1)
+  end
+  return -2
+end
+
+-- place: the i-th user in the draw's order takes the i-th place.
+local drawn = redis.call('ZPOPMIN', order, chunk)
+local n = #drawn / 2
+local in_bucket = {}
+if n > 0 then
+  local slots = redis.call('LPOP', slots_key, n)
+  for i = 1, n do
+    local user, slot = string.sub(drawn[2 * i - 1], 41), tonumber(slots[i])
     local user_key = user_bucket(user)
     local value = redis.call('HGET', user_key, user)
+    local bucket = serial_bucket(slot)
     if value then
-      local n = #users + 1
-      users[n], attempts[n], buckets[n] = user, parse_waiting(value), user_key
-      signs[n] = seen_by_serial[entries[i]]
-      keys[n] = redis.sha1hex(ARGV[1] .. ':' .. user) .. n
+      redis.call('HSET', user_key, user, waiting_value(parse_waiting(value), slot))
+      in_bucket[bucket] = in_bucket[bucket] or {}
+      table.insert(in_bucket[bucket], slot)
+      table.insert(in_bucket[bucket], user)
+      local sign = redis.call('HGET', signs, user)
+      if sign then
+        redis.call('ZADD', KEYS[4], sign, slot)
+      else
+        redis.call('ZREM', KEYS[4], slot)
+      end
+    else
+      -- No longer waiting (never so while the draw defers leaving, unless keys were lost):
+      -- the place is gone out of turn.
+      redis.call('HDEL', bucket, slot)
+      redis.call('ZREM', KEYS[4], slot)
+      redis.call('ZADD', KEYS[3], slot, slot)
+      redis.call('RPUSH', BASE .. ':departed', slot)
     end
   end
-  redis.call('DEL', key)
+  for bucket, args in pairs(in_bucket) do redis.call('HSET', bucket, unpack(args)) end
 end
-table.sort(keys)
-redis.call('DEL', KEYS[3], KEYS[4], BASE .. ':departed')
+local total = redis.call('HINCRBY', KEYS[1], 'drawn', n)
+if redis.call('ZCARD', order) > 0 then return -2 end
+redis.call('DEL', order, slots_key, signs)
+redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn')
 new_epoch()
--- The drawn take the serials from `first` to `last` in the keys' order: each user's entry
--- rewritten in place, the serial buckets written a bucket a call, the signs of life in chunks
--- (within Lua's stack for unpack).
-local first = last - #keys + 1
-local in_bucket, signs_args = {}, {}
-for i, key in ipairs(keys) do
-  local n = tonumber(string.sub(key, 41))
-  local serial = first + i - 1
-  redis.call('HSET', buckets[n], users[n], waiting_value(attempts[n], serial))
-  in_bucket[#in_bucket + 1] = serial
-  in_bucket[#in_bucket + 1] = users[n]
-  if (serial + 1) % SERIALS_PER_BUCKET == 0 or i == #keys then
-    redis.call('HSET', serial_bucket(serial), unpack(in_bucket))
-    in_bucket = {}
-  end
-  if signs[n] then
-    signs_args[#signs_args + 1] = signs[n]
-    signs_args[#signs_args + 1] = serial
-    if #signs_args >= 2000 then
-      redis.call('ZADD', KEYS[4], unpack(signs_args))
-      signs_args = {}
-    end
-  end
-end
-if #signs_args > 0 then redis.call('ZADD', KEYS[4], unpack(signs_args)) end
-redis.call('HSET', KEYS[1], 'head', first, 'lottery_drawn', 1)
-return #keys
+redis.call('HSET', KEYS[1], 'lottery_drawn', 1)
+return total

@@ -13,7 +13,11 @@
 local meta = redis.call('HMGET', KEYS[1], 'stock_initialised', 'epoch', 'head', 'measured_rate',
   'rate_per_minute', 'rebuilt_at_ms', 'status', 'kind')
 local epoch = meta[2] or ''
-if ARGV[1] == '1' and #ARGV > 4 then
+-- The serials seen name places of the caller's epoch, and while the lottery's draw gives the
+-- places out again they name nobody for sure: their signs of life are written only when they
+-- hold.
+if ARGV[1] == '1' and #ARGV > 4 and epoch == ARGV[2]
+    and redis.call('HEXISTS', KEYS[1], 'drawing') == 0 then
   local now = now_ms()
   -- In chunks: Lua's stack takes ~8,000 values.
   for first = 5, #ARGV, 1000 do

@@ -93,6 +93,13 @@ local function leave_queue(user, serial, gone_key)
   redis.call('RPUSH', BASE .. ':departed', serial)
 end
 
+-- Whether `serial` is one of the places the lottery's draw is giving out again right now
+-- (lua/lottery.lua): its holder cannot leave until the draw is made.
+local function drawn_now(serial)
+  local draw = redis.call('HMGET', KEYS[1], 'drawing', 'draw_from', 'draw_to')
+  return draw[1] ~= false and serial >= tonumber(draw[2]) and serial <= tonumber(draw[3])
+end
+
 -- A new epoch for the line's numbering (see meta.epoch): the server's clock in µs.
 local function new_epoch()
   local t = redis.call('TIME')

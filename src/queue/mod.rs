@@ -300,7 +300,9 @@ pub trait QueueStore: Send + Sync + 'static {
     async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome>;
     /// The sale's waiting line for a replica's view of it, with the departures after the
     /// first `departed` of `epoch` (at most [`MAX_DEPARTURES`]); records a sign of life of
-    /// each waiting serial in `seen` (when abandonment is on) in the same call.
+    /// each waiting serial in `seen` (when abandonment is on) in the same call, if `epoch` is
+    /// still the line's and no lottery draw is being made (the serials name nobody for sure
+    /// otherwise).
     async fn refresh(
         &self,
         sale: SaleId,
@@ -384,8 +386,10 @@ pub trait QueueStore: Send + Sync + 'static {
     async fn abandon(&self, sale: SaleId, limit: u32) -> QueueResult<u64>;
 
     /// A lottery sale's draw, once: everyone waiting ordered by SHA-1 (hex) of
-    /// `<seed>:<user id>`; later joins come after them. `Some(n)` when this call drew (n
-    /// ordered), `None` when the draw was made before.
+    /// `<seed>:<user id>`, in the places they hold between them; later joins come after them.
+    /// `Some(n)` when this call drew (n ordered), `None` when the draw was made before. On
+    /// Redis the draw is many short calls: meanwhile nobody is admitted or abandoned and the
+    /// drawn cannot leave (a leave waits, then is [`QueueError::Unavailable`]).
     async fn draw_lottery(&self, sale: SaleId, seed: &str) -> QueueResult<Option<u64>>;
 
     /// Publishes the sale's admission controller state (JSON) for `ttl_ms`, so whichever

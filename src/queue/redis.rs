@@ -93,6 +93,16 @@ struct HoldingsPage {
     unrecorded: Vec<String>,
 }
 
+/// Serials (the scan) or users (the placing) a call of the lottery's draw takes
+/// (lua/lottery.lua): the draw over a million waiting users is some four thousand calls of a
+/// few milliseconds each, not one that holds Redis's one thread for seconds.
+const LOTTERY_CHUNK: u32 = 500;
+
+/// A leave of one of the lottery's drawn while the draw is made is tried again this often, this
+/// many times (two seconds), before it is answered 503.
+const LEAVE_TRIES_WHILE_DRAWING: u32 = 40;
+const LEAVE_RETRY_WHILE_DRAWING: Duration = Duration::from_millis(50);
+
 /// Keys deleted in one call when a closed sale lets go of its waiting users (a 1,000,000-user
 /// queue has ~26,000 buckets): a chunk's UNLINK is over in about a millisecond.
 const FORGET_CHUNK: usize = 1000;
@@ -614,13 +624,24 @@ impl QueueStore for RedisQueue {
             inv.key(k.key(name));
         }
         inv.arg(local(attempt)).arg(user.as_str());
-        let reply: String = self.run("leave", &inv).await?;
-        match reply.as_str() {
-            "left" => Ok(LeaveOutcome::Left),
-            "not_queued" => Ok(LeaveOutcome::NotQueued),
-            "not_found" => Ok(LeaveOutcome::NotFound),
-            _ => Err(protocol("leave", &reply)),
+        // One of the lottery's drawn waits for the draw to give the places out (seconds at a
+        // million waiting), within reason, and is then told to come back.
+        for _ in 0..LEAVE_TRIES_WHILE_DRAWING {
+            let reply: String = self.run("leave", &inv).await?;
+            return match reply.as_str() {
+                "left" => Ok(LeaveOutcome::Left),
+                "not_queued" => Ok(LeaveOutcome::NotQueued),
+                "not_found" => Ok(LeaveOutcome::NotFound),
+                "drawing" => {
+                    tokio::time::sleep(LEAVE_RETRY_WHILE_DRAWING).await;
+                    continue;
+                }
+                _ => Err(protocol("leave", &reply)),
+            };
         }
+        Err(QueueError::Unavailable(
+            "the lottery is being drawn; the place can be left once it is".into(),
+        ))
     }
 
     async fn refresh(
@@ -993,9 +1014,15 @@ impl QueueStore for RedisQueue {
         for name in ["meta", "seq", "gone", "seen"] {
             inv.key(k.key(name));
         }
-        inv.arg(seed);
-        let n: i64 = self.run("lottery", &inv).await?;
-        Ok((n >= 0).then_some(n as u64))
+        inv.arg(seed).arg(LOTTERY_CHUNK);
+        // A step a call until the draw is made: each call makes progress (or finds it made).
+        loop {
+            let n: i64 = self.run("lottery", &inv).await?;
+            match n {
+                -2 => continue,
+                n => return Ok((n >= 0).then_some(n as u64)),
+            }
+        }
     }
 
     async fn put_controller(&self, sale: SaleId, state: &str, ttl_ms: u64) -> QueueResult<()> {

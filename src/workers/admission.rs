@@ -120,8 +120,10 @@ async fn admit(
         return Ok(());
     }
     if let Some(seed) = plan.opening.seed() {
+        let started = std::time::Instant::now();
         if let Some(n) = app.queue.draw_lottery(sale, seed).await? {
-            tracing::info!(%sale, ordered = n, "lottery drawn at the opening");
+            let took_ms = started.elapsed().as_millis() as u64;
+            tracing::info!(%sale, ordered = n, took_ms, "lottery drawn at the opening");
         }
     }
     if app.config.workers.abandon_after_secs > 0 {

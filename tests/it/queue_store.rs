@@ -60,6 +60,7 @@ on_every_queue_store!(
     init_keeps_a_live_sale_and_rebuilds_from_a_snapshot,
     controller_state_expires_unless_renewed,
     a_lottery_draw_orders_the_waiting_once_by_the_seed,
+    a_lottery_draw_over_thousands_gives_every_place_once,
     a_batch_not_yet_recorded_goes_to_the_next_lease_holder_first,
     a_batch_larger_than_luas_stack_is_admitted_and_kept_whole,
     positions_stay_exact_when_users_leave_out_of_turn,
@@ -793,33 +794,79 @@ async fn a_lottery_draw_orders_the_waiting_once_by_the_seed(q: Arc<dyn QueueStor
     let attempts = queued(&q, &s, &names).await;
     assert_eq!(q.draw_lottery(s.id, "seed-1").await.unwrap(), Some(10));
     assert_eq!(q.draw_lottery(s.id, "seed-1").await.unwrap(), None, "once");
-    let key = |name: &str| {
-        let d = ring::digest::digest(
-            &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
-            format!("seed-1:{name}").as_bytes(),
-        );
-        hex::encode(d.as_ref())
-    };
     let mut expected = names.clone();
-    expected.sort_by_key(|n| key(n));
-    let mut placed = Vec::new();
-    for (name, attempt) in names.iter().zip(&attempts) {
-        placed.push((
-            q.view(*attempt, &user(name))
-                .await
-                .unwrap()
-                .position
-                .unwrap(),
-            name.clone(),
-        ));
-    }
-    placed.sort();
-    let order: Vec<String> = placed.into_iter().map(|(_, n)| n).collect();
-    assert_eq!(order, expected);
+    expected.sort_by_key(|n| draw_key("seed-1", n));
+    let waiting: Vec<_> = names.iter().cloned().zip(attempts).collect();
+    assert_eq!(by_place(&q, &waiting).await, expected);
     match q.join(s.id, &user("later"), 0).await.unwrap() {
         JoinOutcome::Queued { position, .. } => assert_eq!(position, 11),
         other => panic!("{other:?}"),
     }
+}
+
+/// SHA-1 (hex) of `<seed>:<user id>`: the lottery's order.
+fn draw_key(seed: &str, name: &str) -> String {
+    let d = ring::digest::digest(
+        &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+        format!("{seed}:{name}").as_bytes(),
+    );
+    hex::encode(d.as_ref())
+}
+
+/// The waiting users' names in the order of their places; asserts that the places are
+/// 1..=n, each once.
+async fn by_place(
+    q: &Arc<dyn QueueStore>,
+    waiting: &[(String, sluice::domain::AttemptId)],
+) -> Vec<String> {
+    let mut placed = Vec::new();
+    for (name, attempt) in waiting {
+        let view = q.view(*attempt, &user(name)).await.unwrap();
+        placed.push((view.position.expect(name), name.clone()));
+    }
+    placed.sort();
+    let places: Vec<u64> = placed.iter().map(|(p, _)| *p).collect();
+    assert_eq!(places, (1..=waiting.len() as u64).collect::<Vec<_>>());
+    placed.into_iter().map(|(_, n)| n).collect()
+}
+
+/// A draw over more waiting users than one call of the draw takes (lua/lottery.lua goes a
+/// chunk a call), some of whom left before it: every one still waiting has one place, in the
+/// draw's order, the count is kept, a later join comes last and admission follows the places.
+async fn a_lottery_draw_over_thousands_gives_every_place_once(q: Arc<dyn QueueStore>) {
+    const N: usize = 2_500;
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
+    let attempts = queued(&q, &s, &names).await;
+    let mut waiting = Vec::new();
+    for (i, (name, attempt)) in names.iter().zip(&attempts).enumerate() {
+        if i % 7 == 3 {
+            q.leave(*attempt, &user(name)).await.unwrap();
+        } else {
+            waiting.push((name.clone(), *attempt));
+        }
+    }
+    assert_eq!(
+        q.draw_lottery(s.id, "seed-2").await.unwrap(),
+        Some(waiting.len() as u64)
+    );
+    let mut expected: Vec<String> = waiting.iter().map(|(n, _)| n.clone()).collect();
+    expected.sort_by_key(|n| draw_key("seed-2", n));
+    assert_eq!(by_place(&q, &waiting).await, expected);
+    assert_eq!(q.stats(s.id).await.unwrap().waiting, waiting.len() as u64);
+    match q.join(s.id, &user("later"), 0).await.unwrap() {
+        JoinOutcome::Queued { position, .. } => assert_eq!(position, waiting.len() as u64 + 1),
+        other => panic!("{other:?}"),
+    }
+    let admitted = admit_all(&q, &s, 5).await;
+    let who: Vec<&str> = admitted.iter().map(|a| a.user.as_str()).collect();
+    assert_eq!(
+        who,
+        expected[..5].iter().map(String::as_str).collect::<Vec<_>>()
+    );
 }
 
 fn sale(stock: Stock, max_active: u32) -> Sale {
@@ -1232,6 +1279,40 @@ mod abandonment {
         signs_of_life_move_with_the_draw(in_process_store()).await
     }
 
+    #[tokio::test]
+    async fn redis_signs_of_the_old_numbering() {
+        signs_of_life_of_the_old_numbering_name_nobody(redis_store()).await
+    }
+
+    #[tokio::test]
+    async fn in_process_signs_of_the_old_numbering() {
+        signs_of_life_of_the_old_numbering_name_nobody(in_process_store()).await
+    }
+
+    /// Signs of life a replica gathered by the serials of the line before the draw reach the
+    /// store after it: those serials name other users now, so they are not written, and the
+    /// ten who are silent since they joined are all taken.
+    async fn signs_of_life_of_the_old_numbering_name_nobody(q: Arc<dyn QueueStore>) {
+        let s = sale(Stock::Quantity(5), 10);
+        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+            .await
+            .unwrap();
+        let now = chrono::Utc::now().timestamp_millis();
+        let mut serials = Vec::new();
+        for i in 0..10 {
+            match q.join(s.id, &user(&format!("u{i}")), now).await.unwrap() {
+                JoinOutcome::Queued { serial, .. } => serials.push(serial),
+                other => panic!("{other:?}"),
+            }
+        }
+        let before = q.refresh(s.id, "", 0, &[]).await.unwrap().figures.epoch;
+        tokio::time::sleep(std::time::Duration::from_millis(IDLE_MS * 2 / 3)).await;
+        assert_eq!(q.draw_lottery(s.id, "seed-1").await.unwrap(), Some(10));
+        q.refresh(s.id, &before, 0, &serials).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(IDLE_MS / 2)).await;
+        assert_eq!(q.abandon(s.id, 100).await.unwrap(), 10);
+    }
+
     /// The lottery's draw numbers the line anew, and each waiting user's last sign of life
     /// moves with them: of ten who joined, the one who asked since is kept, the nine others
     /// (silent for longer than the abandonment time) are taken.
@@ -1344,4 +1425,144 @@ async fn on_a_cluster_a_sales_keys_share_one_node() {
         holders[0].1 >= 6,
         "queue, active, meta, seq, users, owners...: {holders:?}"
     );
+}
+
+/// The lottery's draw on Redis goes a step a call (lua/lottery.lua): while it is made, the
+/// drawn cannot leave and nobody is admitted or abandoned, and whatever happens meanwhile,
+/// every place is given once.
+mod lottery_in_steps {
+    use super::*;
+    use futures_util::future::join_all;
+    use redis::AsyncCommands;
+    use sluice::queue::{LeaveOutcome, QueueError};
+
+    /// A Redis store with abandonment on, and its key prefix.
+    fn store() -> (Arc<dyn QueueStore>, String) {
+        let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
+        let store = RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2))
+            .unwrap()
+            .with_abandonment(60_000);
+        (Arc::new(store), prefix)
+    }
+
+    async fn redis_conn() -> redis::aio::MultiplexedConnection {
+        redis::Client::open(redis_url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+
+    /// A draw stopped halfway (meta.drawing over serials 1..=10): a drawn user's leave waits
+    /// and is then answered unavailable, a later joiner's goes through, nobody is admitted
+    /// or abandoned; once the draw is made, the drawn user leaves.
+    #[tokio::test]
+    async fn while_the_draw_is_made_the_drawn_wait_to_leave() {
+        let (q, prefix) = store();
+        let s = sale(Stock::Quantity(5), 10);
+        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+            .await
+            .unwrap();
+        let names: Vec<String> = (0..11).map(|i| format!("u{i}")).collect();
+        let attempts = queued(&q, &s, &names).await;
+        let meta = format!("{prefix}:{{sale:{}}}:meta", s.id);
+        let mut conn = redis_conn().await;
+        let drawing = [("drawing", "scan"), ("draw_from", "1"), ("draw_to", "10")];
+        let _: () = conn.hset_multiple(&meta, &drawing).await.unwrap();
+
+        let started = std::time::Instant::now();
+        match q.leave(attempts[0], &user("u0")).await {
+            Err(QueueError::Unavailable(_)) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(started.elapsed() >= std::time::Duration::from_secs(1));
+        assert_eq!(
+            q.leave(attempts[10], &user("u10")).await.unwrap(),
+            LeaveOutcome::Left,
+            "joined after the draw's line"
+        );
+        assert!(admit_all(&q, &s, 5).await.is_empty());
+        let stale = format!("{prefix}:{{sale:{}}}:seen", s.id);
+        let _: () = conn.zadd(&stale, 2, 0).await.unwrap();
+        assert_eq!(q.abandon(s.id, 100).await.unwrap(), 0);
+
+        let _: () = conn
+            .hdel(&meta, &["drawing", "draw_from", "draw_to"])
+            .await
+            .unwrap();
+        assert_eq!(
+            q.leave(attempts[0], &user("u0")).await.unwrap(),
+            LeaveOutcome::Left
+        );
+    }
+
+    /// 20,000 waiting; the draw runs while 300 of them leave and 300 others join. Then every
+    /// one waiting has one place (1..=n), the drawn keep the draw's order among them, the
+    /// count is right and admission takes everyone once, in the order of the places.
+    #[tokio::test]
+    async fn joins_and_leaves_during_the_draw_lose_and_double_no_place() {
+        const N: usize = 20_000;
+        const MOVING: usize = 300;
+        let (q, _) = store();
+        let s = sale(Stock::Quantity(5), (N + MOVING) as u32);
+        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+            .await
+            .unwrap();
+        let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
+        let attempts = queued(&q, &s, &names).await;
+        let leaving: Vec<usize> = (0..MOVING).map(|i| i * (N / MOVING) + 1).collect();
+
+        let draw = {
+            let q = q.clone();
+            tokio::spawn(async move { q.draw_lottery(s.id, "seed-3").await })
+        };
+        let leaves = join_all(leaving.iter().map(|&i| {
+            let (q, name, attempt) = (q.clone(), names[i].clone(), attempts[i]);
+            async move { q.leave(attempt, &user(&name)).await }
+        }));
+        let joins = join_all((0..MOVING).map(|i| {
+            let q = q.clone();
+            async move { q.join(s.id, &user(&format!("late{i}")), 0).await }
+        }));
+        let (left, joined) = tokio::join!(leaves, joins);
+        assert!(draw.await.unwrap().unwrap().is_some(), "drawn");
+        for outcome in left {
+            assert_eq!(outcome.unwrap(), LeaveOutcome::Left);
+        }
+        let mut waiting: Vec<(String, sluice::domain::AttemptId)> = names
+            .iter()
+            .zip(&attempts)
+            .enumerate()
+            .filter(|(i, _)| !leaving.contains(i))
+            .map(|(_, (n, a))| (n.clone(), *a))
+            .collect();
+        let originals: Vec<String> = waiting.iter().map(|(n, _)| n.clone()).collect();
+        for (i, outcome) in joined.into_iter().enumerate() {
+            match outcome.unwrap() {
+                JoinOutcome::Queued { attempt, .. } => waiting.push((format!("late{i}"), attempt)),
+                other => panic!("{other:?}"),
+            }
+        }
+        for &i in &leaving {
+            let view = q.view(attempts[i], &user(&names[i])).await.unwrap();
+            assert_eq!(view.position, None, "{} left", names[i]);
+        }
+
+        let order = by_place(&q, &waiting).await;
+        let drawn_order: Vec<&String> = order.iter().filter(|n| !n.starts_with("late")).collect();
+        let mut expected: Vec<&String> = originals.iter().collect();
+        expected.sort_by_key(|n| draw_key("seed-3", n));
+        assert_eq!(drawn_order, expected, "the draw's order");
+        assert_eq!(q.stats(s.id).await.unwrap().waiting, waiting.len() as u64);
+        let mut admitted = Vec::new();
+        while admitted.len() < waiting.len() {
+            let batch = admit_all(&q, &s, 1_000).await;
+            assert!(!batch.is_empty(), "admission stalled at {}", admitted.len());
+            admitted.extend(batch.into_iter().map(|a| a.user.as_str().to_owned()));
+        }
+        assert_eq!(
+            admitted, order,
+            "admitted once each, in the order of the places"
+        );
+    }
 }

@@ -524,7 +524,9 @@ impl QueueStore for MemoryQueue {
         let _timer = CallTimer::start("refresh");
         let track = self.abandon_after_ms > 0;
         let digest = self.with(sale, |q| {
-            if track {
+            // The serials seen name places of the caller's epoch: written only while it holds
+            // (after the lottery's draw they name other users).
+            if track && q.epoch == epoch {
                 let now = now_ms();
                 for serial in seen {
                     if let Some(attempt) = q.queue.get(serial).copied() {
@@ -901,16 +903,14 @@ impl QueueStore for MemoryQueue {
                 })
                 .collect();
             ranked.sort();
-            // They take the last serials handed out so far, in that order (as lottery.lua):
-            // later joins follow. The line is numbered anew.
-            q.queue.clear();
-            let first = q.seq + 1 - ranked.len() as u64;
-            for (rank, (_, attempt)) in ranked.iter().enumerate() {
-                let serial = first + rank as u64;
+            // They keep the places they hold between them, given out again in that order (as
+            // lottery.lua): the places gone out of turn stay gone, later joins follow. A
+            // serial names another user from here on: the line is numbered anew.
+            let places: Vec<u64> = q.queue.keys().copied().collect();
+            for (serial, (_, attempt)) in places.into_iter().zip(&ranked) {
                 q.queue.insert(serial, *attempt);
                 q.queued.insert(*attempt, serial);
             }
-            q.departed.clear();
             q.epoch = new_epoch();
             q.lottery_drawn = true;
             Some(ranked.len() as u64)
