@@ -37,6 +37,7 @@ mod redis_batches;
 mod redis_connection;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -206,6 +207,17 @@ pub struct Admitted {
     pub seq: u64,
     pub user: UserId,
     pub deadline_ms: i64,
+}
+
+/// What a call of [`QueueStore::draw_lottery`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LotteryDraw {
+    /// This call made the draw: this many ordered.
+    Drawn(u64),
+    /// The draw was made before (or the sale closed).
+    DrawnBefore,
+    /// Under way, its time for this call spent: call again.
+    UnderWay,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -387,10 +399,15 @@ pub trait QueueStore: Send + Sync + 'static {
 
     /// A lottery sale's draw, once: everyone waiting ordered by SHA-1 (hex) of
     /// `<seed>:<user id>`, in the places they hold between them; later joins come after them.
-    /// `Some(n)` when this call drew (n ordered), `None` when the draw was made before. On
-    /// Redis the draw is many short calls: meanwhile nobody is admitted or abandoned and the
-    /// drawn cannot leave (a leave waits, then is [`QueueError::Unavailable`]).
-    async fn draw_lottery(&self, sale: SaleId, seed: &str) -> QueueResult<Option<u64>>;
+    /// On Redis the draw is many short calls, made for at most `budget` a call (then
+    /// [`LotteryDraw::UnderWay`]): meanwhile nobody is admitted or abandoned and the drawn
+    /// cannot leave (a leave waits, then is [`QueueError::Unavailable`]).
+    async fn draw_lottery(
+        &self,
+        sale: SaleId,
+        seed: &str,
+        budget: Duration,
+    ) -> QueueResult<LotteryDraw>;
 
     /// Publishes the sale's admission controller state (JSON) for `ttl_ms`, so whichever
     /// replica an admin asks can show it; it vanishes when its admitter stops publishing.

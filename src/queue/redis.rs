@@ -1008,20 +1008,29 @@ impl QueueStore for RedisQueue {
         Ok(n)
     }
 
-    async fn draw_lottery(&self, sale: SaleId, seed: &str) -> QueueResult<Option<u64>> {
+    async fn draw_lottery(
+        &self,
+        sale: SaleId,
+        seed: &str,
+        budget: Duration,
+    ) -> QueueResult<LotteryDraw> {
         let k = self.keys(sale);
         let mut inv = LOTTERY.prepare_invoke();
         for name in ["meta", "seq", "gone", "seen"] {
             inv.key(k.key(name));
         }
         inv.arg(seed).arg(LOTTERY_CHUNK);
-        // A step a call until the draw is made: each call makes progress (or finds it made).
+        // A step a call until the draw is made or the budget is spent: each call makes
+        // progress (or finds the draw made).
+        let deadline = std::time::Instant::now() + budget;
         loop {
             let n: i64 = self.run("lottery", &inv).await?;
-            match n {
-                -2 => continue,
-                n => return Ok((n >= 0).then_some(n as u64)),
-            }
+            return Ok(match n {
+                -2 if std::time::Instant::now() < deadline => continue,
+                -2 => LotteryDraw::UnderWay,
+                n if n < 0 => LotteryDraw::DrawnBefore,
+                n => LotteryDraw::Drawn(n as u64),
+            });
         }
     }
 

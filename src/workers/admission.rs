@@ -15,7 +15,7 @@ use super::controller;
 use crate::domain::valve::Valve;
 use crate::domain::{AttemptEvent, SaleId, SaleStatus};
 use crate::ledger::AdmissionPlan;
-use crate::queue::{AdmitOutcome, Admitted};
+use crate::queue::{AdmitOutcome, Admitted, LotteryDraw};
 use crate::service::App;
 use crate::signals::Round;
 
@@ -28,6 +28,8 @@ struct SaleTicker {
     measured_rate: f64,
     /// The adaptive controller, while this process admits for an adaptive sale.
     valve: Option<Valve>,
+    /// When this process began a lottery's draw that is still under way (for its log line).
+    drawing_since: Option<std::time::Instant>,
 }
 
 /// Most waiting attempts dropped for inactivity per sale and tick (bounds one script's work).
@@ -120,11 +122,20 @@ async fn admit(
         return Ok(());
     }
     if let Some(seed) = plan.opening.seed() {
-        let started = std::time::Instant::now();
-        if let Some(n) = app.queue.draw_lottery(sale, seed).await? {
-            let took_ms = started.elapsed().as_millis() as u64;
-            tracing::info!(%sale, ordered = n, took_ms, "lottery drawn at the opening");
+        // A tick's time at most, so that the other sales' admission goes on while a large
+        // draw is made; nobody is admitted here until it is.
+        let since = *ticker
+            .drawing_since
+            .get_or_insert_with(std::time::Instant::now);
+        match app.queue.draw_lottery(sale, seed, tick).await? {
+            LotteryDraw::UnderWay => return Ok(()),
+            LotteryDraw::Drawn(n) => {
+                let took_ms = since.elapsed().as_millis() as u64;
+                tracing::info!(%sale, ordered = n, took_ms, "lottery drawn at the opening");
+            }
+            LotteryDraw::DrawnBefore => {}
         }
+        ticker.drawing_since = None;
     }
     if app.config.workers.abandon_after_secs > 0 {
         let abandoned = app.queue.abandon(sale, ABANDON_PER_TICK).await?;

@@ -7,8 +7,8 @@ use sluice::domain::{Admission, Buyer, NewSale, Sale, SaleStatus, Stock, Ttls, U
 use std::sync::Arc;
 
 use sluice::queue::{
-    AdmitOutcome, HoldOutcome, JoinOutcome, LiveAttempt, MemoryQueue, PendingSync, QueueStore,
-    RedisQueue, SaleSnapshot, SyncChange, Take,
+    AdmitOutcome, HoldOutcome, JoinOutcome, LiveAttempt, LotteryDraw, MemoryQueue, PendingSync,
+    QueueStore, RedisQueue, SaleSnapshot, SyncChange, Take,
 };
 
 use crate::helpers::{redis_cluster_nodes, redis_url};
@@ -158,7 +158,7 @@ async fn a_refresh_sends_each_departure_once_and_its_places_equal_the_stores(
     assert_eq!(view.figures.waiting, (N - 5 - 4) as u64);
     // The lottery numbers the line anew: a serial of before names no place in the new epoch.
     let before = view.figures.epoch.clone();
-    q.draw_lottery(s.id, "seed").await.unwrap();
+    draw(&q, &s, "seed").await;
     let (drawn, _) = refresh(view).await;
     assert_ne!(drawn.figures.epoch, before);
     assert_eq!(drawn.place(serials[39], &before), None);
@@ -792,8 +792,12 @@ async fn a_lottery_draw_orders_the_waiting_once_by_the_seed(q: Arc<dyn QueueStor
         .unwrap();
     let names: Vec<String> = (0..10).map(|i| format!("u{i}")).collect();
     let attempts = queued(&q, &s, &names).await;
-    assert_eq!(q.draw_lottery(s.id, "seed-1").await.unwrap(), Some(10));
-    assert_eq!(q.draw_lottery(s.id, "seed-1").await.unwrap(), None, "once");
+    assert_eq!(draw(&q, &s, "seed-1").await, LotteryDraw::Drawn(10));
+    assert_eq!(
+        draw(&q, &s, "seed-1").await,
+        LotteryDraw::DrawnBefore,
+        "once"
+    );
     let mut expected = names.clone();
     expected.sort_by_key(|n| draw_key("seed-1", n));
     let waiting: Vec<_> = names.iter().cloned().zip(attempts).collect();
@@ -801,6 +805,20 @@ async fn a_lottery_draw_orders_the_waiting_once_by_the_seed(q: Arc<dyn QueueStor
     match q.join(s.id, &user("later"), 0).await.unwrap() {
         JoinOutcome::Queued { position, .. } => assert_eq!(position, 11),
         other => panic!("{other:?}"),
+    }
+}
+
+/// The lottery's draw, called until it is made; what the last call said.
+async fn draw(q: &Arc<dyn QueueStore>, s: &Sale, seed: &str) -> LotteryDraw {
+    loop {
+        match q
+            .draw_lottery(s.id, seed, std::time::Duration::from_millis(50))
+            .await
+            .unwrap()
+        {
+            LotteryDraw::UnderWay => continue,
+            done => return done,
+        }
     }
 }
 
@@ -850,8 +868,8 @@ async fn a_lottery_draw_over_thousands_gives_every_place_once(q: Arc<dyn QueueSt
         }
     }
     assert_eq!(
-        q.draw_lottery(s.id, "seed-2").await.unwrap(),
-        Some(waiting.len() as u64)
+        draw(&q, &s, "seed-2").await,
+        LotteryDraw::Drawn(waiting.len() as u64)
     );
     let mut expected: Vec<String> = waiting.iter().map(|(n, _)| n.clone()).collect();
     expected.sort_by_key(|n| draw_key("seed-2", n));
@@ -1307,7 +1325,7 @@ mod abandonment {
         }
         let before = q.refresh(s.id, "", 0, &[]).await.unwrap().figures.epoch;
         tokio::time::sleep(std::time::Duration::from_millis(IDLE_MS * 2 / 3)).await;
-        assert_eq!(q.draw_lottery(s.id, "seed-1").await.unwrap(), Some(10));
+        assert_eq!(draw(&q, &s, "seed-1").await, LotteryDraw::Drawn(10));
         q.refresh(s.id, &before, 0, &serials).await.unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(IDLE_MS / 2)).await;
         assert_eq!(q.abandon(s.id, 100).await.unwrap(), 10);
@@ -1338,7 +1356,7 @@ mod abandonment {
             .position
             .is_some());
         tokio::time::sleep(std::time::Duration::from_millis(IDLE_MS / 2)).await;
-        assert_eq!(q.draw_lottery(s.id, "seed-1").await.unwrap(), Some(10));
+        assert_eq!(draw(&q, &s, "seed-1").await, LotteryDraw::Drawn(10));
         assert_eq!(q.abandon(s.id, 100).await.unwrap(), 9);
         let kept = q.view(attempts[4], &user("u4")).await.unwrap();
         assert_eq!(
@@ -1496,6 +1514,39 @@ mod lottery_in_steps {
         );
     }
 
+    /// With no time to spend, each call takes one step and says the draw is under way;
+    /// meanwhile nobody is admitted, and the calls that follow make it.
+    #[tokio::test]
+    async fn a_draw_goes_on_across_calls_that_spend_their_budget() {
+        let (q, _) = store();
+        let s = sale(Stock::Quantity(5), 10);
+        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+            .await
+            .unwrap();
+        let names: Vec<String> = (0..2_500).map(|i| format!("u{i}")).collect();
+        let attempts = queued(&q, &s, &names).await;
+        let mut calls = 0;
+        let drawn = loop {
+            calls += 1;
+            match q
+                .draw_lottery(s.id, "seed-4", std::time::Duration::ZERO)
+                .await
+                .unwrap()
+            {
+                LotteryDraw::UnderWay => {
+                    assert!(admit_all(&q, &s, 5).await.is_empty(), "admitted mid-draw");
+                }
+                done => break done,
+            }
+        };
+        assert_eq!(drawn, LotteryDraw::Drawn(2_500));
+        assert!(calls >= 10, "{calls} calls");
+        let mut expected = names.clone();
+        expected.sort_by_key(|n| draw_key("seed-4", n));
+        let waiting: Vec<_> = names.into_iter().zip(attempts).collect();
+        assert_eq!(by_place(&q, &waiting).await, expected);
+    }
+
     /// 20,000 waiting; the draw runs while 300 of them leave and 300 others join. Then every
     /// one waiting has one place (1..=n), the drawn keep the draw's order among them, the
     /// count is right and admission takes everyone once, in the order of the places.
@@ -1512,9 +1563,9 @@ mod lottery_in_steps {
         let attempts = queued(&q, &s, &names).await;
         let leaving: Vec<usize> = (0..MOVING).map(|i| i * (N / MOVING) + 1).collect();
 
-        let draw = {
-            let q = q.clone();
-            tokio::spawn(async move { q.draw_lottery(s.id, "seed-3").await })
+        let drawing = {
+            let (q, s) = (q.clone(), s.clone());
+            tokio::spawn(async move { draw(&q, &s, "seed-3").await })
         };
         let leaves = join_all(leaving.iter().map(|&i| {
             let (q, name, attempt) = (q.clone(), names[i].clone(), attempts[i]);
@@ -1525,7 +1576,7 @@ mod lottery_in_steps {
             async move { q.join(s.id, &user(&format!("late{i}")), 0).await }
         }));
         let (left, joined) = tokio::join!(leaves, joins);
-        assert!(draw.await.unwrap().unwrap().is_some(), "drawn");
+        assert!(matches!(drawing.await.unwrap(), LotteryDraw::Drawn(_)));
         for outcome in left {
             assert_eq!(outcome.unwrap(), LeaveOutcome::Left);
         }

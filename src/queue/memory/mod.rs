@@ -888,7 +888,12 @@ impl QueueStore for MemoryQueue {
         Ok(n.unwrap_or(0))
     }
 
-    async fn draw_lottery(&self, sale: SaleId, seed: &str) -> QueueResult<Option<u64>> {
+    async fn draw_lottery(
+        &self,
+        sale: SaleId,
+        seed: &str,
+        _budget: Duration,
+    ) -> QueueResult<LotteryDraw> {
         let _timer = CallTimer::start("lottery");
         let drawn = self.with(sale, |q| {
             if q.lottery_drawn {
@@ -915,7 +920,10 @@ impl QueueStore for MemoryQueue {
             q.lottery_drawn = true;
             Some(ranked.len() as u64)
         });
-        Ok(drawn.flatten())
+        // No sale here: nothing to draw, as for a draw made before.
+        Ok(drawn
+            .flatten()
+            .map_or(LotteryDraw::DrawnBefore, LotteryDraw::Drawn))
     }
 
     async fn put_controller(&self, sale: SaleId, state: &str, ttl_ms: u64) -> QueueResult<()> {
