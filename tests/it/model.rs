@@ -4,6 +4,8 @@
 //! says, the stock is conserved (free + held + paying + sold = total) and equals the model's
 //! in the ledger and the queue store, and each attempt's audit trail is exactly the machine's
 //! transitions that the ledger keeps. A fixed seed and a small case count keep it short.
+//! Abandonment takes real time (its shortest setting, 3 s), so it is driven only where it can
+//! happen: a buyer waiting in a paused sale stops asking while the others go on.
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +21,8 @@ const USERS: usize = 3;
 const UNITS: u32 = 6;
 const CASES: u32 = 80;
 const MAX_STEPS: usize = 30;
+/// The abandonment time (`workers.abandon_after_secs`, at its shortest).
+const ABANDON: Duration = Duration::from_secs(3);
 
 /// One thing that happens to the sale, its buyers or the clock.
 #[derive(Clone, Copy, Debug)]
@@ -40,6 +44,9 @@ enum Step {
     Late(usize),
     /// An operator refunds the buyer's attempt.
     Refund(usize),
+    /// A waiting buyer stops asking for longer than the abandonment time, while the other
+    /// waiting buyers go on asking; then the admitter's abandonment pass runs.
+    Silent(usize),
     Pause,
     Resume,
     Close,
@@ -59,6 +66,7 @@ fn step() -> impl Strategy<Value = Step> {
         2 => user.clone().prop_map(Step::Deadline),
         2 => user.clone().prop_map(Step::Late),
         2 => user.clone().prop_map(Step::Refund),
+        1 => user.clone().prop_map(Step::Silent),
         1 => Just(Step::Pause),
         1 => Just(Step::Resume),
         1 => Just(Step::Close),
@@ -155,13 +163,21 @@ fn in_context(m: &Model, step: Step) -> Step {
         | Step::Redeliver(u)
         | Step::Deadline(u)
         | Step::Late(u)
-        | Step::Refund(u) => u,
+        | Step::Refund(u)
+        | Step::Silent(u) => u,
         Step::Pause | Step::Resume | Step::Close => return step,
     };
     let confirmed = |b: &Option<Buyer>| {
         b.as_ref()
             .is_some_and(|b| b.state == AttemptState::Confirmed)
     };
+    let queued = |b: &Option<Buyer>| b.as_ref().is_some_and(|b| b.state == AttemptState::Queued);
+    if let Step::Silent(_) = step {
+        // Only a waiting buyer can go silent: one who waits, if anyone does.
+        if let Some(waiting) = m.buyers.iter().position(queued) {
+            return Step::Silent(waiting);
+        }
+    }
     if let Step::Refund(_) = step {
         // A purchase is rare and late in a sequence: a refund goes to one when there is one.
         if let Some(bought) = m.buyers.iter().position(confirmed) {
@@ -388,6 +404,36 @@ async fn apply(t: &TestApp, m: &mut Model, step: Step) -> Step {
                 }
             }
         }
+        Step::Silent(u) => {
+            if !m.buyers[u]
+                .as_ref()
+                .is_some_and(|b| b.state == AttemptState::Queued)
+            {
+                return step;
+            }
+            let others: Vec<(String, String)> = m
+                .buyers
+                .iter()
+                .enumerate()
+                .filter_map(|(i, b)| b.as_ref().filter(|_| i != u).map(|b| (b, i)))
+                .filter(|(b, _)| b.state == AttemptState::Queued)
+                .map(|(b, _)| (b.attempt.clone(), b.name.clone()))
+                .collect();
+            let until = Instant::now() + ABANDON + Duration::from_millis(300);
+            while Instant::now() < until {
+                for (attempt, name) in &others {
+                    t.status(attempt, name).await;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            let sale = SaleId::parse(&m.sale).unwrap();
+            let taken = t.app.queue.abandon(sale, 100).await.unwrap();
+            assert_eq!(taken, 1, "{what}: only the silent buyer");
+            sluice::service::transition::waiting_ended(AttemptEvent::Abandon, taken);
+            let b = m.buyers[u].as_mut().unwrap();
+            let d = decide(b.state, AttemptEvent::Abandon).expect("abandonment applies");
+            b.take(&d, &mut m.free);
+        }
         Step::Pause | Step::Resume | Step::Close => {
             let (action, to) = match step {
                 Step::Pause => ("pause", SaleState::Paused),
@@ -554,6 +600,7 @@ fn the_service_follows_the_machine(backend: Backend) {
     let t = runtime.block_on(TestApp::spawn_on_with(backend, |c| {
         // Deadlines pass when a step says so, and the step runs the reaper itself.
         c.workers.reaper_cron = "0 0 0 1 1 *".into();
+        c.workers.abandon_after_secs = ABANDON.as_secs();
     }));
     let config = ProptestConfig {
         cases: CASES,
@@ -562,7 +609,7 @@ fn the_service_follows_the_machine(backend: Backend) {
         max_shrink_time: 60_000,
         ..ProptestConfig::default()
     };
-    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[22; 32]);
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[23; 32]);
     let mut runner = TestRunner::new_with_rng(config, rng);
     let started = Instant::now();
     let seen = Seen::default();
@@ -583,12 +630,29 @@ fn the_service_follows_the_machine(backend: Backend) {
     if let Err(e) = result {
         panic!("{e}");
     }
-    // The sequences reach the ends that need several steps in a row.
-    for end in [
+    // The seed's sequences go through every transition a buyer can make, those that need
+    // several steps in a row included (a purchase, then its refund; a wait, then silence).
+    for transition in [
+        "QUEUED --admit--> ADMITTED",
+        "QUEUED --> EXPIRED(left)",
+        "QUEUED --> EXPIRED(abandoned)",
+        "QUEUED --> EXPIRED(sale_closed)",
+        "ADMITTED --hold--> HOLD",
+        "ADMITTED --leave--> EXPIRED",
+        "ADMITTED --admission_timeout--> EXPIRED",
+        "HOLD --checkout--> PAYMENT_PENDING",
+        "HOLD --release--> EXPIRED",
+        "HOLD --leave--> EXPIRED",
+        "HOLD --hold_timeout--> EXPIRED",
         "PAYMENT_PENDING --payment_succeeded--> CONFIRMED",
+        "PAYMENT_PENDING --payment_failed--> EXPIRED",
+        "PAYMENT_PENDING --payment_timeout--> EXPIRED",
         "CONFIRMED --refund--> EXPIRED",
     ] {
-        assert!(seen.contains(end), "no case went {end}: {seen:?}");
+        assert!(
+            seen.contains(transition),
+            "no case went {transition}: {seen:?}"
+        );
     }
 }
 
