@@ -211,6 +211,16 @@ pub struct Admitted {
     pub deadline_ms: i64,
 }
 
+/// A user's waiting attempt and its place ([`QueueStore::waiting_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitingPlace {
+    pub attempt: AttemptId,
+    /// 1-based place in the queue.
+    pub position: u64,
+    /// How many wait in the sale.
+    pub waiting: u64,
+}
+
 /// What a call of [`QueueStore::draw_lottery`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LotteryDraw {
@@ -312,6 +322,9 @@ pub trait QueueStore: Send + Sync + 'static {
     /// is not shown (no owner, no position).
     async fn view(&self, attempt: AttemptId, user: &UserId) -> QueueResult<QueueView>;
     async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome>;
+    /// `user`'s waiting attempt in the sale and its place, for support (not a sign of life);
+    /// `None` when they do not wait.
+    async fn waiting_of(&self, sale: SaleId, user: &UserId) -> QueueResult<Option<WaitingPlace>>;
     /// The sale's waiting line for a replica's view of it, with the departures after the
     /// first `departed` of `epoch` (at most [`MAX_DEPARTURES`]); records a sign of life of
     /// each waiting serial in `seen` (when abandonment is on) in the same call, if `epoch` is

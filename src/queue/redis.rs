@@ -51,6 +51,7 @@ queue_lua!(ADMIT_BATCH, "admit_batch.lua");
 queue_lua!(UNADMIT, "unadmit.lua");
 queue_lua!(ABANDON, "abandon.lua");
 queue_lua!(LOTTERY, "lottery.lua");
+queue_lua!(WAITING_OF, "waiting_of.lua");
 queue_lua!(STATS, "stats.lua");
 queue_lua!(FORGET_WAITING, "forget_waiting.lua");
 queue_lua!(REFRESH, "refresh.lua");
@@ -642,6 +643,29 @@ impl QueueStore for RedisQueue {
         Err(QueueError::Unavailable(
             "the lottery is being drawn; the place can be left once it is".into(),
         ))
+    }
+
+    async fn waiting_of(&self, sale: SaleId, user: &UserId) -> QueueResult<Option<WaitingPlace>> {
+        let k = self.keys(sale);
+        let mut inv = WAITING_OF.prepare_invoke();
+        for name in ["meta", "seq", "gone"] {
+            inv.key(k.key(name));
+        }
+        inv.arg(user.as_str());
+        let reply: Vec<String> = self.run("waiting_of", &inv).await?;
+        let [attempt, position, waiting] = reply.as_slice() else {
+            return match reply.is_empty() {
+                true => Ok(None),
+                false => Err(protocol("waiting_of", &reply.join(" "))),
+            };
+        };
+        let number = |v: &str| v.parse::<u64>().map_err(|_| protocol("waiting_of", &v));
+        let local = Uuid::parse_str(attempt).map_err(|_| protocol("waiting_of", &attempt))?;
+        Ok(Some(WaitingPlace {
+            attempt: AttemptId { sale, local },
+            position: number(position)?,
+            waiting: number(waiting)?,
+        }))
     }
 
     async fn refresh(

@@ -1,5 +1,5 @@
-//! What support and operations read: the sales, a sale's attempts by state or by user, and
-//! one attempt whole with its audit trail and its payment's provider events. Lists are pages
+//! What support and operations read: the sales, a sale's attempts by state or by user (with a
+//! buyer's place in the queue while they wait), and one attempt whole with its audit trail and its payment's provider events. Lists are pages
 //! newest first; a page's cursor is its last item's id, so items added meanwhile (new sales,
 //! new admissions) never shift a later page.
 
@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::{AttemptId, SaleId, SaleStatus, UserId};
 use crate::ledger::{AttemptQuery, AttemptRecord, PaymentEventRow, SaleSummary, TransitionRow};
+use crate::queue::WaitingPlace;
 
 /// One page of a list, and the cursor of the next (none on the last).
 pub struct Page<T> {
@@ -47,6 +48,14 @@ pub async fn sales(
     Ok(page(sales, limit, |s| s.id.to_string()))
 }
 
+/// A page of a sale's attempts from the ledger and, when a buyer is looked up by user id (no
+/// state asked, the first page), their attempt still waiting in the queue: the ledger has
+/// attempts from their admission on only.
+pub struct AttemptList {
+    pub page: Page<AttemptRecord>,
+    pub waiting: Option<WaitingPlace>,
+}
+
 pub async fn attempts(
     app: &App,
     sale: SaleId,
@@ -54,11 +63,15 @@ pub async fn attempts(
     user: Option<UserId>,
     after: Option<&str>,
     limit: u32,
-) -> ServiceResult<Page<AttemptRecord>> {
+) -> ServiceResult<AttemptList> {
     app.ledger
         .sale_settings(sale)
         .await?
         .ok_or(ServiceError::NotFound("sale"))?;
+    let waiting = match (&user, after, state) {
+        (Some(user), None, None) => app.queue.waiting_of(sale, user).await?,
+        _ => None,
+    };
     let query = AttemptQuery {
         state,
         user,
@@ -66,7 +79,10 @@ pub async fn attempts(
         limit: limit + 1,
     };
     let attempts = app.ledger.list_attempts(sale, &query).await?;
-    Ok(page(attempts, limit, |a| a.id.local.to_string()))
+    Ok(AttemptList {
+        page: page(attempts, limit, |a| a.id.local.to_string()),
+        waiting,
+    })
 }
 
 /// One attempt whole: its record, its audit trail and its payment's provider events.

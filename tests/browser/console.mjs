@@ -1,7 +1,8 @@
 // The operator console (/admin) end to end in headless Chromium on a laptop-sized screen: sign
 // in with the admin key, find a sale in the list, change its rate and see it take effect in
 // the sale's figures, look a buyer up by user id and refund the purchase behind a confirmation;
-// then a viewer key sees the sale and the buyer but no control; a Korean browser gets the
+// then a viewer key sees the sale and the buyer but no control, and a waiting buyer's place in
+// the queue; a Korean browser gets the
 // console in Korean. Each page is screenshotted into
 // $SHOTS (the Rust test checks the images).
 //
@@ -131,6 +132,13 @@ try {
     await page.getByRole('button', { name: 'Look up' }).click();
     await waitText(page.locator('.attempt-state'), 'CONFIRMED', 'the viewer finds a purchase');
     check(await page.getByRole('button', { name: 'Refund' }).count() === 0, 'and no refund button');
+    // A buyer still waiting (the sale paused) is found with their place in the queue.
+    await admin('POST', `/v1/sales/${sale}/pause`);
+    await asUser('console-waiting', 'POST', `/v1/sales/${sale}/attempts`);
+    await page.getByLabel('User id').fill('console-waiting');
+    await page.getByRole('button', { name: 'Look up' }).click();
+    await waitText(page.locator('.attempt-state'), 'QUEUED · waiting: place 1 of 1', 'a waiting buyer\'s place');
+    await admin('POST', `/v1/sales/${sale}/resume`);
     await shot(page, 'console-viewer');
     await context.close();
   }

@@ -61,6 +61,7 @@ on_every_queue_store!(
     controller_state_expires_unless_renewed,
     a_lottery_draw_orders_the_waiting_once_by_the_seed,
     a_lottery_draw_over_thousands_gives_every_place_once,
+    a_waiting_user_is_found_with_their_place,
     a_batch_not_yet_recorded_goes_to_the_next_lease_holder_first,
     a_batch_larger_than_luas_stack_is_admitted_and_kept_whole,
     positions_stay_exact_when_users_leave_out_of_turn,
@@ -820,6 +821,43 @@ async fn draw(q: &Arc<dyn QueueStore>, s: &Sale, seed: &str) -> LotteryDraw {
             done => return done,
         }
     }
+}
+
+/// Support's lookup by user: a waiting user's attempt and place, kept exact as others leave
+/// and are admitted; nothing for one who does not wait (admitted, or unknown).
+async fn a_waiting_user_is_found_with_their_place(q: Arc<dyn QueueStore>) {
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let names: Vec<String> = (0..5).map(|i| format!("u{i}")).collect();
+    let attempts = queued(&q, &s, &names).await;
+    let place = |position, waiting| sluice::queue::WaitingPlace {
+        attempt: attempts[3],
+        position,
+        waiting,
+    };
+    assert_eq!(
+        q.waiting_of(s.id, &user("u3")).await.unwrap(),
+        Some(place(4, 5))
+    );
+    q.leave(attempts[1], &user("u1")).await.unwrap();
+    assert_eq!(
+        q.waiting_of(s.id, &user("u3")).await.unwrap(),
+        Some(place(3, 4))
+    );
+    admit_all(&q, &s, 1).await;
+    assert_eq!(
+        q.waiting_of(s.id, &user("u3")).await.unwrap(),
+        Some(place(2, 3))
+    );
+    assert_eq!(
+        q.waiting_of(s.id, &user("u0")).await.unwrap(),
+        None,
+        "admitted"
+    );
+    assert_eq!(q.waiting_of(s.id, &user("u1")).await.unwrap(), None, "left");
+    assert_eq!(q.waiting_of(s.id, &user("nobody")).await.unwrap(), None);
 }
 
 /// SHA-1 (hex) of `<seed>:<user id>`: the lottery's order.

@@ -1,6 +1,6 @@
 //! Support and operations reads, on both configurations: the sales and a sale's attempts by
-//! page (stable while sales are created and buyers admitted), a buyer found by user id, and an
-//! attempt's whole story.
+//! page (stable while sales are created and buyers admitted), a buyer found by user id (with
+//! their place in the queue while they wait), and an attempt's whole story.
 
 use std::collections::BTreeSet;
 
@@ -15,7 +15,52 @@ on_both_configurations!(
     sales_are_listed_newest_first_by_stable_pages,
     a_buyers_attempts_are_found_by_user_and_state_by_stable_pages,
     an_attempts_file_tells_its_whole_purchase,
+    a_waiting_buyer_is_found_with_their_place,
 );
+
+/// A buyer still waiting has no ledger row: looked up by user id, the list says where they
+/// wait; once admitted, the ledger has them instead.
+async fn a_waiting_buyer_is_found_with_their_place(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let sale = t.create_sale(json!({})).await;
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    t.join(&sale, "first").await;
+    let joined = t.join(&sale, "second").await;
+    let attempt = joined["attempt_id"].as_str().unwrap();
+    let by_user = format!("/v1/sales/{sale}/attempts?user_id=second");
+    let page = t.admin_json(Method::GET, &by_user).await;
+    assert_eq!(page["attempts"], json!([]), "{page}");
+    assert_eq!(
+        page["waiting"],
+        json!({ "attempt_id": attempt, "position": 2, "waiting": 2 })
+    );
+    let other = t
+        .admin_json(
+            Method::GET,
+            &format!("/v1/sales/{sale}/attempts?user_id=nobody"),
+        )
+        .await;
+    assert!(other.get("waiting").is_none(), "{other}");
+    let by_state = t
+        .admin_json(Method::GET, &format!("{by_user}&state=ADMITTED"))
+        .await;
+    assert!(by_state.get("waiting").is_none(), "{by_state}");
+
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/resume"))
+        .await;
+    t.wait_for(
+        attempt,
+        "second",
+        "ADMITTED",
+        std::time::Duration::from_secs(10),
+    )
+    .await;
+    let page = t.admin_json(Method::GET, &by_user).await;
+    assert!(page.get("waiting").is_none(), "{page}");
+    assert_eq!(page["attempts"][0]["attempt_id"], attempt, "{page}");
+    t.stop().await;
+}
 
 /// Every page of `path` (which has no query yet), `limit` at a time; `between` runs after each
 /// page (to add items meanwhile). Returns the items' `key` values in order.

@@ -1014,6 +1014,7 @@ export interface components {
             attempts: components["schemas"]["AttemptSummaryOut"][];
             /** @description Pass as `cursor` for the next page; absent on the last page. */
             next_cursor?: string;
+            waiting?: components["schemas"]["WaitingOut"];
         };
         /** @enum {string} */
         AttemptStateName: "QUEUED" | "ADMITTED" | "HOLD" | "PAYMENT_PENDING" | "CONFIRMED" | "EXPIRED";
@@ -1796,6 +1797,23 @@ export interface components {
             closes_at?: string;
             /** @description Shown to users (1 to 200 characters, no control or bidirectional-override characters). */
             name?: string;
+        };
+        /**
+         * WaitingOut
+         * @description A buyer's attempt waiting in the queue, and its place.
+         */
+        WaitingOut: {
+            attempt_id: string;
+            /**
+             * Format: uint64
+             * @description 1 = next to be admitted.
+             */
+            position: number;
+            /**
+             * Format: uint64
+             * @description How many wait in the sale.
+             */
+            waiting: number;
         };
         /**
          * WebhookAckOut

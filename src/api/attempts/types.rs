@@ -11,7 +11,7 @@ use crate::api::spec::example_time;
 use crate::api::text::Text;
 use crate::domain::{AttemptState, ExpiryReason};
 use crate::ledger::{AttemptRecord, PaymentEventRow, TransitionRow};
-use crate::service::support::{AttemptFile, Page};
+use crate::service::support::{AttemptFile, AttemptList};
 use crate::service::AttemptView;
 
 #[derive(Debug, Clone, Copy, Enum, PartialEq, Eq, Serialize)]
@@ -323,13 +323,32 @@ pub struct AttemptPage {
     /// Pass as `cursor` for the next page; absent on the last page.
     #[oai(skip_serializing_if_is_none)]
     pub next_cursor: Option<String>,
+    /// With `user_id` (and no `state`), on the first page: the user's attempt still waiting in
+    /// the queue and its place. Waiting attempts are in the queue only, not in `attempts`.
+    #[oai(skip_serializing_if_is_none)]
+    pub waiting: Option<WaitingOut>,
 }
 
-impl From<Page<AttemptRecord>> for AttemptPage {
-    fn from(page: Page<AttemptRecord>) -> Self {
+/// A buyer's attempt waiting in the queue, and its place.
+#[derive(Debug, Clone, Object)]
+pub struct WaitingOut {
+    pub attempt_id: String,
+    /// 1 = next to be admitted.
+    pub position: u64,
+    /// How many wait in the sale.
+    pub waiting: u64,
+}
+
+impl From<AttemptList> for AttemptPage {
+    fn from(list: AttemptList) -> Self {
         AttemptPage {
-            attempts: page.items.into_iter().map(Into::into).collect(),
-            next_cursor: page.next,
+            attempts: list.page.items.into_iter().map(Into::into).collect(),
+            next_cursor: list.page.next,
+            waiting: list.waiting.map(|w| WaitingOut {
+                attempt_id: w.attempt.to_string(),
+                position: w.position,
+                waiting: w.waiting,
+            }),
         }
     }
 }
@@ -339,6 +358,7 @@ impl poem_openapi::types::Example for AttemptPage {
         AttemptPage {
             attempts: vec![example_attempt()],
             next_cursor: None,
+            waiting: None,
         }
     }
 }

@@ -40,6 +40,7 @@
       done: (what) => `Sale: ${what} done.`, admissionSet: 'Admission set.',
       powSet: 'Proof of work set.', stockDone: (op) => `Stock: ${op} done.`, refunded: 'Refunded.',
       noAttempt: (user) => `No attempt of ${user} in this sale.`,
+      place: (position, waiting) => `waiting: place ${position} of ${waiting}`,
     },
     ko: {
       title: 'sluice 콘솔', signOut: '로그아웃', signInTitle: '로그인', adminKey: '관리자 키',
@@ -67,6 +68,7 @@
       done: (what) => `판매: ${what} 완료.`, admissionSet: '입장을 설정했습니다.',
       powSet: '작업 증명을 설정했습니다.', stockDone: (op) => `재고: ${op} 완료.`, refunded: '환불했습니다.',
       noAttempt: (user) => `이 판매에 ${user}님의 시도가 없습니다.`,
+      place: (position, waiting) => `대기 중: ${waiting}명 중 ${position}번째`,
     },
   };
   const LANG = MESSAGES[document.documentElement.lang] ? document.documentElement.lang : 'en';
@@ -262,7 +264,8 @@
     });
   }
 
-  // A buyer's attempts in this sale, each with its trail; a refund button on a purchase.
+  // A buyer's attempts in this sale, each with its trail; a refund button on a purchase; first,
+  // their place in the queue while they wait.
   async function lookup(user) {
     const page = await api('GET', `/v1/sales/${saleId()}/attempts?user_id=${encodeURIComponent(user)}`);
     const files = await Promise.all(page.attempts.map((a) => api('GET', `/v1/sales/${saleId()}/attempts/${a.attempt_id}`)));
@@ -294,6 +297,15 @@
       }
       return box;
     });
+    if (page.waiting) {
+      const w = page.waiting;
+      const box = document.createElement('article');
+      const h = document.createElement('h4');
+      h.textContent = `${w.attempt_id.slice(0, 12)}… QUEUED · ${t('place', w.position, w.waiting)}`;
+      h.className = 'attempt-state';
+      box.append(h);
+      blocks.unshift(box);
+    }
     $('attempts').replaceChildren(...blocks);
     if (!blocks.length) say(t('noAttempt', user));
   }

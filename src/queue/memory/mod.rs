@@ -514,6 +514,23 @@ impl QueueStore for MemoryQueue {
         Ok(view.unwrap_or_else(QueueView::unknown_sale))
     }
 
+    async fn waiting_of(&self, sale: SaleId, user: &UserId) -> QueueResult<Option<WaitingPlace>> {
+        let _timer = CallTimer::start("waiting_of");
+        let place = self.with(sale, |q| {
+            let attempt = *q.users.get(user)?;
+            let position = q.position(&attempt)?;
+            Some(WaitingPlace {
+                attempt: AttemptId {
+                    sale,
+                    local: attempt,
+                },
+                position,
+                waiting: q.queue.len() as u64,
+            })
+        });
+        Ok(place.flatten())
+    }
+
     async fn refresh(
         &self,
         sale: SaleId,

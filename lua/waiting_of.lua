@@ -1,0 +1,10 @@
+-- waiting_of: a user's waiting attempt in a sale and its place, for support staff who find a
+-- buyer by user id (waiting attempts live here only). Reads only: asking for a user is not
+-- their sign of life.
+-- KEYS: 1 meta, 2 seq, 3 gone
+-- ARGV: 1 user id
+-- Returns {} when the user does not wait, else {attempt (32 hex), position, how many wait}.
+local attempt, serial = waiting_entry(ARGV[1])
+if not attempt then return {} end
+local head = queue_head()
+return {attempt, position_of(head, serial, KEYS[3]), waiting_count(head, KEYS[2], KEYS[3])}
