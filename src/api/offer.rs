@@ -8,7 +8,7 @@ use poem_openapi::{ApiResponse, Object, OpenApi};
 use super::problem::ApiError;
 use chrono::{DateTime, Utc};
 
-use super::sales::types::{SaleOut, SaleStatusName, StockKindName};
+use super::sales::types::{OpeningName, SaleOut, SaleStatusName, StockKindName};
 use super::security::UserAuth;
 use super::spec::example_time;
 use super::{parse_sale_id, ApiTags};
@@ -155,6 +155,14 @@ pub struct OfferOut {
     pub free_seats: Option<Vec<String>>,
     #[oai(skip_serializing_if_is_none)]
     pub proof_of_work: Option<ProofOfWorkOut>,
+    /// How the queue opens: with `lottery_at_open`, the order of everyone who joins before
+    /// `opens_at` is drawn then, so joining earlier gives no advantage (a page should say so,
+    /// and that a place shown before the opening is not yet the one that counts).
+    pub opening: OpeningName,
+    /// The lottery's seed (lottery sales), published so anyone can re-derive the order: SHA-1
+    /// (hex) of `<lottery_seed>:<user id>`, ascending.
+    #[oai(skip_serializing_if_is_none)]
+    pub lottery_seed: Option<String>,
 }
 
 /// The work a join must show, when the sale asks for it (`getOffer` only): find a nonce making SHA-256 of `<salt>:<sale id>:<user id>:<nonce>`
@@ -180,6 +188,8 @@ impl poem_openapi::types::Example for OfferOut {
                 difficulty_bits: 16,
                 salt: "9f2c41d07be35a18c6e0f4a2d1b87c3e".into(),
             }),
+            opening: OpeningName::Fifo,
+            lottery_seed: None,
         }
     }
 }
@@ -205,6 +215,8 @@ impl From<Offer> for OfferOut {
                 difficulty_bits: u32::from(pow.bits),
                 salt: pow.salt,
             }),
+            opening: sale.opening,
+            lottery_seed: sale.lottery_seed,
         }
     }
 }

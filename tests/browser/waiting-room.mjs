@@ -2,8 +2,8 @@
 // the keyboard where a user would: join → live place in line → admitted → hold → pay in the
 // sandbox → confirmed; a sale that sells out under the user; an admission that times out;
 // seats chosen by keyboard; a sale that closes before the user joins; a sale that sells out
-// while the user waits; a sale that asks for proof of work; the page in Korean and back in
-// English; the page opened without a sign-in. Each key state is screenshotted
+// while the user waits; a sale that asks for proof of work; a lottery sale before its opening;
+// the page in Korean and back in English; the page opened without a sign-in. Each key state is screenshotted
 // into $SHOTS (the Rust test checks the images) and its text and focus are asserted here.
 //
 //   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… SHOTS=dir node waiting-room.mjs
@@ -244,6 +244,21 @@ try {
     check(!(await page.locator('#alert').isVisible()), 'no error on the way');
     const stats = await admin('GET', `/v1/sales/${id}/stats`);
     check(stats.waiting === 1, 'the join with proof of work is in the queue');
+    await context.close();
+  }
+
+  // 10. A lottery sale before its opening: the page says the order is drawn then (joining early
+  //     gives no advantage) and that the place shown until then is not the one that counts.
+  {
+    const opensAt = new Date(Date.now() + 3600 * 1000);
+    const id = await sale({ opens_at: opensAt.toISOString(), opening: 'lottery_at_open', lottery_seed: 'browser-seed' });
+    const { page, context } = await phone('browser-lottery', id);
+    await waitTitle(page, 'Summer tour');
+    check((await page.locator('#join-intro').textContent()).includes('drawn by lot'), 'a lottery sale says its order is drawn');
+    await page.getByRole('button', { name: 'Join the queue' }).click();
+    await waitTitle(page, "You're in line");
+    check(await page.locator('#lottery-note').isVisible(), 'the place before the draw is said not to count yet');
+    check((await page.locator('#lottery-note').textContent()).includes('not the one that counts'), 'in those words');
     await context.close();
   }
 

@@ -388,7 +388,47 @@ async fn operational_routes_can_be_closed_or_put_behind_the_admin_key() {
     guarded.stop().await;
 }
 
-crate::on_both_configurations!(a_visitor_reads_the_public_offer_without_a_token_and_caches_it);
+crate::on_both_configurations!(
+    a_visitor_reads_the_public_offer_without_a_token_and_caches_it,
+    an_offer_says_how_its_queue_opens,
+);
+
+/// A page must tell a lottery sale's visitors that joining early gives no advantage: the
+/// offer says how the queue opens, and a lottery's published seed.
+async fn an_offer_says_how_its_queue_opens(backend: crate::helpers::Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let fifo = t.create_sale(json!({})).await;
+    let opens_at = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
+    let lottery = t
+        .create_sale(
+            json!({ "opens_at": opens_at, "opening": "lottery_at_open", "lottery_seed": "s-1" }),
+        )
+        .await;
+    let public = |sale: &str| {
+        let url = t.url(&format!("/v1/public/sales/{sale}/offer"));
+        let http = t.http.clone();
+        async move {
+            http.get(url)
+                .send()
+                .await
+                .unwrap()
+                .json::<serde_json::Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let offer = public(&fifo).await;
+    assert_eq!(offer["opening"], "fifo", "{offer}");
+    assert!(offer.get("lottery_seed").is_none(), "{offer}");
+    for offer in [public(&lottery).await, offer_of(&t, &lottery).await] {
+        assert_eq!(
+            (&offer["opening"], &offer["lottery_seed"]),
+            (&json!("lottery_at_open"), &json!("s-1")),
+            "{offer}"
+        );
+    }
+    t.stop().await;
+}
 
 /// A shop shows "312 left" before login: the public offer needs no token, leaves out the
 /// proof-of-work settings, is cacheable for a second and answers 304 to its own ETag.

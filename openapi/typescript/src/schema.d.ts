@@ -1300,6 +1300,7 @@ export interface components {
          *         "B-7"
          *       ],
          *       "name": "Summer tour — Berlin",
+         *       "opening": "fifo",
          *       "opens_at": "2026-07-25T17:20:00+00:00",
          *       "per_user_limit": 4,
          *       "proof_of_work": {
@@ -1315,7 +1316,13 @@ export interface components {
         OfferOut: {
             /** @description Seats still free (seated sales only). */
             free_seats?: string[];
+            /**
+             * @description The lottery's seed (lottery sales), published so anyone can re-derive the order: SHA-1
+             *     (hex) of `<lottery_seed>:<user id>`, ascending.
+             */
+            lottery_seed?: string;
             name: string;
+            opening: components["schemas"]["OpeningName"];
             /** Format: date-time */
             opens_at: string;
             /**

@@ -29,6 +29,8 @@
     en: {
       language: 'Language', waitingRoom: 'Waiting room', loading: 'Loading…',
       joinIntro: 'Tickets go on sale to everyone in the queue in the order they joined. Join once: keep this page open and we will let you in when it is your turn.',
+      joinIntroLottery: (at) => `The order of the queue is drawn by lot when the sale opens at ${at}: joining any time before then gives the same chance. Join once: keep this page open and we will let you in when it is your turn.`,
+      lotteryNote: (at) => `The order is drawn by lot when the sale opens at ${at}. Until then your place is only the order in which people joined, not the one that counts.`,
       join: 'Join the queue',
       provingIntro: 'This sale asks every browser for a moment of work before it joins, so that bots cannot take the places of people. It runs by itself; keep this page open.',
       provingProgress: 'Checking this browser', proving: 'Checking this browser',
@@ -85,6 +87,8 @@
     ko: {
       language: '언어', waitingRoom: '대기실', loading: '불러오는 중…',
       joinIntro: '대기열에 들어온 순서대로 구매 차례가 돌아옵니다. 한 번만 줄을 서 주세요. 이 페이지를 열어 두시면 차례가 되었을 때 자동으로 입장합니다.',
+      joinIntroLottery: (at) => `대기 순서는 판매가 시작되는 ${at}에 추첨으로 정해집니다. 그 전에는 언제 줄을 서도 기회가 같습니다. 한 번만 줄을 서 주세요. 이 페이지를 열어 두시면 차례가 되었을 때 자동으로 입장합니다.`,
+      lotteryNote: (at) => `대기 순서는 판매가 시작되는 ${at}에 추첨으로 정해집니다. 그때까지 보이는 순서는 줄을 선 순서일 뿐, 실제 순서가 아닙니다.`,
       join: '대기열에 줄 서기',
       provingIntro: '이 판매는 봇이 사람의 자리를 차지하지 못하도록, 줄을 서기 전에 브라우저에 잠깐의 계산을 요청합니다. 자동으로 진행되니 이 페이지를 열어 두세요.',
       provingProgress: '브라우저 확인 중', proving: '브라우저 확인 중',
@@ -154,6 +158,17 @@
     for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
     for (const el of document.querySelectorAll('[data-i18n-label]')) el.setAttribute('aria-label', t(el.dataset.i18nLabel));
     $('language').value = lang;
+    lotteryTexts();
+  }
+
+  /// A lottery sale before its opening: the order is drawn then, so joining early gives no
+  /// advantage, and the place shown until then is not yet the one that counts.
+  function lotteryTexts() {
+    const ahead = offer && offer.opening === 'lottery_at_open' && Date.now() < Date.parse(offer.opens_at);
+    const at = ahead ? new Date(offer.opens_at).toLocaleTimeString(lang, { hour: '2-digit', minute: '2-digit' }) : '';
+    $('join-intro').textContent = ahead ? t('joinIntroLottery', at) : t('joinIntro');
+    $('lottery-note').textContent = ahead ? t('lotteryNote', at) : '';
+    $('lottery-note').hidden = !ahead;
   }
 
   let offer = null;
@@ -398,6 +413,7 @@
         }
         if (firstPosition == null || next.position > firstPosition) firstPosition = next.position;
         step('queued', t('inLine'));
+        lotteryTexts();
         $('position').textContent = next.position ?? '–';
         $('waiting').textContent = next.waiting ?? '–';
         $('eta').textContent = shortWait(next.estimated_wait_secs);
@@ -521,6 +537,7 @@
       $('seats').replaceChildren();
       prepareChoice();
       showLeft();
+      lotteryTexts();
     } catch (e) { handleProblem(e); }
   }
 
@@ -634,6 +651,7 @@
       return;
     }
     $('sale-name').textContent = offer.name;
+    lotteryTexts();
     const known = sessionStorage.getItem(attemptKey);
     if (known) {
       try {
