@@ -95,8 +95,8 @@ struct HoldingsPage {
 }
 
 /// Serials (the scan) or users (the placing) a call of the lottery's draw takes
-/// (lua/lottery.lua): the draw over a million waiting users is some four thousand calls of a
-/// few milliseconds each, not one that holds Redis's one thread for seconds.
+/// (lua/lottery.lua): each call is a bounded piece of work however many wait, so none holds
+/// Redis's one thread (and every other sale of its shard) for long.
 const LOTTERY_CHUNK: u32 = 500;
 
 /// A leave of one of the lottery's drawn while the draw is made is tried again this often, this
@@ -625,8 +625,8 @@ impl QueueStore for RedisQueue {
             inv.key(k.key(name));
         }
         inv.arg(local(attempt)).arg(user.as_str());
-        // One of the lottery's drawn waits for the draw to give the places out (seconds at a
-        // million waiting), within reason, and is then told to come back.
+        // One of the lottery's drawn waits for the draw to give the places out, within
+        // reason, and is then told to come back.
         for _ in 0..LEAVE_TRIES_WHILE_DRAWING {
             let reply: String = self.run("leave", &inv).await?;
             return match reply.as_str() {
@@ -653,11 +653,11 @@ impl QueueStore for RedisQueue {
         }
         inv.arg(user.as_str());
         let reply: Vec<String> = self.run("waiting_of", &inv).await?;
+        if reply.is_empty() {
+            return Ok(None);
+        }
         let [attempt, position, waiting] = reply.as_slice() else {
-            return match reply.is_empty() {
-                true => Ok(None),
-                false => Err(protocol("waiting_of", &reply.join(" "))),
-            };
+            return Err(protocol("waiting_of", &reply.join(" ")));
         };
         let number = |v: &str| v.parse::<u64>().map_err(|_| protocol("waiting_of", &v));
         let local = Uuid::parse_str(attempt).map_err(|_| protocol("waiting_of", &attempt))?;

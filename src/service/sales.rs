@@ -47,7 +47,7 @@ pub async fn set_status(
     status: SaleStatus,
     audit: Option<&SaleAudit<'_>>,
 ) -> ServiceResult<SaleRecord> {
-    let record = change(app, id, SaleChange::Status(status), audit).await?;
+    let record = change_in_ledger(app, id, SaleChange::Status(status), audit).await?;
     app.queue.set_status(id, status).await?;
     if status == SaleStatus::Closed {
         close_out_the_waiting(app, id).await;
@@ -83,7 +83,7 @@ pub async fn set_admission(
 ) -> ServiceResult<SaleRecord> {
     let admission = Admission::parse(rate_per_minute, max_active, adaptive)
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
-    let record = change(app, id, SaleChange::Admission(admission), Some(audit)).await?;
+    let record = change_in_ledger(app, id, SaleChange::Admission(admission), Some(audit)).await?;
     app.queue.set_admission(id, admission).await?;
     Ok(record)
 }
@@ -97,7 +97,7 @@ pub async fn set_proof_of_work(
     audit: &SaleAudit<'_>,
 ) -> ServiceResult<SaleRecord> {
     let pow = ProofOfWork::parse(bits).map_err(|e| ServiceError::validation(e.field, e.message))?;
-    let record = change(app, id, SaleChange::ProofOfWork(&pow), Some(audit)).await?;
+    let record = change_in_ledger(app, id, SaleChange::ProofOfWork(&pow), Some(audit)).await?;
     app.offers.forget(id);
     Ok(record)
 }
@@ -123,7 +123,7 @@ pub async fn change_stock(
     let change = StockChange::parse(sale.stock.kind(), add, withdraw, add_seats, withdraw_seats)
         .and_then(|c| c.fits_in(sale.stock.total()).map(|()| c))
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
-    let record = self::change(app, id, SaleChange::Stock(&change), Some(audit)).await?;
+    let record = change_in_ledger(app, id, SaleChange::Stock(&change), Some(audit)).await?;
     if let Err(e) = app.queue.adjust_stock(id, &change).await {
         tracing::warn!(sale = %id, error = %e, "a stock change is in the ledger, not yet in the queue store; the drift checker brings it in line");
     }
@@ -165,7 +165,7 @@ pub async fn set_details(
         name: name.as_deref(),
         closes_at,
     };
-    let record = change(app, id, details, Some(audit)).await?;
+    let record = change_in_ledger(app, id, details, Some(audit)).await?;
     let snapshot = app.ledger.snapshot(id).await?;
     app.queue.init_sale(&record.sale, &snapshot, false).await?;
     app.offers.forget(id);
@@ -213,7 +213,7 @@ pub async fn stats(app: &App, id: SaleId) -> ServiceResult<SaleStats> {
 }
 
 /// The ledger's change to the sale, with the operator's entry if given.
-async fn change(
+async fn change_in_ledger(
     app: &App,
     id: SaleId,
     change: SaleChange<'_>,

@@ -415,9 +415,10 @@ async fn apply(t: &TestApp, m: &mut Model, step: Step) -> Step {
                 .buyers
                 .iter()
                 .enumerate()
-                .filter_map(|(i, b)| b.as_ref().filter(|_| i != u).map(|b| (b, i)))
-                .filter(|(b, _)| b.state == AttemptState::Queued)
-                .map(|(b, _)| (b.attempt.clone(), b.name.clone()))
+                .filter(|(i, _)| *i != u)
+                .filter_map(|(_, b)| b.as_ref())
+                .filter(|b| b.state == AttemptState::Queued)
+                .map(|b| (b.attempt.clone(), b.name.clone()))
                 .collect();
             let until = Instant::now() + ABANDON + Duration::from_millis(300);
             while Instant::now() < until {

@@ -1315,35 +1315,27 @@ mod abandonment {
         Arc::new(MemoryQueue::new().with_abandonment(IDLE_MS))
     }
 
-    #[tokio::test]
-    async fn redis() {
-        idle_waiters_lose_their_place(redis_store()).await
+    /// Each named test runs on both stores, abandonment on.
+    macro_rules! on_both_abandoning_stores {
+        ($($name:ident),* $(,)?) => {$(
+            mod $name {
+                #[tokio::test]
+                async fn redis() {
+                    super::$name(super::redis_store()).await
+                }
+                #[tokio::test]
+                async fn in_process() {
+                    super::$name(super::in_process_store()).await
+                }
+            }
+        )*};
     }
 
-    #[tokio::test]
-    async fn in_process() {
-        idle_waiters_lose_their_place(in_process_store()).await
-    }
-
-    #[tokio::test]
-    async fn redis_across_a_lottery_draw() {
-        signs_of_life_move_with_the_draw(redis_store()).await
-    }
-
-    #[tokio::test]
-    async fn in_process_across_a_lottery_draw() {
-        signs_of_life_move_with_the_draw(in_process_store()).await
-    }
-
-    #[tokio::test]
-    async fn redis_signs_of_the_old_numbering() {
-        signs_of_life_of_the_old_numbering_name_nobody(redis_store()).await
-    }
-
-    #[tokio::test]
-    async fn in_process_signs_of_the_old_numbering() {
-        signs_of_life_of_the_old_numbering_name_nobody(in_process_store()).await
-    }
+    on_both_abandoning_stores!(
+        idle_waiters_lose_their_place,
+        signs_of_life_move_with_the_draw,
+        signs_of_life_of_the_old_numbering_name_nobody,
+    );
 
     /// Signs of life a replica gathered by the serials of the line before the draw reach the
     /// store after it: those serials name other users now, so they are not written, and the
