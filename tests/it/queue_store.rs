@@ -32,24 +32,31 @@ fn memory() -> Arc<dyn QueueStore> {
     Arc::new(MemoryQueue::new())
 }
 
+/// Each named test runs once per store of the list (`[test name: store maker, ...]`).
+macro_rules! on_queue_stores {
+    (@one [$($test:ident: $store:path),+ $(,)?] $name:ident) => {
+        mod $name {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$name($store()).await
+                }
+            )+
+        }
+    };
+    ($stores:tt $($name:ident),* $(,)?) => {$(
+        on_queue_stores!(@one $stores $name);
+    )*};
+}
+
 /// Each named test runs once per queue store.
 macro_rules! on_every_queue_store {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test]
-            async fn redis() {
-                super::$name(super::redis()).await
-            }
-            #[tokio::test]
-            async fn redis_cluster() {
-                super::$name(super::redis_cluster()).await
-            }
-            #[tokio::test]
-            async fn in_process() {
-                super::$name(super::memory()).await
-            }
-        }
-    )*};
+    ($($name:ident),* $(,)?) => {
+        on_queue_stores!(
+            [redis: super::redis, redis_cluster: super::redis_cluster, in_process: super::memory]
+            $($name),*
+        );
+    };
 }
 
 on_every_queue_store!(
@@ -1315,23 +1322,9 @@ mod abandonment {
         Arc::new(MemoryQueue::new().with_abandonment(IDLE_MS))
     }
 
-    /// Each named test runs on both stores, abandonment on.
-    macro_rules! on_both_abandoning_stores {
-        ($($name:ident),* $(,)?) => {$(
-            mod $name {
-                #[tokio::test]
-                async fn redis() {
-                    super::$name(super::redis_store()).await
-                }
-                #[tokio::test]
-                async fn in_process() {
-                    super::$name(super::in_process_store()).await
-                }
-            }
-        )*};
-    }
-
-    on_both_abandoning_stores!(
+    // Each named test runs on both stores, abandonment on.
+    on_queue_stores!(
+        [redis: super::redis_store, in_process: super::in_process_store]
         idle_waiters_lose_their_place,
         signs_of_life_move_with_the_draw,
         signs_of_life_of_the_old_numbering_name_nobody,
