@@ -20,7 +20,8 @@ local waiting = 0
 if last >= head then
   waiting = waiting_count(head, KEYS[2], KEYS[3])
   redis.call('HSET', KEYS[1], 'head', last + 1, 'forgotten_from', from)
-  redis.call('DEL', KEYS[3], KEYS[4], BASE .. ':departed')
+  redis.call('DEL', KEYS[3], KEYS[4], BASE .. ':departed', BASE .. ':renumbered')
+  redis.call('HDEL', KEYS[1], 'renumbered')
 end
 -- A lottery's draw cut short by the close ends here (lua/lottery.lua).
 redis.call('DEL', BASE .. ':lottery', BASE .. ':lottery_slots', BASE .. ':lottery_seen')

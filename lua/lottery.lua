@@ -4,7 +4,12 @@
 -- they hold between them (the serials of the line as it stood at the opening, less those gone
 -- out of turn), given out again in the draw's order, so the counts, the departures and the
 -- serials of later joins stay as they are. The line's numbering changes (a new meta.epoch): a
--- serial handed out before the draw no longer names the same user.
+-- serial handed out before the draw no longer names the same user. What each drawn serial
+-- became is kept (<base>:renumbered, 4 bytes a serial of the drawn range: the new serial's
+-- distance from the range's first, plus one; 0 for a serial nobody held; meta.renumbered says
+-- "<old epoch> <new epoch> <first> <last>"), so that each replica's view of the line learns the
+-- draw in a few reads and answers the queue tickets of before it with no lookup a user
+-- (src/service/line).
 --
 -- One step a call, each a bounded piece of work, so that no call holds Redis for long however
 -- many wait; the caller calls again until the draw is made. Meanwhile nobody is admitted or
@@ -16,12 +21,14 @@
 --          place into <base>:lottery_slots (ascending), their sign of life into
 --          <base>:lottery_seen;
 --   place  a chunk a call: the next users in the draw's order take the next places, their
---          entries and signs of life rewritten; the last one ends the draw.
+--          entries and signs of life rewritten, each one's old serial mapped to its new one in
+--          <base>:renumbered; the last one ends the draw.
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 seen
 -- ARGV: 1 seed, 2 how many serials (scan) or users (place) a call takes
 -- Returns -1 if the draw was made before (or the sale closed), -2 while it is being made, or
 -- how many were ordered when this call made it.
 local order, slots_key, signs = BASE .. ':lottery', BASE .. ':lottery_slots', BASE .. ':lottery_seen'
+local renumbered = BASE .. ':renumbered'
 local state = redis.call('HMGET', KEYS[1], 'lottery_drawn', 'status', 'drawing', 'draw_from',
   'draw_to', 'draw_cursor')
 if state[1] then return -1 end
@@ -35,7 +42,7 @@ local chunk = tonumber(ARGV[2])
 
 if not state[3] then
   local head, last = queue_head(), last_serial(KEYS[2])
-  redis.call('DEL', order, slots_key, signs)
+  redis.call('DEL', order, slots_key, signs, renumbered)
   redis.call('HSET', KEYS[1], 'drawing', 'scan', 'draw_from', head, 'draw_to', last,
     'draw_cursor', math.floor(head / SERIALS_PER_BUCKET), 'drawn', 0)
   return -2
@@ -92,7 +99,11 @@ if n > 0 then
     local value = redis.call('HGET', user_key, user)
     local bucket = serial_bucket(slot)
     if value then
-      redis.call('HSET', user_key, user, waiting_value(parse_waiting(value), slot))
+      local attempt, old = parse_waiting(value)
+      redis.call('HSET', user_key, user, waiting_value(attempt, slot))
+      if old >= from and old <= to then
+        redis.call('SETRANGE', renumbered, 4 * (old - from), struct.pack('>I4', slot - from + 1))
+      end
       in_bucket[bucket] = in_bucket[bucket] or {}
       table.insert(in_bucket[bucket], slot)
       table.insert(in_bucket[bucket], user)
@@ -117,6 +128,8 @@ local total = redis.call('HINCRBY', KEYS[1], 'drawn', n)
 if redis.call('ZCARD', order) > 0 then return -2 end
 redis.call('DEL', order, slots_key, signs)
 redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn')
+local before = redis.call('HGET', KEYS[1], 'epoch') or ''
 new_epoch()
-redis.call('HSET', KEYS[1], 'lottery_drawn', 1)
+redis.call('HSET', KEYS[1], 'lottery_drawn', 1, 'renumbered',
+  before .. ' ' .. redis.call('HGET', KEYS[1], 'epoch') .. ' ' .. from .. ' ' .. to)
 return total

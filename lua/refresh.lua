@@ -9,9 +9,11 @@
 -- Returns {known (1/0), epoch, head, last serial, waiting, measured rate, configured rate,
 --          rebuilt_at_ms, status ('' when unknown), sold out (1/0), from (the index in the
 --          departure log of the first one sent: 0 when the caller's epoch or count no longer
---          holds, so it starts again), then the departures}
+--          holds, so it starts again), the numbering the lottery's draw made this one from, the
+--          first and the last serial it renumbered ('', 0, 0 when this numbering is not the
+--          draw's; lua/lottery.lua), then the departures}
 local meta = redis.call('HMGET', KEYS[1], 'stock_initialised', 'epoch', 'head', 'measured_rate',
-  'rate_per_minute', 'rebuilt_at_ms', 'status', 'kind')
+  'rate_per_minute', 'rebuilt_at_ms', 'status', 'kind', 'renumbered')
 local epoch = meta[2] or ''
 -- The serials seen name places of the caller's epoch, and while the lottery's draw gives the
 -- places out again they name nobody for sure: their signs of life are written only when they
@@ -38,8 +40,14 @@ local head = head_of(meta[3])
 local logged = redis.call('LLEN', KEYS[5])
 local from = tonumber(ARGV[3])
 if epoch ~= ARGV[2] or from > logged then from = 0 end
+local drawn_from, first, last = '', 0, 0
+if meta[9] then
+  local before, after, f, l = string.match(meta[9], '^(%S*) (%S+) (%d+) (%d+)$')
+  if after == epoch then drawn_from, first, last = before, f, l end
+end
 local reply = {known, epoch, head, last_serial(KEYS[2]), waiting_count(head, KEYS[2], KEYS[3]),
-  meta[4] or '0', meta[5] or '0', meta[6] or '0', meta[7] or '', empty, from}
+  meta[4] or '0', meta[5] or '0', meta[6] or '0', meta[7] or '', empty, from, drawn_from, first,
+  last}
 if from < logged then
   local sent = redis.call('LRANGE', KEYS[5], from, from + tonumber(ARGV[4]) - 1)
   for _, serial in ipairs(sent) do reply[#reply + 1] = serial end

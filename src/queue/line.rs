@@ -11,6 +11,19 @@ pub struct LineDigest {
     pub from: u64,
     /// Serials that left the line out of turn (left, abandoned), in the order they left.
     pub departures: Vec<u64>,
+    /// This numbering is the lottery's draw's: how the serials before it map to it.
+    pub renumbered: Option<Renumbering>,
+}
+
+/// The lottery's draw made a line's numbering from the one before: every serial of
+/// `from_epoch` in `first..=last` whose holder was waiting then has a serial of the new one
+/// ([`super::QueueStore::renumbered`] says which), so that a queue ticket of before the draw
+/// finds its holder's new place without asking the store about that holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Renumbering {
+    pub from_epoch: String,
+    pub first: u64,
+    pub last: u64,
 }
 
 /// A waiting line's figures at one moment.

@@ -48,7 +48,7 @@ pub use crate::domain::{LiveAttempt, SaleSnapshot, Take};
 
 pub use self::change::{PendingSync, SyncChange};
 pub use self::holdings::{Drift, Holdings};
-pub use self::line::{LineDigest, LineFigures, MAX_DEPARTURES};
+pub use self::line::{LineDigest, LineFigures, Renumbering, MAX_DEPARTURES};
 pub use self::memory::MemoryQueue;
 pub use self::redis::RedisQueue;
 
@@ -337,6 +337,17 @@ pub trait QueueStore: Send + Sync + 'static {
         departed: u64,
         seen: &[u64],
     ) -> QueueResult<LineDigest>;
+    /// What the lottery's draw `drawn` (a [`LineDigest::renumbered`] of the sale) made of the
+    /// `count` serials from `from` of the numbering before it: each one's serial now, in order,
+    /// 0 for a serial whose holder was not waiting at the draw. Fewer when the rest are 0 or
+    /// past `drawn.last`; none when the store no longer keeps the draw.
+    async fn renumbered(
+        &self,
+        sale: SaleId,
+        drawn: &Renumbering,
+        from: u64,
+        count: u64,
+    ) -> QueueResult<Vec<u64>>;
 
     /// Takes or renews the sale's admission lease for `holder`.
     async fn lease(&self, sale: SaleId, holder: &str, ttl_ms: u64) -> QueueResult<Option<Lease>>;

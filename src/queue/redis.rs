@@ -690,10 +690,10 @@ impl QueueStore for RedisQueue {
             inv.arg(seen);
         }
         let reply: Vec<Value> = self.run("refresh", &inv).await?;
-        let Some((figures, departures)) = reply.split_first_chunk::<11>() else {
+        let Some((figures, departures)) = reply.split_first_chunk::<14>() else {
             return Err(protocol("refresh", &reply));
         };
-        let [known, epoch, head, last, waiting, measured, configured, rebuilt, status, sold_out, from] =
+        let [known, epoch, head, last, waiting, measured, configured, rebuilt, status, sold_out, from, drawn_from, first_drawn, last_drawn] =
             figures;
         let rate = |v: &Value| text(v).parse().unwrap_or(0.0);
         Ok(LineDigest {
@@ -714,7 +714,44 @@ impl QueueStore for RedisQueue {
                 .iter()
                 .map(|d| text(d).parse().unwrap_or(0))
                 .collect(),
+            renumbered: (number(last_drawn) > 0).then(|| Renumbering {
+                from_epoch: text(drawn_from),
+                first: number(first_drawn) as u64,
+                last: number(last_drawn) as u64,
+            }),
         })
+    }
+
+    async fn renumbered(
+        &self,
+        sale: SaleId,
+        drawn: &Renumbering,
+        from: u64,
+        count: u64,
+    ) -> QueueResult<Vec<u64>> {
+        let from = from.max(drawn.first);
+        let to = (from + count).min(drawn.last + 1);
+        if to <= from {
+            return Ok(Vec::new());
+        }
+        // lua/lottery.lua: 4 bytes a serial, big-endian, the new serial's distance from the
+        // range's first plus one.
+        let bytes: Vec<u8> = self
+            .cmd(
+                "renumbered",
+                ::redis::cmd("GETRANGE")
+                    .arg(self.keys(sale).key("renumbered"))
+                    .arg(4 * (from - drawn.first))
+                    .arg(4 * (to - drawn.first) - 1),
+            )
+            .await?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|b| match u32::from_be_bytes([b[0], b[1], b[2], b[3]]) {
+                0 => 0,
+                n => drawn.first + u64::from(n) - 1,
+            })
+            .collect())
     }
 
     async fn lease(&self, sale: SaleId, holder: &str, ttl_ms: u64) -> QueueResult<Option<Lease>> {

@@ -21,7 +21,7 @@ pub async fn status(
     if let Some(ticket) = ticket {
         match app.tickets.verify(ticket, attempt, user) {
             Some(placed) => {
-                if let Some(view) = from_line(app, attempt, ticket, &placed) {
+                if let Some(view) = from_line(app, attempt, user, ticket, &placed) {
                     return Ok(view);
                 }
             }
@@ -37,10 +37,11 @@ pub async fn status(
 
 /// A waiting attempt's answer from this replica's view of its line; `None` when the view
 /// cannot say (none yet, or the attempt is no longer waiting in it: admitted, left,
-/// abandoned, or the line was numbered anew).
+/// abandoned, or the line was numbered anew by other than the lottery's draw the view knows).
 pub fn from_line(
     app: &App,
     attempt: AttemptId,
+    user: &UserId,
     ticket: &str,
     placed: &Ticket,
 ) -> Option<AttemptView> {
@@ -49,7 +50,8 @@ pub fn from_line(
     if line.left_here(attempt) {
         return None;
     }
-    let position = snapshot.place(placed.serial, &placed.epoch)?;
+    let serial = snapshot.serial_now(placed.serial, &placed.epoch)?;
+    let position = snapshot.place(serial, &snapshot.figures.epoch)?;
     ANSWERED_FROM_LINE.increment(1);
     let line_now = &snapshot.figures;
     if line_now.sale_closed {
@@ -57,13 +59,22 @@ pub fn from_line(
     }
     // Asking is a sign of life: the next refresh writes it.
     if app.lines.tracks_presence() {
-        line.seen(placed.serial);
+        line.seen(serial);
     }
     let rate = best_rate(line_now.measured_rate, line_now.configured_rate);
     let mut view = waiting(app, attempt, position, line_now.waiting, rate);
     view.sold_out = line_now.sold_out;
     view.as_of = Some(snapshot.as_of);
-    view.queue_ticket = Some(ticket.to_owned());
+    view.queue_ticket = Some(if placed.epoch == line_now.epoch {
+        ticket.to_owned()
+    } else {
+        // A ticket of before the lottery's draw: the holder's place in the draw's numbering.
+        let now = Ticket {
+            serial,
+            epoch: line_now.epoch.clone(),
+        };
+        app.tickets.issue(attempt, user, &now)
+    });
     Some(view)
 }
 

@@ -131,7 +131,9 @@ impl Following {
     /// (past the queue), else from the store.
     async fn answer(&self) -> ServiceResult<AttemptView> {
         if let Some((ticket, placed)) = &self.ticket {
-            if let Some(view) = status::from_line(&self.app, self.attempt, ticket, placed) {
+            if let Some(view) =
+                status::from_line(&self.app, self.attempt, &self.user, ticket, placed)
+            {
                 return Ok(view);
             }
         }

@@ -86,6 +86,12 @@ async fn answers_from(t: &TestApp, source: &str) -> f64 {
         .await
 }
 
+/// Queue-store lookups made for status answers.
+async fn lookups(t: &TestApp) -> f64 {
+    t.counter("sluice_status_store_calls_total", &[("call", "lookup")])
+        .await
+}
+
 /// After users leave from the middle of the line, every waiting user's position answered from
 /// the view (with their ticket) equals the one the store computes (without), once a refresh
 /// has passed; the answers say when their figures were exact, and they came from the view.
@@ -171,9 +177,7 @@ async fn abandonment_expires_the_silent_and_spares_those_who_poll_with_a_ticket(
     // The first question makes this replica's view of the line (answered by the store).
     status_with(&t, &stays.1, &stays.0, &stays.2).await;
     tokio::time::sleep(REFRESH * 2).await;
-    let lookups_before = t
-        .counter("sluice_status_store_calls_total", &[("call", "lookup")])
-        .await;
+    let lookups_before = lookups(&t).await;
     let until = Instant::now() + Duration::from_millis(5000);
     let mut ticket = stays.2.clone();
     while Instant::now() < until {
@@ -183,10 +187,11 @@ async fn abandonment_expires_the_silent_and_spares_those_who_poll_with_a_ticket(
         let poll = status["poll_after_ms"].as_u64().unwrap();
         tokio::time::sleep(Duration::from_millis(poll.min(1000))).await;
     }
-    let lookups = t
-        .counter("sluice_status_store_calls_total", &[("call", "lookup")])
-        .await;
-    assert_eq!(lookups, lookups_before, "answered from the view throughout");
+    assert_eq!(
+        lookups(&t).await,
+        lookups_before,
+        "answered from the view throughout"
+    );
     let other = status_with(&t, &gone.1, &gone.0, &gone.2).await;
     assert_eq!(other["state"], "EXPIRED", "{other}");
     assert_eq!(other["reason"], "abandoned", "{other}");
@@ -198,9 +203,10 @@ async fn abandonment_expires_the_silent_and_spares_those_who_poll_with_a_ticket(
     t.stop().await;
 }
 
-/// Tickets issued before a lottery's draw carry the numbering of before: their holders are
-/// answered from the store once (and given new tickets), in the drawn order, then from the
-/// view in that same order.
+/// Tickets issued before a lottery's draw carry the numbering of before: the view learns what
+/// the draw made of each serial, so their holders are answered from it (no store lookup each)
+/// in the drawn order and given tickets of the new numbering, which the view answers in that
+/// same order.
 async fn the_lottery_order_is_kept_for_tickets_issued_before_the_draw(backend: Backend) {
     let t = spawn(backend, 0).await;
     let opens_at = chrono::Utc::now() + chrono::Duration::seconds(2);
@@ -224,14 +230,35 @@ async fn the_lottery_order_is_kept_for_tickets_issued_before_the_draw(backend: B
     let mut expected: Vec<String> = users.iter().map(|u| u.0.clone()).collect();
     expected.sort_by_key(|u| key(u));
     tokio::time::sleep(Duration::from_millis(2500) + REFRESH * 2).await;
+    let (lookups_before, from_line) = (lookups(&t).await, answers_from(&t, "line").await);
     // (user, position, the new ticket) by the old tickets, then by the new ones.
     let mut placed = Vec::new();
+    let mut queued = 0.0;
     for (user, attempt, ticket) in &users {
         let answer = status_with(&t, attempt, user, ticket).await;
         let position = answer["position"].as_u64().unwrap_or(0);
-        let ticket = answer["queue_ticket"].as_str().map(str::to_owned);
-        placed.push((position, user.clone(), attempt.clone(), ticket));
+        let new_ticket = answer["queue_ticket"].as_str().map(str::to_owned);
+        if answer["state"] == "QUEUED" {
+            queued += 1.0;
+            assert_ne!(
+                new_ticket.as_ref(),
+                Some(ticket),
+                "a ticket of the new numbering"
+            );
+        }
+        placed.push((position, user.clone(), attempt.clone(), new_ticket));
     }
+    assert!(queued >= 9.0, "{queued}");
+    assert_eq!(
+        answers_from(&t, "line").await - from_line,
+        queued,
+        "every waiting holder of a ticket of before the draw answered from the view"
+    );
+    assert_eq!(
+        lookups(&t).await - lookups_before,
+        10.0 - queued,
+        "only the admitted one's answer asked the store"
+    );
     placed.sort();
     let order: Vec<&String> = placed.iter().map(|p| &p.1).collect();
     assert_eq!(

@@ -68,6 +68,7 @@ on_every_queue_store!(
     controller_state_expires_unless_renewed,
     a_lottery_draw_orders_the_waiting_once_by_the_seed,
     a_lottery_draw_over_thousands_gives_every_place_once,
+    a_lottery_draw_tells_what_each_serial_of_before_it_became,
     a_waiting_user_is_found_with_their_place,
     a_batch_not_yet_recorded_goes_to_the_next_lease_holder_first,
     a_batch_larger_than_luas_stack_is_admitted_and_kept_whole,
@@ -117,7 +118,7 @@ async fn a_refresh_sends_each_departure_once_and_its_places_equal_the_stores(
                 .await
                 .unwrap();
             let sent = digest.departures.clone();
-            (view.next(digest, Utc::now(), 1000).unwrap(), sent)
+            (view.next(&digest, Utc::now(), 1000).unwrap(), sent)
         }
     };
     // The view's place of each user equals the store's.
@@ -897,13 +898,7 @@ async fn by_place(
 /// chunk a call), some of whom left before it: every one still waiting has one place, in the
 /// draw's order, the count is kept, a later join comes last and admission follows the places.
 async fn a_lottery_draw_over_thousands_gives_every_place_once(q: Arc<dyn QueueStore>) {
-    const N: usize = 2_500;
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
-    let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
-    let attempts = queued(&q, &s, &names).await;
+    let (s, names, attempts) = joined_by(&q, 2_500).await;
     let mut waiting = Vec::new();
     for (i, (name, attempt)) in names.iter().zip(&attempts).enumerate() {
         if i % 7 == 3 {
@@ -930,6 +925,96 @@ async fn a_lottery_draw_over_thousands_gives_every_place_once(q: Arc<dyn QueueSt
         who,
         expected[..5].iter().map(String::as_str).collect::<Vec<_>>()
     );
+}
+
+/// After a lottery's draw, the store tells a replica's view what each serial of the numbering
+/// before it became (read a page at a time), so that tickets of before the draw find their
+/// holders' places with no lookup: the place the store gives each one still waiting; none for
+/// those admitted or gone before the draw, nor for a later join's serial.
+async fn a_lottery_draw_tells_what_each_serial_of_before_it_became(q: Arc<dyn QueueStore>) {
+    use sluice::service::line::{LineSnapshot, Renumbered};
+    const N: usize = 60;
+    let (s, names, attempts) = joined_by(&q, N).await;
+    let mut before = Vec::new();
+    for (name, attempt) in names.iter().zip(&attempts) {
+        let view = q.view(*attempt, &user(name)).await.unwrap();
+        before.push((view.serial.expect("waiting"), view.epoch));
+    }
+    for (i, (name, attempt)) in names.iter().zip(&attempts).enumerate() {
+        if i % 7 == 3 {
+            q.leave(*attempt, &user(name)).await.unwrap();
+        }
+    }
+    admit_all(&q, &s, 2).await;
+    let old_epoch = before[0].1.clone();
+    let undrawn = q.refresh(s.id, &old_epoch, 0, &[]).await.unwrap();
+    assert_eq!(undrawn.renumbered, None, "no draw yet");
+    assert!(matches!(
+        draw(&q, &s, "seed-5").await,
+        LotteryDraw::Drawn(_)
+    ));
+    let later = queued(&q, &s, ["later"]).await[0];
+    let digest = q.refresh(s.id, &old_epoch, 0, &[]).await.unwrap();
+    let drawn = digest.renumbered.clone().expect("the draw's renumbering");
+    assert_eq!(drawn.from_epoch, old_epoch);
+    assert_ne!(digest.figures.epoch, old_epoch);
+    // Pages of 7, as a replica reads pages: a short page is padded, an empty one ends it.
+    let mut serials = Vec::new();
+    let mut from = drawn.first;
+    while from <= drawn.last {
+        let page = q.renumbered(s.id, &drawn, from, 7).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        serials.extend(page);
+        from += 7;
+        serials.resize((from - drawn.first) as usize, 0);
+    }
+    let view = LineSnapshot::empty()
+        .next(&digest, Utc::now(), 1000)
+        .unwrap();
+    assert!(view.lacks(&drawn));
+    assert_eq!(
+        view.serial_now(before[10].0, &old_epoch),
+        None,
+        "not learned"
+    );
+    let epoch = view.figures.epoch.clone();
+    let learned = Renumbered::new(drawn.clone(), epoch.clone(), &serials).unwrap();
+    let view = view.learned(Arc::new(learned));
+    assert!(!view.lacks(&drawn));
+    let mut places = 0;
+    for (i, (name, attempt)) in names.iter().zip(&attempts).enumerate() {
+        let store = q.view(*attempt, &user(name)).await.unwrap();
+        let now = view.serial_now(before[i].0, &old_epoch);
+        assert_eq!(now, store.serial, "{name}");
+        if let Some(serial) = now {
+            assert_eq!(view.place(serial, &epoch), store.position, "{name}");
+            places += 1;
+        }
+    }
+    let left = (0..N).filter(|i| i % 7 == 3).count();
+    assert_eq!(places, N - left - 2, "every one still waiting");
+    let joined_later = q.view(later, &user("later")).await.unwrap();
+    let later_serial = joined_later.serial.unwrap();
+    assert_eq!(view.serial_now(later_serial, &old_epoch), None);
+    assert_eq!(view.serial_now(later_serial, &epoch), Some(later_serial));
+    assert_eq!(view.serial_now(before[10].0, "another"), None);
+}
+
+/// A sale of 5 units (max 10 active) that users u0, u1, .. u<n-1> joined, in that order: the
+/// sale, their names and their attempts.
+async fn joined_by(
+    q: &Arc<dyn QueueStore>,
+    n: usize,
+) -> (Sale, Vec<String>, Vec<sluice::domain::AttemptId>) {
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let names: Vec<String> = (0..n).map(|i| format!("u{i}")).collect();
+    let attempts = queued(q, &s, &names).await;
+    (s, names, attempts)
 }
 
 fn sale(stock: Stock, max_active: u32) -> Sale {

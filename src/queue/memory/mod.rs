@@ -77,6 +77,10 @@ struct SaleQueue {
     lottery_drawn: bool,
     /// The line's numbering (as `meta.epoch`): new with the sale and at the lottery's draw.
     epoch: String,
+    /// What the lottery's draw made of the serials before it (as `<base>:renumbered`): the
+    /// draw, the numbering it made, and each drawn serial's new one by its distance from the
+    /// first (0 for a serial nobody waiting held).
+    renumbered: Option<(Renumbering, String, Vec<u64>)>,
     /// Serials that left the line out of turn, in the order they left (as `departed`).
     departed: Vec<u64>,
     /// Counts changes to the stock, holds and active set ([`Holdings::version`]).
@@ -201,6 +205,7 @@ impl SaleQueue {
             abandoned: HashSet::new(),
             lottery_drawn: false,
             epoch: new_epoch(),
+            renumbered: None,
             departed: Vec::new(),
             version: 0,
             synced: HashSet::new(),
@@ -573,13 +578,41 @@ impl QueueStore for MemoryQueue {
                 },
                 from,
                 departures: q.departed[from as usize..to as usize].to_vec(),
+                renumbered: q
+                    .renumbered
+                    .as_ref()
+                    .filter(|(_, made, _)| *made == q.epoch)
+                    .map(|(drawn, _, _)| drawn.clone()),
             }
         });
         Ok(digest.unwrap_or_else(|| LineDigest {
             figures: LineFigures::unknown(),
             from: 0,
             departures: Vec::new(),
+            renumbered: None,
         }))
+    }
+
+    async fn renumbered(
+        &self,
+        sale: SaleId,
+        drawn: &Renumbering,
+        from: u64,
+        count: u64,
+    ) -> QueueResult<Vec<u64>> {
+        let _timer = CallTimer::start("renumbered");
+        let serials = self.with(sale, |q| match &q.renumbered {
+            Some((kept, _, serials)) if kept == drawn => {
+                let from = from.max(drawn.first) - drawn.first;
+                let to = (from + count).min(serials.len() as u64);
+                serials
+                    .get(from as usize..to as usize)
+                    .unwrap_or_default()
+                    .to_vec()
+            }
+            _ => Vec::new(),
+        });
+        Ok(serials.unwrap_or_default())
     }
 
     async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome> {
@@ -824,6 +857,7 @@ impl QueueStore for MemoryQueue {
                 }
                 let waiting = q.queue.len() as u64;
                 q.departed.clear();
+                q.renumbered = None;
                 for (_, attempt) in std::mem::take(&mut q.queue) {
                     q.queued.remove(&attempt);
                     q.seen.forget(attempt);
@@ -929,11 +963,26 @@ impl QueueStore for MemoryQueue {
             // lottery.lua): the places gone out of turn stay gone, later joins follow. A
             // serial names another user from here on: the line is numbered anew.
             let places: Vec<u64> = q.queue.keys().copied().collect();
-            for (serial, (_, attempt)) in places.into_iter().zip(&ranked) {
+            let (first, last) = (
+                places.first().copied().unwrap_or(1),
+                places.last().copied().unwrap_or(0),
+            );
+            let mut renumbered = vec![0; (last + 1).saturating_sub(first) as usize];
+            for (&serial, (_, attempt)) in places.iter().zip(&ranked) {
                 q.queue.insert(serial, *attempt);
-                q.queued.insert(*attempt, serial);
+                if let Some(before) = q.queued.insert(*attempt, serial) {
+                    renumbered[(before - first) as usize] = serial;
+                }
             }
-            q.epoch = new_epoch();
+            let from_epoch = std::mem::replace(&mut q.epoch, new_epoch());
+            if !places.is_empty() {
+                let drawn = Renumbering {
+                    from_epoch,
+                    first,
+                    last,
+                };
+                q.renumbered = Some((drawn, q.epoch.clone(), renumbered));
+            }
             q.lottery_drawn = true;
             Some(ranked.len() as u64)
         });

@@ -5,7 +5,10 @@
 //! writes the signs of life gathered here since the last one (the abandonment reaper's "seen").
 //! A status with a verified queue ticket ([`crate::auth::QueueTickets`]) is then answered from
 //! the view, exact as of its refresh; the store is asked only when the view says something
-//! happened to the attempt (admitted, left, abandoned, a new numbering).
+//! happened to the attempt (admitted, left, abandoned, a new numbering). A new numbering made
+//! by the lottery's draw is learned instead: before the view shows it, it reads what the draw
+//! made of each serial ([`crate::queue::QueueStore::renumbered`]), so the tickets of before
+//! the draw are answered from the view too.
 //!
 //! A line's view exists while someone asks: it is made at the first question for the sale and
 //! dropped once nobody asked for [`IDLE`] and no status stream follows it. Status streams
@@ -22,9 +25,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 pub use self::nudges::{Nudged, Nudges};
-pub use self::snapshot::LineSnapshot;
+pub use self::snapshot::{LineSnapshot, Renumbered};
 use crate::domain::{AttemptId, SaleId};
-use crate::queue::{QueueStore, MAX_DEPARTURES};
+use crate::queue::{QueueStore, Renumbering, MAX_DEPARTURES};
 
 /// A line nobody asked about for this long, followed by no stream, stops being refreshed.
 pub const IDLE: Duration = Duration::from_secs(30);
@@ -32,6 +35,9 @@ pub const IDLE: Duration = Duration::from_secs(30);
 /// The most signs of life one refresh carries; more wait for the next (a replica gathers one
 /// per waiting user who asks, and users ask every few seconds at most).
 const MAX_SEEN: usize = 200_000;
+
+/// How many serials of a lottery's draw one store call reads (4 bytes each on Redis).
+const RENUMBERED_PAGE: u64 = 65_536;
 
 /// Every line this replica keeps a view of.
 pub struct Lines {
@@ -149,6 +155,39 @@ impl Lines {
         self.started.elapsed().as_millis() as i64
     }
 
+    /// Reads what the lottery's draw `drawn` made of the line's serials, a page a call; `None`
+    /// if the store fails meanwhile (the next refresh tries again) or the draw's range is too
+    /// wide to keep (then every ticket of before the draw is looked up once).
+    async fn learn(
+        &self,
+        sale: SaleId,
+        drawn: Renumbering,
+        now: &LineSnapshot,
+    ) -> Option<Renumbered> {
+        let width = Renumbered::width(&drawn)?;
+        let mut serials = Vec::with_capacity(width);
+        let mut from = drawn.first;
+        while from <= drawn.last {
+            metrics::counter!("sluice_status_store_calls_total", "call" => "renumbered")
+                .increment(1);
+            let page = self
+                .queue
+                .renumbered(sale, &drawn, from, RENUMBERED_PAGE)
+                .await
+                .map_err(|e| tracing::debug!(%sale, error = %e, "reading the draw failed"))
+                .ok()?;
+            if page.is_empty() {
+                // The rest held nobody (or the store no longer keeps the draw).
+                break;
+            }
+            serials.extend_from_slice(&page);
+            from += RENUMBERED_PAGE;
+            // A short page ends where the store's record of the draw ends.
+            serials.resize(((from - drawn.first) as usize).min(width), 0);
+        }
+        Renumbered::new(drawn, now.figures.epoch.clone(), &serials)
+    }
+
     /// Refreshes the sale's line every interval until it is idle.
     async fn refresh(self: Arc<Self>, sale: SaleId, line: Arc<Line>) {
         let mut current = LineSnapshot::empty();
@@ -162,8 +201,15 @@ impl Lines {
                 .await;
             metrics::counter!("sluice_status_store_calls_total", "call" => "refresh").increment(1);
             match refreshed {
-                Ok(digest) => match current.next(digest, as_of, MAX_DEPARTURES) {
-                    Some(next) => {
+                Ok(digest) => match current.next(&digest, as_of, MAX_DEPARTURES) {
+                    Some(mut next) => {
+                        // A lottery's draw made this numbering: learned before the snapshot is
+                        // shown, so that no ticket of before the draw goes to the store.
+                        if let Some(drawn) = digest.renumbered.filter(|d| next.lacks(d)) {
+                            if let Some(learned) = self.learn(sale, drawn, &next).await {
+                                next = next.learned(Arc::new(learned));
+                            }
+                        }
                         current = next;
                         line.latest.send_replace(Some(Arc::new(current.clone())));
                     }

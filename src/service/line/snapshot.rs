@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::queue::{LineDigest, LineFigures};
+use crate::queue::{LineDigest, LineFigures, Renumbering};
 
 /// The line as of `as_of`: exact then, for every serial of its epoch.
 #[derive(Debug, Clone)]
@@ -22,6 +22,56 @@ pub struct LineSnapshot {
     /// The store sent every departure it had: places are exact. False while a view that fell
     /// far behind catches up (its answers come from the store meanwhile).
     caught_up: bool,
+    /// How the lottery's draw made this numbering from the one before, once learned: the
+    /// tickets of before the draw find their places here too. Shared with the next snapshot
+    /// while the numbering stands.
+    renumbered: Option<Arc<Renumbered>>,
+}
+
+/// What the lottery's draw made of a line's serials, as a replica learned it from the store
+/// ([`crate::queue::QueueStore::renumbered`]).
+#[derive(Debug)]
+pub struct Renumbered {
+    pub drawn: Renumbering,
+    /// The numbering the draw made.
+    pub epoch: String,
+    /// Each serial's new one from `drawn.first` on, as its distance from `drawn.first` plus
+    /// one (0 for a serial nobody waiting held): 4 bytes a serial.
+    serials: Vec<u32>,
+}
+
+impl Renumbered {
+    /// `serials`: each one's new serial from `drawn.first` on, 0 for none; those not given
+    /// are 0. `None` when the draw's range is too wide to keep this way.
+    pub fn new(drawn: Renumbering, epoch: String, serials: &[u64]) -> Option<Self> {
+        let mut kept = vec![0u32; Self::width(&drawn)?];
+        for (slot, serial) in kept.iter_mut().zip(serials) {
+            if *serial >= drawn.first && *serial <= drawn.last {
+                *slot = (*serial - drawn.first + 1) as u32;
+            }
+        }
+        Some(Renumbered {
+            drawn,
+            epoch,
+            serials: kept,
+        })
+    }
+
+    /// How many serials the draw renumbered, if few enough to keep this way.
+    pub fn width(drawn: &Renumbering) -> Option<usize> {
+        let width = drawn.last.checked_sub(drawn.first)? + 1;
+        u32::try_from(width).ok()?;
+        usize::try_from(width).ok()
+    }
+
+    /// The serial of the draw's numbering that `serial` of the one before it became.
+    fn serial_now(&self, serial: u64) -> Option<u64> {
+        let at = serial.checked_sub(self.drawn.first)?;
+        match *self.serials.get(usize::try_from(at).ok()?)? {
+            0 => None,
+            n => Some(self.drawn.first + u64::from(n) - 1),
+        }
+    }
 }
 
 impl LineSnapshot {
@@ -33,13 +83,14 @@ impl LineSnapshot {
             departures: Arc::default(),
             logged: 0,
             caught_up: false,
+            renumbered: None,
         }
     }
 
     /// The next snapshot, from a refresh sent at `as_of` with this one's epoch and cursor
     /// ([`LineFigures::epoch`], [`LineSnapshot::logged`]). `None` when the store does not
     /// hold the sale (nothing can be answered from memory then).
-    pub fn next(&self, digest: LineDigest, as_of: DateTime<Utc>, most: usize) -> Option<Self> {
+    pub fn next(&self, digest: &LineDigest, as_of: DateTime<Utc>, most: usize) -> Option<Self> {
         if !digest.figures.known {
             return None;
         }
@@ -56,13 +107,50 @@ impl LineSnapshot {
             merged.extend_from_slice(&digest.departures);
             merged.sort_unstable();
         }
+        let renumbered = self
+            .renumbered
+            .as_ref()
+            .filter(|r| {
+                digest.renumbered.as_ref() == Some(&r.drawn) && r.epoch == digest.figures.epoch
+            })
+            .cloned();
         Some(LineSnapshot {
             as_of,
-            figures: digest.figures,
+            figures: digest.figures.clone(),
             departures,
             logged,
             caught_up,
+            renumbered,
         })
+    }
+
+    /// This snapshot, knowing how the lottery's draw made its numbering.
+    pub fn learned(mut self, renumbered: Arc<Renumbered>) -> Self {
+        self.renumbered = Some(renumbered);
+        self
+    }
+
+    /// The lottery's draw `drawn`, which made this numbering, is not learned yet.
+    pub fn lacks(&self, drawn: &Renumbering) -> bool {
+        !self
+            .renumbered
+            .as_ref()
+            .is_some_and(|known| known.drawn == *drawn && known.epoch == self.figures.epoch)
+    }
+
+    /// `serial` of `epoch` in this snapshot's numbering: itself in this numbering; the one the
+    /// lottery's draw gave its holder if it is of the numbering before the draw; `None` when
+    /// it is of another one, or its holder was not waiting at the draw (the store says what
+    /// became of them).
+    pub fn serial_now(&self, serial: u64, epoch: &str) -> Option<u64> {
+        if epoch == self.figures.epoch {
+            return Some(serial);
+        }
+        let renumbered = self.renumbered.as_ref()?;
+        if epoch != renumbered.drawn.from_epoch || renumbered.epoch != self.figures.epoch {
+            return None;
+        }
+        renumbered.serial_now(serial)
     }
 
     /// How many departures of the store's log this snapshot holds.
@@ -109,6 +197,7 @@ mod tests {
             },
             from,
             departures: departures.to_vec(),
+            renumbered: None,
         }
     }
 
@@ -121,13 +210,13 @@ mod tests {
     fn places_equal_the_stores_across_refreshes_that_bring_departures() {
         let now = Utc::now();
         let first = LineSnapshot::empty()
-            .next(digest("e1", 1, 10, 0, &[7, 3]), now, 100)
+            .next(&digest("e1", 1, 10, 0, &[7, 3]), now, 100)
             .unwrap();
         assert_eq!(first.place(5, "e1"), Some(exact(1, 5, &[3, 7])));
         assert_eq!(first.place(10, "e1"), Some(8));
         assert_eq!(first.place(3, "e1"), None, "departed");
         // Admission passed 1..=4; 9 left; only the new one travels.
-        let second = first.next(digest("e1", 5, 12, 2, &[9]), now, 100).unwrap();
+        let second = first.next(&digest("e1", 5, 12, 2, &[9]), now, 100).unwrap();
         assert_eq!(second.logged(), 3);
         assert_eq!(second.place(4, "e1"), None, "admitted");
         assert_eq!(second.place(12, "e1"), Some(exact(5, 12, &[3, 7, 9])));
@@ -144,29 +233,74 @@ mod tests {
     fn a_new_epoch_or_a_lost_log_starts_the_departures_again() {
         let now = Utc::now();
         let first = LineSnapshot::empty()
-            .next(digest("e1", 1, 10, 0, &[2, 3]), now, 100)
+            .next(&digest("e1", 1, 10, 0, &[2, 3]), now, 100)
             .unwrap();
-        let drawn = first.next(digest("e2", 1, 10, 0, &[]), now, 100).unwrap();
+        let drawn = first.next(&digest("e2", 1, 10, 0, &[]), now, 100).unwrap();
         assert_eq!(drawn.place(4, "e2"), Some(4));
         assert_eq!(drawn.place(2, "e2"), Some(2));
-        let forgotten = first.next(digest("e1", 1, 10, 0, &[5]), now, 100).unwrap();
+        let forgotten = first.next(&digest("e1", 1, 10, 0, &[5]), now, 100).unwrap();
         assert_eq!(forgotten.place(2, "e1"), Some(2), "the old log is dropped");
         assert_eq!(forgotten.place(5, "e1"), None);
+    }
+
+    #[test]
+    fn a_learned_draw_maps_the_serials_of_before_it_while_its_numbering_stands() {
+        let now = Utc::now();
+        let drawn = Renumbering {
+            from_epoch: "e1".into(),
+            first: 3,
+            last: 6,
+        };
+        let made = LineDigest {
+            renumbered: Some(drawn.clone()),
+            ..digest("e2", 3, 8, 0, &[4])
+        };
+        let view = LineSnapshot::empty().next(&made, now, 100).unwrap();
+        assert!(view.lacks(&drawn));
+        // 3 -> 5, 4 gone before the draw, 5 -> 3, 6 -> 6.
+        let learned = Renumbered::new(drawn.clone(), "e2".into(), &[5, 0, 3, 6]).unwrap();
+        let view = view.learned(Arc::new(learned));
+        assert!(!view.lacks(&drawn));
+        assert_eq!(view.serial_now(3, "e1"), Some(5));
+        assert_eq!(view.serial_now(4, "e1"), None, "nobody's at the draw");
+        assert_eq!(view.serial_now(5, "e1"), Some(3));
+        assert_eq!(view.serial_now(7, "e1"), None, "past the draw's range");
+        assert_eq!(view.serial_now(2, "e1"), None, "before it");
+        assert_eq!(
+            view.serial_now(4, "e2"),
+            Some(4),
+            "the new numbering as it is"
+        );
+        assert_eq!(view.serial_now(3, "e0"), None, "another numbering");
+        let next = view.next(&made, now, 100).unwrap();
+        assert!(!next.lacks(&drawn), "kept while the numbering stands");
+        assert_eq!(next.serial_now(6, "e1"), Some(6));
+        let rebuilt = next.next(&digest("e3", 3, 8, 0, &[]), now, 100).unwrap();
+        assert_eq!(
+            rebuilt.serial_now(3, "e1"),
+            None,
+            "dropped with its numbering"
+        );
+        let wide = Renumbering {
+            last: u64::from(u32::MAX) + 3,
+            ..drawn
+        };
+        assert!(Renumbered::new(wide, "e2".into(), &[]).is_none());
     }
 
     #[test]
     fn a_view_behind_by_more_than_one_refresh_carries_says_nothing_until_caught_up() {
         let now = Utc::now();
         let behind = LineSnapshot::empty()
-            .next(digest("e", 1, 10, 0, &[2, 3]), now, 2)
+            .next(&digest("e", 1, 10, 0, &[2, 3]), now, 2)
             .unwrap();
         assert_eq!(behind.place(9, "e"), None);
-        let caught = behind.next(digest("e", 1, 10, 2, &[4]), now, 2).unwrap();
+        let caught = behind.next(&digest("e", 1, 10, 2, &[4]), now, 2).unwrap();
         assert_eq!(caught.place(9, "e"), Some(6));
         let unknown = LineDigest {
             figures: LineFigures::unknown(),
             ..digest("e", 1, 10, 3, &[])
         };
-        assert!(caught.next(unknown, now, 2).is_none());
+        assert!(caught.next(&unknown, now, 2).is_none());
     }
 }
