@@ -59,7 +59,7 @@ pub fn from_line(
     }
     // Asking is a sign of life: the next refresh writes it.
     if app.lines.tracks_presence() {
-        line.seen(serial);
+        line.seen(serial, &line_now.epoch);
     }
     let rate = best_rate(line_now.measured_rate, line_now.configured_rate);
     let mut view = waiting(app, attempt, position, line_now.waiting, rate);

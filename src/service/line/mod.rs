@@ -15,6 +15,7 @@
 //! wait on the view ([`Lines::subscribe`]) and on their attempt's nudges ([`Nudges`]).
 
 mod nudges;
+mod signs_of_life;
 mod snapshot;
 
 use std::collections::HashMap;
@@ -25,16 +26,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 pub use self::nudges::{Nudged, Nudges};
+use self::signs_of_life::SignsOfLife;
 pub use self::snapshot::{LineSnapshot, Renumbered};
 use crate::domain::{AttemptId, SaleId};
 use crate::queue::{QueueStore, Renumbering, MAX_DEPARTURES};
 
 /// A line nobody asked about for this long, followed by no stream, stops being refreshed.
 pub const IDLE: Duration = Duration::from_secs(30);
-
-/// The most signs of life one refresh carries; more wait for the next (a replica gathers one
-/// per waiting user who asks, and users ask every few seconds at most).
-const MAX_SEEN: usize = 200_000;
 
 /// How many serials of a lottery's draw one store call reads (4 bytes each on Redis).
 const RENUMBERED_PAGE: u64 = 65_536;
@@ -59,7 +57,7 @@ pub struct Line {
     /// read or does not hold the sale (answers come from the store then).
     latest: watch::Sender<Option<Arc<LineSnapshot>>>,
     /// Serials of waiting users who asked since the last refresh (written by the next).
-    seen: Mutex<Vec<u64>>,
+    seen: Mutex<SignsOfLife>,
     /// When someone last asked (ms since [`Lines::started`]): idle lines stop.
     asked_ms: AtomicI64,
     /// Attempts that left the line through this replica, and when: until a refresh sent after
@@ -73,12 +71,9 @@ impl Line {
         self.latest.borrow().clone()
     }
 
-    /// Records a sign of life of a waiting serial, for the next refresh to write.
-    pub fn seen(&self, serial: u64) {
-        let mut seen = self.seen.lock().expect("seen lock");
-        if seen.len() < MAX_SEEN {
-            seen.push(serial);
-        }
+    /// Records a sign of life of a waiting serial of `epoch`, for the next refresh to write.
+    pub fn seen(&self, serial: u64, epoch: &str) {
+        self.seen.lock().expect("seen lock").push(serial, epoch);
     }
 
     /// The attempt left through this replica since the last refresh.
@@ -192,12 +187,13 @@ impl Lines {
     async fn refresh(self: Arc<Self>, sale: SaleId, line: Arc<Line>) {
         let mut current = LineSnapshot::empty();
         loop {
-            let seen = std::mem::take(&mut *line.seen.lock().expect("seen lock"));
+            let epoch = current.figures.epoch.clone();
+            let seen = line.seen.lock().expect("seen lock").take(&epoch);
             let sent = Instant::now();
             let as_of = chrono::Utc::now();
             let refreshed = self
                 .queue
-                .refresh(sale, &current.figures.epoch, current.logged(), &seen)
+                .refresh(sale, &epoch, current.logged(), &seen)
                 .await;
             metrics::counter!("sluice_status_store_calls_total", "call" => "refresh").increment(1);
             match refreshed {
@@ -222,9 +218,7 @@ impl Lines {
                     tracing::debug!(%sale, error = %e, "line refresh failed");
                     line.latest.send_replace(None);
                     // The signs of life go with the next refresh.
-                    let mut pending = line.seen.lock().expect("seen lock");
-                    let room = MAX_SEEN.saturating_sub(pending.len());
-                    pending.extend(seen.into_iter().take(room));
+                    line.seen.lock().expect("seen lock").put_back(seen, &epoch);
                 }
             }
             line.left_here
