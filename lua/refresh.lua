@@ -1,7 +1,8 @@
 -- refresh: what each replica's view of a sale's waiting line is refreshed from, one call per
 -- sale per replica per refresh interval (src/service/line): the line's numbering (epoch), its
 -- head and last serial, the departures out of turn the caller has not seen, the sale's figures;
--- and, in the same call, the signs of life that replica gathered since its last refresh.
+-- and, in the same call, the signs of life that replica gathered since its last refresh (those
+-- past one call's share go before it, lua/seen.lua).
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 seen, 5 departed, 6 stock, 7 seats, 8 holds
 -- ARGV: 1 '1' when presence is tracked (abandonment is on), 2 the caller's epoch, 3 how many
 --       departures of that epoch the caller has, 4 the most departures to send, then the
@@ -15,22 +16,7 @@
 local meta = redis.call('HMGET', KEYS[1], 'stock_initialised', 'epoch', 'head', 'measured_rate',
   'rate_per_minute', 'rebuilt_at_ms', 'status', 'kind', 'renumbered')
 local epoch = meta[2] or ''
--- The serials seen name places of the caller's epoch, and while the lottery's draw gives the
--- places out again they name nobody for sure: their signs of life are written only when they
--- hold.
-if ARGV[1] == '1' and #ARGV > 4 and epoch == ARGV[2]
-    and redis.call('HEXISTS', KEYS[1], 'drawing') == 0 then
-  local now = now_ms()
-  -- In chunks: Lua's stack takes ~8,000 values.
-  for first = 5, #ARGV, 1000 do
-    local args = {}
-    for i = first, math.min(first + 999, #ARGV) do
-      args[#args + 1] = now
-      args[#args + 1] = ARGV[i]
-    end
-    redis.call('ZADD', KEYS[4], 'XX', unpack(args))
-  end
-end
+if ARGV[1] == '1' then write_signs_of_life(KEYS[4], ARGV[2], 5) end
 local known, empty = 0, 0
 if meta[1] then
   known = 1

@@ -108,6 +108,28 @@ local function new_epoch()
   redis.call('HSET', KEYS[1], 'epoch', t[1] .. string.format('%06d', tonumber(t[2])))
 end
 
+-- Signs of life (src/service/line): the serials ARGV[first..] of waiting users who asked,
+-- gathered by a replica under the line's numbering `epoch`, written into the seen set
+-- (`seen_key`) at the server's time. They name places of that numbering, and while the
+-- lottery's draw gives the places out again they name nobody for sure: they are written only
+-- while `epoch` is the line's and no draw is being made. XX: a serial that left meanwhile is
+-- not brought back.
+local function write_signs_of_life(seen_key, epoch, first)
+  if #ARGV < first then return end
+  local line = redis.call('HMGET', KEYS[1], 'epoch', 'drawing')
+  if (line[1] or '') ~= epoch or line[2] then return end
+  local now = now_ms()
+  -- In chunks: Lua's stack takes ~8,000 values.
+  for from = first, #ARGV, 1000 do
+    local args = {}
+    for i = from, math.min(from + 999, #ARGV) do
+      args[#args + 1] = now
+      args[#args + 1] = ARGV[i]
+    end
+    redis.call('ZADD', seen_key, 'XX', unpack(args))
+  end
+end
+
 -- Nothing is free to hold and nothing is held (so nothing can come back): 1, else 0.
 local function sold_out(kind, stock_key, seats_key, holds_key)
   local free

@@ -337,6 +337,9 @@ pub trait QueueStore: Send + Sync + 'static {
         departed: u64,
         seen: &[u64],
     ) -> QueueResult<LineDigest>;
+    /// Records a sign of life of each waiting serial in `serials`, as [`QueueStore::refresh`]
+    /// does with its own: for a replica's view with more than one call should carry.
+    async fn seen(&self, sale: SaleId, epoch: &str, serials: &[u64]) -> QueueResult<()>;
     /// What the lottery's draw `drawn` (a [`LineDigest::renumbered`] of the sale) made of the
     /// `count` serials from `from` of the numbering before it: each one's serial now, in order,
     /// 0 for a serial whose holder was not waiting at the draw. Fewer when the rest are 0 or

@@ -55,6 +55,7 @@ queue_lua!(WAITING_OF, "waiting_of.lua");
 queue_lua!(STATS, "stats.lua");
 queue_lua!(FORGET_WAITING, "forget_waiting.lua");
 queue_lua!(REFRESH, "refresh.lua");
+queue_lua!(SEEN, "seen.lua");
 lua!(LEASE, "lease.lua");
 lua!(RELEASE_LEASE, "release_lease.lua");
 lua!(HOLD, "hold.lua");
@@ -720,6 +721,17 @@ impl QueueStore for RedisQueue {
                 last: number(last_drawn) as u64,
             }),
         })
+    }
+
+    async fn seen(&self, sale: SaleId, epoch: &str, serials: &[u64]) -> QueueResult<()> {
+        if self.abandon_after_ms == 0 || serials.is_empty() {
+            return Ok(());
+        }
+        let k = self.keys(sale);
+        let mut inv = SEEN.prepare_invoke();
+        inv.key(k.key("meta")).key(k.key("seen"));
+        inv.arg(epoch).arg(serials);
+        self.run("seen", &inv).await
     }
 
     async fn renumbered(

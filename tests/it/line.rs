@@ -22,6 +22,7 @@ on_both_configurations!(
     a_ticket_of_another_user_attempt_or_sale_or_a_forged_one_is_refused,
     a_stream_is_pushed_admitted_and_expired_within_one_refresh_and_resumes_from_its_last_id,
     the_store_is_not_asked_while_a_thousand_waiting_users_poll,
+    signs_of_life_past_one_calls_share_go_in_calls_of_their_own,
 );
 
 async fn spawn(backend: Backend, abandon_after_secs: u64) -> TestApp {
@@ -71,6 +72,34 @@ async fn joined(t: &TestApp, sale: &str, name: &str, n: usize) -> Vec<(String, S
     out
 }
 
+/// `n` users `crowd-0000`.. joined at once, in any order: (user, attempt, ticket) each.
+async fn crowd(t: &TestApp, sale: &str, n: usize) -> Vec<(String, String, String)> {
+    let joins = (0..n).map(|i| async move {
+        let user = format!("crowd-{i:04}");
+        let answer = t.join(sale, &user).await;
+        (
+            user,
+            answer["attempt_id"].as_str().unwrap().to_owned(),
+            ticket_of(&answer),
+        )
+    });
+    futures_util::stream::iter(joins)
+        .buffer_unordered(50)
+        .collect()
+        .await
+}
+
+/// Each user's status, asked at once with their ticket, in their order.
+async fn poll_all(t: &TestApp, users: &[(String, String, String)]) -> Vec<Value> {
+    let polls = users
+        .iter()
+        .map(|(user, attempt, ticket)| status_with(t, attempt, user, ticket));
+    futures_util::stream::iter(polls)
+        .buffered(50)
+        .collect()
+        .await
+}
+
 /// Queue tickets refused so far (a counter without labels).
 async fn tickets_refused(t: &TestApp) -> f64 {
     let metrics = t.metrics().await;
@@ -86,10 +115,15 @@ async fn answers_from(t: &TestApp, source: &str) -> f64 {
         .await
 }
 
+/// Queue-store calls of one kind made for status answers.
+async fn store_calls(t: &TestApp, call: &str) -> f64 {
+    t.counter("sluice_status_store_calls_total", &[("call", call)])
+        .await
+}
+
 /// Queue-store lookups made for status answers.
 async fn lookups(t: &TestApp) -> f64 {
-    t.counter("sluice_status_store_calls_total", &[("call", "lookup")])
-        .await
+    store_calls(t, "lookup").await
 }
 
 /// After users leave from the middle of the line, every waiting user's position answered from
@@ -496,53 +530,27 @@ async fn the_store_is_not_asked_while_a_thousand_waiting_users_poll(backend: Bac
     const USERS: usize = 1000;
     let t = spawn(backend, 0).await;
     let sale = paused_sale(&t, json!({})).await;
-    let joins = (0..USERS).map(|i| {
-        let (t, sale) = (&t, &sale);
-        async move {
-            let user = format!("crowd-{i:04}");
-            let answer = t.join(sale, &user).await;
-            (
-                user,
-                answer["attempt_id"].as_str().unwrap().to_owned(),
-                ticket_of(&answer),
-            )
-        }
-    });
-    let users: Vec<_> = futures_util::stream::iter(joins)
-        .buffer_unordered(50)
-        .collect()
-        .await;
+    let users = crowd(&t, &sale, USERS).await;
     // The view exists and is refreshed before the count starts.
     status_with(&t, &users[0].1, &users[0].0, &users[0].2).await;
     tokio::time::sleep(REFRESH * 2).await;
-    let calls = |call: &'static str| {
-        let t = &t;
-        async move {
-            t.counter("sluice_status_store_calls_total", &[("call", call)])
-                .await
-        }
-    };
     let (lookups, refreshes, from_line) = (
-        calls("lookup").await,
-        calls("refresh").await,
+        store_calls(&t, "lookup").await,
+        store_calls(&t, "refresh").await,
         answers_from(&t, "line").await,
     );
     let started = Instant::now();
-    let polls = users.iter().map(|(user, attempt, ticket)| {
-        let t = &t;
-        async move {
-            let answer = status_with(t, attempt, user, ticket).await;
-            assert_eq!(answer["state"], "QUEUED");
-        }
-    });
-    futures_util::stream::iter(polls)
-        .buffer_unordered(50)
-        .collect::<Vec<_>>()
-        .await;
+    for answer in poll_all(&t, &users).await {
+        assert_eq!(answer["state"], "QUEUED");
+    }
     let elapsed = started.elapsed();
-    assert_eq!(calls("lookup").await, lookups, "no lookup in the store");
+    assert_eq!(
+        store_calls(&t, "lookup").await,
+        lookups,
+        "no lookup in the store"
+    );
     assert_eq!(answers_from(&t, "line").await - from_line, USERS as f64);
-    let refreshed = calls("refresh").await - refreshes;
+    let refreshed = store_calls(&t, "refresh").await - refreshes;
     let most = (elapsed.as_millis() / REFRESH.as_millis()) as f64 + 2.0;
     assert!(refreshed <= most, "{refreshed} refreshes in {elapsed:?}");
     t.stop().await;
@@ -570,5 +578,45 @@ async fn a_ticket_from_before_a_wiped_store_leads_to_rejoin_not_to_a_place() {
     assert_eq!(newcomer["position"], 1, "{newcomer}");
     tokio::time::sleep(REFRESH * 2).await;
     crate::helpers::assert_problem(ask().await.unwrap(), 410, "/problems/rejoin").await;
+    t.stop().await;
+}
+
+/// With abandonment on, the signs of life a replica gathers between two refreshes beyond one
+/// store call's share (2,000) are written in calls of their own, so that no call holds the
+/// sale's primary for long, and abandonment works as before: every one of a crowd of 2,100
+/// that keeps polling keeps their place, the one who fell silent loses it.
+async fn signs_of_life_past_one_calls_share_go_in_calls_of_their_own(backend: Backend) {
+    let t = TestApp::spawn_on_with(backend, |c| {
+        c.queue.line_refresh_ms = 2_000;
+        c.workers.abandon_after_secs = 6;
+    })
+    .await;
+    let sale = paused_sale(&t, json!({ "rate_per_minute": 1 })).await;
+    let head = joined(&t, &sale, "head", 1).await;
+    let silent = &joined(&t, &sale, "silent", 1).await[0];
+    let users = crowd(&t, &sale, 2_100).await;
+    let before = store_calls(&t, "seen").await;
+    // The view exists before the first round is counted.
+    status_with(&t, &head[0].1, &head[0].0, &head[0].2).await;
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    poll_all(&t, &users).await;
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/resume"))
+        .await;
+    let until = Instant::now() + Duration::from_secs(8);
+    let mut tickets = users.clone();
+    while Instant::now() < until {
+        for (answer, user) in poll_all(&t, &tickets).await.iter().zip(&mut tickets) {
+            assert_eq!(answer["state"], "QUEUED", "{}: {answer}", user.0);
+            user.2 = ticket_of(answer);
+        }
+    }
+    assert!(
+        store_calls(&t, "seen").await > before,
+        "signs of life written apart from a refresh"
+    );
+    let other = status_with(&t, &silent.1, &silent.0, &silent.2).await;
+    assert_eq!(other["state"], "EXPIRED", "{other}");
+    assert_eq!(other["reason"], "abandoned", "{other}");
     t.stop().await;
 }

@@ -1413,12 +1413,11 @@ mod abandonment {
         idle_waiters_lose_their_place,
         signs_of_life_move_with_the_draw,
         signs_of_life_of_the_old_numbering_name_nobody,
+        signs_of_life_written_apart_from_a_refresh_spare_the_same,
     );
 
-    /// Signs of life a replica gathered by the serials of the line before the draw reach the
-    /// store after it: those serials name other users now, so they are not written, and the
-    /// ten who are silent since they joined are all taken.
-    async fn signs_of_life_of_the_old_numbering_name_nobody(q: Arc<dyn QueueStore>) {
+    /// A sale that ten users (u0..u9) joined: the sale, their serials and the line's epoch.
+    async fn ten_joined(q: &Arc<dyn QueueStore>) -> (Sale, Vec<u64>, String) {
         let s = sale(Stock::Quantity(5), 10);
         q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
             .await
@@ -1431,7 +1430,30 @@ mod abandonment {
                 other => panic!("{other:?}"),
             }
         }
-        let before = q.refresh(s.id, "", 0, &[]).await.unwrap().figures.epoch;
+        let epoch = q.refresh(s.id, "", 0, &[]).await.unwrap().figures.epoch;
+        (s, serials, epoch)
+    }
+
+    /// Signs of life written in a call of their own (`seen`, for a replica's share beyond one
+    /// refresh's) spare those they name as a refresh's do; under another numbering they name
+    /// nobody. Of ten silent since they joined, the four named under the line's numbering are
+    /// kept, the six others taken.
+    async fn signs_of_life_written_apart_from_a_refresh_spare_the_same(q: Arc<dyn QueueStore>) {
+        let (s, serials, epoch) = ten_joined(&q).await;
+        tokio::time::sleep(std::time::Duration::from_millis(IDLE_MS * 2 / 3)).await;
+        q.seen(s.id, &epoch, &serials[..4]).await.unwrap();
+        q.seen(s.id, "another", &serials[4..]).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(IDLE_MS / 2)).await;
+        assert_eq!(q.abandon(s.id, 100).await.unwrap(), 6);
+        let digest = q.refresh(s.id, &epoch, 0, &[]).await.unwrap();
+        assert_eq!(digest.figures.waiting, 4);
+    }
+
+    /// Signs of life a replica gathered by the serials of the line before the draw reach the
+    /// store after it: those serials name other users now, so they are not written, and the
+    /// ten who are silent since they joined are all taken.
+    async fn signs_of_life_of_the_old_numbering_name_nobody(q: Arc<dyn QueueStore>) {
+        let (s, serials, before) = ten_joined(&q).await;
         tokio::time::sleep(std::time::Duration::from_millis(IDLE_MS * 2 / 3)).await;
         assert_eq!(draw(&q, &s, "seed-1").await, LotteryDraw::Drawn(10));
         q.refresh(s.id, &before, 0, &serials).await.unwrap();

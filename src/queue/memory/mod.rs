@@ -133,6 +133,21 @@ impl MemoryQueue {
 }
 
 impl SaleQueue {
+    /// Signs of life of the waiting serials `seen` of the numbering `epoch` (as
+    /// `write_signs_of_life` in lua/lib/queue.lua): written only while it holds (after the
+    /// lottery's draw they name other users).
+    fn signs_of_life(&mut self, epoch: &str, seen: &[u64]) {
+        if self.epoch != epoch {
+            return;
+        }
+        let now = now_ms();
+        for serial in seen {
+            if let Some(attempt) = self.queue.get(serial).copied() {
+                self.seen.refresh(attempt, now);
+            }
+        }
+    }
+
     /// What a view says of the sale and of the attempt's state outside the queue.
     fn view_of_sale(&self, attempt: Uuid) -> QueueView {
         QueueView {
@@ -546,15 +561,8 @@ impl QueueStore for MemoryQueue {
         let _timer = CallTimer::start("refresh");
         let track = self.abandon_after_ms > 0;
         let digest = self.with(sale, |q| {
-            // The serials seen name places of the caller's epoch: written only while it holds
-            // (after the lottery's draw they name other users).
-            if track && q.epoch == epoch {
-                let now = now_ms();
-                for serial in seen {
-                    if let Some(attempt) = q.queue.get(serial).copied() {
-                        q.seen.refresh(attempt, now);
-                    }
-                }
+            if track {
+                q.signs_of_life(epoch, seen);
             }
             let logged = q.departed.len() as u64;
             let from = if q.epoch != epoch || departed > logged {
@@ -591,6 +599,14 @@ impl QueueStore for MemoryQueue {
             departures: Vec::new(),
             renumbered: None,
         }))
+    }
+
+    async fn seen(&self, sale: SaleId, epoch: &str, serials: &[u64]) -> QueueResult<()> {
+        let _timer = CallTimer::start("seen");
+        if self.abandon_after_ms > 0 {
+            self.with(sale, |q| q.signs_of_life(epoch, serials));
+        }
+        Ok(())
     }
 
     async fn renumbered(
