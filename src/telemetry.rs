@@ -77,6 +77,10 @@ fn describe() {
         "Queue-store calls made for status answers, by call: lookup, refresh (of a replica's view of the queue), renumbered (a view reading what a lottery's draw made of each place)"
     );
     describe_counter!(
+        "sluice_queue_signs_of_life_total",
+        "Signs of life (a waiting user asked) sent to the queue store for the abandonment reaper, each user's at most once a window of a third of the abandonment time"
+    );
+    describe_counter!(
         "sluice_queue_tickets_refused_total",
         "Queue tickets presented that did not verify (answered from the store instead)"
     );

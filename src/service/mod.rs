@@ -117,7 +117,7 @@ impl App {
             lines: Arc::new(line::Lines::new(
                 Arc::clone(&queue),
                 Duration::from_millis(config.queue.line_refresh_ms),
-                config.workers.abandon_after_secs > 0,
+                Duration::from_secs(config.workers.abandon_after_secs),
             )),
             admin_key: AdminKey::new(&config.auth.admin_key),
             webhooks: WebhookSigner::new(

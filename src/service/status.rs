@@ -58,9 +58,7 @@ pub fn from_line(
         return Some(ended_waiting(attempt, AttemptEvent::SaleClosed));
     }
     // Asking is a sign of life: the next refresh writes it.
-    if app.lines.tracks_presence() {
-        line.seen(serial, &line_now.epoch);
-    }
+    app.lines.seen(&line, serial, &line_now.epoch);
     let rate = best_rate(line_now.measured_rate, line_now.configured_rate);
     let mut view = waiting(app, attempt, position, line_now.waiting, rate);
     view.sold_out = line_now.sold_out;

@@ -23,6 +23,7 @@ on_both_configurations!(
     a_stream_is_pushed_admitted_and_expired_within_one_refresh_and_resumes_from_its_last_id,
     the_store_is_not_asked_while_a_thousand_waiting_users_poll,
     signs_of_life_past_one_calls_share_go_in_calls_of_their_own,
+    a_waiting_users_sign_of_life_is_sent_once_a_window,
 );
 
 async fn spawn(backend: Backend, abandon_after_secs: u64) -> TestApp {
@@ -100,14 +101,19 @@ async fn poll_all(t: &TestApp, users: &[(String, String, String)]) -> Vec<Value>
         .await
 }
 
-/// Queue tickets refused so far (a counter without labels).
-async fn tickets_refused(t: &TestApp) -> f64 {
+/// A counter without labels, so far.
+async fn unlabelled(t: &TestApp, name: &str) -> f64 {
     let metrics = t.metrics().await;
     metrics
         .lines()
-        .find_map(|l| l.strip_prefix("sluice_queue_tickets_refused_total "))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0.0)
+}
+
+/// Queue tickets refused so far.
+async fn tickets_refused(t: &TestApp) -> f64 {
+    unlabelled(t, "sluice_queue_tickets_refused_total").await
 }
 
 async fn answers_from(t: &TestApp, source: &str) -> f64 {
@@ -583,24 +589,26 @@ async fn a_ticket_from_before_a_wiped_store_leads_to_rejoin_not_to_a_place() {
 
 /// With abandonment on, the signs of life a replica gathers between two refreshes beyond one
 /// store call's share (2,000) are written in calls of their own, so that no call holds the
-/// sale's primary for long, and abandonment works as before: every one of a crowd of 2,100
+/// sale's primary for long, and abandonment works as before: every one of a crowd of 2,500
 /// that keeps polling keeps their place, the one who fell silent loses it.
 async fn signs_of_life_past_one_calls_share_go_in_calls_of_their_own(backend: Backend) {
+    const REFRESH_MS: u64 = 3_000;
     let t = TestApp::spawn_on_with(backend, |c| {
-        c.queue.line_refresh_ms = 2_000;
-        c.workers.abandon_after_secs = 6;
+        c.queue.line_refresh_ms = REFRESH_MS;
+        c.workers.abandon_after_secs = 9;
     })
     .await;
     let sale = paused_sale(&t, json!({ "rate_per_minute": 1 })).await;
     let head = joined(&t, &sale, "head", 1).await;
     let silent = &joined(&t, &sale, "silent", 1).await[0];
-    let users = crowd(&t, &sale, 2_100).await;
+    let users = crowd(&t, &sale, 2_500).await;
     let before = store_calls(&t, "seen").await;
     // The view exists before the first round is counted.
     status_with(&t, &head[0].1, &head[0].0, &head[0].2).await;
-    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    let refresh = Duration::from_millis(REFRESH_MS + 200);
+    tokio::time::sleep(refresh).await;
     poll_all(&t, &users).await;
-    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    tokio::time::sleep(refresh).await;
     t.admin_json(Method::POST, &format!("/v1/sales/{sale}/resume"))
         .await;
     let until = Instant::now() + Duration::from_secs(8);
@@ -618,5 +626,31 @@ async fn signs_of_life_past_one_calls_share_go_in_calls_of_their_own(backend: Ba
     let other = status_with(&t, &silent.1, &silent.0, &silent.2).await;
     assert_eq!(other["state"], "EXPIRED", "{other}");
     assert_eq!(other["reason"], "abandoned", "{other}");
+    t.stop().await;
+}
+
+/// A waiting user who asks again and again within a third of the abandonment time has one sign
+/// of life sent to the store, not one an answer: twenty users polling three times in quick
+/// succession (under a window of 1 s: abandonment 3 s, refreshes every 200 ms) are sent at most
+/// twice each (their rounds may straddle two windows), where every answer was sent before.
+async fn a_waiting_users_sign_of_life_is_sent_once_a_window(backend: Backend) {
+    let t = spawn(backend, 3).await;
+    let sale = paused_sale(&t, json!({})).await;
+    let users = joined(&t, &sale, "often", 20).await;
+    status_with(&t, &users[0].1, &users[0].0, &users[0].2).await;
+    tokio::time::sleep(REFRESH * 2).await;
+    let signs = "sluice_queue_signs_of_life_total";
+    let before = unlabelled(&t, signs).await;
+    for _ in 0..3 {
+        for answer in poll_all(&t, &users).await {
+            assert_eq!(answer["state"], "QUEUED");
+        }
+    }
+    tokio::time::sleep(REFRESH * 2).await;
+    let sent = unlabelled(&t, signs).await - before;
+    assert!(
+        (20.0..=40.0).contains(&sent),
+        "{sent} signs of life sent for 60 answers"
+    );
     t.stop().await;
 }

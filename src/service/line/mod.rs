@@ -19,14 +19,14 @@ mod signs_of_life;
 mod snapshot;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
 pub use self::nudges::{Nudged, Nudges};
-use self::signs_of_life::SignsOfLife;
+use self::signs_of_life::{seen_window, SignsOfLife};
 pub use self::snapshot::{LineSnapshot, Renumbered};
 use crate::domain::{AttemptId, SaleId};
 use crate::queue::{QueueStore, Renumbering, MAX_DEPARTURES};
@@ -47,6 +47,9 @@ pub struct Lines {
     every: Duration,
     /// Signs of life are gathered (abandonment is on).
     track_presence: bool,
+    /// How many refreshes a window of the signs-of-life gathering spans (each serial is
+    /// gathered once a window).
+    seen_window: u64,
     queue: Arc<dyn QueueStore>,
     lines: Mutex<HashMap<SaleId, Arc<Line>>>,
     /// What [`Line::asked_ms`] counts from.
@@ -62,6 +65,8 @@ pub struct Line {
     latest: watch::Sender<Option<Arc<LineSnapshot>>>,
     /// Serials of waiting users who asked since the last refresh (written by the next).
     seen: Mutex<SignsOfLife>,
+    /// Refreshes made so far: what the gathering's windows count.
+    refreshes: AtomicU64,
     /// When someone last asked (ms since [`Lines::started`]): idle lines stop.
     asked_ms: AtomicI64,
     /// Attempts that left the line through this replica, and when: until a refresh sent after
@@ -75,9 +80,14 @@ impl Line {
         self.latest.borrow().clone()
     }
 
-    /// Records a sign of life of a waiting serial of `epoch`, for the next refresh to write.
-    pub fn seen(&self, serial: u64, epoch: &str) {
-        self.seen.lock().expect("seen lock").push(serial, epoch);
+    /// Records a sign of life of a waiting serial of `epoch`, for the next refresh to write
+    /// (once a window of `every` refreshes).
+    fn seen(&self, serial: u64, epoch: &str, every: u64) {
+        let window = self.refreshes.load(Ordering::Relaxed) / every;
+        self.seen
+            .lock()
+            .expect("seen lock")
+            .push(serial, epoch, window);
     }
 
     /// The attempt left through this replica since the last refresh.
@@ -88,10 +98,12 @@ impl Line {
 }
 
 impl Lines {
-    pub fn new(queue: Arc<dyn QueueStore>, every: Duration, track_presence: bool) -> Self {
+    /// Lines refreshed `every` interval; `abandon_after` zero when abandonment is off.
+    pub fn new(queue: Arc<dyn QueueStore>, every: Duration, abandon_after: Duration) -> Self {
         Lines {
             every,
-            track_presence,
+            track_presence: !abandon_after.is_zero(),
+            seen_window: seen_window(abandon_after, every),
             queue,
             lines: Mutex::default(),
             started: Instant::now(),
@@ -99,9 +111,12 @@ impl Lines {
         }
     }
 
-    /// Signs of life are gathered for the reaper.
-    pub fn tracks_presence(&self) -> bool {
-        self.track_presence
+    /// Records that the holder of `serial` (of `epoch`) in `line` asked: a sign of life for
+    /// the abandonment reaper, when it is on.
+    pub fn seen(&self, line: &Line, serial: u64, epoch: &str) {
+        if self.track_presence {
+            line.seen(serial, epoch, self.seen_window);
+        }
     }
 
     /// The sale's line, made (and its refreshing started) at the first question.
@@ -140,6 +155,7 @@ impl Lines {
             let line = Arc::new(Line {
                 latest: watch::channel(None).0,
                 seen: Mutex::default(),
+                refreshes: AtomicU64::new(0),
                 asked_ms: AtomicI64::new(now),
                 left_here: Mutex::default(),
             });
@@ -217,6 +233,8 @@ impl Lines {
         loop {
             let epoch = current.figures.epoch.clone();
             let mut seen = line.seen.lock().expect("seen lock").take(&epoch);
+            line.refreshes.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!("sluice_queue_signs_of_life_total").increment(seen.len() as u64);
             if seen.len() > SEEN_PER_CALL {
                 seen = self.write_seen(sale, &line, &epoch, seen).await;
             }
