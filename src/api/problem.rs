@@ -102,7 +102,7 @@ impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
         let detail = e.to_string();
         match e {
-            ServiceError::NotFound(_) => {
+            ServiceError::NotFound(_) | ServiceError::NoAttemptFile(_) => {
                 ApiError::NotFound(problem(404, "not-found", "Not found", detail, None))
             }
             ServiceError::Validation { field, .. } => ApiError::Unprocessable(problem(

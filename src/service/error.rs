@@ -9,6 +9,10 @@ use crate::queue::QueueError;
 pub enum ServiceError {
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// Support asked for the file of an attempt the ledger does not hold: none that ever was,
+    /// or one still waiting (its row is written at admission).
+    #[error("no attempt {0} in this sale's ledger: an attempt still waiting in the queue has no file until it is admitted; find a waiting buyer by user_id (listAttempts)")]
+    NoAttemptFile(crate::domain::AttemptId),
     #[error("{field}: {message}")]
     Validation {
         /// The request field at fault, as the client named it.

@@ -95,7 +95,7 @@ pub struct AttemptFile {
 pub async fn attempt(app: &App, sale: SaleId, id: AttemptId) -> ServiceResult<AttemptFile> {
     match app.ledger.attempt(id).await? {
         Some(record) if id.sale == sale => file_of(app, record).await,
-        _ => Err(ServiceError::NotFound("attempt")),
+        _ => Err(ServiceError::NoAttemptFile(id)),
     }
 }
 

@@ -46,6 +46,18 @@ async fn a_waiting_buyer_is_found_with_their_place(backend: Backend) {
         .admin_json(Method::GET, &format!("{by_user}&state=ADMITTED"))
         .await;
     assert!(by_state.get("waiting").is_none(), "{by_state}");
+    // Its file is written at admission: until then support is told where to look instead.
+    let file = t
+        .admin(Method::GET, &format!("/v1/sales/{sale}/attempts/{attempt}"))
+        .send()
+        .await
+        .unwrap();
+    let problem = assert_problem(file, 404, "/problems/not-found").await;
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("still waiting") && detail.contains("user_id"),
+        "{detail}"
+    );
 
     t.admin_json(Method::POST, &format!("/v1/sales/{sale}/resume"))
         .await;

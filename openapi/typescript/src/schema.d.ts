@@ -421,7 +421,9 @@ export interface paths {
         /**
          * Get an attempt's file
          * @description One attempt whole: how it stands, its audit trail (every transition with its cause and
-         *     time) and the payment provider's events for it.
+         *     time) and the payment provider's events for it. An attempt still waiting in the queue
+         *     has no file until it is admitted (404): `listAttempts` with its buyer's `user_id` finds
+         *     it and its place.
          */
         get: operations["getAttemptFile"];
         put?: never;

@@ -334,7 +334,9 @@ impl AttemptsApi {
     /// Get an attempt's file
     ///
     /// One attempt whole: how it stands, its audit trail (every transition with its cause and
-    /// time) and the payment provider's events for it.
+    /// time) and the payment provider's events for it. An attempt still waiting in the queue
+    /// has no file until it is admitted (404): `listAttempts` with its buyer's `user_id` finds
+    /// it and its place.
     #[oai(
         path = "/v1/sales/:sale_id/attempts/:attempt_id",
         method = "get",
