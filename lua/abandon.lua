@@ -6,9 +6,16 @@
 -- ARGV: 1 idle time (ms), 2 most to abandon in one call
 -- Returns the number abandoned.
 -- Not while the lottery's draw gives places out again (signs of life move with the places).
-if redis.call('HEXISTS', KEYS[1], 'drawing') == 1 then return 0 end
-local idle = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now_ms() - tonumber(ARGV[1]),
-  'LIMIT', 0, tonumber(ARGV[2]))
+local draw = redis.call('HMGET', KEYS[1], 'drawing', 'drawn_at_ms', 'draw_took_ms')
+if draw[1] then return 0 end
+local now, idle_ms = now_ms(), tonumber(ARGV[1])
+local cutoff = now - idle_ms
+-- Signs of life could not be written while the draw was made (lua/lottery.lua): for an idle
+-- time after it, its time does not count against anyone.
+if draw[2] and now - tonumber(draw[2]) < idle_ms then
+  cutoff = cutoff - tonumber(draw[3] or '0')
+end
+local idle = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', cutoff, 'LIMIT', 0, tonumber(ARGV[2]))
 local n = 0
 for _, member in ipairs(idle) do
   redis.call('ZREM', KEYS[2], member)

@@ -25,6 +25,7 @@ if last >= head then
 end
 -- A lottery's draw cut short by the close ends here (lua/lottery.lua).
 redis.call('DEL', BASE .. ':lottery', BASE .. ':lottery_slots', BASE .. ':lottery_seen')
-redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn')
+redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn',
+  'draw_started_ms')
 return {waiting, math.floor(from / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PER_BUCKET),
   USER_BUCKETS}

@@ -16,8 +16,11 @@
 -- A sale whose stock was never written here (unknown, or lost in a flush) is unknown: the
 -- caller restores it from the ledger.
 local meta = redis.call('HMGET', KEYS[1], 'stock_initialised', 'status', 'closes_at_ms', 'head',
-  'measured_rate', 'rate_per_minute', 'epoch')
+  'measured_rate', 'rate_per_minute', 'epoch', 'drawing', 'draw_to')
 local closes_at = tonumber(meta[3] or '0')
+-- While the lottery's draw gives the places up to draw_to out again, such a serial may name
+-- another user by now: no sign of life is written for it (lua/lottery.lua).
+local drawn_to = meta[8] and tonumber(meta[9]) or -1
 local head = head_of(meta[4])
 local reply, n = {}, 0
 -- (inline, no helper functions: a script's functions are made anew on every call)
@@ -47,7 +50,7 @@ for i = 2, #ARGV, 3 do
         attempt, serial = ARGV[i + 1], redis.call('INCR', KEYS[2])
         put_waiting(user, attempt, serial)
       end
-      if ARGV[1] == '1' then redis.call('ZADD', KEYS[6], now, serial) end
+      if ARGV[1] == '1' and serial > drawn_to then redis.call('ZADD', KEYS[6], now, serial) end
       status, position, place = 'queued', position_of(head, serial, KEYS[3]), serial
       waiting, measured, configured = waiting_count(head, KEYS[2], KEYS[3]), meta[5] or '0',
         meta[6] or '0'

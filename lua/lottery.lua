@@ -14,7 +14,8 @@
 -- One step a call, each a bounded piece of work, so that no call holds Redis for long however
 -- many wait; the caller calls again until the draw is made. Meanwhile nobody is admitted or
 -- abandoned and the drawn cannot leave (their scripts look at meta.drawing); joins, and the
--- status of everyone, go on.
+-- status of everyone, go on, but no sign of life is written (the reaper does not count the
+-- draw's time afterwards: meta.drawn_at_ms, meta.draw_took_ms).
 --   start  the line's range (draw_from .. draw_to) is fixed;
 --   scan   a chunk of its serial buckets a call: each waiting user goes into <base>:lottery
 --          (a sorted set whose members, all of score 0, sort as the user's draw key), their
@@ -35,7 +36,8 @@ if state[1] then return -1 end
 if state[2] == 'closed' then
   -- Closed during the draw: nobody waits any more (forget_waiting), nothing to order.
   redis.call('DEL', order, slots_key, signs)
-  redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn')
+  redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn',
+    'draw_started_ms')
   return -1
 end
 local chunk = tonumber(ARGV[2])
@@ -44,7 +46,7 @@ if not state[3] then
   local head, last = queue_head(), last_serial(KEYS[2])
   redis.call('DEL', order, slots_key, signs, renumbered)
   redis.call('HSET', KEYS[1], 'drawing', 'scan', 'draw_from', head, 'draw_to', last,
-    'draw_cursor', math.floor(head / SERIALS_PER_BUCKET), 'drawn', 0)
+    'draw_cursor', math.floor(head / SERIALS_PER_BUCKET), 'drawn', 0, 'draw_started_ms', now_ms())
   return -2
 end
 
@@ -127,9 +129,14 @@ end
 local total = redis.call('HINCRBY', KEYS[1], 'drawn', n)
 if redis.call('ZCARD', order) > 0 then return -2 end
 redis.call('DEL', order, slots_key, signs)
-redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn')
+local started = tonumber(redis.call('HGET', KEYS[1], 'draw_started_ms') or '0')
+redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn',
+  'draw_started_ms')
 local before = redis.call('HGET', KEYS[1], 'epoch') or ''
 new_epoch()
+-- No sign of life was written meanwhile: the abandonment reaper does not count its time.
+local now = now_ms()
 redis.call('HSET', KEYS[1], 'lottery_drawn', 1, 'renumbered',
-  before .. ' ' .. redis.call('HGET', KEYS[1], 'epoch') .. ' ' .. from .. ' ' .. to)
+  before .. ' ' .. redis.call('HGET', KEYS[1], 'epoch') .. ' ' .. from .. ' ' .. to,
+  'drawn_at_ms', now, 'draw_took_ms', now - started)
 return total

@@ -25,6 +25,9 @@ end
 local reply = {waiting_count(head, KEYS[2], KEYS[3]), meta[2] or '0', meta[3] or '0', known,
   meta[5] or '0', meta[6] or '', empty, meta[8] or ''}
 local now
+-- No sign of life while the lottery's draw gives the places out again: a serial may name
+-- another user by now (lua/lottery.lua).
+local presence = ARGV[1] == '1' and redis.call('HEXISTS', KEYS[1], 'drawing') == 0
 for i = 2, #ARGV, 2 do
   local id, user = ARGV[i], ARGV[i + 1]
   local owner, position, active, abandoned, place = '', 0, 0, 0, 0
@@ -34,7 +37,7 @@ for i = 2, #ARGV, 2 do
     -- Waiting (the hot path: a few calls), hence neither active nor abandoned.
     owner = user
     position = position_of(head, serial, KEYS[3])
-    if ARGV[1] == '1' then
+    if presence then
       now = now or now_ms()
       redis.call('ZADD', KEYS[6], 'XX', now, serial)
     end

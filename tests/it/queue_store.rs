@@ -1633,6 +1633,14 @@ mod lottery_in_steps {
         let stale = format!("{prefix}:{{sale:{}}}:seen", s.id);
         let _: () = conn.zadd(&stale, 2, 0).await.unwrap();
         assert_eq!(q.abandon(s.id, 100).await.unwrap(), 0);
+        // A drawn serial may name someone else by now: asking writes no sign of life for it.
+        let _: () = conn.zadd(&stale, 2, 7).await.unwrap();
+        q.view(attempts[1], &user("u1")).await.unwrap();
+        q.join(s.id, &user("u1"), chrono::Utc::now().timestamp_millis())
+            .await
+            .unwrap();
+        let sign: Option<i64> = conn.zscore(&stale, 2).await.unwrap();
+        assert_eq!(sign, Some(7), "u1's serial's sign untouched");
 
         let _: () = conn
             .hdel(&meta, &["drawing", "draw_from", "draw_to"])
@@ -1642,6 +1650,48 @@ mod lottery_in_steps {
             q.leave(attempts[0], &user("u0")).await.unwrap(),
             LeaveOutcome::Left
         );
+    }
+
+    /// No sign of life can be written while the draw is made, so for an abandonment time after
+    /// it the reaper does not count the draw's time: fifty who joined just before a draw made
+    /// over about 600 ms (past an abandonment time of 400 ms) are all kept right after it, and
+    /// all taken once another abandonment time has passed with no sign from them.
+    #[tokio::test]
+    async fn the_draws_time_does_not_count_against_the_waiting() {
+        let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
+        let q: Arc<dyn QueueStore> = Arc::new(
+            RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2))
+                .unwrap()
+                .with_abandonment(400),
+        );
+        let s = sale(Stock::Quantity(5), 10);
+        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+            .await
+            .unwrap();
+        let now = chrono::Utc::now().timestamp_millis();
+        for i in 0..50 {
+            q.join(s.id, &user(&format!("u{i}")), now).await.unwrap();
+        }
+        let started = std::time::Instant::now();
+        loop {
+            let step = q
+                .draw_lottery(s.id, "seed-6", std::time::Duration::ZERO)
+                .await
+                .unwrap();
+            if step != LotteryDraw::UnderWay {
+                assert_eq!(step, LotteryDraw::Drawn(50));
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
+        assert!(started.elapsed() >= std::time::Duration::from_millis(600));
+        assert_eq!(
+            q.abandon(s.id, 100).await.unwrap(),
+            0,
+            "kept after the draw"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        assert_eq!(q.abandon(s.id, 100).await.unwrap(), 50, "silent since");
     }
 
     /// With no time to spend, each call takes one step and says the draw is under way;
