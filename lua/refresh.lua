@@ -9,8 +9,9 @@
 --       serials seen (waiting users who asked)
 -- Returns {known (1/0), epoch, head, last serial, waiting, measured rate, configured rate,
 --          rebuilt_at_ms, status ('' when unknown), sold out (1/0), from (the index in the
---          departure log of the first one sent: 0 when the caller's epoch or count no longer
---          holds, so it starts again), the numbering the lottery's draw made this one from, the
+--          departure log of the first one sent: 0 when the caller's epoch (or the one the
+--          lottery's draw made this one from) or count no longer holds, so it starts again),
+--          the numbering the lottery's draw made this one from, the
 --          first and the last serial it renumbered ('', 0, 0 when this numbering is not the
 --          draw's; lua/lottery.lua), then the departures}
 local meta = redis.call('HMGET', KEYS[1], 'stock_initialised', 'epoch', 'head', 'measured_rate',
@@ -24,13 +25,17 @@ if meta[1] then
 end
 local head = head_of(meta[3])
 local logged = redis.call('LLEN', KEYS[5])
-local from = tonumber(ARGV[3])
-if epoch ~= ARGV[2] or from > logged then from = 0 end
 local drawn_from, first, last = '', 0, 0
 if meta[9] then
   local before, after, f, l = string.match(meta[9], '^(%S*) (%S+) (%d+) (%d+)$')
   if after == epoch then drawn_from, first, last = before, f, l end
 end
+-- The departure log goes on across the lottery's draw (the drawn keep the places they held
+-- between them, and the places gone stay gone): a caller of the numbering it was made from
+-- keeps its count. Another numbering starts the log again.
+local from = tonumber(ARGV[3])
+local same_log = epoch == ARGV[2] or (drawn_from ~= '' and drawn_from == ARGV[2])
+if not same_log or from > logged then from = 0 end
 local reply = {known, epoch, head, last_serial(KEYS[2]), waiting_count(head, KEYS[2], KEYS[3]),
   meta[4] or '0', meta[5] or '0', meta[6] or '0', meta[7] or '', empty, from, drawn_from, first,
   last}

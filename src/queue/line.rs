@@ -6,8 +6,9 @@
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineDigest {
     pub figures: LineFigures,
-    /// Where in the store's departure log `departures` start: 0 when the caller's epoch or
-    /// count no longer held, so it starts again from these.
+    /// Where in the store's departure log `departures` start: 0 when the caller's epoch (or
+    /// the one the lottery's draw made this one from, [`Self::renumbered`]: the log goes on
+    /// across the draw) or count no longer held, so it starts again from these.
     pub from: u64,
     /// Serials that left the line out of turn (left, abandoned), in the order they left.
     pub departures: Vec<u64>,

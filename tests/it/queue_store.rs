@@ -949,15 +949,28 @@ async fn a_lottery_draw_tells_what_each_serial_of_before_it_became(q: Arc<dyn Qu
     let old_epoch = before[0].1.clone();
     let undrawn = q.refresh(s.id, &old_epoch, 0, &[]).await.unwrap();
     assert_eq!(undrawn.renumbered, None, "no draw yet");
+    let before_draw = LineSnapshot::empty()
+        .next(&undrawn, Utc::now(), 1000)
+        .unwrap();
+    let left = (0..N).filter(|i| i % 7 == 3).count();
+    assert_eq!(before_draw.logged(), left as u64);
     assert!(matches!(
         draw(&q, &s, "seed-5").await,
         LotteryDraw::Drawn(_)
     ));
     let later = queued(&q, &s, ["later"]).await[0];
-    let digest = q.refresh(s.id, &old_epoch, 0, &[]).await.unwrap();
+    let digest = q
+        .refresh(s.id, &old_epoch, before_draw.logged(), &[])
+        .await
+        .unwrap();
     let drawn = digest.renumbered.clone().expect("the draw's renumbering");
     assert_eq!(drawn.from_epoch, old_epoch);
     assert_ne!(digest.figures.epoch, old_epoch);
+    assert_eq!(
+        (digest.from, digest.departures.len()),
+        (before_draw.logged(), 0),
+        "the departure log goes on across the draw"
+    );
     // Pages of 7, as a replica reads pages: a short page is padded, an empty one ends it.
     let mut serials = Vec::new();
     let mut from = drawn.first;
@@ -970,9 +983,7 @@ async fn a_lottery_draw_tells_what_each_serial_of_before_it_became(q: Arc<dyn Qu
         from += 7;
         serials.resize((from - drawn.first) as usize, 0);
     }
-    let view = LineSnapshot::empty()
-        .next(&digest, Utc::now(), 1000)
-        .unwrap();
+    let view = before_draw.next(&digest, Utc::now(), 1000).unwrap();
     assert!(view.lacks(&drawn));
     assert_eq!(
         view.serial_now(before[10].0, &old_epoch),
@@ -993,7 +1004,6 @@ async fn a_lottery_draw_tells_what_each_serial_of_before_it_became(q: Arc<dyn Qu
             places += 1;
         }
     }
-    let left = (0..N).filter(|i| i % 7 == 3).count();
     assert_eq!(places, N - left - 2, "every one still waiting");
     let joined_later = q.view(later, &user("later")).await.unwrap();
     let later_serial = joined_later.serial.unwrap();

@@ -565,7 +565,15 @@ impl QueueStore for MemoryQueue {
                 q.signs_of_life(epoch, seen);
             }
             let logged = q.departed.len() as u64;
-            let from = if q.epoch != epoch || departed > logged {
+            let renumbered = q
+                .renumbered
+                .as_ref()
+                .filter(|(_, made, _)| *made == q.epoch)
+                .map(|(drawn, _, _)| drawn.clone());
+            // The departure log goes on across the lottery's draw (as refresh.lua).
+            let same_log =
+                q.epoch == epoch || renumbered.as_ref().is_some_and(|d| d.from_epoch == epoch);
+            let from = if !same_log || departed > logged {
                 0
             } else {
                 departed
@@ -586,11 +594,7 @@ impl QueueStore for MemoryQueue {
                 },
                 from,
                 departures: q.departed[from as usize..to as usize].to_vec(),
-                renumbered: q
-                    .renumbered
-                    .as_ref()
-                    .filter(|(_, made, _)| *made == q.epoch)
-                    .map(|(drawn, _, _)| drawn.clone()),
+                renumbered,
             }
         });
         Ok(digest.unwrap_or_else(|| LineDigest {

@@ -94,7 +94,13 @@ impl LineSnapshot {
         if !digest.figures.known {
             return None;
         }
-        let restarted = digest.figures.epoch != self.figures.epoch || digest.from != self.logged;
+        // The departure log goes on across the lottery's draw made from this numbering.
+        let same_log = digest.figures.epoch == self.figures.epoch
+            || digest
+                .renumbered
+                .as_ref()
+                .is_some_and(|d| d.from_epoch == self.figures.epoch);
+        let restarted = !same_log || digest.from != self.logged;
         let mut departures = if restarted {
             Arc::default()
         } else {
@@ -275,6 +281,18 @@ mod tests {
         let next = view.next(&made, now, 100).unwrap();
         assert!(!next.lacks(&drawn), "kept while the numbering stands");
         assert_eq!(next.serial_now(6, "e1"), Some(6));
+        // The departure log goes on across the draw: a view of the numbering it was made from
+        // keeps its departures.
+        let before = LineSnapshot::empty()
+            .next(&digest("e1", 3, 8, 0, &[4]), now, 100)
+            .unwrap();
+        let across = LineDigest {
+            renumbered: Some(drawn.clone()),
+            ..digest("e2", 3, 8, 1, &[7])
+        };
+        let across = before.next(&across, now, 100).unwrap();
+        assert_eq!(across.logged(), 2);
+        assert_eq!(across.place(8, "e2"), Some(4), "4 and 7 gone before 8");
         let rebuilt = next.next(&digest("e3", 3, 8, 0, &[]), now, 100).unwrap();
         assert_eq!(
             rebuilt.serial_now(3, "e1"),
