@@ -9,8 +9,9 @@
 /// per waiting user who asks, and users ask every few seconds at most).
 const MOST: usize = 200_000;
 
-/// Serials past this are gathered every time (a window is remembered per serial, 2 bytes each).
-const MOST_REMEMBERED: u64 = 50_000_000;
+/// Serials past this are gathered every time: a window is remembered per serial, 2 bytes each,
+/// so a line's view keeps at most 32 MB of them.
+const MOST_REMEMBERED: u64 = 16_000_000;
 
 /// How many refreshes a window of the gathering spans, for abandonment after `abandon_after`
 /// and a refresh every `refresh_every`: a third of the abandonment time. A user who asks at
