@@ -24,8 +24,6 @@ if last >= head then
   redis.call('HDEL', KEYS[1], 'renumbered')
 end
 -- A lottery's draw cut short by the close ends here (lua/lottery.lua).
-redis.call('DEL', BASE .. ':lottery', BASE .. ':lottery_slots', BASE .. ':lottery_seen')
-redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn',
-  'draw_started_ms')
+drop_draw()
 return {waiting, math.floor(from / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PER_BUCKET),
   USER_BUCKETS}

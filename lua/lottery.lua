@@ -28,16 +28,14 @@
 -- ARGV: 1 seed, 2 how many serials (scan) or users (place) a call takes
 -- Returns -1 if the draw was made before (or the sale closed), -2 while it is being made, or
 -- how many were ordered when this call made it.
-local order, slots_key, signs = BASE .. ':lottery', BASE .. ':lottery_slots', BASE .. ':lottery_seen'
+local order, slots_key, signs = draw_keys()
 local renumbered = BASE .. ':renumbered'
 local state = redis.call('HMGET', KEYS[1], 'lottery_drawn', 'status', 'drawing', 'draw_from',
   'draw_to', 'draw_cursor')
 if state[1] then return -1 end
 if state[2] == 'closed' then
   -- Closed during the draw: nobody waits any more (forget_waiting), nothing to order.
-  redis.call('DEL', order, slots_key, signs)
-  redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn',
-    'draw_started_ms')
+  drop_draw()
   return -1
 end
 local chunk = tonumber(ARGV[2])
@@ -128,10 +126,8 @@ if n > 0 then
 end
 local total = redis.call('HINCRBY', KEYS[1], 'drawn', n)
 if redis.call('ZCARD', order) > 0 then return -2 end
-redis.call('DEL', order, slots_key, signs)
 local started = tonumber(redis.call('HGET', KEYS[1], 'draw_started_ms') or '0')
-redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn',
-  'draw_started_ms')
+drop_draw()
 local before = redis.call('HGET', KEYS[1], 'epoch') or ''
 new_epoch()
 -- No sign of life was written meanwhile: the abandonment reaper does not count its time.

@@ -13,8 +13,10 @@
 --              only the ones it has not seen
 --   meta.epoch the line's numbering: new when the sale's keys are first written and when the
 --              lottery renumbers everyone; a serial means a place only within one epoch
---   meta.drawing, draw_from, draw_to, draw_cursor, drawn: a lottery's draw while it is made
---              (lua/lottery.lua, with <base>:lottery, :lottery_slots and :lottery_seen)
+--   meta.drawing, draw_from, draw_to, draw_cursor, drawn, draw_started_ms: a lottery's draw
+--              while it is made (lua/lottery.lua, with <base>:lottery, :lottery_slots and
+--              :lottery_seen); meta.renumbered with <base>:renumbered, drawn_at_ms and
+--              draw_took_ms: what it made, once it is
 -- Small hashes are listpacks in Redis (up to hash-max-listpack-entries, 128, and values up to
 -- hash-max-listpack-value, 64 bytes): ~20 bytes an entry instead of ~100 for a hash-table
 -- entry. User ids up to 64 characters keep a bucket a listpack; longer ones still work, at
@@ -100,6 +102,19 @@ end
 local function drawn_now(serial)
   local draw = redis.call('HMGET', KEYS[1], 'drawing', 'draw_from', 'draw_to')
   return draw[1] ~= false and serial >= tonumber(draw[2]) and serial <= tonumber(draw[3])
+end
+
+-- The keys of the lottery's draw while it is made (lua/lottery.lua): the draw's order, the
+-- places, the signs of life.
+local function draw_keys()
+  return BASE .. ':lottery', BASE .. ':lottery_slots', BASE .. ':lottery_seen'
+end
+
+-- The draw in the making dropped: its keys and meta's fields of it.
+local function drop_draw()
+  redis.call('DEL', draw_keys())
+  redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn',
+    'draw_started_ms')
 end
 
 -- A new epoch for the line's numbering (see meta.epoch): the server's clock in µs.

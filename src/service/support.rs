@@ -1,7 +1,7 @@
 //! What support and operations read: the sales, a sale's attempts by state or by user (with a
-//! buyer's place in the queue while they wait), and one attempt whole with its audit trail and its payment's provider events. Lists are pages
-//! newest first; a page's cursor is its last item's id, so items added meanwhile (new sales,
-//! new admissions) never shift a later page.
+//! buyer's place in the queue while they wait), and one attempt whole with its audit trail and
+//! its payment's provider events. Lists are pages newest first; a page's cursor is its last
+//! item's id, so items added meanwhile (new sales, new admissions) never shift a later page.
 
 use uuid::Uuid;
 

@@ -38,7 +38,8 @@ pub const IDLE: Duration = Duration::from_secs(30);
 const RENUMBERED_PAGE: u64 = 65_536;
 
 /// The most signs of life one store call writes: more go in calls of their own before the
-/// refresh, so that no call holds the sale's Redis primary for long (each costs it about 1.7 µs).
+/// refresh, so that no call holds the sale's Redis primary for long (each is a sorted-set
+/// update there).
 const SEEN_PER_CALL: usize = 2_000;
 
 /// Every line this replica keeps a view of.

@@ -64,6 +64,11 @@ impl Renumbered {
         usize::try_from(width).ok()
     }
 
+    /// This is what the draw `drawn` made of numbering `epoch`'s predecessor.
+    fn made(&self, drawn: &Renumbering, epoch: &str) -> bool {
+        self.drawn == *drawn && self.epoch == epoch
+    }
+
     /// The serial of the draw's numbering that `serial` of the one before it became.
     fn serial_now(&self, serial: u64) -> Option<u64> {
         let at = serial.checked_sub(self.drawn.first)?;
@@ -113,13 +118,12 @@ impl LineSnapshot {
             merged.extend_from_slice(&digest.departures);
             merged.sort_unstable();
         }
-        let renumbered = self
-            .renumbered
-            .as_ref()
-            .filter(|r| {
-                digest.renumbered.as_ref() == Some(&r.drawn) && r.epoch == digest.figures.epoch
-            })
-            .cloned();
+        let renumbered = match (&self.renumbered, &digest.renumbered) {
+            (Some(known), Some(drawn)) if known.made(drawn, &digest.figures.epoch) => {
+                Some(Arc::clone(known))
+            }
+            _ => None,
+        };
         Some(LineSnapshot {
             as_of,
             figures: digest.figures.clone(),
@@ -141,7 +145,7 @@ impl LineSnapshot {
         !self
             .renumbered
             .as_ref()
-            .is_some_and(|known| known.drawn == *drawn && known.epoch == self.figures.epoch)
+            .is_some_and(|known| known.made(drawn, &self.figures.epoch))
     }
 
     /// `serial` of `epoch` in this snapshot's numbering: itself in this numbering; the one the
