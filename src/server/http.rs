@@ -69,9 +69,9 @@ struct Serving {
 }
 
 /// Accepts connections, each served on a task of its own, until `drain` says the process
-/// drains; then stops accepting (the listener is closed) and returns once every connection has
-/// finished: HTTP/1.1 ones after the request in flight, HTTP/2 ones (told to go away) after
-/// their streams. The caller bounds the wait.
+/// drains; then takes the connections already queued, closes the listener, and returns once
+/// every connection has finished: HTTP/1.1 ones after the request in flight, HTTP/2 ones (told
+/// to go away) after their streams. The caller bounds the wait.
 pub async fn serve(
     listener: TcpListener,
     routes: BoxEndpoint<'static, Response>,
@@ -90,17 +90,18 @@ pub async fn serve(
     };
     // Each connection holds a receiver: the sender is closed once all of them are gone.
     let (open, _) = watch::channel(());
+    let spawn = |stream: TcpStream, remote: SocketAddr| {
+        let alive = open.subscribe();
+        let serving = serving.clone();
+        tokio::spawn(async move {
+            connection(stream, remote, serving).await;
+            drop(alive);
+        });
+    };
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, remote)) => {
-                    let alive = open.subscribe();
-                    let serving = serving.clone();
-                    tokio::spawn(async move {
-                        connection(stream, remote, serving).await;
-                        drop(alive);
-                    });
-                }
+                Ok((stream, remote)) => spawn(stream, remote),
                 Err(e) => {
                     // Out of file descriptors, most likely: give the open connections a
                     // moment to close rather than spinning on the same error.
@@ -111,12 +112,39 @@ pub async fn serve(
             _ = drain::started(&mut drain) => break,
         }
     }
-    drop(listener);
+    take_queued(listener, spawn);
     tracing::info!(
         connections = open.receiver_count(),
         "draining: no new connections, finishing the open ones"
     );
     open.closed().await;
+}
+
+/// Closes the listener after handing `spawn` every connection already in its queue. The kernel
+/// completes a client's handshake before the server accepts it, so a client may have sent its
+/// request on a connection that waits in the queue as the drain begins; closing the listener
+/// would reset it, a request sent and never answered. Each such connection is served as the
+/// others (its answer says `Connection: close`). The queue is read by `accept(2)` itself, not
+/// by the runtime's readiness, which can lag behind it; a connection completed after the last
+/// read is refused or reset, as at any listener's close.
+fn take_queued(listener: TcpListener, mut spawn: impl FnMut(TcpStream, SocketAddr)) {
+    let listener = match listener.into_std() {
+        Ok(listener) => listener,
+        Err(e) => return tracing::warn!(error = %e, "the listener's queue could not be read"),
+    };
+    loop {
+        let taken = listener.accept().and_then(|(stream, remote)| {
+            stream.set_nonblocking(true)?;
+            Ok((TcpStream::from_std(stream)?, remote))
+        });
+        match taken {
+            Ok((stream, remote)) => spawn(stream, remote),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+            // A client that gave up while queued: the rest of the queue still waits.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => continue,
+            Err(e) => return tracing::warn!(error = %e, "taking a queued connection failed"),
+        }
+    }
 }
 
 /// What a connection speaks.
@@ -297,6 +325,54 @@ mod tests {
         );
         assert_eq!(protocol(b"POST /v1/sales"), Some(Protocol::Http1));
         assert_eq!(protocol(b"G"), Some(Protocol::Http1));
+    }
+
+    /// Connections whose handshake the kernel completed, each with a request sent, still in
+    /// the listener's queue when the drain begins: every one is answered, not reset.
+    #[tokio::test]
+    async fn requests_queued_as_the_drain_begins_are_answered() {
+        use poem::EndpointExt;
+        use std::io::{Read, Write};
+
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let clients: Vec<_> = (0..10)
+            .map(|_| {
+                let mut client = std::net::TcpStream::connect(addr).unwrap();
+                client
+                    .write_all(b"GET / HTTP/1.1\r\nhost: sluice\r\n\r\n")
+                    .unwrap();
+                client
+                    .set_read_timeout(Some(Duration::from_secs(5)))
+                    .unwrap();
+                client
+            })
+            .collect();
+        let drain = crate::service::drain::Drain::default();
+        drain.start();
+        let routes = poem::endpoint::make_sync(|_| "ok")
+            .map_to_response()
+            .boxed();
+        let server = tokio::spawn(serve(listener, routes, None, drain.subscribe()));
+        let answers = tokio::task::spawn_blocking(move || {
+            clients
+                .into_iter()
+                .map(|mut client| {
+                    let mut answer = String::new();
+                    match client.read_to_string(&mut answer) {
+                        Ok(_) => answer,
+                        Err(e) => format!("{e}"),
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap();
+        for answer in &answers {
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+            assert!(answer.contains("connection: close"), "{answer:?}");
+        }
+        server.await.unwrap();
     }
 
     #[test]
