@@ -125,14 +125,15 @@ pub async fn serve(
 /// request on a connection that waits in the queue as the drain begins; closing the listener
 /// would reset it, a request sent and never answered. Each such connection is served as the
 /// others (its answer says `Connection: close`). The queue is read by `accept(2)` itself, not
-/// by the runtime's readiness, which can lag behind it; a connection completed after the last
-/// read is refused or reset, as at any listener's close.
+/// by the runtime's readiness, which can lag behind it; at most a full queue's worth is taken,
+/// so that clients arriving as fast as they are taken cannot hold the drain here. A connection
+/// completed after the last read is refused or reset, as at any listener's close.
 fn take_queued(listener: TcpListener, mut spawn: impl FnMut(TcpStream, SocketAddr)) {
     let listener = match listener.into_std() {
         Ok(listener) => listener,
         Err(e) => return tracing::warn!(error = %e, "the listener's queue could not be read"),
     };
-    loop {
+    for _ in 0..super::LISTEN_BACKLOG {
         let taken = listener.accept().and_then(|(stream, remote)| {
             stream.set_nonblocking(true)?;
             Ok((TcpStream::from_std(stream)?, remote))
