@@ -79,6 +79,13 @@ pub struct HttpConfig {
     /// workers stopped at a clean point) before what is left is cut off; the process exits 0
     /// either way. Under Kubernetes' default grace period of 30 s.
     pub shutdown_timeout_secs: u64,
+    /// On SIGTERM or SIGINT, how long the listener still takes new connections before it
+    /// closes, while readiness answers 503 and every answer says `Connection: close`: the time
+    /// a load balancer, or Kubernetes' endpoints and kube-proxy, take to stop sending new
+    /// connections to a replica that is going (a few seconds; without it they meet a closed
+    /// port meanwhile). 0 (the default): the listener closes at once, as suits a lone process
+    /// or one behind a `preStop` sleep. Part of `shutdown_timeout_secs`, so shorter than it.
+    pub drain_delay_secs: u64,
 }
 
 /// Who may read an operational route.
@@ -288,6 +295,7 @@ impl Default for Config {
                 metrics: Exposure::Open,
                 docs: Exposure::Open,
                 shutdown_timeout_secs: 25,
+                drain_delay_secs: 0,
             },
             queue: QueueConfig {
                 url: String::new(),
@@ -502,6 +510,14 @@ impl Config {
         }
         self.validate_cors()?;
         self.validate_page()?;
+        if self.http.drain_delay_secs > 0
+            && self.http.drain_delay_secs >= self.http.shutdown_timeout_secs
+        {
+            return bad(
+                "http.drain_delay_secs",
+                "must be shorter than http.shutdown_timeout_secs, which it is part of",
+            );
+        }
         if self.http.body_limit_bytes < 1024 {
             return bad("http.body_limit_bytes", "must be at least 1024");
         }
@@ -707,6 +723,7 @@ mod tests {
     const KEYS: &[&str] = &[
         "http.listen",
         "http.body_limit_bytes",
+        "http.drain_delay_secs",
         "queue.url",
         "queue.cluster",
         "queue.timeout_ms",
@@ -915,6 +932,21 @@ mod tests {
                 "{origins:?}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn a_drain_delay_is_part_of_the_shutdown_bound() {
+        Jail::expect_with(|jail| {
+            jail.clear_env();
+            valid_env(jail);
+            jail.set_env("SLUICE__HTTP__SHUTDOWN_TIMEOUT_SECS", "25");
+            jail.set_env("SLUICE__HTTP__DRAIN_DELAY_SECS", "25");
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(err.contains("http.drain_delay_secs"), "{err}");
+            jail.set_env("SLUICE__HTTP__DRAIN_DELAY_SECS", "5");
+            assert_eq!(Config::load(None).unwrap().http.drain_delay_secs, 5);
+            Ok(())
+        });
     }
 
     #[test]

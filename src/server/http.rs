@@ -69,13 +69,15 @@ struct Serving {
 }
 
 /// Accepts connections, each served on a task of its own, until `drain` says the process
-/// drains; then takes the connections already queued, closes the listener, and returns once
-/// every connection has finished: HTTP/1.1 ones after the request in flight, HTTP/2 ones (told
-/// to go away) after their streams. The caller bounds the wait.
+/// drains and `accept_for` more has passed (`http.drain_delay_secs`); then takes the
+/// connections already queued, closes the listener, and returns once every connection has
+/// finished: HTTP/1.1 ones after the request in flight, HTTP/2 ones (told to go away) after
+/// their streams. The caller bounds the wait.
 pub async fn serve(
     listener: TcpListener,
     routes: BoxEndpoint<'static, Response>,
     idle_timeout: Option<Duration>,
+    accept_for: Duration,
     mut drain: watch::Receiver<bool>,
 ) {
     let local = match listener.local_addr() {
@@ -98,6 +100,11 @@ pub async fn serve(
             drop(alive);
         });
     };
+    // Made once: the delay runs from the drain's start, not from the last connection taken.
+    let mut closing = std::pin::pin!(async {
+        drain::started(&mut drain).await;
+        tokio::time::sleep(accept_for).await;
+    });
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -109,7 +116,7 @@ pub async fn serve(
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
-            _ = drain::started(&mut drain) => break,
+            _ = closing.as_mut() => break,
         }
     }
     take_queued(listener, spawn);
@@ -354,7 +361,13 @@ mod tests {
         let routes = poem::endpoint::make_sync(|_| "ok")
             .map_to_response()
             .boxed();
-        let server = tokio::spawn(serve(listener, routes, None, drain.subscribe()));
+        let server = tokio::spawn(serve(
+            listener,
+            routes,
+            None,
+            Duration::ZERO,
+            drain.subscribe(),
+        ));
         let answers = tokio::task::spawn_blocking(move || {
             clients
                 .into_iter()

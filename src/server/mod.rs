@@ -55,6 +55,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         listener,
         routes,
         idle_timeout,
+        Duration::from_secs(app.config.http.drain_delay_secs),
         app.drain.subscribe(),
     ));
     let workers = if app.config.workers.enabled {
@@ -86,11 +87,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
 
 impl Running {
     /// Drains and stops, within `http.shutdown_timeout_secs`: readiness answers 503 and status
-    /// streams send their last event; the listener closes and every open connection finishes
-    /// its request in flight; meanwhile the workers stop at a clean point (the admission loop
-    /// after its tick, giving up its sales' leases so another replica admits at once; the relay
-    /// once its batch in flight is published and marked). Whatever is still running at the
-    /// bound is cut off.
+    /// streams send their last event; the listener closes (`http.drain_delay_secs` later) and
+    /// every open connection finishes its request in flight; meanwhile the workers stop at a
+    /// clean point (the admission loop after its tick, giving up its sales' leases so another
+    /// replica admits at once; the relay once its batch in flight is published and marked).
+    /// Whatever is still running at the bound is cut off.
     pub async fn stop(self) {
         let bound = Duration::from_secs(self.app.config.http.shutdown_timeout_secs);
         let started = Instant::now();

@@ -1,8 +1,8 @@
 //! Draining: once SIGTERM (or SIGINT) arrives, the process stops taking new work and finishes
 //! what it has. Readiness answers 503 so load balancers send nothing new, status streams send
 //! a last event and end (the client reconnects elsewhere with `Last-Event-ID`), the server
-//! stops accepting and lets each connection finish its request, and the workers stop at a
-//! clean point (see `server::Running::shutdown`).
+//! stops accepting (`http.drain_delay_secs` later) and lets each connection finish its request,
+//! and the workers stop at a clean point (see `server::Running::stop`).
 
 use tokio::sync::watch;
 

@@ -2,7 +2,8 @@
 //! answers 503, every request already sent is answered, a status stream ends with a last
 //! event, the process exits 0 within its bound; stopped and started again three times under
 //! purchases, the events file holds no event twice; a drained admitter hands its sales to
-//! another replica at once, not a lease's life later.
+//! another replica at once, not a lease's life later; with a drain delay, new connections are
+//! still answered until it ends.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -424,5 +425,56 @@ async fn a_drained_admitter_hands_its_sales_to_another_replica_at_once() {
             "another replica admits after",
             format!("{} ms", stopped.elapsed().as_millis()),
         )],
+    );
+}
+
+/// With `http.drain_delay_secs`, a replica that is going still takes new connections for that
+/// long (as a load balancer's or kube-proxy's routes lag behind), answering them `Connection:
+/// close` while readiness says 503; then the port closes and the process exits.
+#[tokio::test]
+async fn during_the_drain_delay_new_connections_are_answered_then_the_port_closes() {
+    let mut config = config();
+    config.http.drain_delay_secs = 3;
+    let mut sluice = SluiceProcess::start(config, "").await;
+    sluice.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // A new client each time: a new connection, as a load balancer's for a new request.
+    let fresh = || {
+        reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap()
+    };
+    let live = fresh()
+        .get(format!("{}/health/live", sluice.base))
+        .send()
+        .await
+        .expect("a new connection is taken during the delay");
+    assert_eq!(live.status(), 200);
+    assert_eq!(
+        live.headers()
+            .get("connection")
+            .map(|v| v.to_str().unwrap()),
+        Some("close")
+    );
+    let ready = fresh()
+        .get(format!("{}/health/ready", sluice.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        ready.status(),
+        503,
+        "readiness fails from the drain's start"
+    );
+    let (status, _) = sluice.terminate(BOUND).await.expect("exits by itself");
+    assert!(status.success(), "{}", sluice.logs());
+    let after = fresh()
+        .get(format!("{}/health/live", sluice.base))
+        .send()
+        .await;
+    assert!(
+        after.as_ref().is_err_and(|e| e.is_connect()),
+        "the port is closed once the process is gone: {after:?}"
     );
 }
