@@ -13,9 +13,11 @@
 --
 -- One step a call, each a bounded piece of work, so that no call holds Redis for long however
 -- many wait; the caller calls again until the draw is made. Meanwhile nobody is admitted or
--- abandoned and the drawn cannot leave (their scripts look at meta.drawing); joins, and the
--- status of everyone, go on, but no sign of life is written (the reaper does not count the
--- draw's time afterwards: meta.drawn_at_ms, meta.draw_took_ms).
+-- abandoned (their scripts look at meta.drawing); joins, leaves and the status of everyone go
+-- on, but no sign of life is written (the reaper does not count the draw's time afterwards:
+-- meta.drawn_at_ms, meta.draw_took_ms). One who leaves once the scan has taken them and
+-- before their place is given loses only their entry (lua/leave.lua, by meta.draw_seed): the
+-- place step lets the place it gives them go, out of turn.
 --   start  the line's range (draw_from .. draw_to) is fixed;
 --   scan   a chunk of its serial buckets a call: each waiting user goes into <base>:lottery
 --          (a sorted set whose members, all of score 0, sort as the user's draw key), their
@@ -44,7 +46,8 @@ if not state[3] then
   local head, last = queue_head(), last_serial(KEYS[2])
   redis.call('DEL', order, slots_key, signs, renumbered)
   redis.call('HSET', KEYS[1], 'drawing', 'scan', 'draw_from', head, 'draw_to', last,
-    'draw_cursor', math.floor(head / SERIALS_PER_BUCKET), 'drawn', 0, 'draw_started_ms', now_ms())
+    'draw_cursor', math.floor(head / SERIALS_PER_BUCKET), 'drawn', 0, 'draw_started_ms', now_ms(),
+    'draw_seed', ARGV[1])
   return -2
 end
 
@@ -62,9 +65,8 @@ if state[3] == 'scan' then
       if slot >= from and slot <= to then
         local user = entries[i + 1]
         slots[#slots + 1] = slot
-        -- The draw key (40 hex) then the user: the set sorts by the key.
         keys[#keys + 1] = 0
-        keys[#keys + 1] = redis.sha1hex(ARGV[1] .. ':' .. user) .. user
+        keys[#keys + 1] = draw_member(ARGV[1], user)
         local sign = redis.call('ZSCORE', KEYS[4], slot)
         if sign then
           sign_args[#sign_args + 1] = user
@@ -114,8 +116,7 @@ if n > 0 then
         redis.call('ZREM', KEYS[4], slot)
       end
     else
-      -- No longer waiting (never so while the draw defers leaving, unless keys were lost):
-      -- the place is gone out of turn.
+      -- No longer waiting (left during the draw): the place is gone out of turn.
       redis.call('HDEL', bucket, slot)
       redis.call('ZREM', KEYS[4], slot)
       redis.call('ZADD', KEYS[3], slot, slot)

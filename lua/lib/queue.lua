@@ -13,7 +13,7 @@
 --              only the ones it has not seen
 --   meta.epoch the line's numbering: new when the sale's keys are first written and when the
 --              lottery renumbers everyone; a serial means a place only within one epoch
---   meta.drawing, draw_from, draw_to, draw_cursor, drawn, draw_started_ms: a lottery's draw
+--   meta.drawing, draw_from, draw_to, draw_cursor, drawn, draw_started_ms, draw_seed: a lottery's draw
 --              while it is made (lua/lottery.lua, with <base>:lottery, :lottery_slots and
 --              :lottery_seen); meta.renumbered with <base>:renumbered, drawn_at_ms and
 --              draw_took_ms: what it made, once it is
@@ -97,24 +97,33 @@ local function leave_queue(user, serial, gone_key)
   redis.call('RPUSH', BASE .. ':departed', serial)
 end
 
--- Whether `serial` is one of the places the lottery's draw is giving out again right now
--- (lua/lottery.lua): its holder cannot leave until the draw is made.
-local function drawn_now(serial)
-  local draw = redis.call('HMGET', KEYS[1], 'drawing', 'draw_from', 'draw_to')
-  return draw[1] ~= false and serial >= tonumber(draw[2]) and serial <= tonumber(draw[3])
-end
-
 -- The keys of the lottery's draw while it is made (lua/lottery.lua): the draw's order, the
 -- places, the signs of life.
 local function draw_keys()
   return BASE .. ':lottery', BASE .. ':lottery_slots', BASE .. ':lottery_seen'
 end
 
+-- A user's member of the draw's order: the draw key (40 hex), then the user, so the order's
+-- set sorts by the key.
+local function draw_member(seed, user)
+  return redis.sha1hex(seed .. ':' .. user) .. user
+end
+
+-- Whether `user`, holding `serial`, is in the lottery's draw being made and not yet given a
+-- place by it (lua/lottery.lua): the serial they hold then is of the old numbering, and may
+-- already be someone else's in the new one.
+local function awaits_a_drawn_place(user, serial)
+  local draw = redis.call('HMGET', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_seed')
+  if not draw[1] or not draw[4] then return false end
+  if serial < tonumber(draw[2]) or serial > tonumber(draw[3]) then return false end
+  return redis.call('ZSCORE', (draw_keys()), draw_member(draw[4], user)) ~= false
+end
+
 -- The draw in the making dropped: its keys and meta's fields of it.
 local function drop_draw()
   redis.call('DEL', draw_keys())
   redis.call('HDEL', KEYS[1], 'drawing', 'draw_from', 'draw_to', 'draw_cursor', 'drawn',
-    'draw_started_ms')
+    'draw_started_ms', 'draw_seed')
 end
 
 -- A new epoch for the line's numbering (see meta.epoch): the server's clock in µs.

@@ -22,7 +22,7 @@
 //!   a retried or replayed change is applied once (`lua/apply_sync.lua`);
 //! - `seen`: sorted set, waiting serial → last sign of life (ms), only when abandonment is on;
 //!   `abandoned`: attempts that lost their place that way (their status says so);
-//! - `lottery`, `lottery_slots`, `lottery_seen`, and `meta.drawing` with its range: a lottery
+//! - `lottery`, `lottery_slots`, `lottery_seen`, and `meta.drawing` with its range and seed: a lottery
 //!   sale's draw while it is made, a step a call (`lua/lottery.lua`), gone once it is;
 //! - `lease`, `fence`: who admits for the sale (one admitter across replicas);
 //! - `controller`: the adaptive controller's state as JSON, expiring unless its admitter renews it.
@@ -429,8 +429,8 @@ pub trait QueueStore: Send + Sync + 'static {
     /// A lottery sale's draw, once: everyone waiting ordered by SHA-1 (hex) of
     /// `<seed>:<user id>`, in the places they hold between them; later joins come after them.
     /// On Redis the draw is many short calls, made for at most `budget` a call (then
-    /// [`LotteryDraw::UnderWay`]): meanwhile nobody is admitted or abandoned and the drawn
-    /// cannot leave (a leave waits, then is [`QueueError::Unavailable`]).
+    /// [`LotteryDraw::UnderWay`]): meanwhile nobody is admitted or abandoned; a drawn user who
+    /// leaves is out at once, and the place the draw gives them is gone out of turn.
     async fn draw_lottery(
         &self,
         sale: SaleId,

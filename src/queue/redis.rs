@@ -100,11 +100,6 @@ struct HoldingsPage {
 /// Redis's one thread (and every other sale of its shard) for long.
 const LOTTERY_CHUNK: u32 = 500;
 
-/// A leave of one of the lottery's drawn while the draw is made is tried again this often, this
-/// many times (two seconds), before it is answered 503.
-const LEAVE_TRIES_WHILE_DRAWING: u32 = 40;
-const LEAVE_RETRY_WHILE_DRAWING: Duration = Duration::from_millis(50);
-
 /// Keys deleted in one call when a closed sale lets go of its waiting users (a 1,000,000-user
 /// queue has ~26,000 buckets): a chunk's UNLINK is over in about a millisecond.
 const FORGET_CHUNK: usize = 1000;
@@ -626,24 +621,13 @@ impl QueueStore for RedisQueue {
             inv.key(k.key(name));
         }
         inv.arg(local(attempt)).arg(user.as_str());
-        // One of the lottery's drawn waits for the draw to give the places out, within
-        // reason, and is then told to come back.
-        for _ in 0..LEAVE_TRIES_WHILE_DRAWING {
-            let reply: String = self.run("leave", &inv).await?;
-            return match reply.as_str() {
-                "left" => Ok(LeaveOutcome::Left),
-                "not_queued" => Ok(LeaveOutcome::NotQueued),
-                "not_found" => Ok(LeaveOutcome::NotFound),
-                "drawing" => {
-                    tokio::time::sleep(LEAVE_RETRY_WHILE_DRAWING).await;
-                    continue;
-                }
-                _ => Err(protocol("leave", &reply)),
-            };
+        let reply: String = self.run("leave", &inv).await?;
+        match reply.as_str() {
+            "left" => Ok(LeaveOutcome::Left),
+            "not_queued" => Ok(LeaveOutcome::NotQueued),
+            "not_found" => Ok(LeaveOutcome::NotFound),
+            _ => Err(protocol("leave", &reply)),
         }
-        Err(QueueError::Unavailable(
-            "the lottery is being drawn; the place can be left once it is".into(),
-        ))
     }
 
     async fn waiting_of(&self, sale: SaleId, user: &UserId) -> QueueResult<Option<WaitingPlace>> {
