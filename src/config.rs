@@ -791,7 +791,7 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut files = Vec::new();
         for dir in [
-            "config", "docs", "k6", "scripts", "src", "examples", "openapi",
+            "config", "deploy", "docs", "k6", "scripts", "src", "examples", "openapi",
         ] {
             walk(&root.join(dir), &mut files);
         }

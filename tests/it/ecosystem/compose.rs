@@ -39,27 +39,14 @@ pub(crate) fn compose() -> Value {
 
 #[test]
 fn the_compose_file_follows_the_compose_specification() {
-    let out = dclint(&root().join("docker-compose.yml"));
-    assert!(
-        out.status.success(),
-        "{}",
-        crate::helpers::output_text(&out)
-    );
-
-    let broken =
-        std::env::temp_dir().join(format!("compose-{}.yml", uuid::Uuid::new_v4().simple()));
-    let text = std::fs::read_to_string(root().join("docker-compose.yml")).unwrap();
-    let text = text.replacen(
-        "    image: redis:7.4-alpine\n",
-        "    image: redis:7.4-alpine\n    ports: {not: a list}\n",
-        1,
-    );
-    std::fs::write(&broken, text).unwrap();
-    let out = dclint(&broken);
-    let report = crate::helpers::output_text(&out);
-    assert!(
-        !out.status.success() && report.contains("must be array"),
-        "{report}"
+    super::passes_and_a_broken_copy_fails(
+        dclint,
+        &root().join("docker-compose.yml"),
+        (
+            "    image: redis:7.4-alpine\n",
+            "    image: redis:7.4-alpine\n    ports: {not: a list}\n",
+        ),
+        "must be array",
     );
 }
 
