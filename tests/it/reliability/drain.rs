@@ -434,6 +434,7 @@ async fn a_drained_admitter_hands_its_sales_to_another_replica_at_once() {
 #[tokio::test]
 async fn during_the_drain_delay_new_connections_are_answered_then_the_port_closes() {
     let mut config = config();
+    config.ledger.url = fresh_database().await;
     config.http.drain_delay_secs = 3;
     let mut sluice = SluiceProcess::start(config, "").await;
     sluice.signal("TERM");
