@@ -52,9 +52,10 @@ type Answer =
     Pin<Box<dyn Future<Output = Result<hyper::Response<ResponseBody>, Infallible>> + Send>>;
 
 /// After a drain starts, how long an HTTP/1.1 connection is still served (each answer telling
-/// the client `Connection: close`) before it is closed once idle: a client that sent its next
-/// request on a kept-alive connection just as the drain began gets its answer, not a closed
-/// connection.
+/// the client `Connection: close`) before it is closed once idle, and how long a connection
+/// that has sent nothing yet is waited for: a client that sent its next request on a kept-alive
+/// connection, or its first on a new one, just as the drain began gets its answer, not a
+/// closed connection.
 const HTTP1_DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 /// What a connection needs besides its socket: shared by all of them.
@@ -201,12 +202,27 @@ async fn connection(stream: TcpStream, remote: SocketAddr, serving: Serving) {
         drain,
     } = serving;
     let _ = stream.set_nodelay(true);
-    let sniffed = match idle_timeout {
-        Some(limit) => tokio::time::timeout(limit, sniff(&stream))
-            .await
-            .ok()
-            .flatten(),
-        None => sniff(&stream).await,
+    let sniffing = async {
+        match idle_timeout {
+            Some(limit) => tokio::time::timeout(limit, sniff(&stream))
+                .await
+                .ok()
+                .flatten(),
+            None => sniff(&stream).await,
+        }
+    };
+    // A connection that has sent nothing a grace after the drain began is closed, as an idle
+    // kept-alive one is: HTTP clients open connections they may never use (a browser's
+    // preconnect, the loser of a client pool's race to connect), and one left waiting would
+    // hold the drain for the whole idle timeout, past the shutdown bound.
+    let mut draining = drain.clone();
+    let drained = async {
+        drain::started(&mut draining).await;
+        tokio::time::sleep(HTTP1_DRAIN_GRACE).await;
+    };
+    let sniffed = tokio::select! {
+        sniffed = sniffing => sniffed,
+        _ = drained => None,
     };
     let Some(protocol) = sniffed else {
         return;

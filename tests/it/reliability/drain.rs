@@ -479,3 +479,23 @@ async fn during_the_drain_delay_new_connections_are_answered_then_the_port_close
         "the port is closed once the process is gone: {after:?}"
     );
 }
+
+/// A connection opened and never used (a browser's preconnect, the loser of a client pool's
+/// race to connect) does not hold the drain: the process stops without waiting out the shutdown
+/// bound (10 s here; the idle timeout is 60 s).
+#[tokio::test]
+async fn a_connection_that_never_sent_a_byte_does_not_hold_the_drain() {
+    let mut config = config();
+    config.ledger.url = fresh_database().await;
+    let mut sluice = SluiceProcess::start(config, "").await;
+    let addr = sluice.base.trim_start_matches("http://").to_owned();
+    let _silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (status, _) = sluice.terminate(BOUND).await.expect("exits by itself");
+    assert!(status.success());
+    assert!(
+        !sluice.logs().contains("cut off"),
+        "the drain waited for the silent connection: {}",
+        sluice.logs()
+    );
+}
