@@ -88,7 +88,10 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => sluice::server::start(config).await?.wait().await,
+        Command::Serve => {
+            let signals = sluice::server::StopSignals::listen()?;
+            sluice::server::start(config).await?.wait(signals).await
+        }
         Command::Migrate => {
             let ledger = sluice::ledger::from_config(&config)?;
             ledger.migrate().await?;

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpSocket};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
@@ -115,16 +116,31 @@ impl Running {
 
     /// Serves until the process is asked to stop (SIGTERM, as from Kubernetes or `docker
     /// stop`, or SIGINT / Ctrl-C), then drains ([`Running::stop`]).
-    pub async fn wait(self) -> anyhow::Result<()> {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    pub async fn wait(self, mut signals: StopSignals) -> anyhow::Result<()> {
         let signal = tokio::select! {
-            _ = terminate.recv() => "SIGTERM",
-            interrupted = tokio::signal::ctrl_c() => { interrupted?; "SIGINT" }
+            _ = signals.terminate.recv() => "SIGTERM",
+            _ = signals.interrupt.recv() => "SIGINT",
         };
         tracing::info!(signal, "draining");
         self.stop().await;
         Ok(())
+    }
+}
+
+/// SIGTERM and SIGINT, listened for from before the process starts serving: one that arrives
+/// while it starts is kept for [`Running::wait`] (which drains at once), where the signal's
+/// default action would have ended the process there and then, with no drain and not exit 0.
+pub struct StopSignals {
+    terminate: Signal,
+    interrupt: Signal,
+}
+
+impl StopSignals {
+    pub fn listen() -> std::io::Result<Self> {
+        Ok(StopSignals {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+        })
     }
 }
 

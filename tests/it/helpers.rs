@@ -1063,7 +1063,14 @@ pub struct SluiceProcess {
 }
 
 impl SluiceProcess {
-    pub async fn start(mut config: Config, rust_log: &str) -> SluiceProcess {
+    pub async fn start(config: Config, rust_log: &str) -> SluiceProcess {
+        let process = SluiceProcess::launch(config, rust_log);
+        process.until_ready().await;
+        process
+    }
+
+    /// Starts the binary and returns at once, while it starts.
+    pub fn launch(mut config: Config, rust_log: &str) -> SluiceProcess {
         let port = free_port();
         config.http.listen = format!("127.0.0.1:{port}").parse().unwrap();
         let dir =
@@ -1078,12 +1085,17 @@ impl SluiceProcess {
             config_file,
             child: None,
         };
-        process.spawn(rust_log).await;
+        process.start_child(rust_log);
         process
     }
 
     /// Starts the binary (again) and waits until it answers ready.
     pub async fn spawn(&mut self, rust_log: &str) {
+        self.start_child(rust_log);
+        self.until_ready().await;
+    }
+
+    fn start_child(&mut self, rust_log: &str) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -1102,6 +1114,9 @@ impl SluiceProcess {
             .spawn()
             .expect("the sluice binary");
         self.child = Some(child);
+    }
+
+    async fn until_ready(&self) {
         let ready = format!("{}/health/ready", self.base);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {

@@ -499,3 +499,20 @@ async fn a_connection_that_never_sent_a_byte_does_not_hold_the_drain() {
         sluice.logs()
     );
 }
+
+/// SIGTERM while the process starts (a rolling update that changes its mind, a quick Ctrl-C)
+/// is not lost and does not kill it: it finishes starting, drains and exits 0.
+#[tokio::test]
+async fn a_sigterm_while_starting_drains_and_exits_0() {
+    let mut config = config();
+    config.ledger.url = fresh_database().await;
+    let mut sluice = SluiceProcess::launch(config, "");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (status, _) = sluice.terminate(BOUND).await.expect("exits by itself");
+    assert!(
+        status.success(),
+        "exit 0, not ended by the signal: {status:?}: {}",
+        sluice.logs()
+    );
+    assert!(sluice.logs().contains("draining"), "{}", sluice.logs());
+}
