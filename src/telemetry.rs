@@ -74,7 +74,7 @@ fn describe() {
     );
     describe_counter!(
         "sluice_status_store_calls_total",
-        "Queue-store calls made for status answers, by call: lookup, refresh (of a replica's view of the queue), renumbered (a view reading what a lottery's draw made of each place)"
+        "Queue-store calls made for status answers, by call: lookup, refresh (of a replica's view of the queue), seen (signs of life past one refresh's share), renumbered (a view reading what a lottery's draw made of each place)"
     );
     describe_counter!(
         "sluice_queue_signs_of_life_total",

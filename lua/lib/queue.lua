@@ -13,10 +13,10 @@
 --              only the ones it has not seen
 --   meta.epoch the line's numbering: new when the sale's keys are first written and when the
 --              lottery renumbers everyone; a serial means a place only within one epoch
---   meta.drawing, draw_from, draw_to, draw_cursor, drawn, draw_started_ms, draw_seed: a lottery's draw
---              while it is made (lua/lottery.lua, with <base>:lottery, :lottery_slots and
---              :lottery_seen); meta.renumbered with <base>:renumbered, drawn_at_ms and
---              draw_took_ms: what it made, once it is
+--   meta.drawing, draw_from, draw_to, draw_cursor, drawn, draw_started_ms, draw_seed: a
+--              lottery's draw while it is made (lua/lottery.lua, with <base>:lottery,
+--              :lottery_slots and :lottery_seen); meta.renumbered with <base>:renumbered,
+--              drawn_at_ms and draw_took_ms: what it made, once it is
 -- Small hashes are listpacks in Redis (up to hash-max-listpack-entries, 128, and values up to
 -- hash-max-listpack-value, 64 bytes): ~20 bytes an entry instead of ~100 for a hash-table
 -- entry. User ids up to 64 characters keep a bucket a listpack; longer ones still work, at

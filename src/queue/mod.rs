@@ -22,8 +22,8 @@
 //!   a retried or replayed change is applied once (`lua/apply_sync.lua`);
 //! - `seen`: sorted set, waiting serial → last sign of life (ms), only when abandonment is on;
 //!   `abandoned`: attempts that lost their place that way (their status says so);
-//! - `lottery`, `lottery_slots`, `lottery_seen`, and `meta.drawing` with its range and seed: a lottery
-//!   sale's draw while it is made, a step a call (`lua/lottery.lua`), gone once it is;
+//! - `lottery`, `lottery_slots`, `lottery_seen`, and `meta.drawing` with its range and seed: a
+//!   lottery sale's draw while it is made, a step a call (`lua/lottery.lua`), gone once it is;
 //! - `lease`, `fence`: who admits for the sale (one admitter across replicas);
 //! - `controller`: the adaptive controller's state as JSON, expiring unless its admitter renews it.
 //!

@@ -79,7 +79,7 @@ pub async fn serve(
     routes: BoxEndpoint<'static, Response>,
     idle_timeout: Option<Duration>,
     accept_for: Duration,
-    mut drain: watch::Receiver<bool>,
+    drain: watch::Receiver<bool>,
 ) {
     let local = match listener.local_addr() {
         Ok(local) => local,
@@ -102,10 +102,7 @@ pub async fn serve(
         });
     };
     // Made once: the delay runs from the drain's start, not from the last connection taken.
-    let mut closing = std::pin::pin!(async {
-        drain::started(&mut drain).await;
-        tokio::time::sleep(accept_for).await;
-    });
+    let mut closing = std::pin::pin!(drained_for(drain, accept_for));
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -215,14 +212,9 @@ async fn connection(stream: TcpStream, remote: SocketAddr, serving: Serving) {
     // kept-alive one is: HTTP clients open connections they may never use (a browser's
     // preconnect, the loser of a client pool's race to connect), and one left waiting would
     // hold the drain for the whole idle timeout, past the shutdown bound.
-    let mut draining = drain.clone();
-    let drained = async {
-        drain::started(&mut draining).await;
-        tokio::time::sleep(HTTP1_DRAIN_GRACE).await;
-    };
     let sniffed = tokio::select! {
         sniffed = sniffing => sniffed,
-        _ = drained => None,
+        _ = drained_for(drain.clone(), HTTP1_DRAIN_GRACE) => None,
     };
     let Some(protocol) = sniffed else {
         return;
@@ -269,7 +261,7 @@ async fn connection(stream: TcpStream, remote: SocketAddr, serving: Serving) {
 /// HTTP/2 sends GOAWAY and finishes its streams) and serves it to its end still.
 async fn until_drained<C, T, E>(
     conn: C,
-    mut drain: watch::Receiver<bool>,
+    drain: watch::Receiver<bool>,
     grace: Duration,
     shutdown: impl FnOnce(Pin<&mut C>),
 ) -> Result<T, E>
@@ -277,16 +269,18 @@ where
     C: Future<Output = Result<T, E>>,
 {
     let mut conn = std::pin::pin!(conn);
-    let drained = async {
-        drain::started(&mut drain).await;
-        tokio::time::sleep(grace).await;
-    };
     tokio::select! {
         served = conn.as_mut() => return served,
-        _ = drained => {}
+        _ = drained_for(drain, grace) => {}
     }
     shutdown(conn.as_mut());
     conn.await
+}
+
+/// Resolves `after` the drain began (never if the process does not drain).
+async fn drained_for(mut drain: watch::Receiver<bool>, after: Duration) {
+    drain::started(&mut drain).await;
+    tokio::time::sleep(after).await;
 }
 
 /// HTTP/2 as poem's server set it up: no limit on concurrent streams (hyper's default is 200,

@@ -128,8 +128,8 @@ impl Running {
 }
 
 /// SIGTERM and SIGINT, listened for from before the process starts serving: one that arrives
-/// while it starts is kept for [`Running::wait`] (which drains at once), where the signal's
-/// default action would have ended the process there and then, with no drain and not exit 0.
+/// while it starts is kept for [`Running::wait`], which drains at once (unlistened, a signal's
+/// default action ends the process there and then, with no drain and not exit 0).
 pub struct StopSignals {
     terminate: Signal,
     interrupt: Signal,

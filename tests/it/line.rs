@@ -632,7 +632,7 @@ async fn signs_of_life_past_one_calls_share_go_in_calls_of_their_own(backend: Ba
 /// A waiting user who asks again and again within a third of the abandonment time has one sign
 /// of life sent to the store, not one an answer: twenty users polling three times in quick
 /// succession (under a window of 1 s: abandonment 3 s, refreshes every 200 ms) are sent at most
-/// twice each (their rounds may straddle two windows), where every answer was sent before.
+/// twice each (their rounds may straddle two windows), not once an answer (60).
 async fn a_waiting_users_sign_of_life_is_sent_once_a_window(backend: Backend) {
     let t = spawn(backend, 3).await;
     let sale = paused_sale(&t, json!({})).await;
