@@ -80,18 +80,17 @@ enum EventsCommand {
 async fn main() -> anyhow::Result<()> {
     sluice::telemetry::init_tracing();
     let cli = Cli::parse();
-    let config = match sluice::secrets::load(cli.config.as_deref()) {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("sluice: {e}");
-            std::process::exit(2);
-        }
-    };
-    match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => {
-            let signals = sluice::server::StopSignals::listen()?;
-            sluice::server::start(config).await?.wait(signals).await
-        }
+    let command = cli.command.unwrap_or(Command::Serve);
+    if let Command::Serve = command {
+        // Listened for before the configuration loads (where secrets may be generated and
+        // written), so a SIGTERM from the first moment on drains rather than kills.
+        let signals = sluice::server::StopSignals::listen()?;
+        let config = load_config(cli.config.as_deref());
+        return sluice::server::start(config).await?.wait(signals).await;
+    }
+    let config = load_config(cli.config.as_deref());
+    match command {
+        Command::Serve => unreachable!("served above"),
         Command::Migrate => {
             let ledger = sluice::ledger::from_config(&config)?;
             ledger.migrate().await?;
@@ -159,6 +158,17 @@ async fn main() -> anyhow::Result<()> {
             let tokens = sluice::auth::UserTokens::from_config(&config.auth)?;
             println!("{}", tokens.mint(&user, ttl_secs)?);
             Ok(())
+        }
+    }
+}
+
+/// The configuration, or the process ends with status 2 and the reason.
+fn load_config(path: Option<&std::path::Path>) -> sluice::config::Config {
+    match sluice::secrets::load(path) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("sluice: {e}");
+            std::process::exit(2);
         }
     }
 }
