@@ -9,13 +9,18 @@ use std::cell::Cell;
 use std::future::Future;
 use std::time::Duration;
 
+use tokio::task::futures::TaskLocalFuture;
+
 tokio::task_local! {
     static LEFT: Cell<Duration>;
 }
 
-/// Runs `request` with `budget` for all its queue-store calls.
-pub async fn within<F: Future>(budget: Duration, request: F) -> F::Output {
-    LEFT.scope(Cell::new(budget), request).await
+/// Runs `request` with `budget` for all its queue-store calls. The task-local future itself,
+/// not an `async fn` awaiting it: such a future holds `request` twice over (the argument and
+/// the scope it is moved into), and every request's future, through all the middleware
+/// around it, grew by that much.
+pub fn within<F: Future>(budget: Duration, request: F) -> TaskLocalFuture<Cell<Duration>, F> {
+    LEFT.scope(Cell::new(budget), request)
 }
 
 /// What the next call may take: what is left of the request's budget, at most `timeout`.
@@ -45,5 +50,21 @@ mod tests {
         })
         .await;
         assert_eq!(left(timeout), timeout);
+    }
+
+    #[test]
+    fn the_budget_adds_next_to_nothing_to_the_request_s_future() {
+        let request = async {
+            let state = [7u8; 4096];
+            tokio::task::yield_now().await;
+            std::hint::black_box(&state);
+        };
+        let alone = std::mem::size_of_val(&request);
+        let with_budget = within(Duration::from_secs(1), request);
+        assert!(
+            std::mem::size_of_val(&with_budget) <= alone + 64,
+            "{alone} bytes alone, {} within the budget",
+            std::mem::size_of_val(&with_budget)
+        );
     }
 }
