@@ -16,9 +16,8 @@ tokio::task_local! {
 }
 
 /// Runs `request` with `budget` for all its queue-store calls. The task-local future itself,
-/// not an `async fn` awaiting it: such a future holds `request` twice over (the argument and
-/// the scope it is moved into), and every request's future, through all the middleware
-/// around it, grew by that much.
+/// not an `async fn` awaiting it: that would hold `request` twice (the argument and the
+/// scope it is moved into), and so would every request's future under the middleware.
 pub fn within<F: Future>(budget: Duration, request: F) -> TaskLocalFuture<Cell<Duration>, F> {
     LEFT.scope(Cell::new(budget), request)
 }
