@@ -44,7 +44,8 @@ pub(crate) async fn change_sale<T: LedgerTx + ?Sized>(
     change: SaleChange<'_>,
     audit: Option<&Audit<'_, SaleRecord>>,
 ) -> LedgerResult<SaleRecord> {
-    tx.lock_sale_status(id)
+    let previous = tx
+        .lock_sale_status(id)
         .await?
         .ok_or(LedgerError::NotFound)?;
     let before = match audit {
@@ -52,7 +53,7 @@ pub(crate) async fn change_sale<T: LedgerTx + ?Sized>(
         None => None,
     };
     match change {
-        SaleChange::Status(status) => set_sale_status(tx, id, status).await?,
+        SaleChange::Status(status) => set_sale_status(tx, id, &previous, status).await?,
         SaleChange::Admission(admission) => tx.write_admission(id, admission).await?,
         SaleChange::ProofOfWork(pow) => tx.write_proof_of_work(id, pow).await?,
         SaleChange::Stock(stock) => change_stock(tx, id, stock).await?,
@@ -66,23 +67,21 @@ pub(crate) async fn change_sale<T: LedgerTx + ?Sized>(
     Ok(after)
 }
 
-/// Moves a sale to `status`, with its event when it changes. A closed sale stays closed:
-/// closing is final for every attempt's expectations.
-pub(crate) async fn set_sale_status<T: LedgerTx + ?Sized>(
+/// Moves a sale, locked by the caller in the `previous` status, to `status`, with its event
+/// when it changes. A closed sale stays closed: closing is final for every attempt's
+/// expectations.
+async fn set_sale_status<T: LedgerTx + ?Sized>(
     tx: &mut T,
     id: SaleId,
+    previous: &str,
     status: SaleStatus,
 ) -> LedgerResult<()> {
-    let previous = tx
-        .lock_sale_status(id)
-        .await?
-        .ok_or(LedgerError::NotFound)?;
     if previous == SaleStatus::Closed.as_str() && status != SaleStatus::Closed {
         return Err(LedgerError::SaleClosed);
     }
     if previous != status.as_str() {
         tx.write_sale_status(id, status).await?;
-        tx.insert_event(&DomainEvent::sale_status(id, &previous, status))
+        tx.insert_event(&DomainEvent::sale_status(id, previous, status))
             .await?;
     }
     Ok(())
