@@ -80,25 +80,25 @@ enum EventsCommand {
 async fn main() -> anyhow::Result<()> {
     sluice::telemetry::init_tracing();
     let cli = Cli::parse();
-    let command = cli.command.unwrap_or(Command::Serve);
-    if let Command::Serve = command {
-        // Listened for before the configuration loads (where secrets may be generated and
-        // written), so a SIGTERM from the first moment on drains rather than kills.
-        let signals = sluice::server::StopSignals::listen()?;
-        let config = load_config(cli.config.as_deref());
-        return sluice::server::start(config).await?.wait(signals).await;
-    }
-    let config = load_config(cli.config.as_deref());
-    match command {
-        Command::Serve => unreachable!("served above"),
+    let path = cli.config.as_deref();
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => {
+            // Listened for before the configuration loads (where secrets may be generated and
+            // written), so a SIGTERM from the first moment on drains rather than kills.
+            let signals = sluice::server::StopSignals::listen()?;
+            sluice::server::start(load_config(path))
+                .await?
+                .wait(signals)
+                .await
+        }
         Command::Migrate => {
-            let ledger = sluice::ledger::from_config(&config)?;
+            let ledger = sluice::ledger::from_config(&load_config(path))?;
             ledger.migrate().await?;
             println!("ledger migrated");
             Ok(())
         }
         Command::Reconcile { sale } => {
-            let app = sluice::service::App::build(config)?;
+            let app = sluice::service::App::build(load_config(path))?;
             let sales = match sale {
                 Some(id) => vec![sluice::domain::SaleId::parse(&id)?],
                 None => app
@@ -132,6 +132,7 @@ async fn main() -> anyhow::Result<()> {
                     idle_secs,
                 },
         } => {
+            let config = load_config(path);
             let brokers = brokers.unwrap_or_else(|| config.events.kafka_brokers.clone());
             anyhow::ensure!(
                 !brokers.is_empty(),
@@ -149,13 +150,13 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Openapi => {
-            let app = sluice::service::App::build(config)?;
+            let app = sluice::service::App::build(load_config(path))?;
             println!("{}", sluice::api::document(&app));
             Ok(())
         }
         Command::DevToken { user_id, ttl_secs } => {
             let user = UserId::parse(&user_id)?;
-            let tokens = sluice::auth::UserTokens::from_config(&config.auth)?;
+            let tokens = sluice::auth::UserTokens::from_config(&load_config(path).auth)?;
             println!("{}", tokens.mint(&user, ttl_secs)?);
             Ok(())
         }
