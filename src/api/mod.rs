@@ -13,6 +13,7 @@ mod operators;
 mod ops;
 mod page;
 pub mod problem;
+mod request_metrics;
 mod sales;
 mod sandbox;
 mod security;
@@ -330,11 +331,7 @@ async fn measure<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response
         Err(err) => (err.status(), err.data::<OperationId>().map(|o| o.0)),
     };
     let operation = operation.unwrap_or("other");
-    metrics::counter!("sluice_http_requests_total",
-        "operation" => operation, "method" => method.to_string(), "status" => status.as_u16().to_string())
-    .increment(1);
-    metrics::histogram!("sluice_http_request_duration_seconds", "operation" => operation)
-        .record(elapsed.as_secs_f64());
+    request_metrics::record(operation, &method, status, elapsed.as_secs_f64());
     let path = uri.path();
     let status = status.as_u16();
     let ms = elapsed.as_secs_f64() * 1000.0;
