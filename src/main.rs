@@ -1,5 +1,6 @@
 //! The `sluice` command.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
@@ -94,8 +95,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Migrate => {
             let ledger = sluice::ledger::from_config(&load_config(path))?;
             ledger.migrate().await?;
-            println!("ledger migrated");
-            Ok(())
+            say("ledger migrated")
         }
         Command::Reconcile { sale } => {
             let app = sluice::service::App::build(load_config(path))?;
@@ -111,14 +111,12 @@ async fn main() -> anyhow::Result<()> {
             };
             for id in sales {
                 let found = sluice::service::sales::restore_in_queue(&app, id, true).await?;
-                println!(
-                    "{id}: {}",
-                    if found {
-                        "rebuilt from the ledger"
-                    } else {
-                        "no such sale"
-                    }
-                );
+                let outcome = if found {
+                    "rebuilt from the ledger"
+                } else {
+                    "no such sale"
+                };
+                say(format_args!("{id}: {outcome}"))?;
             }
             Ok(())
         }
@@ -151,15 +149,22 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Openapi => {
             let app = sluice::service::App::build(load_config(path))?;
-            println!("{}", sluice::api::document(&app));
-            Ok(())
+            say(sluice::api::document(&app))
         }
         Command::DevToken { user_id, ttl_secs } => {
             let user = UserId::parse(&user_id)?;
             let tokens = sluice::auth::UserTokens::from_config(&load_config(path).auth)?;
-            println!("{}", tokens.mint(&user, ttl_secs)?);
-            Ok(())
+            say(tokens.mint(&user, ttl_secs)?)
         }
+    }
+}
+
+/// Prints one line. A reader that went away (`sluice openapi | head`) is not an error: the
+/// rest of the output is not wanted, and the command's work stands.
+fn say(line: impl std::fmt::Display) -> anyhow::Result<()> {
+    match writeln!(std::io::stdout().lock(), "{line}") {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => Ok(written?),
     }
 }
 

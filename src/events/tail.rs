@@ -84,7 +84,11 @@ pub async fn tail(options: TailOptions, out: &mut impl Write) -> anyhow::Result<
         let event: serde_json::Value = serde_json::from_slice(payload)?;
         let id = event["id"].as_str().unwrap_or_default().to_owned();
         if seen.first(&id) {
-            writeln!(out, "{event}")?;
+            match writeln!(out, "{event}") {
+                // The reader went away (`sluice events tail | head`): nothing to tail for.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(printed),
+                written => written?,
+            }
             printed += 1;
         }
         consumer.commit_message(&message, CommitMode::Async)?;

@@ -85,7 +85,33 @@ async fn a_lifecycle_s_events_arrive_in_kafka_in_order_once() {
         names,
         HashSet::from(["event-id", "event-type", "schema-version"])
     );
+
+    // The reference consumer piped into a reader that went away (`sluice events tail | head`)
+    // stops at its first line, without an error.
+    let options = sluice::events::tail::TailOptions {
+        brokers: kafka_brokers(),
+        topic: topic.clone(),
+        group: format!("closed-{}", uuid::Uuid::new_v4().simple()),
+        from_beginning: true,
+        max: None,
+        idle: Some(Duration::from_secs(20)),
+    };
+    let printed = sluice::events::tail::tail(options, &mut ClosedPipe).await;
+    assert_eq!(printed.expect("a reader that went away is not an error"), 0);
     t.stop().await;
+}
+
+/// Output whose reader went away: every write fails as on a closed pipe.
+struct ClosedPipe;
+
+impl std::io::Write for ClosedPipe {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        Err(std::io::ErrorKind::BrokenPipe.into())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[tokio::test]
