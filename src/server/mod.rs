@@ -48,7 +48,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             .await
             .map_err(|e| anyhow::anyhow!("migrating the ledger ({}): {e}", ledger_name(&app)))?;
     }
-    let listener = listen(app.config.http.listen)?;
+    let listen_on = app.config.http.listen;
+    let listener = listen(listen_on)
+        .map_err(|e| anyhow::anyhow!("listening on {listen_on} (http.listen): {e}"))?;
     let addr = listener.local_addr()?;
     let routes = crate::api::routes(app.clone());
     let idle_timeout = app.config.http_idle_timeout();

@@ -1,7 +1,7 @@
 //! The HTTP server itself (src/server/http.rs): one port for HTTP/1.1 and HTTP/2 with prior
 //! knowledge, the protocol told by a peek at the first bytes; many status streams over one
 //! HTTP/2 connection, as an HTTP/2 proxy carries them; the idle timeout; a burst of new
-//! connections queued by the kernel until the process accepts them.
+//! connections queued by the kernel until the process accepts them; an address in use.
 
 use std::time::Duration;
 
@@ -89,6 +89,27 @@ async fn one_port_speaks_http1_and_http2_and_carries_many_streams_on_one_connect
 /// With `http.idle_timeout_secs` at 1: a connection that sends nothing, one that sends half a
 /// request head, and one left idle after its answer are each closed; a status stream, whose
 /// events come seconds apart, is not.
+/// A second sluice on an address in use says which address, and where it is configured.
+#[tokio::test]
+async fn an_address_in_use_is_named_in_the_start_up_error() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let mut config = test_config();
+    config.queue.url = String::new();
+    config.ledger.url = String::new();
+    config.embedded.data_dir =
+        std::env::temp_dir().join(format!("sluice-test-{}", uuid::Uuid::new_v4().simple()));
+    config.http.listen = addr;
+    let error = match sluice::server::start(config).await {
+        Ok(_) => panic!("sluice started on {addr}, which is in use"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        error.contains(&format!("listening on {addr} (http.listen)")) && error.contains("in use"),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn idle_and_half_sent_connections_are_closed_and_status_streams_are_not() {
     let t = TestApp::spawn_with(|c| c.http.idle_timeout_secs = 1).await;
