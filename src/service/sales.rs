@@ -26,9 +26,14 @@ pub async fn create(app: &App, new: NewSale, audit: &SaleAudit<'_>) -> ServiceRe
     let record = SaleRecord { sale, remaining };
     let entry = audit.entry(&Target::Sale(record.sale.id), None, Some(&record));
     app.ledger.create_sale(&record.sale, Some(&entry)).await?;
-    app.queue
-        .init_sale(&record.sale, &SaleSnapshot::fresh(&record.sale), false)
-        .await?;
+    // The sale exists from here on: the ledger is its truth, and the queue store is built from
+    // it. A store that fails now gets the sale at its first join or status
+    // (`restore_in_queue`); answering an error instead would have a retry make a second sale.
+    let fresh = SaleSnapshot::fresh(&record.sale);
+    if let Err(e) = app.queue.init_sale(&record.sale, &fresh, false).await {
+        tracing::warn!(sale = %record.sale.id, error = %e,
+            "the new sale is not in the queue store yet: its first join puts it there");
+    }
     Ok(record)
 }
 

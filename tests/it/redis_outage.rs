@@ -1,6 +1,6 @@
-//! Redis stops mid-sale: answers are a quick 503 with Retry-After, never a hang; when Redis is
-//! back the service recovers by itself. Uses a private redis-server so other tests are not
-//! disturbed.
+//! Redis stops mid-sale: answers are a quick 503 with Retry-After, never a hang (a sale is
+//! still created: the ledger has it); when Redis is back the service recovers by itself. Uses
+//! a private redis-server so other tests are not disturbed.
 
 use std::time::{Duration, Instant};
 
@@ -61,6 +61,9 @@ async fn redis_down_answers_503_quickly_and_recovers() {
     assert!(slowest < Duration::from_millis(200), "503 took {slowest:?}");
     let ready = t.http.get(t.url("/health/ready")).send().await.unwrap();
     assert_eq!(ready.status(), 503);
+    // A sale created meanwhile is created (the ledger has it): an error here would have the
+    // operator's retry make a second one. The queue store gets it at its first join.
+    let created_meanwhile = t.create_sale(json!({})).await;
 
     // Back: the same port, an empty Redis (its data is gone, as after a failover without
     // persistence). The service reconnects by itself and rebuilds the sale from the ledger.
@@ -84,6 +87,8 @@ async fn redis_down_answers_503_quickly_and_recovers() {
     }
     let ready = t.http.get(t.url("/health/ready")).send().await.unwrap();
     assert_eq!(ready.status(), 200);
+    let first = t.join(&created_meanwhile, "grace").await;
+    assert_eq!(first["position"], 1, "{first}");
     crate::reliability::record(
         "Redis killed mid-sale, back empty",
         &[
