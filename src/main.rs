@@ -93,12 +93,17 @@ async fn main() -> anyhow::Result<()> {
                 .await
         }
         Command::Migrate => {
-            let ledger = sluice::ledger::from_config(&load_config(path))?;
-            ledger.migrate().await?;
+            let config = load_config(path);
+            let ledger = sluice::ledger::from_config(&config)?;
+            sluice::server::migrate_ledger(ledger.as_ref(), &config).await?;
             say("ledger migrated")
         }
         Command::Reconcile { sale } => {
             let app = sluice::service::App::build(load_config(path))?;
+            // As `serve` does: a ledger never served from (a fresh embedded one) has its tables.
+            if app.config.ledger.migrate_on_start {
+                sluice::server::migrate_ledger(app.ledger.as_ref(), &app.config).await?;
+            }
             let sales = match sale {
                 Some(id) => vec![sluice::domain::SaleId::parse(&id)?],
                 None => app
@@ -109,6 +114,9 @@ async fn main() -> anyhow::Result<()> {
                     .map(|p| p.sale)
                     .collect(),
             };
+            if sales.is_empty() {
+                say("no sale is open: nothing to rebuild")?;
+            }
             for id in sales {
                 let found = sluice::service::sales::restore_in_queue(&app, id, true).await?;
                 let outcome = if found {

@@ -10,6 +10,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
+use crate::ledger::Ledger;
 use crate::service::App;
 use crate::workers::Workers;
 
@@ -43,10 +44,7 @@ fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = App::build(config)?;
     if app.config.ledger.migrate_on_start {
-        app.ledger
-            .migrate()
-            .await
-            .map_err(|e| anyhow::anyhow!("migrating the ledger ({}): {e}", ledger_name(&app)))?;
+        migrate_ledger(app.ledger.as_ref(), &app.config).await?;
     }
     let listen_on = app.config.http.listen;
     let listener = listen(listen_on)
@@ -72,7 +70,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         (false, true) => "redis cluster",
     };
     // The instance id names this process as a sale's admitter (getAdmission's `admitter`).
-    tracing::info!(%addr, ledger = %ledger_name(&app), queue, instance = %app.instance_id, "sluice is serving");
+    tracing::info!(%addr, ledger = %ledger_name(&app.config), queue, instance = %app.instance_id, "sluice is serving");
     if app.config.ledger_is_embedded() {
         tracing::info!(
             admin_key = %app.config.auth.admin_key,
@@ -146,16 +144,25 @@ impl StopSignals {
     }
 }
 
-fn ledger_name(app: &App) -> String {
-    if app.config.ledger_is_embedded() {
-        app.config
+/// Applies the ledger's pending migrations; an error names the ledger.
+pub async fn migrate_ledger(ledger: &dyn Ledger, config: &Config) -> anyhow::Result<()> {
+    ledger
+        .migrate()
+        .await
+        .map_err(|e| anyhow::anyhow!("migrating the ledger ({}): {e}", ledger_name(config)))
+}
+
+/// The ledger for messages: the embedded database's file, or the URL without its password.
+fn ledger_name(config: &Config) -> String {
+    if config.ledger_is_embedded() {
+        config
             .embedded
             .data_dir
             .join("sluice.db")
             .display()
             .to_string()
     } else {
-        redact(&app.config.ledger.url)
+        redact(&config.ledger.url)
     }
 }
 
