@@ -3,12 +3,16 @@
 //! The recorder is process-global, so it is installed once and its handle shared: several
 //! apps in one process (the tests) render the same registry.
 
+mod throttle;
+
 use std::io::IsTerminal;
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::domain::AttemptState;
+
+pub use throttle::Throttle;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 

@@ -4,6 +4,7 @@
 use crate::domain::{AttemptState, Rejected};
 use crate::ledger::LedgerError;
 use crate::queue::QueueError;
+use crate::telemetry::Throttle;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -85,7 +86,10 @@ impl From<QueueError> for ServiceError {
     fn from(e: QueueError) -> Self {
         match e {
             QueueError::Unavailable(detail) => {
-                tracing::warn!(%detail, "queue store unavailable");
+                static WARNED: Throttle = Throttle::new();
+                if let Some(left_out) = WARNED.allow() {
+                    tracing::warn!(%detail, left_out, "queue store unavailable");
+                }
                 ServiceError::Unavailable("the queue store")
             }
             QueueError::Protocol(detail) => ServiceError::Internal(detail),
@@ -97,7 +101,10 @@ impl From<LedgerError> for ServiceError {
     fn from(e: LedgerError) -> Self {
         match e {
             LedgerError::Unavailable(detail) => {
-                tracing::warn!(%detail, "ledger unavailable");
+                static WARNED: Throttle = Throttle::new();
+                if let Some(left_out) = WARNED.allow() {
+                    tracing::warn!(%detail, left_out, "ledger unavailable");
+                }
                 ServiceError::Unavailable("the ledger")
             }
             LedgerError::NotFound => ServiceError::NotFound("attempt"),

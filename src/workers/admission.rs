@@ -18,6 +18,7 @@ use crate::ledger::AdmissionPlan;
 use crate::queue::{AdmitOutcome, Admitted, LotteryDraw};
 use crate::service::App;
 use crate::signals::Round;
+use crate::telemetry::Throttle;
 
 /// Per-sale memory of the loop between ticks.
 #[derive(Default)]
@@ -76,7 +77,11 @@ pub async fn run(app: App, mut rounds: watch::Receiver<Round>) {
         for plan in plans {
             let ticker = tickers.entry(plan.sale).or_default();
             if let Err(e) = admit(&app, &plan, ticker, tick, fresh.as_ref()).await {
-                tracing::warn!(sale = %plan.sale, error = %e, "admission tick failed");
+                // Every sale's tick fails alike while a store is away: one line a second.
+                static WARNED: Throttle = Throttle::new();
+                if let Some(left_out) = WARNED.allow() {
+                    tracing::warn!(sale = %plan.sale, error = %e, left_out, "admission tick failed");
+                }
             }
         }
     }

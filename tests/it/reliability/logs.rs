@@ -1,13 +1,17 @@
 //! What the real binary logs. Secrets never reach the logs: at `debug` level it goes through a
 //! whole purchase, refused credentials and a bad webhook; none of the secrets, nor the tokens
 //! and signatures clients sent, appear in anything it printed. At its default level it logs its
-//! own events, not one line per request (requests are counted).
+//! own events, not one line per request (requests are counted), nor, while Redis is away, one
+//! line per failed request: one a second, with how many it left out.
 
 use reqwest::Method;
 use serde_json::json;
 
+use futures_util::future::join_all;
+
 use crate::helpers::{
-    fresh_database, test_config, SluiceProcess, ADMIN_KEY, USER_SECRET, WEBHOOK_SECRET,
+    free_port, fresh_database, test_config, PrivateRedis, SluiceProcess, ADMIN_KEY, USER_SECRET,
+    WEBHOOK_SECRET,
 };
 
 /// A sale on `sluice` (admin API; paused: nobody is admitted), a user's token, and that
@@ -115,6 +119,78 @@ async fn the_default_level_logs_events_not_requests() {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum();
     assert_eq!(counted, polls as f64, "each poll is counted:\n{metrics}");
+}
+
+/// The `left_out=` counts of the warnings that say `message`, one per line (0 without one).
+fn left_out_counts(logs: &str, message: &str) -> Vec<u64> {
+    let warning = format!(" WARN {message} ");
+    logs.lines()
+        .filter(|line| line.contains(&warning))
+        .map(|line| {
+            let count = line.split_once("left_out=").map_or("", |(_, count)| count);
+            let digits = count.split(|c: char| !c.is_ascii_digit()).next();
+            digits.and_then(|d| d.parse().ok()).unwrap_or(0)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_outage_is_logged_once_a_second_not_once_a_failed_request() {
+    let dir = std::env::temp_dir().join(format!("sluice-redis-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let mut redis = PrivateRedis::start(port, &dir);
+    let mut config = test_config();
+    config.ledger.url = fresh_database().await;
+    config.queue.url = format!("redis://127.0.0.1:{port}");
+    config.queue.timeout_ms = 150;
+    let sluice = SluiceProcess::start(config, "").await;
+    let http = reqwest::Client::new();
+    let (token, _, attempt) = sale_and_attempt(
+        &sluice,
+        &http,
+        json!({"name": "outage", "quantity": 5}),
+        true,
+    )
+    .await;
+
+    redis.stop();
+    // Status without a ticket asks the queue store: every one fails alike, at once.
+    let poll = || async {
+        http.get(format!("{}/v1/attempts/{attempt}", sluice.base))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    };
+    let burst = 200;
+    let statuses = join_all((0..burst).map(|_| poll())).await;
+    assert!(statuses.iter().all(|s| *s == 503), "{statuses:?}");
+    // One more in a later second is logged, with the count of the burst's left out.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(poll().await, 503);
+
+    let logs = sluice.logs();
+    let failed = left_out_counts(&logs, "request failed");
+    assert!(
+        failed.len() < 10,
+        "{} lines for {} failed requests:\n{logs}",
+        failed.len(),
+        burst + 1
+    );
+    assert_eq!(
+        failed.iter().map(|left_out| left_out + 1).sum::<u64>(),
+        burst + 1,
+        "each failed request is logged or counted as left out: {failed:?}"
+    );
+    let unavailable = left_out_counts(&logs, "queue store unavailable");
+    assert!(
+        !unavailable.is_empty() && unavailable.len() < 10,
+        "{unavailable:?}\n{logs}"
+    );
+    drop(redis);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
