@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use crate::domain::SaleId;
 use crate::domain::SaleSnapshot;
 use crate::service::App;
+use crate::telemetry::Throttle;
 
 /// Checks in a row that must find the same store version and ledger snapshot, disagreeing.
 const STANDING: u32 = 2;
@@ -73,7 +74,11 @@ async fn check(app: &App, seen: &mut Seen, versions: &mut Versions) -> anyhow::R
         // sale's: the sales after it are still checked.
         if let Err(e) = check_sale(app, sale, seen, versions, min_standing).await {
             seen.remove(&sale);
-            tracing::warn!(%sale, error = %e, "drift check of a sale failed");
+            // Every sale's check fails alike while a store is away: one line a second.
+            static WARNED: Throttle = Throttle::new();
+            if let Some(left_out) = WARNED.allow() {
+                tracing::warn!(%sale, error = %e, left_out, "drift check of a sale failed");
+            }
         }
     }
     Ok(())
