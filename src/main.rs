@@ -101,9 +101,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Reconcile { sale } => {
             let app = sluice::service::App::build(load_config(path))?;
             // As `serve` does: a ledger never served from (a fresh embedded one) has its tables.
-            if app.config.ledger.migrate_on_start {
-                sluice::server::migrate_ledger(app.ledger.as_ref(), &app.config).await?;
-            }
+            sluice::server::migrate_on_start(&app).await?;
             let sales = match sale {
                 Some(id) => vec![sluice::domain::SaleId::parse(&id)?],
                 None => app

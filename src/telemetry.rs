@@ -12,7 +12,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::domain::AttemptState;
 
-pub use throttle::Throttle;
+pub(crate) use throttle::{warn_throttled, Throttle};
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 

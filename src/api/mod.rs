@@ -34,7 +34,7 @@ use poem_openapi::{OpenApiService, OperationId, Tags};
 use crate::domain::{AttemptId, SaleId};
 use crate::service::limits::Limited;
 use crate::service::{App, IdempotencyKey, ServiceError};
-use crate::telemetry::Throttle;
+use crate::telemetry::warn_throttled;
 use problem::{problem_response, ApiError};
 
 #[derive(Tags)]
@@ -318,8 +318,8 @@ fn client_ip(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
 
 /// Request count and latency by operation id (bounded label values, unlike raw paths), and
 /// each request's log line. The counters are how requests are watched; the line is `debug`
-/// (a waiting room's polls would flood an `info` log: with one line per request at the default
-/// level, a loaded status endpoint answered a third less), `warn` when the server failed: each
+/// (a waiting room's polls would flood an `info` log, and writing it would slow the answers),
+/// `warn` when the server failed: each
 /// time for an error of its own (500), at most once a second while a store it needs is away
 /// (503: then every request fails alike).
 async fn measure<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
@@ -339,10 +339,7 @@ async fn measure<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response
     let status = status.as_u16();
     let ms = elapsed.as_secs_f64() * 1000.0;
     if status == 503 {
-        static WARNED: Throttle = Throttle::new();
-        if let Some(left_out) = WARNED.allow() {
-            tracing::warn!(%method, path, operation, status, ms, left_out, "request failed");
-        }
+        warn_throttled!(%method, path, operation, status, ms, "request failed");
     } else if status >= 500 {
         tracing::warn!(%method, path, operation, status, ms, "request failed");
     } else {

@@ -43,9 +43,7 @@ fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
 
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = App::build(config)?;
-    if app.config.ledger.migrate_on_start {
-        migrate_ledger(app.ledger.as_ref(), &app.config).await?;
-    }
+    migrate_on_start(&app).await?;
     let listen_on = app.config.http.listen;
     let listener = listen(listen_on)
         .map_err(|e| anyhow::anyhow!("listening on {listen_on} (http.listen): {e}"))?;
@@ -142,6 +140,15 @@ impl StopSignals {
             interrupt: signal(SignalKind::interrupt())?,
         })
     }
+}
+
+/// Applies the ledger's pending migrations when `ledger.migrate_on_start` says to: before
+/// serving, and before a one-shot command that reads the ledger.
+pub async fn migrate_on_start(app: &App) -> anyhow::Result<()> {
+    if app.config.ledger.migrate_on_start {
+        migrate_ledger(app.ledger.as_ref(), &app.config).await?;
+    }
+    Ok(())
 }
 
 /// Applies the ledger's pending migrations; an error names the ledger.

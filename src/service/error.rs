@@ -4,7 +4,7 @@
 use crate::domain::{AttemptState, Rejected};
 use crate::ledger::LedgerError;
 use crate::queue::QueueError;
-use crate::telemetry::Throttle;
+use crate::telemetry::warn_throttled;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -86,10 +86,7 @@ impl From<QueueError> for ServiceError {
     fn from(e: QueueError) -> Self {
         match e {
             QueueError::Unavailable(detail) => {
-                static WARNED: Throttle = Throttle::new();
-                if let Some(left_out) = WARNED.allow() {
-                    tracing::warn!(%detail, left_out, "queue store unavailable");
-                }
+                warn_throttled!(%detail, "queue store unavailable");
                 ServiceError::Unavailable("the queue store")
             }
             QueueError::Protocol(detail) => ServiceError::Internal(detail),
@@ -101,10 +98,7 @@ impl From<LedgerError> for ServiceError {
     fn from(e: LedgerError) -> Self {
         match e {
             LedgerError::Unavailable(detail) => {
-                static WARNED: Throttle = Throttle::new();
-                if let Some(left_out) = WARNED.allow() {
-                    tracing::warn!(%detail, left_out, "ledger unavailable");
-                }
+                warn_throttled!(%detail, "ledger unavailable");
                 ServiceError::Unavailable("the ledger")
             }
             LedgerError::NotFound => ServiceError::NotFound("attempt"),

@@ -10,7 +10,7 @@
 
 use super::App;
 use crate::ledger::Applied;
-use crate::telemetry::Throttle;
+use crate::telemetry::warn_throttled;
 
 /// Brings the queue store in line with committed transitions (the fast path).
 /// For several attempts (a reaper's batch), marking the changes applied in one ledger write.
@@ -23,10 +23,7 @@ pub(super) async fn sync_queue_all(app: &App, applied: &[Applied]) {
             Err(e) => {
                 metrics::counter!("sluice_queue_sync_errors_total").increment(1);
                 // Every transition's sync fails alike while the store is away.
-                static WARNED: Throttle = Throttle::new();
-                if let Some(left_out) = WARNED.allow() {
-                    tracing::warn!(attempt = %sync.attempt, change = sync.change.as_str(), error = %e, left_out, "queue store not updated after a ledger transition: the queue-sync worker retries it");
-                }
+                warn_throttled!(attempt = %sync.attempt, change = sync.change.as_str(), error = %e, "queue store not updated after a ledger transition: the queue-sync worker retries it");
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Warnings that an outage would repeat once per request: while Redis or the database is away
 //! every request fails alike, and a line for each would flood the log (and cost the CPU of
 //! writing it) when the counters already count them. The first of each second is logged, with
-//! how many were left out since the one before.
+//! how many were left out since the one before: [`warn_throttled!`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
@@ -9,6 +9,18 @@ use std::time::Instant;
 
 /// What "this second" counts from.
 static STARTED: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// `tracing::warn!` at most once a second from this call site, with `left_out` added: how many
+/// it left out since the one before.
+macro_rules! warn_throttled {
+    ($($args:tt)+) => {{
+        static THROTTLE: $crate::telemetry::Throttle = $crate::telemetry::Throttle::new();
+        if let Some(left_out) = THROTTLE.allow() {
+            tracing::warn!(left_out, $($args)+);
+        }
+    }};
+}
+pub(crate) use warn_throttled;
 
 /// One kind of warning, at most one logged a second.
 pub struct Throttle {
@@ -43,12 +55,6 @@ impl Throttle {
         }
         self.left_out.fetch_add(1, Ordering::Relaxed);
         None
-    }
-}
-
-impl Default for Throttle {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

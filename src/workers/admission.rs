@@ -18,7 +18,7 @@ use crate::ledger::AdmissionPlan;
 use crate::queue::{AdmitOutcome, Admitted, LotteryDraw};
 use crate::service::App;
 use crate::signals::Round;
-use crate::telemetry::Throttle;
+use crate::telemetry::warn_throttled;
 
 /// Per-sale memory of the loop between ticks.
 #[derive(Default)]
@@ -78,10 +78,7 @@ pub async fn run(app: App, mut rounds: watch::Receiver<Round>) {
             let ticker = tickers.entry(plan.sale).or_default();
             if let Err(e) = admit(&app, &plan, ticker, tick, fresh.as_ref()).await {
                 // Every sale's tick fails alike while a store is away: one line a second.
-                static WARNED: Throttle = Throttle::new();
-                if let Some(left_out) = WARNED.allow() {
-                    tracing::warn!(sale = %plan.sale, error = %e, left_out, "admission tick failed");
-                }
+                warn_throttled!(sale = %plan.sale, error = %e, "admission tick failed");
             }
         }
     }

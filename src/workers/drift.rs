@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use crate::domain::SaleId;
 use crate::domain::SaleSnapshot;
 use crate::service::App;
-use crate::telemetry::Throttle;
+use crate::telemetry::warn_throttled;
 
 /// Checks in a row that must find the same store version and ledger snapshot, disagreeing.
 const STANDING: u32 = 2;
@@ -75,10 +75,7 @@ async fn check(app: &App, seen: &mut Seen, versions: &mut Versions) -> anyhow::R
         if let Err(e) = check_sale(app, sale, seen, versions, min_standing).await {
             seen.remove(&sale);
             // Every sale's check fails alike while a store is away: one line a second.
-            static WARNED: Throttle = Throttle::new();
-            if let Some(left_out) = WARNED.allow() {
-                tracing::warn!(%sale, error = %e, left_out, "drift check of a sale failed");
-            }
+            warn_throttled!(%sale, error = %e, "drift check of a sale failed");
         }
     }
     Ok(())
