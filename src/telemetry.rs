@@ -162,6 +162,10 @@ fn describe() {
         "Queue-store changes the queue-sync worker applied because no request could"
     );
     describe_counter!(
+        "sluice_queue_sale_changes_followed_total",
+        "Changes to a sale's settings (status, admission, details) the queue store missed, written to it by the queue-sync worker"
+    );
+    describe_counter!(
         "sluice_queue_sync_replayed_total",
         "Queue-store changes the ledger saw applied that the store had lost (a failover or a restart), applied again"
     );
@@ -234,6 +238,7 @@ fn zero_counters() {
         "sluice_reaper_runs_total",
         "sluice_queue_sync_errors_total",
         "sluice_queue_sync_replayed_total",
+        "sluice_queue_sale_changes_followed_total",
         "sluice_events_published_total",
         "sluice_event_publish_errors_total",
         "sluice_outbox_dead_letters_total",

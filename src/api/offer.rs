@@ -200,6 +200,7 @@ impl From<Offer> for OfferOut {
         let record = SaleRecord {
             sale: offer.sale,
             remaining: offer.remaining,
+            settings_version: 0,
         };
         let sale = SaleOut::from(record);
         OfferOut {

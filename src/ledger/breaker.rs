@@ -280,6 +280,12 @@ impl Ledger for Guarded {
     async fn mark_synced(&self, ids: &[i64]) -> LedgerResult<()> {
         guarded!(self.mark_synced(ids))
     }
+    async fn sales_behind_store(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
+        guarded!(self.sales_behind_store(limit))
+    }
+    async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<()> {
+        guarded!(self.store_followed(id, version))
+    }
     async fn sync_backlog(&self) -> LedgerResult<(u64, f64)> {
         guarded!(self.sync_backlog())
     }

@@ -105,6 +105,9 @@ pub(crate) async fn metered<T>(
 pub struct SaleRecord {
     pub sale: Sale,
     pub remaining: u32,
+    /// Counts the changes to what the queue store keeps of the sale (status, admission, name,
+    /// end to joins): the store has followed them once [`Ledger::store_followed`] records it.
+    pub settings_version: u64,
 }
 
 /// What the admission loop needs of an open sale.
@@ -507,6 +510,12 @@ pub trait Ledger: Send + Sync + 'static {
         after: Option<Uuid>,
     ) -> LedgerResult<Vec<OutboxEvent>>;
     async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()>;
+    /// Sales whose settings changed since the queue store last took them, with the version it
+    /// is to take (see [`SaleRecord::settings_version`]); at most `limit`.
+    async fn sales_behind_store(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>>;
+    /// The queue store has the sale's settings as of `version` (an older version than one
+    /// recorded before changes nothing).
+    async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<()>;
     /// Queue-sync rows not applied yet and older than `older_than_ms`, oldest first.
     async fn pending_syncs(&self, older_than_ms: u64, limit: u32)
         -> LedgerResult<Vec<PendingSync>>;
@@ -591,6 +600,13 @@ impl LedgerStats {
         }
         stats
     }
+}
+
+/// `(sale, settings_version)` rows of the sales behind the queue store.
+pub(crate) fn behind_rows_from(rows: Vec<(uuid::Uuid, i64)>) -> Vec<(SaleId, u64)> {
+    rows.into_iter()
+        .map(|(id, version)| (SaleId(id), version as u64))
+        .collect()
 }
 
 /// `(id, sale, attempt, change)` rows of the queue-sync log, pending or applied (rows naming

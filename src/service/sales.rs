@@ -14,6 +14,7 @@ use crate::domain::{
 };
 use crate::ledger::{Audit, LedgerError, LedgerStats, SaleChange, SaleRecord};
 use crate::queue::Lease;
+use crate::telemetry::warn_throttled;
 
 /// An operator's change to a sale as the audit log keeps it.
 pub type SaleAudit<'a> = Audit<'a, SaleRecord>;
@@ -23,7 +24,11 @@ pub async fn create(app: &App, new: NewSale, audit: &SaleAudit<'_>) -> ServiceRe
         .parse(Utc::now())
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
     let remaining = sale.stock.total();
-    let record = SaleRecord { sale, remaining };
+    let record = SaleRecord {
+        sale,
+        remaining,
+        settings_version: 0,
+    };
     let entry = audit.entry(&Target::Sale(record.sale.id), None, Some(&record));
     app.ledger.create_sale(&record.sale, Some(&entry)).await?;
     // The sale exists from here on: the ledger is its truth, and the queue store is built from
@@ -53,11 +58,17 @@ pub async fn set_status(
     audit: Option<&SaleAudit<'_>>,
 ) -> ServiceResult<SaleRecord> {
     let record = change_in_ledger(app, id, SaleChange::Status(status), audit).await?;
+    followed(app, &record, status_in_queue(app, id, status).await).await;
+    Ok(record)
+}
+
+/// The queue store takes the sale's status; a closed sale lets go of its waiting users.
+async fn status_in_queue(app: &App, id: SaleId, status: SaleStatus) -> ServiceResult<()> {
     app.queue.set_status(id, status).await?;
     if status == SaleStatus::Closed {
-        close_out_the_waiting(app, id).await;
+        close_out_the_waiting(app, id).await?;
     }
-    Ok(record)
+    Ok(())
 }
 
 /// Everyone still waiting when a sale closes is EXPIRED (`sale_closed`) from then on: the queue
@@ -65,17 +76,52 @@ pub async fn set_status(
 /// so (`service::status`). No transition is written for them (waiting attempts live in the
 /// queue store only), so the expiry counter an SRE reads by cause counts them here; a second
 /// close finds nobody waiting and counts nobody. Should the store fail here, the sale stays
-/// closed and its waiting users are answered alike; what is left goes at the next close.
-async fn close_out_the_waiting(app: &App, id: SaleId) {
-    match app.queue.forget_waiting(id).await {
-        Ok(waiting) => {
-            super::transition::waiting_ended(AttemptEvent::SaleClosed, waiting);
+/// closed and its waiting users are answered alike; the queue-sync worker lets go of them
+/// (`follow_in_queue`).
+async fn close_out_the_waiting(app: &App, id: SaleId) -> ServiceResult<()> {
+    let waiting = app.queue.forget_waiting(id).await?;
+    super::transition::waiting_ended(AttemptEvent::SaleClosed, waiting);
+    Ok(())
+}
+
+/// After a change to a sale's settings, which the ledger has: the queue store took it too
+/// (recorded in the ledger, so the queue-sync worker leaves the sale alone), or it did not,
+/// and the worker brings the store in line once it answers (`follow_in_queue`). Either way
+/// the operator's change stands, and is answered.
+async fn followed(app: &App, record: &SaleRecord, in_queue: ServiceResult<()>) {
+    let sale = record.sale.id;
+    match in_queue {
+        Ok(()) => {
+            if let Err(e) = app
+                .ledger
+                .store_followed(sale, record.settings_version)
+                .await
+            {
+                // The worker writes the same settings again, which changes nothing.
+                tracing::debug!(%sale, error = %e, "a sale's change is in the queue store, not recorded so");
+            }
         }
-        Err(e) => tracing::warn!(
-            sale = %id, error = %e,
-            "the waiting users of a closed sale were not let go of; closing it again does it"
-        ),
+        Err(e) => {
+            warn_throttled!(%sale, error = %e, "a sale's change is in the ledger, not yet in the queue store: the queue-sync worker brings it in line");
+        }
     }
+}
+
+/// Brings the queue store in line with the sale as the ledger has it (the queue-sync worker,
+/// for a sale whose change the store missed): its settings written whole (the sale rebuilt,
+/// should the store have lost it), a closed sale's waiting users let go of; then recorded.
+pub async fn follow_in_queue(app: &App, id: SaleId) -> ServiceResult<()> {
+    let Some(record) = app.ledger.sale(id).await? else {
+        return Ok(());
+    };
+    put_in_queue(app, &record, false).await?;
+    if record.sale.status == SaleStatus::Closed {
+        close_out_the_waiting(app, id).await?;
+    }
+    app.ledger
+        .store_followed(id, record.settings_version)
+        .await?;
+    Ok(())
 }
 
 pub async fn set_admission(
@@ -89,7 +135,8 @@ pub async fn set_admission(
     let admission = Admission::parse(rate_per_minute, max_active, adaptive)
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
     let record = change_in_ledger(app, id, SaleChange::Admission(admission), Some(audit)).await?;
-    app.queue.set_admission(id, admission).await?;
+    let in_queue = app.queue.set_admission(id, admission).await;
+    followed(app, &record, in_queue.map_err(Into::into)).await;
     Ok(record)
 }
 
@@ -171,8 +218,7 @@ pub async fn set_details(
         closes_at,
     };
     let record = change_in_ledger(app, id, details, Some(audit)).await?;
-    let snapshot = app.ledger.snapshot(id).await?;
-    app.queue.init_sale(&record.sale, &snapshot, false).await?;
+    followed(app, &record, put_in_queue(app, &record, false).await).await;
     app.offers.forget(id);
     Ok(record)
 }
@@ -245,9 +291,17 @@ pub async fn restore_in_queue(app: &App, id: SaleId, force: bool) -> ServiceResu
     let Some(record) = app.ledger.sale(id).await? else {
         return Ok(false);
     };
+    put_in_queue(app, &record, force).await?;
+    Ok(true)
+}
+
+/// Writes the sale's settings to the queue store, and rebuilds its holdings from the ledger's
+/// snapshot when the store does not hold them (or `force`).
+async fn put_in_queue(app: &App, record: &SaleRecord, force: bool) -> ServiceResult<()> {
+    let id = record.sale.id;
     let snapshot = app.ledger.snapshot(id).await?;
     if app.queue.init_sale(&record.sale, &snapshot, force).await? {
         tracing::warn!(sale = %id, live = snapshot.live.len(), "sale rebuilt in the queue store from the ledger");
     }
-    Ok(true)
+    Ok(())
 }

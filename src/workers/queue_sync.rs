@@ -6,6 +6,13 @@
 //! and its oldest age are gauges (`sluice_queue_sync_pending`,
 //! `sluice_queue_sync_oldest_age_seconds`; alert `SluiceQueueSyncBehind`).
 //!
+//! Each round also follows the sales whose settings changed while the store was away (their
+//! `settings_version` in the ledger past the `store_version` the store took,
+//! [`crate::ledger::Ledger::sales_behind_store`]): found so at two rounds in a row with the same
+//! version, so that the request which made the change has had its turn, the sale's settings are
+//! written whole from the ledger (`service::sales::follow_in_queue`;
+//! `sluice_queue_sale_changes_followed_total`).
+//!
 //! Every `REPLAY_EVERY` rounds it also replays: the rows applied within
 //! `workers.queue_sync_replay_secs` whose application the store has no record of (a Redis
 //! failover or restart lost the last writes the ledger saw applied) are applied again, once
@@ -13,7 +20,7 @@
 //! so a change whose write survived is never applied twice. Rows applied more than
 //! [`SYNCED_KEEP_MS`] ago are pruned.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use crate::domain::SaleId;
@@ -34,8 +41,12 @@ const PRUNE_EVERY: u64 = 600;
 /// Rows checked per replay, the newest.
 const REPLAY_BATCH: u32 = 20_000;
 
+/// Sales found behind the ledger's settings at the last round, and the version each was at.
+type Behind = HashMap<SaleId, u64>;
+
 pub async fn run(app: App, every: Duration) {
     let mut drain = app.drain.subscribe();
+    let mut behind = Behind::new();
     let mut wait = every;
     let replay_ms = app.config.workers.queue_sync_replay_secs * 1000;
     let mut rounds: u64 = 0;
@@ -55,7 +66,7 @@ pub async fn run(app: App, every: Duration) {
             }
         }
         rounds += 1;
-        wait = match round(&app).await {
+        wait = match round(&app, &mut behind).await {
             Ok(()) => every,
             Err(e) => {
                 tracing::warn!(error = %e, retry_in = ?wait, "queue sync: the queue store is not answering");
@@ -65,9 +76,9 @@ pub async fn run(app: App, every: Duration) {
     }
 }
 
-/// Applies the rows due now; stops at the first the store cannot take (it is away: the rest
-/// would fail alike).
-async fn round(app: &App) -> anyhow::Result<()> {
+/// Applies the rows due now, then follows the sales behind; stops at the first change the store
+/// cannot take (it is away: the rest would fail alike).
+async fn round(app: &App, behind: &mut Behind) -> anyhow::Result<()> {
     if let Ok((pending, oldest)) = app.ledger.sync_backlog().await {
         metrics::gauge!("sluice_queue_sync_pending").set(pending as f64);
         metrics::gauge!("sluice_queue_sync_oldest_age_seconds").set(oldest);
@@ -94,8 +105,30 @@ async fn round(app: &App) -> anyhow::Result<()> {
     }
     match failed {
         Some(e) => Err(e.into()),
-        None => Ok(()),
+        None => follow_sales(app, behind).await,
     }
+}
+
+/// Writes to the store the settings of the sales found behind at this round and the last at
+/// the same version.
+async fn follow_sales(app: &App, behind: &mut Behind) -> anyhow::Result<()> {
+    let now: Behind = app
+        .ledger
+        .sales_behind_store(BATCH)
+        .await?
+        .into_iter()
+        .collect();
+    let stood = now
+        .iter()
+        .filter(|(sale, version)| behind.get(sale) == Some(version));
+    let stood: Vec<(SaleId, u64)> = stood.map(|(sale, version)| (*sale, *version)).collect();
+    *behind = now;
+    for (sale, version) in stood {
+        crate::service::sales::follow_in_queue(app, sale).await?;
+        metrics::counter!("sluice_queue_sale_changes_followed_total").increment(1);
+        tracing::info!(%sale, version, "queue sync: a sale's change the queue store missed is applied");
+    }
+    Ok(())
 }
 
 /// Applies again the rows applied within `within_ms` that the store has no record of.

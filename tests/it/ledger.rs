@@ -52,6 +52,7 @@ on_every_ledger!(
     admission_mode_and_bounds_are_kept,
     idempotency_claims_are_exclusive_and_stale_ones_are_taken_over,
     a_sale_is_read_with_its_free_units_counted_or_without,
+    a_sale_is_behind_the_store_from_a_change_until_the_store_follows_it,
 );
 
 /// A hold claims its units with one locking pass over the sale's free units, whatever the
@@ -276,6 +277,80 @@ async fn a_sale_is_read_with_its_free_units_counted_or_without(ledger: Arc<dyn L
     let unknown = new_sale(Stock::Quantity(1)).id;
     assert!(ledger.sale(unknown).await.unwrap().is_none());
     assert!(ledger.sale_settings(unknown).await.unwrap().is_none());
+}
+
+/// A change to what the queue store keeps of a sale (status, admission, details; not its proof
+/// of work) puts the sale behind the store at the change's version until the store is recorded
+/// to have followed that version; a late record of an older version leaves a newer change
+/// behind.
+async fn a_sale_is_behind_the_store_from_a_change_until_the_store_follows_it(
+    ledger: Arc<dyn Ledger>,
+) {
+    let sale = new_sale(Stock::Quantity(5));
+    ledger.create_sale(&sale, None).await.unwrap();
+    let behind = |ledger: Arc<dyn Ledger>| async move {
+        let all = ledger.sales_behind_store(100).await.unwrap();
+        all.into_iter()
+            .filter(|(id, _)| *id == sale.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(behind(ledger.clone()).await, vec![], "a new sale");
+    let pow = sluice::domain::ProofOfWork::parse(8).unwrap();
+    ledger
+        .change_sale(sale.id, SaleChange::ProofOfWork(&pow), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        behind(ledger.clone()).await,
+        vec![],
+        "the store keeps no proof of work"
+    );
+    let paused = ledger
+        .change_sale(
+            sale.id,
+            SaleChange::Status(sluice::domain::SaleStatus::Paused),
+            None,
+        )
+        .await
+        .unwrap();
+    let first = paused.settings_version;
+    assert_eq!(behind(ledger.clone()).await, vec![(sale.id, first)]);
+    let details = SaleChange::Details {
+        name: Some("renamed"),
+        closes_at: None,
+    };
+    let renamed = ledger.change_sale(sale.id, details, None).await.unwrap();
+    let manual = Admission::parse(120, 50, None).unwrap();
+    let tuned = ledger
+        .change_sale(sale.id, SaleChange::Admission(manual), None)
+        .await
+        .unwrap();
+    assert!(first < renamed.settings_version && renamed.settings_version < tuned.settings_version);
+    assert_eq!(
+        ledger
+            .sale(sale.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .settings_version,
+        tuned.settings_version
+    );
+    ledger.store_followed(sale.id, first).await.unwrap();
+    assert_eq!(
+        behind(ledger.clone()).await,
+        vec![(sale.id, tuned.settings_version)]
+    );
+    ledger
+        .store_followed(sale.id, tuned.settings_version)
+        .await
+        .unwrap();
+    assert_eq!(behind(ledger.clone()).await, vec![]);
+    ledger.store_followed(sale.id, first).await.unwrap();
+    assert_eq!(
+        behind(ledger.clone()).await,
+        vec![],
+        "an older version recorded late"
+    );
 }
 
 /// `n` attempts admitted straight into the ledger.

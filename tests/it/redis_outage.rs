@@ -111,17 +111,7 @@ async fn redis_down_answers_503_quickly_and_recovers() {
 /// every unit: the queue-sync worker applies what the requests could not.
 #[tokio::test]
 async fn units_freed_while_redis_is_cut_off_are_sellable_soon_after_it_returns() {
-    let dir = std::env::temp_dir().join(format!("sluice-redis-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = free_port();
-    let _redis = PrivateRedis::start(port, &dir);
-    let proxy = CuttableProxy::start(port).await;
-    let t = TestApp::spawn_with(|c| {
-        c.queue.url = format!("redis://127.0.0.1:{}", proxy.port);
-        c.queue.timeout_ms = 300;
-        c.workers.queue_sync_ms = 200;
-    })
-    .await;
+    let (t, proxy, redis) = behind_a_cuttable_proxy().await;
     let sale = t
         .create_sale(json!({ "quantity": 20, "per_user_limit": 2 }))
         .await;
@@ -206,6 +196,24 @@ async fn units_freed_while_redis_is_cut_off_are_sellable_soon_after_it_returns()
         ],
     );
     t.stop().await;
+    let _ = std::fs::remove_dir_all(&redis.dir);
+}
+
+/// sluice on a private Redis (its data kept on disk) reached through a proxy that can cut it
+/// off, with the queue-sync worker every 200 ms.
+async fn behind_a_cuttable_proxy() -> (TestApp, CuttableProxy, PrivateRedis) {
+    let dir = std::env::temp_dir().join(format!("sluice-redis-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let redis = PrivateRedis::start(port, &dir);
+    let proxy = CuttableProxy::start(port).await;
+    let t = TestApp::spawn_with(|c| {
+        c.queue.url = format!("redis://127.0.0.1:{}", proxy.port);
+        c.queue.timeout_ms = 300;
+        c.workers.queue_sync_ms = 200;
+    })
+    .await;
+    (t, proxy, redis)
 }
 
 /// Redis 20 ms away each way (a delaying proxy): under load, with the default queue timeout,
@@ -376,5 +384,83 @@ async fn changes_a_redis_restart_lost_are_replayed_from_the_log_once() {
         ],
     );
     t.stop().await;
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&redis.dir);
+}
+
+/// An operator's change to a sale while Redis is cut off (its data kept) is taken by the
+/// ledger, answered, and followed by the queue store once Redis answers again: a sale closed
+/// meanwhile refuses joins and ends the attempts still waiting (`sale_closed`); a sale whose
+/// admission changed meanwhile has the new settings in the store.
+#[tokio::test]
+async fn a_sale_changed_while_redis_is_cut_off_follows_in_the_queue_store_once_it_returns() {
+    let (t, proxy, redis) = behind_a_cuttable_proxy().await;
+    let closing = t.create_sale(json!({})).await;
+    let changing = t.create_sale(json!({ "rate_per_minute": 60 })).await;
+    for sale in [&closing, &changing] {
+        t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+            .await;
+    }
+    let alice = t.join(&closing, "alice").await;
+    let alice = alice["attempt_id"].as_str().unwrap();
+    let carol = t.join(&changing, "carol").await;
+    let carol = carol["attempt_id"].as_str().unwrap().to_owned();
+
+    proxy.cut(true);
+    let closed = t
+        .admin(Method::POST, &format!("/v1/sales/{closing}/close"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 200, "the ledger takes the close");
+    let changed = t
+        .admin(Method::PUT, &format!("/v1/sales/{changing}/admission"))
+        .json(&json!({ "rate_per_minute": 600, "max_active": 5 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 200, "the ledger takes the change");
+    let record = t
+        .admin_json(Method::GET, &format!("/v1/sales/{closing}"))
+        .await;
+    assert_eq!(record["status"], "closed", "{record}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.cut(false);
+
+    let back = Instant::now();
+    let configured_rate = || {
+        let queue = t.app.queue.clone();
+        let attempt = sluice::domain::AttemptId::parse(&carol).unwrap();
+        let user = sluice::domain::UserId::parse("carol").unwrap();
+        async move { queue.view(attempt, &user).await.map(|v| v.configured_rate) }
+    };
+    loop {
+        let join = t
+            .as_user(
+                Method::POST,
+                &format!("/v1/sales/{closing}/attempts"),
+                "bob",
+            )
+            .send()
+            .await
+            .unwrap();
+        if join.status() == 409 && configured_rate().await.ok() == Some(600.0) {
+            assert_problem(join, 409, "/problems/sale-closed").await;
+            break;
+        }
+        assert!(
+            back.elapsed() < Duration::from_secs(10),
+            "the queue store has not followed: a join answers {}, the rate is {:?}",
+            join.status(),
+            configured_rate().await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let ended = t.status(alice, "alice").await;
+    assert_eq!(
+        (ended["state"].as_str(), ended["reason"].as_str()),
+        (Some("EXPIRED"), Some("sale_closed")),
+        "{ended}"
+    );
+    t.stop().await;
+    let _ = std::fs::remove_dir_all(&redis.dir);
 }

@@ -134,8 +134,10 @@ pub(super) async fn load(conn: &mut PgConnection, id: SaleId) -> LedgerResult<Op
     let Some(sale) = settings(&mut *conn, id).await? else {
         return Ok(None);
     };
-    let remaining: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL",
+    let (remaining, settings_version): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL),
+                settings_version
+         FROM sales WHERE id = $1",
     )
     .bind(id.0)
     .fetch_one(conn)
@@ -144,6 +146,7 @@ pub(super) async fn load(conn: &mut PgConnection, id: SaleId) -> LedgerResult<Op
     Ok(Some(SaleRecord {
         sale,
         remaining: remaining as u32,
+        settings_version: settings_version as u64,
     }))
 }
 
@@ -189,12 +192,14 @@ pub(super) async fn write_status(
     id: SaleId,
     status: SaleStatus,
 ) -> LedgerResult<()> {
-    sqlx::query("UPDATE sales SET status = $2 WHERE id = $1")
-        .bind(id.0)
-        .bind(status.as_str())
-        .execute(conn)
-        .await
-        .map_err(db_error)?;
+    sqlx::query(
+        "UPDATE sales SET status = $2, settings_version = settings_version + 1 WHERE id = $1",
+    )
+    .bind(id.0)
+    .bind(status.as_str())
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
     Ok(())
 }
 
@@ -207,7 +212,7 @@ pub(super) async fn write_admission(
     let (min, max) = admission.stored_bounds();
     sqlx::query(
         "UPDATE sales SET rate_per_minute = $2, max_active = $3, adaptive_min_rate = $4,
-            adaptive_max_rate = $5
+            adaptive_max_rate = $5, settings_version = settings_version + 1
          WHERE id = $1",
     )
     .bind(id.0)
@@ -323,7 +328,8 @@ pub(super) async fn write_details(
     closes_at: Option<DateTime<Utc>>,
 ) -> LedgerResult<()> {
     sqlx::query(
-        "UPDATE sales SET name = coalesce($2, name), closes_at = coalesce($3, closes_at)
+        "UPDATE sales SET name = coalesce($2, name), closes_at = coalesce($3, closes_at),
+            settings_version = settings_version + 1
          WHERE id = $1",
     )
     .bind(id.0)
@@ -436,6 +442,30 @@ pub(super) async fn write_total(
         .bind(id.0)
         .bind(total as i32)
         .execute(conn)
+        .await
+        .map_err(db_error)?;
+    Ok(())
+}
+
+/// [`Ledger::sales_behind_store`].
+pub(super) async fn behind_store(pool: &PgPool, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
+    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
+        "SELECT id, settings_version FROM sales WHERE store_version < settings_version
+         ORDER BY id LIMIT $1",
+    )
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(crate::ledger::behind_rows_from(rows))
+}
+
+/// [`Ledger::store_followed`].
+pub(super) async fn store_followed(pool: &PgPool, id: SaleId, version: u64) -> LedgerResult<()> {
+    sqlx::query("UPDATE sales SET store_version = $2 WHERE id = $1 AND store_version < $2")
+        .bind(id.0)
+        .bind(version as i64)
+        .execute(pool)
         .await
         .map_err(db_error)?;
     Ok(())

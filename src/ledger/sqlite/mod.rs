@@ -356,6 +356,14 @@ impl Ledger for SqliteLedger {
         queue_sync::pending(&self.pool, older_than_ms, limit).await
     }
 
+    async fn sales_behind_store(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
+        sales::behind_store(&self.pool, limit).await
+    }
+
+    async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<()> {
+        sales::store_followed(self, id, version).await
+    }
+
     async fn mark_synced(&self, ids: &[i64]) -> LedgerResult<()> {
         queue_sync::mark(self, ids).await
     }

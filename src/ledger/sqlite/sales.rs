@@ -137,8 +137,10 @@ pub(super) async fn load(
     let Some(sale) = settings(&mut *conn, id).await? else {
         return Ok(None);
     };
-    let remaining: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM stock_units WHERE sale_id = ? AND attempt_id IS NULL",
+    let (remaining, settings_version): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM stock_units WHERE sale_id = ?1 AND attempt_id IS NULL),
+                settings_version
+         FROM sales WHERE id = ?1",
     )
     .bind(id.0)
     .fetch_one(conn)
@@ -147,6 +149,7 @@ pub(super) async fn load(
     Ok(Some(SaleRecord {
         sale,
         remaining: remaining as u32,
+        settings_version: settings_version as u64,
     }))
 }
 
@@ -194,12 +197,14 @@ pub(super) async fn write_status(
     id: SaleId,
     status: SaleStatus,
 ) -> LedgerResult<()> {
-    sqlx::query("UPDATE sales SET status = ? WHERE id = ?")
-        .bind(status.as_str())
-        .bind(id.0)
-        .execute(conn)
-        .await
-        .map_err(db_error)?;
+    sqlx::query(
+        "UPDATE sales SET status = ?, settings_version = settings_version + 1 WHERE id = ?",
+    )
+    .bind(status.as_str())
+    .bind(id.0)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
     Ok(())
 }
 
@@ -212,7 +217,7 @@ pub(super) async fn write_admission(
     let (min, max) = admission.stored_bounds();
     sqlx::query(
         "UPDATE sales SET rate_per_minute = ?, max_active = ?, adaptive_min_rate = ?,
-            adaptive_max_rate = ?
+            adaptive_max_rate = ?, settings_version = settings_version + 1
          WHERE id = ?",
     )
     .bind(admission.rate_per_minute as i64)
@@ -326,7 +331,8 @@ pub(super) async fn write_details(
     closes_at: Option<DateTime<Utc>>,
 ) -> LedgerResult<()> {
     sqlx::query(
-        "UPDATE sales SET name = coalesce(?2, name), closes_at = coalesce(?3, closes_at)
+        "UPDATE sales SET name = coalesce(?2, name), closes_at = coalesce(?3, closes_at),
+            settings_version = settings_version + 1
          WHERE id = ?1",
     )
     .bind(id.0)
@@ -446,4 +452,36 @@ pub(super) async fn write_total(
         .await
         .map_err(db_error)?;
     Ok(())
+}
+
+/// [`Ledger::sales_behind_store`].
+pub(super) async fn behind_store(
+    pool: &SqlitePool,
+    limit: u32,
+) -> LedgerResult<Vec<(SaleId, u64)>> {
+    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
+        "SELECT id, settings_version FROM sales WHERE store_version < settings_version
+         ORDER BY id LIMIT ?",
+    )
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(crate::ledger::behind_rows_from(rows))
+}
+
+/// [`Ledger::store_followed`].
+pub(super) async fn store_followed(
+    ledger: &SqliteLedger,
+    id: SaleId,
+    version: u64,
+) -> LedgerResult<()> {
+    let mut tx = ledger.write().await?;
+    sqlx::query("UPDATE sales SET store_version = ?2 WHERE id = ?1 AND store_version < ?2")
+        .bind(id.0)
+        .bind(version as i64)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    tx.commit().await.map_err(db_error)
 }
