@@ -12,7 +12,6 @@ use super::sales::types::{OpeningName, SaleOut, SaleStatusName, StockKindName};
 use super::security::UserAuth;
 use super::spec::example_time;
 use super::{parse_sale_id, ApiTags};
-use crate::ledger::SaleRecord;
 use crate::service::limits::Limited;
 use crate::service::offer::Offer;
 use crate::service::{self, App};
@@ -197,12 +196,7 @@ impl poem_openapi::types::Example for OfferOut {
 impl From<Offer> for OfferOut {
     fn from(offer: Offer) -> Self {
         let pow = offer.sale.proof_of_work.clone();
-        let record = SaleRecord {
-            sale: offer.sale,
-            remaining: offer.remaining,
-            settings_version: 0,
-        };
-        let sale = SaleOut::from(record);
+        let sale = SaleOut::of(offer.sale, offer.remaining);
         OfferOut {
             sale_id: sale.id,
             name: sale.name,

@@ -316,7 +316,13 @@ impl SaleStatusName {
 
 impl From<SaleRecord> for SaleOut {
     fn from(r: SaleRecord) -> Self {
-        let s = r.sale;
+        SaleOut::of(r.sale, r.remaining)
+    }
+}
+
+impl SaleOut {
+    /// The sale with `remaining` units free.
+    pub fn of(s: crate::domain::Sale, remaining: u32) -> Self {
         let status = SaleStatusName::of(s.status, s.opens_at);
         let (stock_kind, seats) = match &s.stock {
             Stock::Quantity(_) => (StockKindName::Quantity, None),
@@ -330,7 +336,7 @@ impl From<SaleRecord> for SaleOut {
             closes_at: s.closes_at,
             stock_kind,
             total: s.stock.total(),
-            remaining: r.remaining,
+            remaining,
             seats,
             per_user_limit: s.per_user_limit,
             admission_ttl_secs: s.ttls.admission_secs,
