@@ -87,40 +87,60 @@ async fn close_out_the_waiting(app: &App, id: SaleId) -> ServiceResult<()> {
 /// After a change to a sale's settings, which the ledger has: the queue store took it too
 /// (recorded in the ledger, so the queue-sync worker leaves the sale alone), or it did not,
 /// and the worker brings the store in line once it answers (`follow_in_queue`). Either way
-/// the operator's change stands, and is answered.
-async fn followed(app: &App, record: &SaleRecord, in_queue: ServiceResult<()>) {
+/// the operator's change stands, and is answered. A change the ledger took after this one
+/// (through another replica) may have reached the store first, and this write undone it: when
+/// the ledger is ahead, the sale's settings are written again as it has them now.
+pub async fn followed(app: &App, record: &SaleRecord, in_queue: ServiceResult<()>) {
     let sale = record.sale.id;
-    match in_queue {
-        Ok(()) => {
-            if let Err(e) = app
-                .ledger
-                .store_followed(sale, record.settings_version)
-                .await
-            {
-                // The worker writes the same settings again, which changes nothing.
-                tracing::debug!(%sale, error = %e, "a sale's change is in the queue store, not recorded so");
+    if let Err(e) = in_queue {
+        warn_throttled!(%sale, error = %e, "a sale's change is in the ledger, not yet in the queue store: the queue-sync worker brings it in line");
+        return;
+    }
+    match app
+        .ledger
+        .store_followed(sale, record.settings_version)
+        .await
+    {
+        Ok(Some(now)) if now > record.settings_version => {
+            if let Err(e) = follow_in_queue(app, sale).await {
+                warn_throttled!(%sale, error = %e, "a sale changed twice at once, and the queue store may have the earlier change");
             }
         }
+        Ok(_) => {}
+        // The worker writes the same settings again, which changes nothing.
         Err(e) => {
-            warn_throttled!(%sale, error = %e, "a sale's change is in the ledger, not yet in the queue store: the queue-sync worker brings it in line");
+            tracing::debug!(%sale, error = %e, "a sale's change is in the queue store, not recorded so")
         }
     }
 }
 
+/// Times [`follow_in_queue`] writes a sale's settings again while the ledger keeps changing
+/// under it; the request of the latest change writes it after that.
+const FOLLOW_TRIES: usize = 3;
+
 /// Brings the queue store in line with the sale as the ledger has it (the queue-sync worker,
-/// for a sale whose change the store missed): its settings written whole (the sale rebuilt,
-/// should the store have lost it), a closed sale's waiting users let go of; then recorded.
+/// for a sale whose change the store missed, and a change whose write may have crossed another):
+/// its settings written whole (the sale rebuilt, should the store have lost it), a closed
+/// sale's waiting users let go of; then recorded, and written again if the ledger changed
+/// meanwhile.
 pub async fn follow_in_queue(app: &App, id: SaleId) -> ServiceResult<()> {
-    let Some(record) = app.ledger.sale(id).await? else {
-        return Ok(());
-    };
-    put_in_queue(app, &record, false).await?;
-    if record.sale.status == SaleStatus::Closed {
-        close_out_the_waiting(app, id).await?;
+    for _ in 0..FOLLOW_TRIES {
+        let Some(record) = app.ledger.sale(id).await? else {
+            return Ok(());
+        };
+        put_in_queue(app, &record, false).await?;
+        if record.sale.status == SaleStatus::Closed {
+            close_out_the_waiting(app, id).await?;
+        }
+        match app
+            .ledger
+            .store_followed(id, record.settings_version)
+            .await?
+        {
+            Some(now) if now > record.settings_version => continue,
+            _ => return Ok(()),
+        }
     }
-    app.ledger
-        .store_followed(id, record.settings_version)
-        .await?;
     Ok(())
 }
 

@@ -503,3 +503,59 @@ async fn a_visitor_reads_the_public_offer_without_a_token_and_caches_it(
     assert_problem(unknown, 404, "/problems/not-found").await;
     t.stop().await;
 }
+
+crate::on_both_configurations!(
+    two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_later
+);
+
+/// Two changes to a sale's admission, made at once through two replicas: the ledger orders
+/// them (600, then 60 a minute), but the earlier one's write reaches the queue store last. The
+/// request that wrote it finds the ledger a change ahead and writes the sale's settings again,
+/// so the store admits at the ledger's rate, not at the stale one.
+async fn two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_later(
+    backend: crate::helpers::Backend,
+) {
+    let t = TestApp::spawn_on(backend).await;
+    let sale = t.create_sale(json!({ "rate_per_minute": 30 })).await;
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    let carol = t.join(&sale, "carol").await;
+    let carol = sluice::domain::AttemptId::parse(carol["attempt_id"].as_str().unwrap()).unwrap();
+    let id = sluice::domain::SaleId::parse(&sale).unwrap();
+    let earlier = sluice::domain::Admission::parse(600, 5, None).unwrap();
+    // The earlier change: in the ledger, its write to the store still on its way.
+    let earlier_record = t
+        .app
+        .ledger
+        .change_sale(id, sluice::ledger::SaleChange::Admission(earlier), None)
+        .await
+        .unwrap();
+    // The later one, through the API: ledger, then store.
+    let later = t
+        .admin(Method::PUT, &format!("/v1/sales/{sale}/admission"))
+        .json(&json!({ "rate_per_minute": 60, "max_active": 5 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(later.status(), 200);
+    // The earlier write arrives now, and its request goes on.
+    t.app.queue.set_admission(id, earlier).await.unwrap();
+    sluice::service::sales::followed(&t.app, &earlier_record, Ok(())).await;
+
+    let carol_user = sluice::domain::UserId::parse("carol").unwrap();
+    let view = t.app.queue.view(carol, &carol_user).await.unwrap();
+    assert_eq!(
+        view.configured_rate, 60.0,
+        "the store admits at the ledger's rate"
+    );
+    assert!(
+        t.app
+            .ledger
+            .sales_behind_store(100)
+            .await
+            .unwrap()
+            .is_empty(),
+        "and the ledger knows it"
+    );
+    t.stop().await;
+}

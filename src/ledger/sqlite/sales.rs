@@ -475,13 +475,17 @@ pub(super) async fn store_followed(
     ledger: &SqliteLedger,
     id: SaleId,
     version: u64,
-) -> LedgerResult<()> {
+) -> LedgerResult<Option<u64>> {
     let mut tx = ledger.write().await?;
-    sqlx::query("UPDATE sales SET store_version = ?2 WHERE id = ?1 AND store_version < ?2")
-        .bind(id.0)
-        .bind(version as i64)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-    tx.commit().await.map_err(db_error)
+    let now: Option<i64> = sqlx::query_scalar(
+        "UPDATE sales SET store_version = max(store_version, ?2) WHERE id = ?1
+         RETURNING settings_version",
+    )
+    .bind(id.0)
+    .bind(version as i64)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    tx.commit().await.map_err(db_error)?;
+    Ok(now.map(|v| v as u64))
 }
