@@ -1,6 +1,9 @@
 //! Admin use cases: create a sale, read it, pause / resume / close it, tune its admission, and
 //! read its counters. Each change an operator makes is given its admin audit entry
-//! ([`SaleAudit`]), which the ledger writes in the change's own transaction.
+//! ([`SaleAudit`]), which the ledger writes in the change's own transaction. A change to what
+//! the queue store keeps of a sale (status, admission, name, end to joins) is the ledger's
+//! first and the store's next; one the store missed, or whose write crossed another's, is
+//! written again from the ledger ([`followed`], [`follow_in_queue`]).
 
 use chrono::{DateTime, Utc};
 
