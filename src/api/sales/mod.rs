@@ -204,7 +204,9 @@ impl SalesApi {
     /// Close a sale
     ///
     /// Refuses new joins and stops admission for good. Attempts still waiting end EXPIRED
-    /// (`sale_closed`); those already holding or paying finish normally.
+    /// (`sale_closed`); those already holding or paying finish normally. Like every change to
+    /// a sale, it is answered once the ledger has it: should the queue store be away then, it
+    /// takes the change within about a second of answering again.
     #[oai(path = "/:sale_id/close", method = "post", operation_id = "closeSale")]
     async fn close(
         &self,
