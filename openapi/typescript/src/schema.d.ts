@@ -470,7 +470,9 @@ export interface paths {
         /**
          * Close a sale
          * @description Refuses new joins and stops admission for good. Attempts still waiting end EXPIRED
-         *     (`sale_closed`); those already holding or paying finish normally.
+         *     (`sale_closed`); those already holding or paying finish normally. Like every change to
+         *     a sale, it is answered once the ledger has it: should the queue store be away then, it
+         *     takes the change within about a second of answering again.
          */
         post: operations["closeSale"];
         delete?: never;
