@@ -505,7 +505,8 @@ async fn a_visitor_reads_the_public_offer_without_a_token_and_caches_it(
 }
 
 crate::on_both_configurations!(
-    two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_later
+    two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_later,
+    a_change_the_ledger_took_from_a_replica_that_died_before_the_store_reaches_the_store,
 );
 
 /// Two changes to a sale's admission, made at once through two replicas: the ledger orders
@@ -557,5 +558,55 @@ async fn two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_lat
             .is_empty(),
         "and the ledger knows it"
     );
+    t.stop().await;
+}
+
+/// A replica took a close into the ledger and died before writing the queue store: another
+/// replica's queue-sync worker finds the sale behind and writes it, so that joins are refused
+/// and the attempt still waiting ends EXPIRED (`sale_closed`) within a few of its rounds.
+async fn a_change_the_ledger_took_from_a_replica_that_died_before_the_store_reaches_the_store(
+    backend: crate::helpers::Backend,
+) {
+    let t = TestApp::spawn_on_with(backend, |c| c.workers.queue_sync_ms = 100).await;
+    let sale = t.create_sale(json!({})).await;
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    let alice = t.join(&sale, "alice").await;
+    let alice = alice["attempt_id"].as_str().unwrap();
+    let id = sluice::domain::SaleId::parse(&sale).unwrap();
+    let closed = sluice::ledger::SaleChange::Status(sluice::domain::SaleStatus::Closed);
+    t.app.ledger.change_sale(id, closed, None).await.unwrap();
+
+    let started = std::time::Instant::now();
+    loop {
+        let join = t
+            .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), "bob")
+            .send()
+            .await
+            .unwrap();
+        if join.status() == 409 {
+            assert_problem(join, 409, "/problems/sale-closed").await;
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "the queue store still takes joins: {}",
+            join.status()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let ended = t.status(alice, "alice").await;
+    assert_eq!(
+        (ended["state"].as_str(), ended["reason"].as_str()),
+        (Some("EXPIRED"), Some("sale_closed")),
+        "{ended}"
+    );
+    assert!(t
+        .app
+        .ledger
+        .sales_behind_store(100)
+        .await
+        .unwrap()
+        .is_empty());
     t.stop().await;
 }
