@@ -455,11 +455,26 @@ async fn a_sale_changed_while_redis_is_cut_off_follows_in_the_queue_store_once_i
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let followed_after = back.elapsed();
     let ended = t.status(alice, "alice").await;
     assert_eq!(
         (ended["state"].as_str(), ended["reason"].as_str()),
         (Some("EXPIRED"), Some("sale_closed")),
         "{ended}"
+    );
+    crate::reliability::record(
+        "Redis cut off (data kept) while an operator closes one sale and retunes another",
+        &[
+            ("changes answered while Redis was cut off", "2 of 2".into()),
+            (
+                "Redis has both (joins refused, the new rate) after it returned",
+                format!("{} ms", followed_after.as_millis()),
+            ),
+            (
+                "waiting attempt of the closed sale",
+                "EXPIRED (sale_closed)".into(),
+            ),
+        ],
     );
     t.stop().await;
     let _ = std::fs::remove_dir_all(&redis.dir);
