@@ -154,6 +154,10 @@ fn describe() {
         "Queue-store changes (stock back, sold, deadline moved) committed in the ledger and not yet applied to the queue store"
     );
     describe_gauge!(
+        "sluice_queue_sales_behind",
+        "Sales whose latest change (status, admission, details) the queue store has not taken yet"
+    );
+    describe_gauge!(
         "sluice_queue_sync_oldest_age_seconds",
         "Age of the oldest queue-store change not yet applied"
     );

@@ -11,7 +11,8 @@
 //! [`crate::ledger::Ledger::sales_behind_store`]): found so at two rounds in a row with the same
 //! version, so that the request which made the change has had its turn, the sale's settings are
 //! written whole from the ledger (`service::sales::follow_in_queue`;
-//! `sluice_queue_sale_changes_followed_total`).
+//! `sluice_queue_sale_changes_followed_total`). How many sales are behind is a gauge
+//! (`sluice_queue_sales_behind`; alert `SluiceSaleChangesBehind`).
 //!
 //! Every `REPLAY_EVERY` rounds it also replays: the rows applied within
 //! `workers.queue_sync_replay_secs` whose application the store has no record of (a Redis
@@ -47,6 +48,7 @@ type Behind = HashMap<SaleId, u64>;
 pub async fn run(app: App, every: Duration) {
     let mut drain = app.drain.subscribe();
     let mut behind = Behind::new();
+    metrics::gauge!("sluice_queue_sales_behind").set(0.0);
     let mut wait = every;
     let replay_ms = app.config.workers.queue_sync_replay_secs * 1000;
     let mut rounds: u64 = 0;
@@ -118,6 +120,7 @@ async fn follow_sales(app: &App, behind: &mut Behind) -> anyhow::Result<()> {
         .await?
         .into_iter()
         .collect();
+    metrics::gauge!("sluice_queue_sales_behind").set(now.len() as f64);
     let stood = now
         .iter()
         .filter(|(sale, version)| behind.get(sale) == Some(version));

@@ -43,7 +43,7 @@ fn alert_rules_and_scrape_config_pass_promtool_and_their_unit_tests() {
         None,
     );
     let checked = promtool(&["check", "rules", "sluice.yml"], &dir.join("rules"), None);
-    assert!(checked.contains("8 rules found"), "{checked}");
+    assert!(checked.contains("9 rules found"), "{checked}");
     let tested = promtool(
         &["test", "rules", "sluice_test.yml"],
         &dir.join("tests"),
@@ -93,7 +93,7 @@ fn prometheus_starts_on_the_files_compose_mounts() {
     )
     .unwrap();
     let checked = promtool(&["check", "config", "prometheus.yml"], &dir, None);
-    assert!(checked.contains("8 rules found"), "{checked}");
+    assert!(checked.contains("9 rules found"), "{checked}");
 }
 
 /// Every `expr` of the dashboards, with Grafana's variables given a value.
