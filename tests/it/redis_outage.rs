@@ -199,6 +199,15 @@ async fn units_freed_while_redis_is_cut_off_are_sellable_soon_after_it_returns()
     let _ = std::fs::remove_dir_all(&redis.dir);
 }
 
+/// What the `sluice_queue_sales_behind` gauge shows.
+async fn sales_behind(t: &TestApp) -> Option<f64> {
+    let metrics = t.metrics().await;
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("sluice_queue_sales_behind "))?;
+    line.rsplit(' ').next()?.parse().ok()
+}
+
 /// sluice on a private Redis (its data kept on disk) reached through a proxy that can cut it
 /// off, with the queue-sync worker every 200 ms.
 async fn behind_a_cuttable_proxy() -> (TestApp, CuttableProxy, PrivateRedis) {
@@ -423,7 +432,14 @@ async fn a_sale_changed_while_redis_is_cut_off_follows_in_the_queue_store_once_i
         .admin_json(Method::GET, &format!("/v1/sales/{closing}"))
         .await;
     assert_eq!(record["status"], "closed", "{record}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cut = Instant::now();
+    while sales_behind(&t).await != Some(2.0) {
+        assert!(
+            cut.elapsed() < Duration::from_secs(3),
+            "the worker counts both behind"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     proxy.cut(false);
 
     let back = Instant::now();
@@ -462,6 +478,14 @@ async fn a_sale_changed_while_redis_is_cut_off_follows_in_the_queue_store_once_i
         (Some("EXPIRED"), Some("sale_closed")),
         "{ended}"
     );
+    let counted = Instant::now();
+    while sales_behind(&t).await != Some(0.0) {
+        assert!(
+            counted.elapsed() < Duration::from_secs(2),
+            "still counted behind"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     crate::reliability::record(
         "Redis cut off (data kept) while an operator closes one sale and retunes another",
         &[
