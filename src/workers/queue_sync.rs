@@ -71,8 +71,9 @@ pub async fn run(app: App, every: Duration) {
         wait = match round(&app, &mut behind).await {
             Ok(()) => every,
             Err(e) => {
-                tracing::warn!(error = %e, retry_in = ?wait, "queue sync: the queue store is not answering");
-                (wait * 2).min(MAX_BACKOFF)
+                let next = (wait * 2).min(MAX_BACKOFF);
+                tracing::warn!(error = %e, retry_in = ?next, "queue sync: a round failed (the queue store or the ledger is not answering)");
+                next
             }
         };
     }
