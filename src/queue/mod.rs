@@ -305,6 +305,11 @@ impl Lease {
 
 #[async_trait]
 pub trait QueueStore: Send + Sync + 'static {
+    /// Makes the store ready for its calls: Redis gets the scripts its cache lacks (after a
+    /// restart or a failover emptied it); how many were loaded. Nothing to do in process.
+    async fn prepare(&self) -> QueueResult<usize> {
+        Ok(0)
+    }
     /// Writes the sale's settings, and rebuilds its stock, active set and holds from
     /// `snapshot` if the store has none for it yet (a new sale, or keys lost) or if `force`.
     /// Returns whether it rebuilt.

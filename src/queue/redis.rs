@@ -67,6 +67,35 @@ lua!(HOLDINGS, "holdings.lua");
 queue_lua!(INIT_SALE, "init_sale.lua");
 lua!(RECORDED, "recorded.lua");
 
+/// Every script above: [`RedisQueue::load_scripts`] puts them in Redis's script cache ahead of
+/// the calls (a unit test checks the list against the declarations).
+fn scripts() -> [&'static Script; 22] {
+    [
+        &JOIN,
+        &POSITION,
+        &LEAVE,
+        &ADMIT_BATCH,
+        &UNADMIT,
+        &ABANDON,
+        &LOTTERY,
+        &WAITING_OF,
+        &STATS,
+        &FORGET_WAITING,
+        &REFRESH,
+        &SEEN,
+        &LEASE,
+        &RELEASE_LEASE,
+        &HOLD,
+        &RESTORE,
+        &ADJUST_STOCK,
+        &APPLY_SYNC,
+        &UNSYNCED,
+        &HOLDINGS,
+        &INIT_SALE,
+        &RECORDED,
+    ]
+}
+
 /// Change ids asked about in one call of the queue-sync replay (lua/unsynced.lua): a replay
 /// asks about as many as a busy sale changed in `workers.queue_sync_replay_secs` (up to
 /// 20,000), a call a chunk, so that none holds Redis's one thread for long.
@@ -265,6 +294,31 @@ impl RedisQueue {
     ) -> QueueResult<T> {
         let mut conn = self.conn.clone();
         self.timed(call, invocation.invoke_async(&mut conn)).await
+    }
+
+    /// Loads the scripts Redis's script cache lacks (one `SCRIPT EXISTS` when it has them all;
+    /// on a cluster, every primary is asked and loaded); how many it loaded. A script missing
+    /// from the cache (Redis restarted, or a replica took over) costs its first call a
+    /// `NOSCRIPT` answer and a load, two more round trips, which a Redis a few milliseconds
+    /// away turns into timeouts under the first burst of calls.
+    pub async fn load_scripts(&self) -> QueueResult<usize> {
+        let all = scripts();
+        let mut exists = ::redis::cmd("SCRIPT");
+        exists.arg("EXISTS");
+        for script in all {
+            exists.arg(script.get_hash());
+        }
+        let cached: Vec<bool> = self.cmd("script_exists", &exists).await?;
+        let mut loaded = 0;
+        for (script, cached) in all.iter().zip(cached) {
+            if !cached {
+                let mut conn = self.conn.clone();
+                self.timed("script_load", script.load_async(&mut conn))
+                    .await?;
+                loaded += 1;
+            }
+        }
+        Ok(loaded)
     }
 
     /// Sends one command; `call` as for [`RedisQueue::run`].
@@ -1042,6 +1096,10 @@ impl QueueStore for RedisQueue {
         Ok(Some(holdings))
     }
 
+    async fn prepare(&self) -> QueueResult<usize> {
+        self.load_scripts().await
+    }
+
     async fn ping(&self) -> QueueResult<()> {
         let pong: String = self.cmd("ping", &::redis::cmd("PING")).await?;
         if pong == "PONG" {
@@ -1109,5 +1167,22 @@ impl QueueStore for RedisQueue {
     async fn controller(&self, sale: SaleId) -> QueueResult<Option<String>> {
         let key = self.keys(sale).key("controller");
         self.cmd("controller", ::redis::cmd("GET").arg(key)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A script declared and left out of [`super::scripts`] would not be loaded ahead.
+    #[test]
+    fn every_declared_script_is_loaded_ahead() {
+        let declarations = include_str!("redis.rs")
+            .lines()
+            .filter(|l| {
+                ["lua!(", "queue_lua!(", "changes_lua!("]
+                    .iter()
+                    .any(|m| l.starts_with(m))
+            })
+            .count();
+        assert_eq!(declarations, super::scripts().len());
     }
 }

@@ -44,6 +44,11 @@ fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = App::build(config)?;
     migrate_on_start(&app).await?;
+    // Redis's script cache is filled before the first request; a Redis that is away now gets
+    // the scripts from the queue-sync worker once it answers.
+    if let Err(e) = app.queue.prepare().await {
+        tracing::debug!(error = %e, "queue store not prepared at start");
+    }
     let listen_on = app.config.http.listen;
     let listener = listen(listen_on)
         .map_err(|e| anyhow::anyhow!("listening on {listen_on} (http.listen): {e}"))?;

@@ -14,6 +14,9 @@
 //! `sluice_queue_sale_changes_followed_total`). How many sales are behind is a gauge
 //! (`sluice_queue_sales_behind`; alert `SluiceSaleChangesBehind`).
 //!
+//! Each round first fills the queue store's script cache when it lacks a script
+//! ([`crate::queue::QueueStore::prepare`]): a Redis that restarted or failed over lost it.
+//!
 //! Every `REPLAY_EVERY` rounds it also replays: the rows applied within
 //! `workers.queue_sync_replay_secs` whose application the store has no record of (a Redis
 //! failover or restart lost the last writes the ledger saw applied) are applied again, once
@@ -82,6 +85,15 @@ pub async fn run(app: App, every: Duration) {
 /// Applies the rows due now, then follows the sales behind; stops at the first change the store
 /// cannot take (it is away: the rest would fail alike).
 async fn round(app: &App, behind: &mut Behind) -> anyhow::Result<()> {
+    // A Redis that restarted or failed over lost its script cache: it is filled again here,
+    // before the first burst of calls has each script load itself.
+    // A store that does not answer is met by the calls below.
+    if let Ok(loaded @ 1..) = app.queue.prepare().await {
+        tracing::info!(
+            scripts = loaded,
+            "queue sync: scripts loaded into the queue store"
+        );
+    }
     if let Ok((pending, oldest)) = app.ledger.sync_backlog().await {
         metrics::gauge!("sluice_queue_sync_pending").set(pending as f64);
         metrics::gauge!("sluice_queue_sync_oldest_age_seconds").set(oldest);
