@@ -319,9 +319,8 @@ fn client_ip(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
 /// Request count and latency by operation id (bounded label values, unlike raw paths), and
 /// each request's log line. The counters are how requests are watched; the line is `debug`
 /// (a waiting room's polls would flood an `info` log, and writing it would slow the answers),
-/// `warn` when the server failed: each
-/// time for an error of its own (500), at most once a second while a store it needs is away
-/// (503: then every request fails alike).
+/// `warn` when the server failed: each time for an error of its own (500), at most once a
+/// second while a store it needs is away (503: then every request fails alike).
 async fn measure<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let method = req.method().clone();
     // Its path only: a query string is the client's, and may carry what a log must not.

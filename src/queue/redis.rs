@@ -301,7 +301,7 @@ impl RedisQueue {
     /// from the cache (Redis restarted, or a replica took over) costs its first call a
     /// `NOSCRIPT` answer and a load, two more round trips, which a Redis a few milliseconds
     /// away turns into timeouts under the first burst of calls.
-    pub async fn load_scripts(&self) -> QueueResult<usize> {
+    async fn load_scripts(&self) -> QueueResult<usize> {
         let all = scripts();
         let mut exists = ::redis::cmd("SCRIPT");
         exists.arg("EXISTS");

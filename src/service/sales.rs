@@ -90,59 +90,56 @@ async fn close_out_the_waiting(app: &App, id: SaleId) -> ServiceResult<()> {
 /// After a change to a sale's settings, which the ledger has: the queue store took it too
 /// (recorded in the ledger, so the queue-sync worker leaves the sale alone), or it did not,
 /// and the worker brings the store in line once it answers (`follow_in_queue`). Either way
-/// the operator's change stands, and is answered. A change the ledger took after this one
-/// (through another replica) may have reached the store first, and this write undone it: when
-/// the ledger is ahead, the sale's settings are written again as it has them now.
+/// the operator's change stands, and is answered.
 pub async fn followed(app: &App, record: &SaleRecord, in_queue: ServiceResult<()>) {
     let sale = record.sale.id;
-    if let Err(e) = in_queue {
-        warn_throttled!(%sale, error = %e, "a sale's change is in the ledger, not yet in the queue store: the queue-sync worker brings it in line");
-        return;
-    }
-    match app
-        .ledger
-        .store_followed(sale, record.settings_version)
-        .await
-    {
-        Ok(Some(now)) if now > record.settings_version => {
-            if let Err(e) = follow_in_queue(app, sale).await {
-                warn_throttled!(%sale, error = %e, "a sale changed twice at once, and the queue store may have the earlier change");
-            }
-        }
-        Ok(_) => {}
-        // The worker writes the same settings again, which changes nothing.
-        Err(e) => {
-            tracing::debug!(%sale, error = %e, "a sale's change is in the queue store, not recorded so")
-        }
+    let recorded = match in_queue {
+        Ok(()) => record_followed(app, sale, record.settings_version).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = recorded {
+        warn_throttled!(%sale, error = %e, "the queue store may not have a sale's latest change: the queue-sync worker brings it in line");
     }
 }
 
-/// Times [`follow_in_queue`] writes a sale's settings again while the ledger keeps changing
-/// under it; the request of the latest change writes it after that.
+/// Times [`record_followed`] writes a sale's settings again while the ledger keeps changing
+/// under it; the request of the latest change writes them after that.
 const FOLLOW_TRIES: usize = 3;
 
 /// Brings the queue store in line with the sale as the ledger has it (the queue-sync worker,
-/// for a sale whose change the store missed, and a change whose write may have crossed another):
-/// its settings written whole (the sale rebuilt, should the store have lost it), a closed
-/// sale's waiting users let go of; then recorded, and written again if the ledger changed
-/// meanwhile.
+/// for a sale whose change the store missed): its settings written whole, then recorded.
 pub async fn follow_in_queue(app: &App, id: SaleId) -> ServiceResult<()> {
+    let Some(record) = app.ledger.sale(id).await? else {
+        return Ok(());
+    };
+    write_whole(app, &record).await?;
+    record_followed(app, id, record.settings_version).await
+}
+
+/// Records that the store has the sale's settings as of `version`. A change the ledger took
+/// since (through another replica) may have reached the store first and been undone by this
+/// write: while the ledger is ahead, the settings are written again whole as it has them now.
+async fn record_followed(app: &App, id: SaleId, mut version: u64) -> ServiceResult<()> {
     for _ in 0..FOLLOW_TRIES {
+        match app.ledger.store_followed(id, version).await? {
+            Some(now) if now > version => {}
+            _ => return Ok(()),
+        }
         let Some(record) = app.ledger.sale(id).await? else {
             return Ok(());
         };
-        put_in_queue(app, &record, false).await?;
-        if record.sale.status == SaleStatus::Closed {
-            close_out_the_waiting(app, id).await?;
-        }
-        match app
-            .ledger
-            .store_followed(id, record.settings_version)
-            .await?
-        {
-            Some(now) if now > record.settings_version => continue,
-            _ => return Ok(()),
-        }
+        write_whole(app, &record).await?;
+        version = record.settings_version;
+    }
+    Ok(())
+}
+
+/// The sale's settings written whole to the store (the sale rebuilt, should the store have
+/// lost it), and a closed sale's waiting users let go of.
+async fn write_whole(app: &App, record: &SaleRecord) -> ServiceResult<()> {
+    put_in_queue(app, record, false).await?;
+    if record.sale.status == SaleStatus::Closed {
+        close_out_the_waiting(app, record.sale.id).await?;
     }
     Ok(())
 }

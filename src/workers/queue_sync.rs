@@ -86,8 +86,8 @@ pub async fn run(app: App, every: Duration) {
 /// cannot take (it is away: the rest would fail alike).
 async fn round(app: &App, behind: &mut Behind) -> anyhow::Result<()> {
     // A Redis that restarted or failed over lost its script cache: it is filled again here,
-    // before the first burst of calls has each script load itself.
-    // A store that does not answer is met by the calls below.
+    // before the first burst of calls has each script load itself (a store that does not
+    // answer fails the calls below).
     if let Ok(loaded @ 1..) = app.queue.prepare().await {
         tracing::info!(
             scripts = loaded,
@@ -134,10 +134,11 @@ async fn follow_sales(app: &App, behind: &mut Behind) -> anyhow::Result<()> {
         .into_iter()
         .collect();
     metrics::gauge!("sluice_queue_sales_behind").set(now.len() as f64);
-    let stood = now
+    let stood: Vec<(SaleId, u64)> = now
         .iter()
-        .filter(|(sale, version)| behind.get(sale) == Some(version));
-    let stood: Vec<(SaleId, u64)> = stood.map(|(sale, version)| (*sale, *version)).collect();
+        .filter(|(sale, version)| behind.get(sale) == Some(version))
+        .map(|(sale, version)| (*sale, *version))
+        .collect();
     *behind = now;
     for (sale, version) in stood {
         crate::service::sales::follow_in_queue(app, sale).await?;

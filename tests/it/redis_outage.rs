@@ -199,13 +199,24 @@ async fn units_freed_while_redis_is_cut_off_are_sellable_soon_after_it_returns()
     let _ = std::fs::remove_dir_all(&redis.dir);
 }
 
-/// What the `sluice_queue_sales_behind` gauge shows.
-async fn sales_behind(t: &TestApp) -> Option<f64> {
-    let metrics = t.metrics().await;
-    let line = metrics
-        .lines()
-        .find(|l| l.starts_with("sluice_queue_sales_behind "))?;
-    line.rsplit(' ').next()?.parse().ok()
+/// Waits `within` for the `sluice_queue_sales_behind` gauge to show `n`.
+async fn sales_behind_come_to(t: &TestApp, n: f64, within: Duration) {
+    let started = Instant::now();
+    loop {
+        let metrics = t.metrics().await;
+        let shown = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("sluice_queue_sales_behind "))
+            .and_then(|v| v.trim().parse::<f64>().ok());
+        if shown == Some(n) {
+            return;
+        }
+        assert!(
+            started.elapsed() < within,
+            "sales behind: {shown:?}, not {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// sluice on a private Redis (its data kept on disk) reached through a proxy that can cut it
@@ -432,14 +443,7 @@ async fn a_sale_changed_while_redis_is_cut_off_follows_in_the_queue_store_once_i
         .admin_json(Method::GET, &format!("/v1/sales/{closing}"))
         .await;
     assert_eq!(record["status"], "closed", "{record}");
-    let cut = Instant::now();
-    while sales_behind(&t).await != Some(2.0) {
-        assert!(
-            cut.elapsed() < Duration::from_secs(3),
-            "the worker counts both behind"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    sales_behind_come_to(&t, 2.0, Duration::from_secs(3)).await;
     proxy.cut(false);
 
     let back = Instant::now();
@@ -478,14 +482,7 @@ async fn a_sale_changed_while_redis_is_cut_off_follows_in_the_queue_store_once_i
         (Some("EXPIRED"), Some("sale_closed")),
         "{ended}"
     );
-    let counted = Instant::now();
-    while sales_behind(&t).await != Some(0.0) {
-        assert!(
-            counted.elapsed() < Duration::from_secs(2),
-            "still counted behind"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    sales_behind_come_to(&t, 0.0, Duration::from_secs(2)).await;
     crate::reliability::record(
         "Redis cut off (data kept) while an operator closes one sale and retunes another",
         &[
