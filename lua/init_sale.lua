@@ -1,42 +1,41 @@
--- init_sale: write a sale's settings; when the store holds no stock for the sale yet (a new
--- sale, or keys lost in a flush) or when forced (`sluice reconcile`), rebuild its stock, active
--- set, holds and per-user counts from the ledger's snapshot. One script: nobody sees half.
+-- init_sale: write a sale's settings (unless the store has a later version of them,
+-- lib/settings.lua); when the store holds no stock for the sale yet (a new sale, or keys lost
+-- in a flush) or when forced (`sluice reconcile`), rebuild its stock, active set, holds and
+-- per-user counts from the ledger's snapshot. One script: nobody sees half.
 -- KEYS: 1 meta, 2 stock, 3 seats, 4 active, 5 holds, 6 owners, 7 users, 8 bought,
 --       9 unrecorded (an admission batch not yet in the ledger: the rebuilt active set is
 --       the ledger's, so that batch is gone), 10 sold (CONFIRMED attempts' hold records)
--- ARGV: 1 status, 2 opens_at ms, 3 closes_at ms (0 = none), 4 max_active, 5 per_user_limit,
---       6 rate_per_minute, 7 kind, 8 hold_ttl_ms, 9 payment_ttl_ms, 10 force: '1', '0', or
+-- ARGV: 1-10 the settings (lib/settings.lua), 11 force: '1', '0', or
 --       'v<version>': rebuild only if meta.version still reads that (the drift checker's
 --       repair, a compare-and-set: a change since its read leaves the sale alone; it keeps
---       the unrecorded batch, whose attempts its snapshot carries),
---       11 reset (1/0: the sale existed before, so places in its queue were lost),
---       12 free quantity, 13 n free seats, then the seats,
+--       the unrecorded batch, whose attempts its snapshot carries, and the settings),
+--       12 reset (1/0: the sale existed before, so places in its queue were lost),
+--       13 free quantity, 14 n free seats, then the seats,
 --       then n live attempts, then per attempt: id, user, deadline ms, hold record ('' if none),
 --       then n users, then per user: user, units held or bought,
 --       then n buyers, then per buyer: user, their CONFIRMED attempt (join answers it), what
 --       it bought as a hold record ('' if none: a refund gives it back)
 -- Returns 1 if the sale was rebuilt, 0 if only its settings were written (or, guarded,
 -- nothing: the sale had moved).
-local guarded = string.sub(ARGV[10], 1, 1) == 'v'
-if guarded and (redis.call('HGET', KEYS[1], 'version') or '0') ~= string.sub(ARGV[10], 2) then
+local FORCE = SETTINGS_ARGS + 1
+local guarded = string.sub(ARGV[FORCE], 1, 1) == 'v'
+if guarded and (redis.call('HGET', KEYS[1], 'version') or '0') ~= string.sub(ARGV[FORCE], 2) then
   return 0
 end
-redis.call('HSET', KEYS[1], 'status', ARGV[1], 'opens_at_ms', ARGV[2], 'closes_at_ms', ARGV[3],
-  'max_active', ARGV[4], 'per_user_limit', ARGV[5], 'rate_per_minute', ARGV[6], 'kind', ARGV[7],
-  'hold_ttl_ms', ARGV[8], 'payment_ttl_ms', ARGV[9])
+if not guarded then write_settings(KEYS[1], 1) end
 local fresh = redis.call('HSETNX', KEYS[1], 'stock_initialised', '1') == 1
 -- Serials start again at 1 when the keys were lost: a new numbering of the line.
 if fresh then new_epoch() end
-if not fresh and ARGV[10] == '0' then return 0 end
+if not fresh and ARGV[FORCE] == '0' then return 0 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[10])
 if not guarded then redis.call('DEL', KEYS[9]) end
 redis.call('HINCRBY', KEYS[1], 'version', 1)
-if ARGV[11] == '1' then
+if ARGV[FORCE + 1] == '1' then
   local t = redis.call('TIME')
   redis.call('HSET', KEYS[1], 'rebuilt_at_ms', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 end
-redis.call('SET', KEYS[2], ARGV[12])
-local i = 13
+redis.call('SET', KEYS[2], ARGV[FORCE + 2])
+local i = FORCE + 3
 local n_seats = tonumber(ARGV[i])
 i = i + 1
 local last = i + n_seats - 1

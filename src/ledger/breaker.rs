@@ -283,7 +283,7 @@ impl Ledger for Guarded {
     async fn sales_behind_store(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
         guarded!(self.sales_behind_store(limit))
     }
-    async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<Option<u64>> {
+    async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<()> {
         guarded!(self.store_followed(id, version))
     }
     async fn sync_backlog(&self) -> LedgerResult<(u64, f64)> {

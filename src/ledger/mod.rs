@@ -514,9 +514,8 @@ pub trait Ledger: Send + Sync + 'static {
     /// is to take (see [`SaleRecord::settings_version`]); at most `limit`.
     async fn sales_behind_store(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>>;
     /// The queue store has the sale's settings as of `version` (an older version than one
-    /// recorded before changes nothing); the sale's settings version now (`None`: no such
-    /// sale), past `version` when a change was made since.
-    async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<Option<u64>>;
+    /// recorded before changes nothing).
+    async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<()>;
     /// Queue-sync rows not applied yet and older than `older_than_ms`, oldest first.
     async fn pending_syncs(&self, older_than_ms: u64, limit: u32)
         -> LedgerResult<Vec<PendingSync>>;

@@ -2,8 +2,8 @@
 //! seat holds of every sale live here; every multi-step change is one atomic operation.
 //!
 //! Data per sale (all in one Redis Cluster slot via the `{sale:<id>}` hash tag):
-//! - `meta`: the sale's settings the scripts need (status, limits, rate, measured rate),
-//!   `head`, the lowest join serial that may still be waiting, and `version`, which every
+//! - `meta`: the sale's settings the scripts need (status, limits, rate, measured rate) and
+//!   `settings_version`, the ledger's version of them (an older write is left out), `head`, the lowest join serial that may still be waiting, and `version`, which every
 //!   change to the stock, holds or active set bumps (the drift checker's compare-and-set);
 //! - the waiting queue, stored densely because a ticket opening queues millions
 //!   (`lua/lib/queue.lua`): `seq` hands out join serials (FIFO; never a clock); `w:<n>` hashes
@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::domain::{Admission, AttemptId, Sale, SaleId, SaleStatus, StockChange, UserId};
+use crate::domain::{AttemptId, Sale, SaleId, SaleStatus, StockChange, UserId};
 pub use crate::domain::{LiveAttempt, SaleSnapshot, Take};
 
 pub use self::change::{PendingSync, SyncChange};
@@ -310,17 +310,21 @@ pub trait QueueStore: Send + Sync + 'static {
     async fn prepare(&self) -> QueueResult<usize> {
         Ok(0)
     }
-    /// Writes the sale's settings, and rebuilds its stock, active set and holds from
-    /// `snapshot` if the store has none for it yet (a new sale, or keys lost) or if `force`.
-    /// Returns whether it rebuilt.
+    /// Writes the sale's settings as of `settings_version` (as [`QueueStore::put_settings`]),
+    /// and rebuilds its stock, active set and holds from `snapshot` if the store has none for
+    /// it yet (a new sale, or keys lost) or if `force`. Returns whether it rebuilt.
     async fn init_sale(
         &self,
         sale: &Sale,
+        settings_version: u64,
         snapshot: &SaleSnapshot,
         force: bool,
     ) -> QueueResult<bool>;
-    async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()>;
-    async fn set_admission(&self, sale: SaleId, admission: Admission) -> QueueResult<()>;
+    /// Writes the sale's settings (status, admission, close, TTLs) whole, as the ledger has
+    /// them at its `version` of them (the sale's `settings_version` there), unless the store
+    /// has a later version (of two changes whose writes cross, the later stands) or does not
+    /// hold the sale (it is rebuilt whole from the ledger). Returns whether it wrote.
+    async fn put_settings(&self, sale: &Sale, version: u64) -> QueueResult<bool>;
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome>;
     /// What the store knows of `attempt`, for `user`'s status: another user's waiting attempt

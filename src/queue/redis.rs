@@ -22,11 +22,11 @@ macro_rules! lua {
         static $name: LazyLock<Script> =
             LazyLock::new(|| Script::new(include_str!(concat!("../../lua/", $file))));
     };
-    // A script with a library of `lua/lib/` first (its layout or its functions).
-    ($name:ident, $lib:literal, $file:literal) => {
+    // A script with libraries of `lua/lib/` first (a layout, or functions).
+    ($name:ident, $($lib:literal),+ => $file:literal) => {
         static $name: LazyLock<Script> = LazyLock::new(|| {
             Script::new(concat!(
-                include_str!(concat!("../../lua/lib/", $lib)),
+                $(include_str!(concat!("../../lua/lib/", $lib)),)+
                 include_str!(concat!("../../lua/", $file))
             ))
         });
@@ -35,13 +35,13 @@ macro_rules! lua {
 /// A script that touches the waiting queue: `lua/lib/queue.lua` (its layout) comes first.
 macro_rules! queue_lua {
     ($name:ident, $file:literal) => {
-        lua!($name, "queue.lua", $file);
+        lua!($name, "queue.lua" => $file);
     };
 }
 /// A script that applies a transition's change: `lua/lib/changes.lua` comes first.
 macro_rules! changes_lua {
     ($name:ident, $file:literal) => {
-        lua!($name, "changes.lua", $file);
+        lua!($name, "changes.lua" => $file);
     };
 }
 queue_lua!(JOIN, "join.lua");
@@ -64,12 +64,13 @@ changes_lua!(ADJUST_STOCK, "adjust_stock.lua");
 changes_lua!(APPLY_SYNC, "apply_sync.lua");
 lua!(UNSYNCED, "unsynced.lua");
 lua!(HOLDINGS, "holdings.lua");
-queue_lua!(INIT_SALE, "init_sale.lua");
+lua!(INIT_SALE, "queue.lua", "settings.lua" => "init_sale.lua");
+lua!(PUT_SETTINGS, "settings.lua" => "put_settings.lua");
 lua!(RECORDED, "recorded.lua");
 
 /// Every script above: [`RedisQueue::load_scripts`] puts them in Redis's script cache ahead of
 /// the calls (a unit test checks the list against the declarations).
-fn scripts() -> [&'static Script; 22] {
+fn scripts() -> [&'static Script; 23] {
     [
         &JOIN,
         &POSITION,
@@ -92,6 +93,7 @@ fn scripts() -> [&'static Script; 22] {
         &UNSYNCED,
         &HOLDINGS,
         &INIT_SALE,
+        &PUT_SETTINGS,
         &RECORDED,
     ]
 }
@@ -353,9 +355,30 @@ impl RedisQueue {
     }
 }
 
+/// A sale's settings as `lua/lib/settings.lua` takes them, as of the ledger's `version`.
+fn settings_args(inv: &mut ::redis::ScriptInvocation<'_>, sale: &Sale, version: u64) {
+    inv.arg(version)
+        .arg(sale.status.as_str())
+        .arg(sale.opens_at.timestamp_millis())
+        .arg(sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0))
+        .arg(sale.admission.max_active)
+        .arg(sale.per_user_limit)
+        .arg(sale.admission.rate_per_minute)
+        .arg(sale.stock.kind().as_str())
+        .arg(sale.ttls.hold_secs as u64 * 1000)
+        .arg(sale.ttls.payment_secs as u64 * 1000);
+}
+
 impl RedisQueue {
-    /// `init_sale.lua` with its `force` argument: "1", "0", or "v<version>" (see the script).
-    async fn init(&self, sale: &Sale, snapshot: &SaleSnapshot, force: &str) -> QueueResult<bool> {
+    /// `init_sale.lua` with the sale's settings as of `settings_version` and its `force`
+    /// argument: "1", "0", or "v<version>" (see the script).
+    async fn init(
+        &self,
+        sale: &Sale,
+        settings_version: u64,
+        snapshot: &SaleSnapshot,
+        force: &str,
+    ) -> QueueResult<bool> {
         let k = self.keys(sale.id);
         let mut inv = INIT_SALE.prepare_invoke();
         for name in [
@@ -372,17 +395,8 @@ impl RedisQueue {
         ] {
             inv.key(k.key(name));
         }
-        inv.arg(sale.status.as_str())
-            .arg(sale.opens_at.timestamp_millis())
-            .arg(sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0))
-            .arg(sale.admission.max_active)
-            .arg(sale.per_user_limit)
-            .arg(sale.admission.rate_per_minute)
-            .arg(sale.stock.kind().as_str())
-            .arg(sale.ttls.hold_secs as u64 * 1000)
-            .arg(sale.ttls.payment_secs as u64 * 1000)
-            .arg(force)
-            .arg(if snapshot.reset { 1 } else { 0 });
+        settings_args(&mut inv, sale, settings_version);
+        inv.arg(force).arg(if snapshot.reset { 1 } else { 0 });
         match &snapshot.free {
             Stock::Quantity(n) => inv.arg(*n).arg(0),
             Stock::Seats(seats) => inv.arg(0).arg(seats.len()).arg(seats),
@@ -601,11 +615,12 @@ impl QueueStore for RedisQueue {
     async fn init_sale(
         &self,
         sale: &Sale,
+        settings_version: u64,
         snapshot: &SaleSnapshot,
         force: bool,
     ) -> QueueResult<bool> {
-        self.init(sale, snapshot, if force { "1" } else { "0" })
-            .await
+        let force = if force { "1" } else { "0" };
+        self.init(sale, settings_version, snapshot, force).await
     }
 
     async fn rebuild_if_unchanged(
@@ -614,37 +629,16 @@ impl QueueStore for RedisQueue {
         snapshot: &SaleSnapshot,
         version: u64,
     ) -> QueueResult<bool> {
-        self.init(sale, snapshot, &format!("v{version}")).await
+        // Guarded, the script leaves the settings alone: their version does not matter.
+        self.init(sale, 0, snapshot, &format!("v{version}")).await
     }
 
-    async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()> {
-        let k = self.keys(sale);
-        let _: i64 = self
-            .cmd(
-                "set_status",
-                ::redis::cmd("HSET")
-                    .arg(k.key("meta"))
-                    .arg("status")
-                    .arg(status.as_str()),
-            )
-            .await?;
-        Ok(())
-    }
-
-    async fn set_admission(&self, sale: SaleId, admission: Admission) -> QueueResult<()> {
-        let k = self.keys(sale);
-        let _: i64 = self
-            .cmd(
-                "set_admission",
-                ::redis::cmd("HSET")
-                    .arg(k.key("meta"))
-                    .arg("rate_per_minute")
-                    .arg(admission.rate_per_minute)
-                    .arg("max_active")
-                    .arg(admission.max_active),
-            )
-            .await?;
-        Ok(())
+    async fn put_settings(&self, sale: &Sale, version: u64) -> QueueResult<bool> {
+        let mut inv = PUT_SETTINGS.prepare_invoke();
+        inv.key(self.keys(sale.id).key("meta"));
+        settings_args(&mut inv, sale, version);
+        let written: i64 = self.run("put_settings", &inv).await?;
+        Ok(written == 1)
     }
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {

@@ -2,8 +2,9 @@
 //! read its counters. Each change an operator makes is given its admin audit entry
 //! ([`SaleAudit`]), which the ledger writes in the change's own transaction. A change to what
 //! the queue store keeps of a sale (status, admission, name, end to joins) is the ledger's
-//! first and the store's next; one the store missed, or whose write crossed another's, is
-//! written again from the ledger ([`followed`], [`follow_in_queue`]).
+//! first and the store's next, the settings written whole and tagged with the ledger's version
+//! of them, so that the store keeps the latest of two writes that cross; one the store missed
+//! is written again from the ledger ([`followed`], [`follow_in_queue`]).
 
 use chrono::{DateTime, Utc};
 
@@ -38,7 +39,7 @@ pub async fn create(app: &App, new: NewSale, audit: &SaleAudit<'_>) -> ServiceRe
     // it. A store that fails now gets the sale at its first join or status
     // (`restore_in_queue`); answering an error instead would have a retry make a second sale.
     let fresh = SaleSnapshot::fresh(&record.sale);
-    if let Err(e) = app.queue.init_sale(&record.sale, &fresh, false).await {
+    if let Err(e) = app.queue.init_sale(&record.sale, 0, &fresh, false).await {
         tracing::warn!(sale = %record.sale.id, error = %e,
             "the new sale is not in the queue store yet: its first join puts it there");
     }
@@ -61,15 +62,18 @@ pub async fn set_status(
     audit: Option<&SaleAudit<'_>>,
 ) -> ServiceResult<SaleRecord> {
     let record = change_in_ledger(app, id, SaleChange::Status(status), audit).await?;
-    followed(app, &record, status_in_queue(app, id, status).await).await;
+    followed(app, &record, settings_in_queue(app, &record).await).await;
     Ok(record)
 }
 
-/// The queue store takes the sale's status; a closed sale lets go of its waiting users.
-async fn status_in_queue(app: &App, id: SaleId, status: SaleStatus) -> ServiceResult<()> {
-    app.queue.set_status(id, status).await?;
-    if status == SaleStatus::Closed {
-        close_out_the_waiting(app, id).await?;
+/// The queue store takes the sale's settings as the ledger has them after a change; a closed
+/// sale lets go of its waiting users.
+async fn settings_in_queue(app: &App, record: &SaleRecord) -> ServiceResult<()> {
+    app.queue
+        .put_settings(&record.sale, record.settings_version)
+        .await?;
+    if record.sale.status == SaleStatus::Closed {
+        close_out_the_waiting(app, record.sale.id).await?;
     }
     Ok(())
 }
@@ -90,11 +94,17 @@ async fn close_out_the_waiting(app: &App, id: SaleId) -> ServiceResult<()> {
 /// After a change to a sale's settings, which the ledger has: the queue store took it too
 /// (recorded in the ledger, so the queue-sync worker leaves the sale alone), or it did not,
 /// and the worker brings the store in line once it answers (`follow_in_queue`). Either way
-/// the operator's change stands, and is answered.
+/// the operator's change stands, and is answered. The store keeps the latest version of the
+/// settings whatever order the writes of two changes arrive in, so a write that was refused
+/// because a later one was there is in line too.
 pub async fn followed(app: &App, record: &SaleRecord, in_queue: ServiceResult<()>) {
     let sale = record.sale.id;
     let recorded = match in_queue {
-        Ok(()) => record_followed(app, sale, record.settings_version).await,
+        Ok(()) => app
+            .ledger
+            .store_followed(sale, record.settings_version)
+            .await
+            .map_err(Into::into),
         Err(e) => Err(e),
     };
     if let Err(e) = recorded {
@@ -102,45 +112,19 @@ pub async fn followed(app: &App, record: &SaleRecord, in_queue: ServiceResult<()
     }
 }
 
-/// Times [`record_followed`] writes a sale's settings again while the ledger keeps changing
-/// under it; the request of the latest change writes them after that.
-const FOLLOW_TRIES: usize = 3;
-
 /// Brings the queue store in line with the sale as the ledger has it (the queue-sync worker,
 /// for a sale whose change the store missed): its settings written whole, then recorded.
 pub async fn follow_in_queue(app: &App, id: SaleId) -> ServiceResult<()> {
     let Some(record) = app.ledger.sale(id).await? else {
         return Ok(());
     };
-    write_whole(app, &record).await?;
-    record_followed(app, id, record.settings_version).await
-}
-
-/// Records that the store has the sale's settings as of `version`. A change the ledger took
-/// since (through another replica) may have reached the store first and been undone by this
-/// write: while the ledger is ahead, the settings are written again whole as it has them now.
-async fn record_followed(app: &App, id: SaleId, mut version: u64) -> ServiceResult<()> {
-    for _ in 0..FOLLOW_TRIES {
-        match app.ledger.store_followed(id, version).await? {
-            Some(now) if now > version => {}
-            _ => return Ok(()),
-        }
-        let Some(record) = app.ledger.sale(id).await? else {
-            return Ok(());
-        };
-        write_whole(app, &record).await?;
-        version = record.settings_version;
-    }
-    Ok(())
-}
-
-/// The sale's settings written whole to the store (the sale rebuilt, should the store have
-/// lost it), and a closed sale's waiting users let go of.
-async fn write_whole(app: &App, record: &SaleRecord) -> ServiceResult<()> {
-    put_in_queue(app, record, false).await?;
+    put_in_queue(app, &record, false).await?;
     if record.sale.status == SaleStatus::Closed {
-        close_out_the_waiting(app, record.sale.id).await?;
+        close_out_the_waiting(app, id).await?;
     }
+    app.ledger
+        .store_followed(id, record.settings_version)
+        .await?;
     Ok(())
 }
 
@@ -155,8 +139,7 @@ pub async fn set_admission(
     let admission = Admission::parse(rate_per_minute, max_active, adaptive)
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
     let record = change_in_ledger(app, id, SaleChange::Admission(admission), Some(audit)).await?;
-    let in_queue = app.queue.set_admission(id, admission).await;
-    followed(app, &record, in_queue.map_err(Into::into)).await;
+    followed(app, &record, settings_in_queue(app, &record).await).await;
     Ok(record)
 }
 
@@ -320,7 +303,12 @@ pub async fn restore_in_queue(app: &App, id: SaleId, force: bool) -> ServiceResu
 async fn put_in_queue(app: &App, record: &SaleRecord, force: bool) -> ServiceResult<()> {
     let id = record.sale.id;
     let snapshot = app.ledger.snapshot(id).await?;
-    if app.queue.init_sale(&record.sale, &snapshot, force).await? {
+    let version = record.settings_version;
+    if app
+        .queue
+        .init_sale(&record.sale, version, &snapshot, force)
+        .await?
+    {
         tracing::warn!(sale = %id, live = snapshot.live.len(), "sale rebuilt in the queue store from the ledger");
     }
     Ok(())

@@ -510,9 +510,10 @@ crate::on_both_configurations!(
 );
 
 /// Two changes to a sale's admission, made at once through two replicas: the ledger orders
-/// them (600, then 60 a minute), but the earlier one's write reaches the queue store last. The
-/// request that wrote it finds the ledger a change ahead and writes the sale's settings again,
-/// so the store admits at the ledger's rate, not at the stale one.
+/// them (600, then 60 a minute), but the earlier one's write reaches the queue store last, and
+/// its replica dies right after (or Redis goes away before it could write again). The store
+/// keeps the later version of the settings, so it admits at the ledger's rate, not at the
+/// stale one, with nobody left to put it right.
 async fn two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_later(
     backend: crate::helpers::Backend,
 ) {
@@ -539,9 +540,14 @@ async fn two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_lat
         .await
         .unwrap();
     assert_eq!(later.status(), 200);
-    // The earlier write arrives now, and its request goes on.
-    t.app.queue.set_admission(id, earlier).await.unwrap();
-    sluice::service::sales::followed(&t.app, &earlier_record, Ok(())).await;
+    // The earlier write arrives now; its replica goes no further.
+    let taken = t
+        .app
+        .queue
+        .put_settings(&earlier_record.sale, earlier_record.settings_version)
+        .await
+        .unwrap();
+    assert!(!taken, "the store has a later version of the settings");
 
     let carol_user = sluice::domain::UserId::parse("carol").unwrap();
     let view = t.app.queue.view(carol, &carol_user).await.unwrap();

@@ -77,6 +77,7 @@ on_every_queue_store!(
     lookups_asked_at_once_each_get_their_own_answer,
     joins_asked_at_once_each_get_their_own_answer,
     a_closed_sale_lets_go_of_its_waiting_users,
+    settings_older_than_those_the_store_has_are_left_out,
     nothing_free_and_nothing_held_is_sold_out,
     a_sync_change_is_applied_once_however_often_it_comes,
     holdings_are_what_the_store_holds_and_a_repair_is_a_compare_and_set,
@@ -93,7 +94,7 @@ async fn a_refresh_sends_each_departure_once_and_its_places_equal_the_stores(
     use sluice::service::line::LineSnapshot;
     const N: usize = 40;
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
@@ -195,7 +196,7 @@ async fn finish(q: &Arc<dyn QueueStore>, attempt: sluice::domain::AttemptId) {
 /// failover that did not lose it, is applied once: the store records its id with it.
 async fn a_sync_change_is_applied_once_however_often_it_comes(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(10), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     queued(&q, &s, ["a", "b"]).await;
@@ -250,7 +251,7 @@ async fn holdings_are_what_the_store_holds_and_a_repair_is_a_compare_and_set(
         Stock::Seats(vec!["A1".into(), "A2".into(), "A3".into()]),
         10,
     );
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     queued(&q, &s, ["a", "b", "c"]).await;
@@ -343,7 +344,7 @@ async fn holdings_are_what_the_store_holds_and_a_repair_is_a_compare_and_set(
 async fn holdings_of_thousands_are_read_whole(q: Arc<dyn QueueStore>) {
     const HOLDERS: u32 = 2500;
     let s = sale(Stock::Quantity(3000), HOLDERS);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     let names: Vec<String> = (0..HOLDERS).map(|i| format!("h{i}")).collect();
@@ -369,7 +370,7 @@ async fn holdings_of_thousands_are_read_whole(q: Arc<dyn QueueStore>) {
 
     let seats: Vec<String> = (0..2000).map(|i| format!("S{i}")).collect();
     let seated = sale(Stock::Seats(seats.clone()), 10);
-    q.init_sale(&seated, &SaleSnapshot::fresh(&seated), false)
+    q.init_sale(&seated, 0, &SaleSnapshot::fresh(&seated), false)
         .await
         .unwrap();
     let mut free = match q.holdings(seated.id).await.unwrap().unwrap().free {
@@ -387,7 +388,7 @@ async fn holdings_of_thousands_are_read_whole(q: Arc<dyn QueueStore>) {
 /// sold (finish), yes; and again no once a lapsed hold gives its unit back.
 async fn nothing_free_and_nothing_held_is_sold_out(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(1), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     let attempts = queued(&q, &s, ["a", "b", "c"]).await;
@@ -408,7 +409,7 @@ async fn nothing_free_and_nothing_held_is_sold_out(q: Arc<dyn QueueStore>) {
 
     // A hold that lapses gives its unit back: no longer sold out.
     let s = sale(Stock::Quantity(1), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     let attempts = queued(&q, &s, ["a", "b"]).await;
@@ -424,7 +425,7 @@ async fn nothing_free_and_nothing_held_is_sold_out(q: Arc<dyn QueueStore>) {
 /// open sale keeps its queue.
 async fn a_closed_sale_lets_go_of_its_waiting_users(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     let attempts = queued(&q, &s, ["a", "b", "c", "d", "e"]).await;
@@ -434,7 +435,7 @@ async fn a_closed_sale_lets_go_of_its_waiting_users(q: Arc<dyn QueueStore>) {
     let c = q.view(attempts[2], &user("c")).await.unwrap();
     assert_eq!((c.position, c.waiting), (Some(1), 3));
 
-    q.set_status(s.id, SaleStatus::Closed).await.unwrap();
+    put_status(&q, &s, SaleStatus::Closed, 1).await;
     assert_eq!(q.forget_waiting(s.id).await.unwrap(), 3, "c, d and e");
     for (i, name) in [(2, "c"), (4, "e")] {
         let view = q.view(attempts[i], &user(name)).await.unwrap();
@@ -465,7 +466,7 @@ async fn a_closed_sales_waiting_users_leave_redis() {
         RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2)).unwrap(),
     );
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     for i in 0..250 {
@@ -489,7 +490,7 @@ async fn a_closed_sales_waiting_users_leave_redis() {
     assert_eq!(keys("w:*").await, 3, "serials 1-250 in buckets of 100");
     assert!(keys("u:*").await > 200, "a user bucket for nearly each");
 
-    q.set_status(s.id, SaleStatus::Closed).await.unwrap();
+    put_status(&q, &s, SaleStatus::Closed, 1).await;
     assert_eq!(q.forget_waiting(s.id).await.unwrap(), 249);
     assert_eq!((keys("w:*").await, keys("u:*").await), (0, 0));
     for kept in ["meta", "seq", "active", "owners", "stock"] {
@@ -516,7 +517,7 @@ async fn positions_stay_exact_in_a_queue_of_thousands(q: Arc<dyn QueueStore>) {
     const N: usize = 3_000;
     const ADMITTED: usize = 1_100;
     let s = sale(Stock::Quantity(5), ADMITTED as u32);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     let mut waiting = Vec::new();
@@ -570,7 +571,7 @@ async fn lookups_asked_at_once_each_get_their_own_answer(q: Arc<dyn QueueStore>)
     let sales = [sale(Stock::Quantity(5), 10), sale(Stock::Quantity(5), 10)];
     let mut asks = Vec::new();
     for s in &sales {
-        q.init_sale(s, &SaleSnapshot::fresh(s), false)
+        q.init_sale(s, 0, &SaleSnapshot::fresh(s), false)
             .await
             .unwrap();
         let attempts = queued(&q, s, (0..N).map(|i| format!("u{i}"))).await;
@@ -611,7 +612,7 @@ async fn lookups_asked_at_once_each_get_their_own_answer(q: Arc<dyn QueueStore>)
 async fn joins_asked_at_once_each_get_their_own_answer(q: Arc<dyn QueueStore>) {
     const N: usize = 150;
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     q.join(s.id, &user("u0"), 0).await.unwrap();
@@ -659,7 +660,7 @@ fn leak(s: &str) -> &'static str {
 async fn positions_stay_exact_when_users_leave_out_of_turn(q: Arc<dyn QueueStore>) {
     const N: usize = 350;
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
@@ -726,7 +727,7 @@ async fn positions_stay_exact_when_users_leave_out_of_turn(q: Arc<dyn QueueStore
 async fn a_batch_larger_than_luas_stack_is_admitted_and_kept_whole(q: Arc<dyn QueueStore>) {
     const N: u32 = 9_000;
     let s = sale(Stock::Quantity(5), N);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     for chunk in (0..N).collect::<Vec<_>>().chunks(500) {
@@ -796,7 +797,7 @@ async fn a_batch_not_yet_recorded_goes_to_the_next_lease_holder_first(q: Arc<dyn
 /// a join after the draw comes last.
 async fn a_lottery_draw_orders_the_waiting_once_by_the_seed(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     let names: Vec<String> = (0..10).map(|i| format!("u{i}")).collect();
@@ -835,7 +836,7 @@ async fn draw(q: &Arc<dyn QueueStore>, s: &Sale, seed: &str) -> LotteryDraw {
 /// and are admitted; nothing for one who does not wait (admitted, or unknown).
 async fn a_waiting_user_is_found_with_their_place(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     let names: Vec<String> = (0..5).map(|i| format!("u{i}")).collect();
@@ -1019,12 +1020,79 @@ async fn joined_by(
     n: usize,
 ) -> (Sale, Vec<String>, Vec<sluice::domain::AttemptId>) {
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     let names: Vec<String> = (0..n).map(|i| format!("u{i}")).collect();
     let attempts = queued(q, &s, &names).await;
     (s, names, attempts)
+}
+
+/// Writes the sale's settings with `status` to the store, as the ledger's `version` of them.
+async fn put_status(q: &Arc<dyn QueueStore>, s: &Sale, status: SaleStatus, version: u64) {
+    let mut changed = s.clone();
+    changed.status = status;
+    assert!(q.put_settings(&changed, version).await.unwrap());
+}
+
+/// Two changes to a sale whose writes reach the store out of order (two replicas, or a replica
+/// and the queue-sync worker): the store keeps the later, whichever arrives last, and a sale
+/// the store does not hold is not half made by a change's write.
+async fn settings_older_than_those_the_store_has_are_left_out(q: Arc<dyn QueueStore>) {
+    let s = sale(Stock::Quantity(5), 2);
+    q.init_sale(&s, 3, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let waiting = q.join(s.id, &user("a"), 0).await.unwrap();
+    let JoinOutcome::Queued { attempt, .. } = waiting else {
+        panic!("{waiting:?}");
+    };
+    let mut older = s.clone();
+    older.status = SaleStatus::Closed;
+    assert!(
+        !q.put_settings(&older, 2).await.unwrap(),
+        "older than the store's"
+    );
+    assert!(!q.view(attempt, &user("a")).await.unwrap().sale_closed);
+
+    let mut later = s.clone();
+    later.admission = Admission::parse(90, 2, None).unwrap();
+    later.status = SaleStatus::Paused;
+    assert!(q.put_settings(&later, 5).await.unwrap());
+    let mut between = s.clone();
+    between.admission = Admission::parse(30, 2, None).unwrap();
+    assert!(
+        !q.put_settings(&between, 4).await.unwrap(),
+        "arrives after 5"
+    );
+    assert_eq!(
+        q.view(attempt, &user("a")).await.unwrap().configured_rate,
+        90.0
+    );
+    assert_eq!(admit_all(&q, &s, 10).await.len(), 0, "still paused");
+    // A rewrite from a ledger read before the later change leaves it alone too.
+    assert!(!q
+        .init_sale(&between, 4, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap());
+    assert_eq!(
+        q.view(attempt, &user("a")).await.unwrap().configured_rate,
+        90.0
+    );
+
+    later.status = SaleStatus::Closed;
+    assert!(q.put_settings(&later, 6).await.unwrap());
+    assert_eq!(
+        q.join(s.id, &user("b"), 0).await.unwrap(),
+        JoinOutcome::Closed
+    );
+
+    let elsewhere = sale(Stock::Quantity(1), 1);
+    assert!(!q.put_settings(&elsewhere, 1).await.unwrap(), "not held");
+    assert_eq!(
+        q.join(elsewhere.id, &user("a"), 0).await.unwrap(),
+        JoinOutcome::UnknownSale
+    );
 }
 
 fn sale(stock: Stock, max_active: u32) -> Sale {
@@ -1056,7 +1124,7 @@ fn sale(stock: Stock, max_active: u32) -> Sale {
 /// A sale of 5 units (max 10 active) that users a, b and c joined, in that order.
 async fn three_joined(q: &Arc<dyn QueueStore>) -> Sale {
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     for name in ["a", "b", "c"] {
@@ -1104,7 +1172,7 @@ async fn admit_all(q: &Arc<dyn QueueStore>, s: &Sale, wanted: u32) -> Vec<sluice
 
 async fn join_is_fifo_and_idempotent_per_user(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     let now = Utc::now().timestamp_millis();
@@ -1151,7 +1219,7 @@ async fn join_is_fifo_and_idempotent_per_user(q: Arc<dyn QueueStore>) {
     );
     assert_eq!(view.owner, Some(user("c")));
 
-    q.set_status(s.id, SaleStatus::Closed).await.unwrap();
+    put_status(&q, &s, SaleStatus::Closed, 1).await;
     assert_eq!(
         q.join(s.id, &user("z"), now).await.unwrap(),
         JoinOutcome::Closed
@@ -1165,7 +1233,7 @@ async fn join_is_fifo_and_idempotent_per_user(q: Arc<dyn QueueStore>) {
 
 async fn admission_never_exceeds_max_active_and_needs_the_lease(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 2);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     for name in ["a", "b", "c", "d"] {
@@ -1186,23 +1254,21 @@ async fn admission_never_exceeds_max_active_and_needs_the_lease(q: Arc<dyn Queue
     );
 
     // Paused: nobody is admitted, whatever the admitter asks for.
-    q.set_admission(s.id, Admission::parse(60, 3, None).unwrap())
-        .await
-        .unwrap();
-    q.set_status(s.id, SaleStatus::Paused).await.unwrap();
+    let mut changed = s.clone();
+    changed.admission = Admission::parse(60, 3, None).unwrap();
+    changed.status = SaleStatus::Paused;
+    assert!(q.put_settings(&changed, 1).await.unwrap());
     assert_eq!(admit_all(&q, &s, 10).await.len(), 0, "paused");
-    q.set_status(s.id, SaleStatus::Open).await.unwrap();
-    // Raising the cap lets more in.
-    q.set_admission(s.id, Admission::parse(60, 3, None).unwrap())
-        .await
-        .unwrap();
+    // Open again with the raised cap: one more gets in.
+    changed.status = SaleStatus::Open;
+    assert!(q.put_settings(&changed, 2).await.unwrap());
     assert_eq!(admit_all(&q, &s, 10).await.len(), 1);
 }
 
 /// The adaptive controller's published state is kept for its TTL and then gone.
 async fn controller_state_expires_unless_renewed(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(1), 1);
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     assert_eq!(q.controller(s.id).await.unwrap(), None);
@@ -1229,7 +1295,7 @@ async fn holds_are_all_or_nothing_limited_and_restored_once(q: Arc<dyn QueueStor
         Stock::Seats(vec!["A1".into(), "A2".into(), "A3".into()]),
         10,
     );
-    q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
     for name in ["a", "b", "c"] {
@@ -1283,7 +1349,7 @@ async fn holds_are_all_or_nothing_limited_and_restored_once(q: Arc<dyn QueueStor
     assert_eq!(q.stats(s.id).await.unwrap().active, 2, "a's slot is free");
 
     let qs = sale(Stock::Quantity(5), 10);
-    q.init_sale(&qs, &SaleSnapshot::fresh(&qs), false)
+    q.init_sale(&qs, 0, &SaleSnapshot::fresh(&qs), false)
         .await
         .unwrap();
     for name in ["a", "b"] {
@@ -1321,7 +1387,7 @@ async fn holds_are_all_or_nothing_limited_and_restored_once(q: Arc<dyn QueueStor
 async fn init_keeps_a_live_sale_and_rebuilds_from_a_snapshot(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 10);
     assert!(
-        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
             .await
             .unwrap(),
         "a new sale is built"
@@ -1331,7 +1397,7 @@ async fn init_keeps_a_live_sale_and_rebuilds_from_a_snapshot(q: Arc<dyn QueueSto
     q.hold(a, &user("a"), &Take::Quantity(2)).await.unwrap();
     // Settings may be rewritten any time; a live sale keeps its counters.
     assert!(!q
-        .init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        .init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap());
     assert_eq!(q.stats(s.id).await.unwrap().remaining, 3);
@@ -1364,7 +1430,7 @@ async fn init_keeps_a_live_sale_and_rebuilds_from_a_snapshot(q: Arc<dyn QueueSto
         }],
         reset: true,
     };
-    assert!(q.init_sale(&s, &snapshot, true).await.unwrap());
+    assert!(q.init_sale(&s, 0, &snapshot, true).await.unwrap());
     // c bought before the rebuild: joining again answers that attempt, not a new place.
     assert_eq!(
         q.join(s.id, &user("c"), Utc::now().timestamp_millis())
@@ -1429,7 +1495,7 @@ mod abandonment {
     /// A sale that ten users (u0..u9) joined: the sale, their serials and the line's epoch.
     async fn ten_joined(q: &Arc<dyn QueueStore>) -> (Sale, Vec<u64>, String) {
         let s = sale(Stock::Quantity(5), 10);
-        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
             .await
             .unwrap();
         let now = chrono::Utc::now().timestamp_millis();
@@ -1476,7 +1542,7 @@ mod abandonment {
     /// (silent for longer than the abandonment time) are taken.
     async fn signs_of_life_move_with_the_draw(q: Arc<dyn QueueStore>) {
         let s = sale(Stock::Quantity(5), 10);
-        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
             .await
             .unwrap();
         let names: Vec<String> = (0..10).map(|i| format!("u{i}")).collect();
@@ -1510,7 +1576,7 @@ mod abandonment {
 
     async fn idle_waiters_lose_their_place(q: Arc<dyn QueueStore>) {
         let s = sale(Stock::Quantity(5), 10);
-        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
             .await
             .unwrap();
         let now = || chrono::Utc::now().timestamp_millis();
@@ -1643,7 +1709,7 @@ mod lottery_in_steps {
     async fn while_the_draw_is_made_nobody_is_admitted_or_abandoned() {
         let (q, prefix) = store();
         let s = sale(Stock::Quantity(5), 10);
-        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
             .await
             .unwrap();
         let names: Vec<String> = (0..11).map(|i| format!("u{i}")).collect();
@@ -1686,7 +1752,7 @@ mod lottery_in_steps {
         const N: usize = 2_500;
         let (q, _) = store();
         let s = sale(Stock::Quantity(5), N as u32);
-        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
             .await
             .unwrap();
         let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
@@ -1743,7 +1809,7 @@ mod lottery_in_steps {
                 .with_abandonment(400),
         );
         let s = sale(Stock::Quantity(5), 10);
-        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
             .await
             .unwrap();
         let now = chrono::Utc::now().timestamp_millis();
@@ -1778,7 +1844,7 @@ mod lottery_in_steps {
     async fn a_draw_goes_on_across_calls_that_spend_their_budget() {
         let (q, _) = store();
         let s = sale(Stock::Quantity(5), 10);
-        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
             .await
             .unwrap();
         let names: Vec<String> = (0..2_500).map(|i| format!("u{i}")).collect();
@@ -1814,7 +1880,7 @@ mod lottery_in_steps {
         const MOVING: usize = 300;
         let (q, _) = store();
         let s = sale(Stock::Quantity(5), (N + MOVING) as u32);
-        q.init_sale(&s, &SaleSnapshot::fresh(&s), false)
+        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
             .await
             .unwrap();
         let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();

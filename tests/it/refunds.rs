@@ -156,7 +156,7 @@ async fn a_purchase_made_before_the_store_was_rebuilt_is_refunded_into_it(backen
     assert!(t
         .app
         .queue
-        .init_sale(&settings, &snapshot, true)
+        .init_sale(&settings, 0, &snapshot, true)
         .await
         .unwrap());
     assert_eq!(store_remaining(&t, &sale).await, 0);

@@ -461,19 +461,12 @@ pub(super) async fn behind_store(pool: &PgPool, limit: u32) -> LedgerResult<Vec<
 }
 
 /// [`Ledger::store_followed`].
-pub(super) async fn store_followed(
-    pool: &PgPool,
-    id: SaleId,
-    version: u64,
-) -> LedgerResult<Option<u64>> {
-    let now: Option<i64> = sqlx::query_scalar(
-        "UPDATE sales SET store_version = GREATEST(store_version, $2) WHERE id = $1
-         RETURNING settings_version",
-    )
-    .bind(id.0)
-    .bind(version as i64)
-    .fetch_optional(pool)
-    .await
-    .map_err(db_error)?;
-    Ok(now.map(|v| v as u64))
+pub(super) async fn store_followed(pool: &PgPool, id: SaleId, version: u64) -> LedgerResult<()> {
+    sqlx::query("UPDATE sales SET store_version = GREATEST(store_version, $2) WHERE id = $1")
+        .bind(id.0)
+        .bind(version as i64)
+        .execute(pool)
+        .await
+        .map_err(db_error)?;
+    Ok(())
 }

@@ -360,7 +360,7 @@ impl Ledger for SqliteLedger {
         sales::behind_store(&self.pool, limit).await
     }
 
-    async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<Option<u64>> {
+    async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<()> {
         sales::store_followed(self, id, version).await
     }
 

@@ -475,17 +475,14 @@ pub(super) async fn store_followed(
     ledger: &SqliteLedger,
     id: SaleId,
     version: u64,
-) -> LedgerResult<Option<u64>> {
+) -> LedgerResult<()> {
     let mut tx = ledger.write().await?;
-    let now: Option<i64> = sqlx::query_scalar(
-        "UPDATE sales SET store_version = max(store_version, ?2) WHERE id = ?1
-         RETURNING settings_version",
-    )
-    .bind(id.0)
-    .bind(version as i64)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db_error)?;
+    sqlx::query("UPDATE sales SET store_version = max(store_version, ?2) WHERE id = ?1")
+        .bind(id.0)
+        .bind(version as i64)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
     tx.commit().await.map_err(db_error)?;
-    Ok(now.map(|v| v as u64))
+    Ok(())
 }

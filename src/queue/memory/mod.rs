@@ -33,6 +33,9 @@ pub struct MemoryQueue {
 
 /// One sale, as the Redis keys of `queue/mod.rs` hold it.
 struct SaleQueue {
+    /// The ledger's version of the settings below (`sales.settings_version`): a write of an
+    /// older one is left out, as `lua/lib/settings.lua` does.
+    settings_version: u64,
     status: SaleStatus,
     closes_at_ms: i64,
     max_active: u32,
@@ -133,6 +136,24 @@ impl MemoryQueue {
 }
 
 impl SaleQueue {
+    /// Takes the sale's settings as of the ledger's `version` of them, unless it has a later
+    /// version; whether it took them.
+    fn write_settings(&mut self, sale: &Sale, version: u64) -> bool {
+        if version < self.settings_version {
+            return false;
+        }
+        self.settings_version = version;
+        self.status = sale.status;
+        self.closes_at_ms = sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0);
+        self.max_active = sale.admission.max_active;
+        self.per_user_limit = sale.per_user_limit;
+        self.rate_per_minute = sale.admission.rate_per_minute;
+        self.kind = sale.stock.kind();
+        self.hold_ttl_ms = sale.ttls.hold_secs as i64 * 1000;
+        self.payment_ttl_ms = sale.ttls.payment_secs as i64 * 1000;
+        true
+    }
+
     /// Signs of life of the waiting serials `seen` of the numbering `epoch` (as
     /// `write_signs_of_life` in lua/lib/queue.lua): written only while it holds (after the
     /// lottery's draw they name other users).
@@ -191,6 +212,7 @@ impl SaleQueue {
 
     fn new(sale: &Sale) -> Self {
         SaleQueue {
+            settings_version: 0,
             status: sale.status,
             closes_at_ms: 0,
             max_active: 0,
@@ -402,6 +424,7 @@ impl QueueStore for MemoryQueue {
     async fn init_sale(
         &self,
         sale: &Sale,
+        settings_version: u64,
         snapshot: &SaleSnapshot,
         force: bool,
     ) -> QueueResult<bool> {
@@ -412,14 +435,7 @@ impl QueueStore for MemoryQueue {
             .entry(sale.id)
             .or_insert_with(|| Arc::new(Mutex::new(SaleQueue::new(sale))));
         let mut q = entry.lock().expect("not poisoned");
-        q.status = sale.status;
-        q.closes_at_ms = sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0);
-        q.max_active = sale.admission.max_active;
-        q.per_user_limit = sale.per_user_limit;
-        q.rate_per_minute = sale.admission.rate_per_minute;
-        q.kind = sale.stock.kind();
-        q.hold_ttl_ms = sale.ttls.hold_secs as i64 * 1000;
-        q.payment_ttl_ms = sale.ttls.payment_secs as i64 * 1000;
+        q.write_settings(sale, settings_version);
         if !fresh && !force {
             return Ok(false);
         }
@@ -444,19 +460,11 @@ impl QueueStore for MemoryQueue {
         Ok(rebuilt.unwrap_or(false))
     }
 
-    async fn set_status(&self, sale: SaleId, status: SaleStatus) -> QueueResult<()> {
-        let _timer = CallTimer::start("set_status");
-        self.with(sale, |q| q.status = status);
-        Ok(())
-    }
-
-    async fn set_admission(&self, sale: SaleId, admission: Admission) -> QueueResult<()> {
-        let _timer = CallTimer::start("set_admission");
-        self.with(sale, |q| {
-            q.rate_per_minute = admission.rate_per_minute;
-            q.max_active = admission.max_active;
-        });
-        Ok(())
+    async fn put_settings(&self, sale: &Sale, version: u64) -> QueueResult<bool> {
+        let _timer = CallTimer::start("put_settings");
+        Ok(self
+            .with(sale.id, |q| q.write_settings(sale, version))
+            .unwrap_or(false))
     }
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
