@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use chrono::Utc;
 
+use super::line::Line;
 use super::{App, AttemptView, ServiceError, ServiceResult};
 use crate::auth::Ticket;
 use crate::domain::{decide, AttemptEvent, AttemptId, AttemptState, UserId};
@@ -45,8 +46,22 @@ pub fn from_line(
     ticket: &str,
     placed: &Ticket,
 ) -> Option<AttemptView> {
-    let line = app.lines.line(attempt.sale);
-    let snapshot = line.snapshot()?;
+    app.lines.with_line(attempt.sale, |line| {
+        answer_from_line(app, line, attempt, user, ticket, placed)
+    })
+}
+
+/// [`from_line`] with the attempt's line.
+fn answer_from_line(
+    app: &App,
+    line: &Line,
+    attempt: AttemptId,
+    user: &UserId,
+    ticket: &str,
+    placed: &Ticket,
+) -> Option<AttemptView> {
+    let snapshot = line.snapshot();
+    let snapshot = snapshot.as_ref()?;
     if line.left_here(attempt) {
         return None;
     }
@@ -58,7 +73,7 @@ pub fn from_line(
         return Some(ended_waiting(attempt, AttemptEvent::SaleClosed));
     }
     // Asking is a sign of life: the next refresh writes it.
-    app.lines.seen(&line, serial, &line_now.epoch);
+    app.lines.seen(line, serial, &line_now.epoch);
     let rate = best_rate(line_now.measured_rate, line_now.configured_rate);
     let mut view = waiting(app, attempt, position, line_now.waiting, rate);
     view.sold_out = line_now.sold_out;

@@ -19,10 +19,11 @@ mod signs_of_life;
 mod snapshot;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use arc_swap::{ArcSwap, ArcSwapOption, Guard};
 use tokio::sync::watch;
 
 pub use self::nudges::{Nudged, Nudges};
@@ -33,6 +34,11 @@ use crate::queue::{QueueStore, Renumbering, MAX_DEPARTURES};
 
 /// A line nobody asked about for this long, followed by no stream, stops being refreshed.
 pub const IDLE: Duration = Duration::from_secs(30);
+
+/// How finely a line's last question is timed ([`Line::asked_ms`]): a status writes the time
+/// only when it moved by this much, so that statuses on every core do not write one memory
+/// location at each answer.
+const ASKED_GRAIN_MS: i64 = 1000;
 
 /// How many serials of a lottery's draw one store call reads (4 bytes each on Redis).
 const RENUMBERED_PAGE: u64 = 65_536;
@@ -52,7 +58,12 @@ pub struct Lines {
     /// gathered once a window).
     seen_window: u64,
     queue: Arc<dyn QueueStore>,
-    lines: Mutex<HashMap<SaleId, Arc<Line>>>,
+    /// Every line's view, by sale. Each status reads it without a lock; a line made or
+    /// dropped (rare) replaces the map, under `changing`.
+    lines: ArcSwap<HashMap<SaleId, Arc<Line>>>,
+    /// Held while the map is replaced, and while a stream subscribes to a line (so that a line
+    /// being dropped is not subscribed to).
+    changing: Mutex<()>,
     /// What [`Line::asked_ms`] counts from.
     started: Instant,
     /// Status streams of this replica, by attempt, to push to at once.
@@ -62,8 +73,11 @@ pub struct Lines {
 /// One sale's line as this replica sees it.
 pub struct Line {
     /// The latest snapshot; `None` until the first refresh, and while the store cannot be
-    /// read or does not hold the sale (answers come from the store then).
-    latest: watch::Sender<Option<Arc<LineSnapshot>>>,
+    /// read or does not hold the sale (answers come from the store then). Read by each status
+    /// without a lock; the same snapshots go to the streams through `published`.
+    latest: ArcSwapOption<LineSnapshot>,
+    /// The snapshots as they come, for the status streams that wait on them.
+    published: watch::Sender<Option<Arc<LineSnapshot>>>,
     /// Serials of waiting users who asked since the last refresh (written by the next).
     seen: Mutex<SignsOfLife>,
     /// Refreshes made so far: what the gathering's windows count.
@@ -73,12 +87,27 @@ pub struct Line {
     /// Attempts that left the line through this replica, and when: until a refresh sent after
     /// that brings their departure, their status comes from the store.
     left_here: Mutex<Vec<(AttemptId, Instant)>>,
+    /// How many `left_here` holds: a status looks in it only when it holds some.
+    left_count: AtomicUsize,
 }
 
 impl Line {
-    /// The latest snapshot, if the view has one.
-    pub fn snapshot(&self) -> Option<Arc<LineSnapshot>> {
-        self.latest.borrow().clone()
+    /// The latest snapshot, if the view has one (held briefly: a status's answer).
+    pub fn snapshot(&self) -> Guard<Option<Arc<LineSnapshot>>> {
+        self.latest.load()
+    }
+
+    /// Someone asked at `now` (ms since [`Lines::started`]).
+    fn asked(&self, now: i64) {
+        if now - self.asked_ms.load(Ordering::Relaxed) >= ASKED_GRAIN_MS {
+            self.asked_ms.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// Shows `snapshot` to the statuses and the streams.
+    fn publish(&self, snapshot: Option<Arc<LineSnapshot>>) {
+        self.latest.store(snapshot.clone());
+        self.published.send_replace(snapshot);
     }
 
     /// Records a sign of life of a waiting serial of `epoch`, for the next refresh to write
@@ -93,8 +122,18 @@ impl Line {
 
     /// The attempt left through this replica since the last refresh.
     pub fn left_here(&self, attempt: AttemptId) -> bool {
+        if self.left_count.load(Ordering::Acquire) == 0 {
+            return false;
+        }
         let left = self.left_here.lock().expect("left lock");
         left.iter().any(|(a, _)| *a == attempt)
+    }
+
+    /// Forgets the departures a refresh sent at `sent` or later brought.
+    fn forget_left_before(&self, sent: Instant) {
+        let mut left = self.left_here.lock().expect("left lock");
+        left.retain(|(_, at)| *at >= sent);
+        self.left_count.store(left.len(), Ordering::Release);
     }
 }
 
@@ -106,7 +145,8 @@ impl Lines {
             track_presence: !abandon_after.is_zero(),
             seen_window: seen_window(abandon_after, every),
             queue,
-            lines: Mutex::default(),
+            lines: ArcSwap::default(),
+            changing: Mutex::default(),
             started: Instant::now(),
             nudges: Arc::default(),
         }
@@ -120,51 +160,59 @@ impl Lines {
         }
     }
 
-    /// The sale's line, made (and its refreshing started) at the first question.
-    pub fn line(self: &Arc<Self>, sale: SaleId) -> Arc<Line> {
-        self.with_line(sale, Arc::clone)
+    /// `f` with the sale's line, made (and its refreshing started) at the first question.
+    /// A line that exists is read without a lock.
+    pub fn with_line<T>(self: &Arc<Self>, sale: SaleId, f: impl FnOnce(&Line) -> T) -> T {
+        let now = self.clock_ms();
+        if let Some(line) = self.lines.load().get(&sale) {
+            line.asked(now);
+            return f(line);
+        }
+        let _changing = self.changing.lock().expect("lines lock");
+        let line = self.made(sale, now);
+        f(&line)
     }
 
     /// The sale's line's snapshots as they come, for a status stream.
     pub fn subscribe(self: &Arc<Self>, sale: SaleId) -> watch::Receiver<Option<Arc<LineSnapshot>>> {
-        // Under the map's lock, so a line that is being dropped is not subscribed to.
-        self.with_line(sale, |line| line.latest.subscribe())
+        // Under the lock the dropping of a line takes, so a line that is being dropped is not
+        // subscribed to.
+        let _changing = self.changing.lock().expect("lines lock");
+        let line = self.made(sale, self.clock_ms());
+        line.asked(self.clock_ms());
+        line.published.subscribe()
+    }
+
+    /// The sale's line, made (and its refreshing started) if there is none; under `changing`.
+    fn made(self: &Arc<Self>, sale: SaleId, now: i64) -> Arc<Line> {
+        if let Some(line) = self.lines.load().get(&sale) {
+            return Arc::clone(line);
+        }
+        let line = Arc::new(Line {
+            latest: ArcSwapOption::empty(),
+            published: watch::channel(None).0,
+            seen: Mutex::default(),
+            refreshes: AtomicU64::new(0),
+            asked_ms: AtomicI64::new(now),
+            left_here: Mutex::default(),
+            left_count: AtomicUsize::new(0),
+        });
+        let mut lines = HashMap::clone(&self.lines.load());
+        lines.insert(sale, Arc::clone(&line));
+        self.lines.store(Arc::new(lines));
+        tokio::spawn(Arc::clone(self).refresh(sale, Arc::clone(&line)));
+        line
     }
 
     /// Notes that `attempt` left its line through this replica (see [`Line::left_here`]) and
     /// pushes to its streams here. Without a view of the line here, nothing can be stale.
     pub fn left(&self, attempt: AttemptId) {
-        let line = self
-            .lines
-            .lock()
-            .expect("lines lock")
-            .get(&attempt.sale)
-            .cloned();
-        if let Some(line) = line {
-            line.left_here
-                .lock()
-                .expect("left lock")
-                .push((attempt, Instant::now()));
+        if let Some(line) = self.lines.load().get(&attempt.sale) {
+            let mut left = line.left_here.lock().expect("left lock");
+            left.push((attempt, Instant::now()));
+            line.left_count.store(left.len(), Ordering::Release);
         }
         self.nudges.nudge(attempt);
-    }
-
-    fn with_line<T>(self: &Arc<Self>, sale: SaleId, f: impl FnOnce(&Arc<Line>) -> T) -> T {
-        let now = self.clock_ms();
-        let mut lines = self.lines.lock().expect("lines lock");
-        let line = lines.entry(sale).or_insert_with(|| {
-            let line = Arc::new(Line {
-                latest: watch::channel(None).0,
-                seen: Mutex::default(),
-                refreshes: AtomicU64::new(0),
-                asked_ms: AtomicI64::new(now),
-                left_here: Mutex::default(),
-            });
-            tokio::spawn(Arc::clone(self).refresh(sale, Arc::clone(&line)));
-            line
-        });
-        line.asked_ms.store(now, Ordering::Relaxed);
-        f(line)
     }
 
     fn clock_ms(&self) -> i64 {
@@ -257,29 +305,28 @@ impl Lines {
                             }
                         }
                         current = next;
-                        line.latest.send_replace(Some(Arc::new(current.clone())));
+                        line.publish(Some(Arc::new(current.clone())));
                     }
                     None => {
                         current = LineSnapshot::empty();
-                        line.latest.send_replace(None);
+                        line.publish(None);
                     }
                 },
                 Err(e) => {
                     tracing::debug!(%sale, error = %e, "line refresh failed");
-                    line.latest.send_replace(None);
+                    line.publish(None);
                     // The signs of life go with the next refresh.
                     line.seen.lock().expect("seen lock").put_back(seen, &epoch);
                 }
             }
-            line.left_here
-                .lock()
-                .expect("left lock")
-                .retain(|(_, at)| *at >= sent);
+            line.forget_left_before(sent);
             tokio::time::sleep(self.every).await;
-            let mut lines = self.lines.lock().expect("lines lock");
+            let _changing = self.changing.lock().expect("lines lock");
             let idle = self.clock_ms() - line.asked_ms.load(Ordering::Relaxed);
-            if idle > IDLE.as_millis() as i64 && line.latest.receiver_count() == 0 {
+            if idle > IDLE.as_millis() as i64 && line.published.receiver_count() == 0 {
+                let mut lines = HashMap::clone(&self.lines.load());
                 lines.remove(&sale);
+                self.lines.store(Arc::new(lines));
                 return;
             }
         }
