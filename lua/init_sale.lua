@@ -1,7 +1,8 @@
--- init_sale: write a sale's settings (unless the store has a later version of them,
--- lib/settings.lua); when the store holds no stock for the sale yet (a new sale, or keys lost
--- in a flush) or when forced (`sluice reconcile`), rebuild its stock, active set, holds and
--- per-user counts from the ledger's snapshot. One script: nobody sees half.
+-- init_sale: write a sale's settings (unless the store has a later version of them and the
+-- write is not forced, lib/settings.lua); when the store holds no stock for the sale yet (a
+-- new sale, or keys lost in a flush) or when forced (`sluice reconcile`: the ledger's
+-- settings and holdings stand), rebuild its stock, active set, holds and per-user counts
+-- from the ledger's snapshot. One script: nobody sees half.
 -- KEYS: 1 meta, 2 stock, 3 seats, 4 active, 5 holds, 6 owners, 7 users, 8 bought,
 --       9 unrecorded (an admission batch not yet in the ledger: the rebuilt active set is
 --       the ledger's, so that batch is gone), 10 sold (CONFIRMED attempts' hold records)
@@ -22,7 +23,7 @@ local guarded = string.sub(ARGV[FORCE], 1, 1) == 'v'
 if guarded and (redis.call('HGET', KEYS[1], 'version') or '0') ~= string.sub(ARGV[FORCE], 2) then
   return 0
 end
-if not guarded then write_settings(KEYS[1], 1) end
+if not guarded then write_settings(KEYS[1], 1, ARGV[FORCE] == '1') end
 local fresh = redis.call('HSETNX', KEYS[1], 'stock_initialised', '1') == 1
 -- Serials start again at 1 when the keys were lost: a new numbering of the line.
 if fresh then new_epoch() end

@@ -1,7 +1,7 @@
 -- put_settings: a change to a sale's settings (status, admission, details), written whole as
 -- the ledger has them after the change. A sale the store does not hold is left to be rebuilt
 -- whole from the ledger (its first join or status, or the queue-sync worker).
--- KEYS: 1 meta. ARGV: the settings (lib/settings.lua).
--- Returns 1 if written, 0 if the store has a later version of them or does not hold the sale.
+-- KEYS: 1 meta. ARGV: the settings (lib/settings.lua), then forced (1/0).
+-- Returns the version of the settings the store holds after: 0 when it does not hold the sale.
 if redis.call('HEXISTS', KEYS[1], 'stock_initialised') == 0 then return 0 end
-return write_settings(KEYS[1], 1)
+return write_settings(KEYS[1], 1, ARGV[SETTINGS_ARGS + 1] == '1')

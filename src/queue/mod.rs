@@ -310,8 +310,8 @@ pub trait QueueStore: Send + Sync + 'static {
     async fn prepare(&self) -> QueueResult<usize> {
         Ok(0)
     }
-    /// Writes the sale's settings as of `settings_version` (as [`QueueStore::put_settings`]),
-    /// and rebuilds its stock, active set and holds from `snapshot` if the store has none for
+    /// Writes the sale's settings as of `settings_version` (as [`QueueStore::put_settings`],
+    /// forced with `force`), and rebuilds its stock, active set and holds from `snapshot` if the store has none for
     /// it yet (a new sale, or keys lost) or if `force`. Returns whether it rebuilt.
     async fn init_sale(
         &self,
@@ -322,9 +322,10 @@ pub trait QueueStore: Send + Sync + 'static {
     ) -> QueueResult<bool>;
     /// Writes the sale's settings (status, admission, close, TTLs) whole, as the ledger has
     /// them at its `version` of them (the sale's `settings_version` there), unless the store
-    /// has a later version (of two changes whose writes cross, the later stands) or does not
-    /// hold the sale (it is rebuilt whole from the ledger). Returns whether it wrote.
-    async fn put_settings(&self, sale: &Sale, version: u64) -> QueueResult<bool>;
+    /// has a later version and the write is not `forced` (of two changes whose writes cross,
+    /// the later stands) or the store does not hold the sale (it is rebuilt whole from the
+    /// ledger). Returns the version the store holds after: 0 when it does not hold the sale.
+    async fn put_settings(&self, sale: &Sale, version: u64, forced: bool) -> QueueResult<u64>;
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome>;
     /// What the store knows of `attempt`, for `user`'s status: another user's waiting attempt

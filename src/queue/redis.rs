@@ -633,12 +633,12 @@ impl QueueStore for RedisQueue {
         self.init(sale, 0, snapshot, &format!("v{version}")).await
     }
 
-    async fn put_settings(&self, sale: &Sale, version: u64) -> QueueResult<bool> {
+    async fn put_settings(&self, sale: &Sale, version: u64, forced: bool) -> QueueResult<u64> {
         let mut inv = PUT_SETTINGS.prepare_invoke();
         inv.key(self.keys(sale.id).key("meta"));
         settings_args(&mut inv, sale, version);
-        let written: i64 = self.run("put_settings", &inv).await?;
-        Ok(written == 1)
+        inv.arg(if forced { 1 } else { 0 });
+        self.run("put_settings", &inv).await
     }
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {

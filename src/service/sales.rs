@@ -69,11 +69,26 @@ pub async fn set_status(
 /// The queue store takes the sale's settings as the ledger has them after a change; a closed
 /// sale lets go of its waiting users.
 async fn settings_in_queue(app: &App, record: &SaleRecord) -> ServiceResult<()> {
-    app.queue
-        .put_settings(&record.sale, record.settings_version)
+    let id = record.sale.id;
+    let held = app
+        .queue
+        .put_settings(&record.sale, record.settings_version, false)
         .await?;
+    if held > record.settings_version {
+        // A later change wrote them, which the ledger has; or the ledger went back past them
+        // (restored from a backup) and its settings stand, whatever the store's version.
+        if let Some(now) = app.ledger.sale(id).await? {
+            if now.settings_version < held {
+                tracing::warn!(sale = %id, store = held, ledger = now.settings_version,
+                    "the queue store has a later version of a sale's settings than the ledger: the ledger's are written over it");
+                app.queue
+                    .put_settings(&now.sale, now.settings_version, true)
+                    .await?;
+            }
+        }
+    }
     if record.sale.status == SaleStatus::Closed {
-        close_out_the_waiting(app, record.sale.id).await?;
+        close_out_the_waiting(app, id).await?;
     }
     Ok(())
 }
@@ -113,15 +128,14 @@ pub async fn followed(app: &App, record: &SaleRecord, in_queue: ServiceResult<()
 }
 
 /// Brings the queue store in line with the sale as the ledger has it (the queue-sync worker,
-/// for a sale whose change the store missed): its settings written whole, then recorded.
+/// for a sale whose change the store missed): the sale rebuilt whole if the store lost it,
+/// its settings written, then recorded.
 pub async fn follow_in_queue(app: &App, id: SaleId) -> ServiceResult<()> {
     let Some(record) = app.ledger.sale(id).await? else {
         return Ok(());
     };
     put_in_queue(app, &record, false).await?;
-    if record.sale.status == SaleStatus::Closed {
-        close_out_the_waiting(app, id).await?;
-    }
+    settings_in_queue(app, &record).await?;
     app.ledger
         .store_followed(id, record.settings_version)
         .await?;
@@ -221,7 +235,7 @@ pub async fn set_details(
         closes_at,
     };
     let record = change_in_ledger(app, id, details, Some(audit)).await?;
-    followed(app, &record, put_in_queue(app, &record, false).await).await;
+    followed(app, &record, settings_in_queue(app, &record).await).await;
     app.offers.forget(id);
     Ok(record)
 }

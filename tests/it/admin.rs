@@ -506,6 +506,7 @@ async fn a_visitor_reads_the_public_offer_without_a_token_and_caches_it(
 
 crate::on_both_configurations!(
     two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_later,
+    a_change_stands_when_the_queue_store_has_a_later_version_than_the_ledger,
     a_change_the_ledger_took_from_a_replica_that_died_before_the_store_reaches_the_store,
 );
 
@@ -517,13 +518,7 @@ crate::on_both_configurations!(
 async fn two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_later(
     backend: crate::helpers::Backend,
 ) {
-    let t = TestApp::spawn_on(backend).await;
-    let sale = t.create_sale(json!({ "rate_per_minute": 30 })).await;
-    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
-        .await;
-    let carol = t.join(&sale, "carol").await;
-    let carol = sluice::domain::AttemptId::parse(carol["attempt_id"].as_str().unwrap()).unwrap();
-    let id = sluice::domain::SaleId::parse(&sale).unwrap();
+    let (t, sale, id, carol) = paused_sale_with_carol_waiting(backend).await;
     let earlier = sluice::domain::Admission::parse(600, 5, None).unwrap();
     // The earlier change: in the ledger, its write to the store still on its way.
     let earlier_record = t
@@ -541,18 +536,20 @@ async fn two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_lat
         .unwrap();
     assert_eq!(later.status(), 200);
     // The earlier write arrives now; its replica goes no further.
-    let taken = t
+    let held = t
         .app
         .queue
-        .put_settings(&earlier_record.sale, earlier_record.settings_version)
+        .put_settings(&earlier_record.sale, earlier_record.settings_version, false)
         .await
         .unwrap();
-    assert!(!taken, "the store has a later version of the settings");
+    assert!(
+        held > earlier_record.settings_version,
+        "the store has a later version of the settings"
+    );
 
-    let carol_user = sluice::domain::UserId::parse("carol").unwrap();
-    let view = t.app.queue.view(carol, &carol_user).await.unwrap();
     assert_eq!(
-        view.configured_rate, 60.0,
+        rate_in_store(&t, carol).await,
+        60.0,
         "the store admits at the ledger's rate"
     );
     assert!(
@@ -615,4 +612,62 @@ async fn a_change_the_ledger_took_from_a_replica_that_died_before_the_store_reac
         .unwrap()
         .is_empty());
     t.stop().await;
+}
+
+/// The ledger went back (restored from a backup) past the version of a sale's settings the
+/// queue store holds: an operator's change after that is still the store's, not refused as
+/// older than what it holds.
+async fn a_change_stands_when_the_queue_store_has_a_later_version_than_the_ledger(
+    backend: crate::helpers::Backend,
+) {
+    let (t, sale, id, carol) = paused_sale_with_carol_waiting(backend).await;
+    // What the store kept of the sale before the ledger went back: version 1000.
+    let mut before = t.app.ledger.sale(id).await.unwrap().unwrap().sale;
+    before.admission = sluice::domain::Admission::parse(600, 5, None).unwrap();
+    t.app.queue.put_settings(&before, 1000, true).await.unwrap();
+
+    let change = t
+        .admin(Method::PUT, &format!("/v1/sales/{sale}/admission"))
+        .json(&json!({ "rate_per_minute": 60, "max_active": 5 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(change.status(), 200);
+    assert_eq!(
+        rate_in_store(&t, carol).await,
+        60.0,
+        "the operator's change stands"
+    );
+    t.stop().await;
+}
+
+/// A paused sale admitting 30 a minute, where carol waits: its id as the API and the domain
+/// write it, and carol's attempt.
+async fn paused_sale_with_carol_waiting(
+    backend: crate::helpers::Backend,
+) -> (
+    TestApp,
+    String,
+    sluice::domain::SaleId,
+    sluice::domain::AttemptId,
+) {
+    let t = TestApp::spawn_on(backend).await;
+    let sale = t.create_sale(json!({ "rate_per_minute": 30 })).await;
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .await;
+    let carol = t.join(&sale, "carol").await;
+    let carol = sluice::domain::AttemptId::parse(carol["attempt_id"].as_str().unwrap()).unwrap();
+    let id = sluice::domain::SaleId::parse(&sale).unwrap();
+    (t, sale, id, carol)
+}
+
+/// The admission rate the queue store has for carol's sale (as her place there shows it).
+async fn rate_in_store(t: &TestApp, carol: sluice::domain::AttemptId) -> f64 {
+    let user = sluice::domain::UserId::parse("carol").unwrap();
+    t.app
+        .queue
+        .view(carol, &user)
+        .await
+        .unwrap()
+        .configured_rate
 }

@@ -1032,12 +1032,16 @@ async fn joined_by(
 async fn put_status(q: &Arc<dyn QueueStore>, s: &Sale, status: SaleStatus, version: u64) {
     let mut changed = s.clone();
     changed.status = status;
-    assert!(q.put_settings(&changed, version).await.unwrap());
+    assert_eq!(
+        q.put_settings(&changed, version, false).await.unwrap(),
+        version
+    );
 }
 
 /// Two changes to a sale whose writes reach the store out of order (two replicas, or a replica
-/// and the queue-sync worker): the store keeps the later, whichever arrives last, and a sale
-/// the store does not hold is not half made by a change's write.
+/// and the queue-sync worker): the store keeps the later, whichever arrives last, unless a
+/// write is forced (the ledger's settings stand, as `sluice reconcile` writes them); and a
+/// sale the store does not hold is not half made by a change's write.
 async fn settings_older_than_those_the_store_has_are_left_out(q: Arc<dyn QueueStore>) {
     let s = sale(Stock::Quantity(5), 2);
     q.init_sale(&s, 3, &SaleSnapshot::fresh(&s), false)
@@ -1047,48 +1051,49 @@ async fn settings_older_than_those_the_store_has_are_left_out(q: Arc<dyn QueueSt
     let JoinOutcome::Queued { attempt, .. } = waiting else {
         panic!("{waiting:?}");
     };
+    let rate = async || q.view(attempt, &user("a")).await.unwrap().configured_rate;
     let mut older = s.clone();
     older.status = SaleStatus::Closed;
-    assert!(
-        !q.put_settings(&older, 2).await.unwrap(),
-        "older than the store's"
-    );
+    assert_eq!(q.put_settings(&older, 2, false).await.unwrap(), 3, "older");
     assert!(!q.view(attempt, &user("a")).await.unwrap().sale_closed);
 
     let mut later = s.clone();
     later.admission = Admission::parse(90, 2, None).unwrap();
     later.status = SaleStatus::Paused;
-    assert!(q.put_settings(&later, 5).await.unwrap());
+    assert_eq!(q.put_settings(&later, 5, false).await.unwrap(), 5);
     let mut between = s.clone();
     between.admission = Admission::parse(30, 2, None).unwrap();
-    assert!(
-        !q.put_settings(&between, 4).await.unwrap(),
-        "arrives after 5"
-    );
     assert_eq!(
-        q.view(attempt, &user("a")).await.unwrap().configured_rate,
-        90.0
+        q.put_settings(&between, 4, false).await.unwrap(),
+        5,
+        "after 5"
     );
+    assert_eq!(rate().await, 90.0);
     assert_eq!(admit_all(&q, &s, 10).await.len(), 0, "still paused");
     // A rewrite from a ledger read before the later change leaves it alone too.
-    assert!(!q
-        .init_sale(&between, 4, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap());
-    assert_eq!(
-        q.view(attempt, &user("a")).await.unwrap().configured_rate,
-        90.0
-    );
+    let fresh = SaleSnapshot::fresh(&s);
+    assert!(!q.init_sale(&between, 4, &fresh, false).await.unwrap());
+    assert_eq!(rate().await, 90.0);
+    // Forced, the older settings are written, and their version with them.
+    assert_eq!(q.put_settings(&between, 4, true).await.unwrap(), 4);
+    assert_eq!(rate().await, 30.0);
+    assert_eq!(q.put_settings(&later, 5, false).await.unwrap(), 5);
+    q.init_sale(&between, 4, &fresh, true).await.unwrap();
+    assert_eq!(rate().await, 30.0, "a forced rebuild writes them too");
 
     later.status = SaleStatus::Closed;
-    assert!(q.put_settings(&later, 6).await.unwrap());
+    assert_eq!(q.put_settings(&later, 6, false).await.unwrap(), 6);
     assert_eq!(
         q.join(s.id, &user("b"), 0).await.unwrap(),
         JoinOutcome::Closed
     );
 
     let elsewhere = sale(Stock::Quantity(1), 1);
-    assert!(!q.put_settings(&elsewhere, 1).await.unwrap(), "not held");
+    assert_eq!(
+        q.put_settings(&elsewhere, 1, false).await.unwrap(),
+        0,
+        "not held"
+    );
     assert_eq!(
         q.join(elsewhere.id, &user("a"), 0).await.unwrap(),
         JoinOutcome::UnknownSale
@@ -1257,11 +1262,11 @@ async fn admission_never_exceeds_max_active_and_needs_the_lease(q: Arc<dyn Queue
     let mut changed = s.clone();
     changed.admission = Admission::parse(60, 3, None).unwrap();
     changed.status = SaleStatus::Paused;
-    assert!(q.put_settings(&changed, 1).await.unwrap());
+    assert_eq!(q.put_settings(&changed, 1, false).await.unwrap(), 1);
     assert_eq!(admit_all(&q, &s, 10).await.len(), 0, "paused");
     // Open again with the raised cap: one more gets in.
     changed.status = SaleStatus::Open;
-    assert!(q.put_settings(&changed, 2).await.unwrap());
+    assert_eq!(q.put_settings(&changed, 2, false).await.unwrap(), 2);
     assert_eq!(admit_all(&q, &s, 10).await.len(), 1);
 }
 

@@ -137,10 +137,10 @@ impl MemoryQueue {
 
 impl SaleQueue {
     /// Takes the sale's settings as of the ledger's `version` of them, unless it has a later
-    /// version; whether it took them.
-    fn write_settings(&mut self, sale: &Sale, version: u64) -> bool {
-        if version < self.settings_version {
-            return false;
+    /// version and the write is not `forced`; the version it holds after.
+    fn write_settings(&mut self, sale: &Sale, version: u64, forced: bool) -> u64 {
+        if !forced && version < self.settings_version {
+            return self.settings_version;
         }
         self.settings_version = version;
         self.status = sale.status;
@@ -151,7 +151,7 @@ impl SaleQueue {
         self.kind = sale.stock.kind();
         self.hold_ttl_ms = sale.ttls.hold_secs as i64 * 1000;
         self.payment_ttl_ms = sale.ttls.payment_secs as i64 * 1000;
-        true
+        version
     }
 
     /// Signs of life of the waiting serials `seen` of the numbering `epoch` (as
@@ -435,7 +435,7 @@ impl QueueStore for MemoryQueue {
             .entry(sale.id)
             .or_insert_with(|| Arc::new(Mutex::new(SaleQueue::new(sale))));
         let mut q = entry.lock().expect("not poisoned");
-        q.write_settings(sale, settings_version);
+        q.write_settings(sale, settings_version, force);
         if !fresh && !force {
             return Ok(false);
         }
@@ -460,11 +460,11 @@ impl QueueStore for MemoryQueue {
         Ok(rebuilt.unwrap_or(false))
     }
 
-    async fn put_settings(&self, sale: &Sale, version: u64) -> QueueResult<bool> {
+    async fn put_settings(&self, sale: &Sale, version: u64, forced: bool) -> QueueResult<u64> {
         let _timer = CallTimer::start("put_settings");
         Ok(self
-            .with(sale.id, |q| q.write_settings(sale, version))
-            .unwrap_or(false))
+            .with(sale.id, |q| q.write_settings(sale, version, forced))
+            .unwrap_or(0))
     }
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
