@@ -170,6 +170,7 @@ impl Lines {
         }
         let _changing = self.changing.lock().expect("lines lock");
         let line = self.made(sale, now);
+        line.asked(now);
         f(&line)
     }
 
@@ -178,8 +179,9 @@ impl Lines {
         // Under the lock the dropping of a line takes, so a line that is being dropped is not
         // subscribed to.
         let _changing = self.changing.lock().expect("lines lock");
-        let line = self.made(sale, self.clock_ms());
-        line.asked(self.clock_ms());
+        let now = self.clock_ms();
+        let line = self.made(sale, now);
+        line.asked(now);
         line.published.subscribe()
     }
 
