@@ -324,8 +324,14 @@ pub trait QueueStore: Send + Sync + 'static {
     /// them at its `version` of them (the sale's `settings_version` there), unless the store
     /// has a later version and the write is not `forced` (of two changes whose writes cross,
     /// the later stands) or the store does not hold the sale (it is rebuilt whole from the
-    /// ledger). Returns the version the store holds after: 0 when it does not hold the sale.
-    async fn put_settings(&self, sale: &Sale, version: u64, forced: bool) -> QueueResult<u64>;
+    /// ledger). Returns the version the store holds after; `None` when it does not hold the
+    /// sale.
+    async fn put_settings(
+        &self,
+        sale: &Sale,
+        version: u64,
+        forced: bool,
+    ) -> QueueResult<Option<u64>>;
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome>;
     /// What the store knows of `attempt`, for `user`'s status: another user's waiting attempt

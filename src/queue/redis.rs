@@ -633,12 +633,18 @@ impl QueueStore for RedisQueue {
         self.init(sale, 0, snapshot, &format!("v{version}")).await
     }
 
-    async fn put_settings(&self, sale: &Sale, version: u64, forced: bool) -> QueueResult<u64> {
+    async fn put_settings(
+        &self,
+        sale: &Sale,
+        version: u64,
+        forced: bool,
+    ) -> QueueResult<Option<u64>> {
         let mut inv = PUT_SETTINGS.prepare_invoke();
         inv.key(self.keys(sale.id).key("meta"));
         settings_args(&mut inv, sale, version);
         inv.arg(if forced { 1 } else { 0 });
-        self.run("put_settings", &inv).await
+        let held: i64 = self.run("put_settings", &inv).await?;
+        Ok(u64::try_from(held).ok())
     }
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {

@@ -67,14 +67,15 @@ pub async fn set_status(
 }
 
 /// The queue store takes the sale's settings as the ledger has them after a change; a closed
-/// sale lets go of its waiting users.
-async fn settings_in_queue(app: &App, record: &SaleRecord) -> ServiceResult<()> {
+/// sale lets go of its waiting users. Whether the store holds the sale: one it lost is rebuilt
+/// whole from the ledger at its first join or status, or by the queue-sync worker.
+async fn settings_in_queue(app: &App, record: &SaleRecord) -> ServiceResult<bool> {
     let id = record.sale.id;
     let held = app
         .queue
         .put_settings(&record.sale, record.settings_version, false)
         .await?;
-    if held > record.settings_version {
+    if let Some(held) = held.filter(|&v| v > record.settings_version) {
         // A later change wrote them, which the ledger has; or the ledger went back past them
         // (restored from a backup) and its settings stand, whatever the store's version.
         if let Some(now) = app.ledger.sale(id).await? {
@@ -90,7 +91,7 @@ async fn settings_in_queue(app: &App, record: &SaleRecord) -> ServiceResult<()> 
     if record.sale.status == SaleStatus::Closed {
         close_out_the_waiting(app, id).await?;
     }
-    Ok(())
+    Ok(held.is_some())
 }
 
 /// Everyone still waiting when a sale closes is EXPIRED (`sale_closed`) from then on: the queue
@@ -112,10 +113,10 @@ async fn close_out_the_waiting(app: &App, id: SaleId) -> ServiceResult<()> {
 /// the operator's change stands, and is answered. The store keeps the latest version of the
 /// settings whatever order the writes of two changes arrive in, so a write that was refused
 /// because a later one was there is in line too.
-pub async fn followed(app: &App, record: &SaleRecord, in_queue: ServiceResult<()>) {
+pub async fn followed<T>(app: &App, record: &SaleRecord, in_queue: ServiceResult<T>) {
     let sale = record.sale.id;
     let recorded = match in_queue {
-        Ok(()) => app
+        Ok(_) => app
             .ledger
             .store_followed(sale, record.settings_version)
             .await
@@ -128,14 +129,15 @@ pub async fn followed(app: &App, record: &SaleRecord, in_queue: ServiceResult<()
 }
 
 /// Brings the queue store in line with the sale as the ledger has it (the queue-sync worker,
-/// for a sale whose change the store missed): the sale rebuilt whole if the store lost it,
-/// its settings written, then recorded.
+/// for a sale whose change the store missed): its settings written, or the sale rebuilt whole
+/// if the store lost it, then recorded.
 pub async fn follow_in_queue(app: &App, id: SaleId) -> ServiceResult<()> {
     let Some(record) = app.ledger.sale(id).await? else {
         return Ok(());
     };
-    put_in_queue(app, &record, false).await?;
-    settings_in_queue(app, &record).await?;
+    if !settings_in_queue(app, &record).await? {
+        put_in_queue(app, &record, false).await?;
+    }
     app.ledger
         .store_followed(id, record.settings_version)
         .await?;

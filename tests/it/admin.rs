@@ -543,7 +543,7 @@ async fn two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_lat
         .await
         .unwrap();
     assert!(
-        held > earlier_record.settings_version,
+        held.unwrap() > earlier_record.settings_version,
         "the store has a later version of the settings"
     );
 
@@ -611,6 +611,48 @@ async fn a_change_the_ledger_took_from_a_replica_that_died_before_the_store_reac
         .await
         .unwrap()
         .is_empty());
+    t.stop().await;
+}
+
+/// A change the ledger took from a replica that died before writing the queue store, which
+/// had meanwhile lost the sale (a flush): the queue-sync worker finds the sale behind and
+/// rebuilds it whole from the ledger, closed, before anyone asks for it.
+#[tokio::test]
+async fn a_change_to_a_sale_the_queue_store_lost_rebuilds_it_from_the_ledger() {
+    let t = TestApp::spawn_with(|c| c.workers.queue_sync_ms = 100).await;
+    let sale = t.create_sale(json!({})).await;
+    t.join(&sale, "alice").await;
+    let id = sluice::domain::SaleId::parse(&sale).unwrap();
+    t.wipe_queue_keys().await;
+    assert!(t.app.queue.holdings(id).await.unwrap().is_none(), "lost");
+    let closed = sluice::ledger::SaleChange::Status(sluice::domain::SaleStatus::Closed);
+    t.app.ledger.change_sale(id, closed, None).await.unwrap();
+
+    let started = std::time::Instant::now();
+    while !t
+        .app
+        .ledger
+        .sales_behind_store(100)
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "the queue-sync worker does not follow the change"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        t.app.queue.holdings(id).await.unwrap().is_some(),
+        "rebuilt before anyone asked"
+    );
+    let join = t
+        .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), "bob")
+        .send()
+        .await
+        .unwrap();
+    assert_problem(join, 409, "/problems/sale-closed").await;
     t.stop().await;
 }
 

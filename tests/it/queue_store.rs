@@ -1034,7 +1034,7 @@ async fn put_status(q: &Arc<dyn QueueStore>, s: &Sale, status: SaleStatus, versi
     changed.status = status;
     assert_eq!(
         q.put_settings(&changed, version, false).await.unwrap(),
-        version
+        Some(version)
     );
 }
 
@@ -1054,18 +1054,22 @@ async fn settings_older_than_those_the_store_has_are_left_out(q: Arc<dyn QueueSt
     let rate = async || q.view(attempt, &user("a")).await.unwrap().configured_rate;
     let mut older = s.clone();
     older.status = SaleStatus::Closed;
-    assert_eq!(q.put_settings(&older, 2, false).await.unwrap(), 3, "older");
+    assert_eq!(
+        q.put_settings(&older, 2, false).await.unwrap(),
+        Some(3),
+        "older"
+    );
     assert!(!q.view(attempt, &user("a")).await.unwrap().sale_closed);
 
     let mut later = s.clone();
     later.admission = Admission::parse(90, 2, None).unwrap();
     later.status = SaleStatus::Paused;
-    assert_eq!(q.put_settings(&later, 5, false).await.unwrap(), 5);
+    assert_eq!(q.put_settings(&later, 5, false).await.unwrap(), Some(5));
     let mut between = s.clone();
     between.admission = Admission::parse(30, 2, None).unwrap();
     assert_eq!(
         q.put_settings(&between, 4, false).await.unwrap(),
-        5,
+        Some(5),
         "after 5"
     );
     assert_eq!(rate().await, 90.0);
@@ -1075,14 +1079,14 @@ async fn settings_older_than_those_the_store_has_are_left_out(q: Arc<dyn QueueSt
     assert!(!q.init_sale(&between, 4, &fresh, false).await.unwrap());
     assert_eq!(rate().await, 90.0);
     // Forced, the older settings are written, and their version with them.
-    assert_eq!(q.put_settings(&between, 4, true).await.unwrap(), 4);
+    assert_eq!(q.put_settings(&between, 4, true).await.unwrap(), Some(4));
     assert_eq!(rate().await, 30.0);
-    assert_eq!(q.put_settings(&later, 5, false).await.unwrap(), 5);
+    assert_eq!(q.put_settings(&later, 5, false).await.unwrap(), Some(5));
     q.init_sale(&between, 4, &fresh, true).await.unwrap();
     assert_eq!(rate().await, 30.0, "a forced rebuild writes them too");
 
     later.status = SaleStatus::Closed;
-    assert_eq!(q.put_settings(&later, 6, false).await.unwrap(), 6);
+    assert_eq!(q.put_settings(&later, 6, false).await.unwrap(), Some(6));
     assert_eq!(
         q.join(s.id, &user("b"), 0).await.unwrap(),
         JoinOutcome::Closed
@@ -1091,7 +1095,7 @@ async fn settings_older_than_those_the_store_has_are_left_out(q: Arc<dyn QueueSt
     let elsewhere = sale(Stock::Quantity(1), 1);
     assert_eq!(
         q.put_settings(&elsewhere, 1, false).await.unwrap(),
-        0,
+        None,
         "not held"
     );
     assert_eq!(
@@ -1262,11 +1266,11 @@ async fn admission_never_exceeds_max_active_and_needs_the_lease(q: Arc<dyn Queue
     let mut changed = s.clone();
     changed.admission = Admission::parse(60, 3, None).unwrap();
     changed.status = SaleStatus::Paused;
-    assert_eq!(q.put_settings(&changed, 1, false).await.unwrap(), 1);
+    assert_eq!(q.put_settings(&changed, 1, false).await.unwrap(), Some(1));
     assert_eq!(admit_all(&q, &s, 10).await.len(), 0, "paused");
     // Open again with the raised cap: one more gets in.
     changed.status = SaleStatus::Open;
-    assert_eq!(q.put_settings(&changed, 2, false).await.unwrap(), 2);
+    assert_eq!(q.put_settings(&changed, 2, false).await.unwrap(), Some(2));
     assert_eq!(admit_all(&q, &s, 10).await.len(), 1);
 }
 

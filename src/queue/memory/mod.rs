@@ -460,11 +460,14 @@ impl QueueStore for MemoryQueue {
         Ok(rebuilt.unwrap_or(false))
     }
 
-    async fn put_settings(&self, sale: &Sale, version: u64, forced: bool) -> QueueResult<u64> {
+    async fn put_settings(
+        &self,
+        sale: &Sale,
+        version: u64,
+        forced: bool,
+    ) -> QueueResult<Option<u64>> {
         let _timer = CallTimer::start("put_settings");
-        Ok(self
-            .with(sale.id, |q| q.write_settings(sale, version, forced))
-            .unwrap_or(0))
+        Ok(self.with(sale.id, |q| q.write_settings(sale, version, forced)))
     }
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
