@@ -876,12 +876,20 @@ impl DelayProxy {
     }
 }
 
+/// A free loopback port for a server that a test starts a moment later (Redis, Prometheus, a
+/// sluice process). It is drawn below the kernel's range of ephemeral ports (32768-60999),
+/// from which every outgoing connection of the suite takes its local port, so no client
+/// connection can take it before its server binds it. It also stays below the Redis
+/// Cluster's bus ports (27001-27006).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use rand::Rng;
+    for _ in 0..1000 {
+        let port = rand::thread_rng().gen_range(20_000..27_000);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in 20000-26999")
 }
 
 pub fn kafka_brokers() -> String {
@@ -1027,11 +1035,21 @@ impl PrivatePrometheus {
                     return;
                 }
             }
-            assert!(
-                Instant::now() < deadline,
-                "prometheus did not start; see {}",
-                self.dir.display()
-            );
+            let exited = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
+            if exited.is_some() || Instant::now() >= deadline {
+                // The directory goes with this value: what Prometheus said goes in the message.
+                let log =
+                    std::fs::read_to_string(self.dir.join("prometheus.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(10).collect();
+                panic!(
+                    "prometheus did not start on port {} ({exited:?}); its log ends:\n{}",
+                    self.port,
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
