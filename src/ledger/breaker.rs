@@ -286,6 +286,14 @@ impl Ledger for Guarded {
     async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<()> {
         guarded!(self.store_followed(id, version))
     }
+
+    async fn sales_followed_within(
+        &self,
+        within_ms: u64,
+        limit: u32,
+    ) -> LedgerResult<Vec<(SaleId, u64)>> {
+        guarded!(self.sales_followed_within(within_ms, limit))
+    }
     async fn sync_backlog(&self) -> LedgerResult<(u64, f64)> {
         guarded!(self.sync_backlog())
     }

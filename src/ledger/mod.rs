@@ -514,8 +514,16 @@ pub trait Ledger: Send + Sync + 'static {
     /// is to take (see [`SaleRecord::settings_version`]); at most `limit`.
     async fn sales_behind_store(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>>;
     /// The queue store has the sale's settings as of `version` (an older version than one
-    /// recorded before changes nothing).
+    /// recorded before changes nothing), as of now.
     async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<()>;
+    /// The sales whose settings the queue store was recorded taking within the last
+    /// `within_ms`, with the version it took: what a replay checks the store still has (a
+    /// failover or a restart loses the last writes). At most `limit`, the latest first.
+    async fn sales_followed_within(
+        &self,
+        within_ms: u64,
+        limit: u32,
+    ) -> LedgerResult<Vec<(SaleId, u64)>>;
     /// Queue-sync rows not applied yet and older than `older_than_ms`, oldest first.
     async fn pending_syncs(&self, older_than_ms: u64, limit: u32)
         -> LedgerResult<Vec<PendingSync>>;
@@ -602,7 +610,7 @@ impl LedgerStats {
     }
 }
 
-/// `(sale, settings_version)` rows of the sales behind the queue store.
+/// `(sale, version)` rows of sales and a version of their settings.
 pub(crate) fn behind_rows_from(rows: Vec<(uuid::Uuid, i64)>) -> Vec<(SaleId, u64)> {
     rows.into_iter()
         .map(|(id, version)| (SaleId(id), version as u64))

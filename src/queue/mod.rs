@@ -332,6 +332,9 @@ pub trait QueueStore: Send + Sync + 'static {
         version: u64,
         forced: bool,
     ) -> QueueResult<Option<u64>>;
+    /// The version of the sale's settings the store holds; `None` when it does not hold the
+    /// sale.
+    async fn settings_version(&self, sale: SaleId) -> QueueResult<Option<u64>>;
 
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome>;
     /// What the store knows of `attempt`, for `user`'s status: another user's waiting attempt

@@ -647,6 +647,20 @@ impl QueueStore for RedisQueue {
         Ok(u64::try_from(held).ok())
     }
 
+    async fn settings_version(&self, sale: SaleId) -> QueueResult<Option<u64>> {
+        let meta = self.keys(sale).key("meta");
+        let (held, version): (Option<String>, Option<u64>) = self
+            .cmd(
+                "settings_version",
+                ::redis::cmd("HMGET")
+                    .arg(meta)
+                    .arg("stock_initialised")
+                    .arg("settings_version"),
+            )
+            .await?;
+        Ok(held.map(|_| version.unwrap_or(0)))
+    }
+
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
         let queue = self.clone();
         let call = move |asks: Vec<(UserId, i64)>| {

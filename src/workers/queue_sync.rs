@@ -21,8 +21,10 @@
 //! `workers.queue_sync_replay_secs` whose application the store has no record of (a Redis
 //! failover or restart lost the last writes the ledger saw applied) are applied again, once
 //! (`sluice_queue_sync_replayed_total`). The store records each change's id with the change,
-//! so a change whose write survived is never applied twice. Rows applied more than
-//! [`SYNCED_KEEP_MS`] ago are pruned.
+//! so a change whose write survived is never applied twice. The sales whose settings the
+//! store took within that time are checked alike: one whose version the store no longer
+//! holds has its settings written again from the ledger (counted there too). Rows applied
+//! more than [`SYNCED_KEEP_MS`] ago are pruned.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
@@ -169,6 +171,25 @@ async fn replay(app: &App, within_ms: u64) -> anyhow::Result<()> {
         }
         metrics::counter!("sluice_queue_sync_replayed_total").increment(replayed);
         tracing::warn!(%sale, replayed, "queue sync: changes the ledger saw applied were missing from the queue store (a failover or a restart lost them) and are applied again");
+    }
+    replay_settings(app, within_ms).await
+}
+
+/// Writes again the settings of the sales whose change the store was recorded taking within
+/// `within_ms` and no longer has (a failover or a restart lost it, or the sale itself).
+async fn replay_settings(app: &App, within_ms: u64) -> anyhow::Result<()> {
+    for (sale, taken) in app
+        .ledger
+        .sales_followed_within(within_ms, REPLAY_BATCH)
+        .await?
+    {
+        let held = app.queue.settings_version(sale).await?;
+        if held.is_some_and(|held| held >= taken) {
+            continue;
+        }
+        crate::service::sales::follow_in_queue(app, sale).await?;
+        metrics::counter!("sluice_queue_sync_replayed_total").increment(1);
+        tracing::warn!(%sale, taken, ?held, "queue sync: a sale's change the ledger saw the queue store take was missing from it (a failover or a restart lost it) and is written again");
     }
     Ok(())
 }

@@ -295,6 +295,13 @@ async fn a_sale_is_behind_the_store_from_a_change_until_the_store_follows_it(
             .collect::<Vec<_>>()
     };
     assert_eq!(behind(ledger.clone()).await, vec![], "a new sale");
+    let followed = |ledger: Arc<dyn Ledger>| async move {
+        let all = ledger.sales_followed_within(60_000, 100).await.unwrap();
+        all.into_iter()
+            .filter(|(id, _)| *id == sale.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(followed(ledger.clone()).await, vec![], "never followed");
     let pow = sluice::domain::ProofOfWork::parse(8).unwrap();
     ledger
         .change_sale(sale.id, SaleChange::ProofOfWork(&pow), None)
@@ -350,6 +357,16 @@ async fn a_sale_is_behind_the_store_from_a_change_until_the_store_follows_it(
         behind(ledger.clone()).await,
         vec![],
         "an older version recorded late"
+    );
+    assert_eq!(
+        followed(ledger.clone()).await,
+        vec![(sale.id, tuned.settings_version)],
+        "followed a moment ago, at the latest version the store took"
+    );
+    assert_eq!(
+        ledger.sales_followed_within(0, 100).await.unwrap(),
+        vec![],
+        "not within the last 0 ms"
     );
 }
 

@@ -300,6 +300,24 @@ async fn a_redis_twenty_milliseconds_away_answers_every_join_and_status_with_the
     t.stop().await;
 }
 
+/// A sluice on a Redis of the test's own (its port), which the test can kill and start again
+/// from its last snapshot (`SAVE`) as a failover loses the last writes. The queue-sync worker
+/// replays every second; no drift checker, so the replay alone brings the store back.
+async fn on_a_restartable_redis() -> (TestApp, PrivateRedis, u16) {
+    let dir = std::env::temp_dir().join(format!("sluice-redis-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let redis = PrivateRedis::start(port, &dir);
+    let t = TestApp::spawn_with(|c| {
+        c.queue.url = format!("redis://127.0.0.1:{port}");
+        c.queue.timeout_ms = 300;
+        c.workers.queue_sync_ms = 100;
+        c.workers.drift_check_ms = 0;
+    })
+    .await;
+    (t, redis, port)
+}
+
 /// Redis restarted from a snapshot older than its last writes (what asynchronous replication
 /// loses in a failover, or an fsync window in a crash): 3 releases the ledger saw applied are
 /// gone from the store, which holds their 6 units again. The queue-sync worker's replay finds
@@ -307,17 +325,7 @@ async fn a_redis_twenty_milliseconds_away_answers_every_join_and_status_with_the
 /// and a further replay changes nothing.
 #[tokio::test]
 async fn changes_a_redis_restart_lost_are_replayed_from_the_log_once() {
-    let dir = std::env::temp_dir().join(format!("sluice-redis-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = free_port();
-    let mut redis = PrivateRedis::start(port, &dir);
-    let t = TestApp::spawn_with(|c| {
-        c.queue.url = format!("redis://127.0.0.1:{port}");
-        c.queue.timeout_ms = 300;
-        c.workers.queue_sync_ms = 100; // a replay every second
-        c.workers.drift_check_ms = 0; // the replay alone brings the store back
-    })
-    .await;
+    let (t, mut redis, port) = on_a_restartable_redis().await;
     let sale = t
         .create_sale(json!({ "quantity": 10, "per_user_limit": 2 }))
         .await;
@@ -359,7 +367,7 @@ async fn changes_a_redis_restart_lost_are_replayed_from_the_log_once() {
 
     // Killed, and back from the snapshot taken before the releases.
     redis.stop();
-    let _redis = PrivateRedis::start(port, &dir);
+    let _redis = PrivateRedis::start(port, &redis.dir);
     let back = Instant::now();
     loop {
         if remaining().await.ok() == Some(6) {
@@ -403,6 +411,45 @@ async fn changes_a_redis_restart_lost_are_replayed_from_the_log_once() {
             ("units lost", "0 of 6".into()),
         ],
     );
+    t.stop().await;
+    let _ = std::fs::remove_dir_all(&redis.dir);
+}
+
+/// Redis restarted from a snapshot taken before a sale was closed (what asynchronous
+/// replication loses in a failover): the ledger saw the store take the close, and the store
+/// has the sale open again. The queue-sync worker's replay finds the store's version of the
+/// sale's settings behind the one it took and writes them again: joins are refused again.
+#[tokio::test]
+async fn a_sale_change_a_redis_restart_lost_is_written_again() {
+    let (t, mut redis, port) = on_a_restartable_redis().await;
+    let sale = t.create_sale(json!({})).await;
+    t.join(&sale, "alice").await;
+    let client = ::redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = ::redis::cmd("SAVE").query_async(&mut conn).await.unwrap();
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/close"))
+        .await;
+    let join = |user: String| {
+        t.as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), &user)
+            .send()
+    };
+    assert_eq!(join("before".into()).await.unwrap().status(), 409);
+
+    // Killed, and back from the snapshot taken before the close.
+    redis.stop();
+    let _redis = PrivateRedis::start(port, &redis.dir);
+    let back = Instant::now();
+    for i in 0.. {
+        let status = join(format!("late-{i}")).await.unwrap().status();
+        if status == 409 {
+            break;
+        }
+        assert!(
+            back.elapsed() < Duration::from_secs(10),
+            "the store still takes joins for the closed sale: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     t.stop().await;
     let _ = std::fs::remove_dir_all(&redis.dir);
 }

@@ -338,6 +338,14 @@ impl Ledger for PgLedger {
         sales::store_followed(&self.pool, id, version).await
     }
 
+    async fn sales_followed_within(
+        &self,
+        within_ms: u64,
+        limit: u32,
+    ) -> LedgerResult<Vec<(SaleId, u64)>> {
+        sales::followed_within(&self.pool, within_ms, limit).await
+    }
+
     async fn mark_synced(&self, ids: &[i64]) -> LedgerResult<()> {
         queue_sync::mark(&self.pool, ids).await
     }

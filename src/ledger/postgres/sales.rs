@@ -460,13 +460,35 @@ pub(super) async fn behind_store(pool: &PgPool, limit: u32) -> LedgerResult<Vec<
     Ok(crate::ledger::behind_rows_from(rows))
 }
 
+/// [`Ledger::sales_followed_within`].
+pub(super) async fn followed_within(
+    pool: &PgPool,
+    within_ms: u64,
+    limit: u32,
+) -> LedgerResult<Vec<(SaleId, u64)>> {
+    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
+        "SELECT id, store_version FROM sales
+         WHERE store_followed_at > now() - make_interval(secs => $1 / 1000.0)
+         ORDER BY store_followed_at DESC LIMIT $2",
+    )
+    .bind(within_ms as f64)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(crate::ledger::behind_rows_from(rows))
+}
+
 /// [`Ledger::store_followed`].
 pub(super) async fn store_followed(pool: &PgPool, id: SaleId, version: u64) -> LedgerResult<()> {
-    sqlx::query("UPDATE sales SET store_version = GREATEST(store_version, $2) WHERE id = $1")
-        .bind(id.0)
-        .bind(version as i64)
-        .execute(pool)
-        .await
-        .map_err(db_error)?;
+    sqlx::query(
+        "UPDATE sales SET store_version = GREATEST(store_version, $2), store_followed_at = now()
+         WHERE id = $1",
+    )
+    .bind(id.0)
+    .bind(version as i64)
+    .execute(pool)
+    .await
+    .map_err(db_error)?;
     Ok(())
 }

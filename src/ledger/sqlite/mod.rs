@@ -364,6 +364,14 @@ impl Ledger for SqliteLedger {
         sales::store_followed(self, id, version).await
     }
 
+    async fn sales_followed_within(
+        &self,
+        within_ms: u64,
+        limit: u32,
+    ) -> LedgerResult<Vec<(SaleId, u64)>> {
+        sales::followed_within(&self.pool, within_ms, limit).await
+    }
+
     async fn mark_synced(&self, ids: &[i64]) -> LedgerResult<()> {
         queue_sync::mark(self, ids).await
     }

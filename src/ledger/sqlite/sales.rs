@@ -470,6 +470,24 @@ pub(super) async fn behind_store(
     Ok(crate::ledger::behind_rows_from(rows))
 }
 
+/// [`Ledger::sales_followed_within`].
+pub(super) async fn followed_within(
+    pool: &SqlitePool,
+    within_ms: u64,
+    limit: u32,
+) -> LedgerResult<Vec<(SaleId, u64)>> {
+    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(&format!(
+        "SELECT id, store_version FROM sales WHERE store_followed_at > {NOW_MS} - ?
+         ORDER BY store_followed_at DESC LIMIT ?"
+    ))
+    .bind(within_ms as i64)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(crate::ledger::behind_rows_from(rows))
+}
+
 /// [`Ledger::store_followed`].
 pub(super) async fn store_followed(
     ledger: &SqliteLedger,
@@ -477,12 +495,15 @@ pub(super) async fn store_followed(
     version: u64,
 ) -> LedgerResult<()> {
     let mut tx = ledger.write().await?;
-    sqlx::query("UPDATE sales SET store_version = max(store_version, ?2) WHERE id = ?1")
-        .bind(id.0)
-        .bind(version as i64)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+    sqlx::query(&format!(
+        "UPDATE sales SET store_version = max(store_version, ?2), store_followed_at = {NOW_MS}
+         WHERE id = ?1"
+    ))
+    .bind(id.0)
+    .bind(version as i64)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
     tx.commit().await.map_err(db_error)?;
     Ok(())
 }

@@ -470,6 +470,11 @@ impl QueueStore for MemoryQueue {
         Ok(self.with(sale.id, |q| q.write_settings(sale, version, forced)))
     }
 
+    async fn settings_version(&self, sale: SaleId) -> QueueResult<Option<u64>> {
+        let _timer = CallTimer::start("settings_version");
+        Ok(self.with(sale, |q| q.settings_version))
+    }
+
     async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
         let _timer = CallTimer::start("join");
         record_batch("join", 1);
