@@ -138,6 +138,10 @@ fn describe() {
         "Times a sale's holdings in the queue store (free units or seats, active set, holds, units per user) were found apart from the ledger's and rebuilt from it, by sale"
     );
     describe_counter!(
+        "sluice_queue_settings_repaired_total",
+        "Times the drift checker found the queue store holding another version of an open sale's settings than the ledger (a change lost and not recorded as lost, or a ledger restored from a backup) and wrote the ledger's"
+    );
+    describe_counter!(
         "sluice_queue_drift_reads_total",
         "Times the drift checker read a sale's whole holdings from the queue store (only when the store's version stood still since its last check), by sale"
     );
@@ -243,6 +247,7 @@ fn zero_counters() {
         "sluice_queue_sync_errors_total",
         "sluice_queue_sync_replayed_total",
         "sluice_queue_sale_changes_followed_total",
+        "sluice_queue_settings_repaired_total",
         "sluice_events_published_total",
         "sluice_event_publish_errors_total",
         "sluice_outbox_dead_letters_total",

@@ -17,6 +17,12 @@
 //! (`sluice_queue_drift_reads_total{sale}`).
 //! Each repair is counted (`sluice_queue_drift_repaired_total{sale}`) and logged with the
 //! differences found.
+//!
+//! Each check also reads the version of the settings of each sale not closed that the store
+//! holds: one that is not the ledger's at two checks in a row (the store lost a change and
+//! nothing recorded it as lost, or the ledger was restored from a backup to before the
+//! store's; a change in flight is one check's) has the ledger's settings written over it
+//! (`service::sales::follow_in_queue`; `sluice_queue_settings_repaired_total`).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -25,6 +31,9 @@ use crate::domain::SaleId;
 use crate::domain::SaleSnapshot;
 use crate::service::App;
 use crate::telemetry::warn_throttled;
+
+/// Sales whose settings one check compares, at most (a deployment keeps few sales open).
+const SETTINGS_CHECKED: u32 = 1000;
 
 /// Checks in a row that must find the same store version and ledger snapshot, disagreeing.
 const STANDING: u32 = 2;
@@ -43,14 +52,22 @@ type Seen = HashMap<SaleId, Standing>;
 /// The store's version of each sale at the last check.
 type Versions = HashMap<SaleId, u64>;
 
+/// The sales whose settings the store held in another version than the ledger at the last
+/// check: the store's version and the ledger's.
+type SettingsApart = HashMap<SaleId, (u64, u64)>;
+
 pub async fn run(app: App, every: Duration) {
     let mut drain = app.drain.subscribe();
     let mut seen = Seen::new();
     let mut versions = Versions::new();
+    let mut apart = SettingsApart::new();
     loop {
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = crate::service::drain::started(&mut drain) => return,
+        }
+        if let Err(e) = check_settings(&app, &mut apart).await {
+            tracing::debug!(error = %e, "settings check skipped");
         }
         if let Err(e) = check(&app, &mut seen, &mut versions).await {
             tracing::debug!(error = %e, "drift check skipped");
@@ -78,6 +95,36 @@ async fn check(app: &App, seen: &mut Seen, versions: &mut Versions) -> anyhow::R
             warn_throttled!(%sale, error = %e, "drift check of a sale failed");
         }
     }
+    Ok(())
+}
+
+/// Compares the version of each unclosed sale's settings the store holds with the ledger's,
+/// and writes the ledger's settings of those found apart the same way at the last check too.
+async fn check_settings(app: &App, apart: &mut SettingsApart) -> anyhow::Result<()> {
+    let mut now = SettingsApart::new();
+    for (sale, ledger) in app.ledger.unclosed_sales_settings(SETTINGS_CHECKED).await? {
+        // A sale the store does not hold is rebuilt at its first join or status.
+        let held = match app.queue.settings_version(sale).await {
+            Ok(Some(held)) if held != ledger => held,
+            Ok(_) => continue,
+            Err(e) => {
+                warn_throttled!(%sale, error = %e, "settings check of a sale failed");
+                continue;
+            }
+        };
+        if apart.get(&sale) != Some(&(held, ledger)) {
+            now.insert(sale, (held, ledger));
+            continue;
+        }
+        match crate::service::sales::follow_in_queue(app, sale).await {
+            Ok(()) => {
+                metrics::counter!("sluice_queue_settings_repaired_total").increment(1);
+                tracing::warn!(%sale, held, ledger, "the queue store held another version of a sale's settings than the ledger: the ledger's are written");
+            }
+            Err(e) => warn_throttled!(%sale, error = %e, "settings repair of a sale failed"),
+        }
+    }
+    *apart = now;
     Ok(())
 }
 

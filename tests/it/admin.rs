@@ -507,6 +507,7 @@ async fn a_visitor_reads_the_public_offer_without_a_token_and_caches_it(
 crate::on_both_configurations!(
     two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_later,
     a_change_stands_when_the_queue_store_has_a_later_version_than_the_ledger,
+    the_drift_checker_writes_the_ledgers_settings_over_a_version_the_ledger_never_reached,
     a_change_the_ledger_took_from_a_replica_that_died_before_the_store_reaches_the_store,
 );
 
@@ -683,6 +684,30 @@ async fn a_change_stands_when_the_queue_store_has_a_later_version_than_the_ledge
     t.stop().await;
 }
 
+/// The ledger went back (restored from a backup) past the version of a paused sale's
+/// settings the queue store holds, and nobody changes the sale: the drift checker finds the
+/// two apart at two checks in a row and writes the ledger's settings over the store's.
+async fn the_drift_checker_writes_the_ledgers_settings_over_a_version_the_ledger_never_reached(
+    backend: crate::helpers::Backend,
+) {
+    let (t, _, id, carol) =
+        paused_sale_with_carol_waiting_on(backend, |c| c.workers.drift_check_ms = 100).await;
+    let mut before = t.app.ledger.sale(id).await.unwrap().unwrap().sale;
+    before.admission = sluice::domain::Admission::parse(600, 5, None).unwrap();
+    t.app.queue.put_settings(&before, 1000, true).await.unwrap();
+    assert_eq!(rate_in_store(&t, carol).await, 600.0);
+
+    let started = std::time::Instant::now();
+    while rate_in_store(&t, carol).await != 30.0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "the store still admits at the settings the ledger never had"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    t.stop().await;
+}
+
 /// A paused sale admitting 30 a minute, where carol waits: its id as the API and the domain
 /// write it, and carol's attempt.
 async fn paused_sale_with_carol_waiting(
@@ -693,7 +718,20 @@ async fn paused_sale_with_carol_waiting(
     sluice::domain::SaleId,
     sluice::domain::AttemptId,
 ) {
-    let t = TestApp::spawn_on(backend).await;
+    paused_sale_with_carol_waiting_on(backend, |_| {}).await
+}
+
+/// [`paused_sale_with_carol_waiting`] on an app configured by `tweak`.
+async fn paused_sale_with_carol_waiting_on(
+    backend: crate::helpers::Backend,
+    tweak: impl FnOnce(&mut sluice::config::Config),
+) -> (
+    TestApp,
+    String,
+    sluice::domain::SaleId,
+    sluice::domain::AttemptId,
+) {
+    let t = TestApp::spawn_on_with(backend, tweak).await;
     let sale = t.create_sale(json!({ "rate_per_minute": 30 })).await;
     t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
         .await;

@@ -368,6 +368,14 @@ async fn a_sale_is_behind_the_store_from_a_change_until_the_store_follows_it(
         vec![],
         "not within the last 0 ms"
     );
+    assert_eq!(
+        ledger.unclosed_sales_settings(100).await.unwrap(),
+        vec![(sale.id, tuned.settings_version)],
+        "paused, not closed"
+    );
+    let closed = SaleChange::Status(sluice::domain::SaleStatus::Closed);
+    ledger.change_sale(sale.id, closed, None).await.unwrap();
+    assert_eq!(ledger.unclosed_sales_settings(100).await.unwrap(), vec![]);
 }
 
 /// `n` attempts admitted straight into the ledger.

@@ -460,6 +460,21 @@ pub(super) async fn behind_store(pool: &PgPool, limit: u32) -> LedgerResult<Vec<
     Ok(crate::ledger::behind_rows_from(rows))
 }
 
+/// [`Ledger::unclosed_sales_settings`].
+pub(super) async fn unclosed_settings(
+    pool: &PgPool,
+    limit: u32,
+) -> LedgerResult<Vec<(SaleId, u64)>> {
+    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
+        "SELECT id, settings_version FROM sales WHERE status <> 'closed' ORDER BY id LIMIT $1",
+    )
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(crate::ledger::behind_rows_from(rows))
+}
+
 /// [`Ledger::sales_followed_within`].
 pub(super) async fn followed_within(
     pool: &PgPool,

@@ -364,6 +364,10 @@ impl Ledger for SqliteLedger {
         sales::store_followed(self, id, version).await
     }
 
+    async fn unclosed_sales_settings(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
+        sales::unclosed_settings(&self.pool, limit).await
+    }
+
     async fn sales_followed_within(
         &self,
         within_ms: u64,

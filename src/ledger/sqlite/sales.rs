@@ -470,6 +470,21 @@ pub(super) async fn behind_store(
     Ok(crate::ledger::behind_rows_from(rows))
 }
 
+/// [`Ledger::unclosed_sales_settings`].
+pub(super) async fn unclosed_settings(
+    pool: &SqlitePool,
+    limit: u32,
+) -> LedgerResult<Vec<(SaleId, u64)>> {
+    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
+        "SELECT id, settings_version FROM sales WHERE status <> 'closed' ORDER BY id LIMIT ?",
+    )
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(crate::ledger::behind_rows_from(rows))
+}
+
 /// [`Ledger::sales_followed_within`].
 pub(super) async fn followed_within(
     pool: &SqlitePool,
