@@ -613,8 +613,9 @@ impl LedgerStats {
     }
 }
 
-/// `(sale, version)` rows of sales and a version of their settings.
-pub(crate) fn behind_rows_from(rows: Vec<(uuid::Uuid, i64)>) -> Vec<(SaleId, u64)> {
+/// `(sale id, version)` rows as the ledger's types; the version is one of a sale's settings
+/// (the ledger's, or the one the queue store took).
+pub(crate) fn sale_versions_from(rows: Vec<(uuid::Uuid, i64)>) -> Vec<(SaleId, u64)> {
     rows.into_iter()
         .map(|(id, version)| (SaleId(id), version as u64))
         .collect()

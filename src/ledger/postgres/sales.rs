@@ -457,7 +457,7 @@ pub(super) async fn behind_store(pool: &PgPool, limit: u32) -> LedgerResult<Vec<
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    Ok(crate::ledger::behind_rows_from(rows))
+    Ok(crate::ledger::sale_versions_from(rows))
 }
 
 /// [`Ledger::unclosed_sales_settings`].
@@ -472,7 +472,7 @@ pub(super) async fn unclosed_settings(
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    Ok(crate::ledger::behind_rows_from(rows))
+    Ok(crate::ledger::sale_versions_from(rows))
 }
 
 /// [`Ledger::sales_followed_within`].
@@ -491,7 +491,7 @@ pub(super) async fn followed_within(
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    Ok(crate::ledger::behind_rows_from(rows))
+    Ok(crate::ledger::sale_versions_from(rows))
 }
 
 /// [`Ledger::store_followed`].

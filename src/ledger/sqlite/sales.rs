@@ -467,7 +467,7 @@ pub(super) async fn behind_store(
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    Ok(crate::ledger::behind_rows_from(rows))
+    Ok(crate::ledger::sale_versions_from(rows))
 }
 
 /// [`Ledger::unclosed_sales_settings`].
@@ -482,7 +482,7 @@ pub(super) async fn unclosed_settings(
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    Ok(crate::ledger::behind_rows_from(rows))
+    Ok(crate::ledger::sale_versions_from(rows))
 }
 
 /// [`Ledger::sales_followed_within`].
@@ -500,7 +500,7 @@ pub(super) async fn followed_within(
     .fetch_all(pool)
     .await
     .map_err(db_error)?;
-    Ok(crate::ledger::behind_rows_from(rows))
+    Ok(crate::ledger::sale_versions_from(rows))
 }
 
 /// [`Ledger::store_followed`].
