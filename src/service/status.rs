@@ -186,7 +186,6 @@ async fn lookup(
     Ok(app.queue.view(attempt, user).await?)
 }
 
-/// The answer of an attempt that ended `reason` outside the ledger (out of the queue).
 /// A waiting attempt that `event` ended (the sale's close, a leave, abandonment), in the state
 /// the machine says it went to.
 fn ended_waiting(attempt: AttemptId, event: AttemptEvent) -> AttemptView {
