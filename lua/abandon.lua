@@ -8,7 +8,7 @@
 -- Not while the lottery's draw gives places out again (signs of life move with the places).
 local draw = redis.call('HMGET', KEYS[1], 'drawing', 'drawn_at_ms', 'draw_took_ms')
 if draw[1] then return 0 end
-local now, idle_ms = now_ms(), tonumber(ARGV[1])
+local now, idle_ms, head = now_ms(), tonumber(ARGV[1]), queue_head()
 local cutoff = now - idle_ms
 -- Signs of life could not be written while the draw was made (lua/lottery.lua): for an idle
 -- time after it, its time does not count against anyone.
@@ -21,7 +21,7 @@ for _, member in ipairs(idle) do
   redis.call('ZREM', KEYS[2], member)
   local serial = tonumber(member)
   local user = redis.call('HGET', serial_bucket(serial), serial)
-  local attempt = user and waiting_entry(user)
+  local attempt = user and waiting_entry(user, head)
   if attempt then
     leave_queue(user, serial, KEYS[3])
     redis.call('SADD', KEYS[4], attempt)

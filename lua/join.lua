@@ -34,7 +34,7 @@ for i = 2, #ARGV, 3 do
     status = 'closed'
   else
     local serial, admitted
-    attempt, serial = waiting_entry(user)
+    attempt, serial = waiting_entry(user, head)
     if not attempt then
       admitted = redis.call('HGET', KEYS[4], user)
       if admitted and not redis.call('ZSCORE', KEYS[5], admitted)

@@ -2,7 +2,7 @@
 -- KEYS: 1 meta, 2 gone, 3 seen, 4 owners, 5 left (hash attempt -> user)
 -- ARGV: 1 attempt id, 2 user id
 -- Returns 'left' | 'not_queued' | 'not_found' (no such attempt for this user)
-local attempt, serial = waiting_entry(ARGV[2])
+local attempt, serial = waiting_entry(ARGV[2], queue_head())
 if attempt == ARGV[1] then
   if awaits_a_drawn_place(ARGV[2], serial) then
     -- The draw has them in its order and their serial is of the old numbering, perhaps

@@ -31,7 +31,7 @@ local presence = ARGV[1] == '1' and redis.call('HEXISTS', KEYS[1], 'drawing') ==
 for i = 2, #ARGV, 2 do
   local id, user = ARGV[i], ARGV[i + 1]
   local owner, position, active, abandoned, place = '', 0, 0, 0, 0
-  local attempt, serial = waiting_entry(user)
+  local attempt, serial = waiting_entry(user, head)
   if attempt == id then
     place = serial
     -- Waiting (the hot path: a few calls), hence neither active nor abandoned.

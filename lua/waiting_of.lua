@@ -4,7 +4,7 @@
 -- KEYS: 1 meta, 2 seq, 3 gone
 -- ARGV: 1 user id
 -- Returns {} when the user does not wait, else {attempt (32 hex), position, how many wait}.
-local attempt, serial = waiting_entry(ARGV[1])
-if not attempt then return {} end
 local head = queue_head()
+local attempt, serial = waiting_entry(ARGV[1], head)
+if not attempt then return {} end
 return {attempt, position_of(head, serial, KEYS[3]), waiting_count(head, KEYS[2], KEYS[3])}

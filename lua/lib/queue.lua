@@ -73,11 +73,15 @@ local function parse_waiting(value)
   return string.sub(value, 1, 32), tonumber(string.sub(value, 33))
 end
 
--- The user's waiting entry: attempt (32 hex) and serial, or nil.
-local function waiting_entry(user)
+-- The user's waiting entry: attempt (32 hex) and serial, or nil. An entry below `head` (the
+-- line's) waits no more: a closed sale let go of it (forget_waiting moves the head past
+-- everyone first and deletes the entries after, a chunk a call, perhaps cut short).
+local function waiting_entry(user, head)
   local value = redis.call('HGET', user_bucket(user), user)
   if not value then return nil end
-  return parse_waiting(value)
+  local attempt, serial = parse_waiting(value)
+  if serial < head then return nil end
+  return attempt, serial
 end
 
 local function put_waiting(user, attempt, serial)

@@ -469,8 +469,12 @@ async fn a_closed_sales_waiting_users_leave_redis() {
     q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
+    let mut attempts = Vec::new();
     for i in 0..250 {
-        q.join(s.id, &user(&format!("u{i}")), 0).await.unwrap();
+        match q.join(s.id, &user(&format!("u{i}")), 0).await.unwrap() {
+            JoinOutcome::Queued { attempt, .. } => attempts.push(attempt),
+            other => panic!("{other:?}"),
+        }
     }
     admit_all(&q, &s, 1).await;
     let conn = redis::Client::open(redis_url())
@@ -489,12 +493,45 @@ async fn a_closed_sales_waiting_users_leave_redis() {
     };
     assert_eq!(keys("w:*").await, 3, "serials 1-250 in buckets of 100");
     assert!(keys("u:*").await > 200, "a user bucket for nearly each");
+    let user_buckets: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{base}:u:*"))
+        .query_async(&mut conn.clone())
+        .await
+        .unwrap();
+    let mut dumped = Vec::new();
+    for key in &user_buckets {
+        let dump: Vec<u8> = redis::cmd("DUMP")
+            .arg(key)
+            .query_async(&mut conn.clone())
+            .await
+            .unwrap();
+        dumped.push((key, dump));
+    }
 
     put_status(&q, &s, SaleStatus::Closed, 1).await;
     assert_eq!(q.forget_waiting(s.id).await.unwrap(), 249);
     assert_eq!((keys("w:*").await, keys("u:*").await), (0, 0));
     for kept in ["meta", "seq", "active", "owners", "stock"] {
         assert_eq!(keys(kept).await, 1, "{kept} stays");
+    }
+    // The user buckets' deletion cut short (here: every one of them left, as before the
+    // close): the waiting users there are let go all the same, told nothing of a place.
+    for (key, dump) in &dumped {
+        let _: () = redis::cmd("RESTORE")
+            .arg(key)
+            .arg(0)
+            .arg(dump)
+            .query_async(&mut conn.clone())
+            .await
+            .unwrap();
+    }
+    for i in [1, 100, 249] {
+        let view = q.view(attempts[i], &user(&format!("u{i}"))).await.unwrap();
+        assert_eq!(
+            (view.owner, view.position, view.sale_closed),
+            (None, None, true),
+            "u{i}"
+        );
     }
     // A deletion cut short (here: two buckets left) is finished by the next call.
     for bucket in ["w:1", "u:77"] {
