@@ -287,8 +287,8 @@ impl Ledger for Guarded {
         guarded!(self.store_followed(id, version))
     }
 
-    async fn unclosed_sales_settings(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
-        guarded!(self.unclosed_sales_settings(limit))
+    async fn sales_settings_to_check(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
+        guarded!(self.sales_settings_to_check(limit))
     }
 
     async fn sales_followed_within(

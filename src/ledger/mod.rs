@@ -516,9 +516,10 @@ pub trait Ledger: Send + Sync + 'static {
     /// The queue store has the sale's settings as of `version` (an older version than one
     /// recorded before changes nothing), as of now.
     async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<()>;
-    /// The version of the settings of each sale not closed, at most `limit`: what the drift
-    /// checker compares with the version the queue store holds.
-    async fn unclosed_sales_settings(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>>;
+    /// The version of each sale's settings, for the drift checker to compare with the version
+    /// the queue store holds: every sale not closed first, then the closed ones, the newest
+    /// first (a store restored from an old snapshot holds them open again); at most `limit`.
+    async fn sales_settings_to_check(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>>;
     /// The sales whose settings the queue store was recorded taking within the last
     /// `within_ms`, with the version it took: what a replay checks the store still has (a
     /// failover or a restart loses the last writes). At most `limit`, the latest first.

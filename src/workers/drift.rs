@@ -18,11 +18,14 @@
 //! Each repair is counted (`sluice_queue_drift_repaired_total{sale}`) and logged with the
 //! differences found.
 //!
-//! Each check also reads the version of the settings of each sale not closed that the store
-//! holds: one that is not the ledger's at two checks in a row (the store lost a change and
-//! nothing recorded it as lost, or the ledger was restored from a backup to before the
-//! store's; a change in flight is one check's) has the ledger's settings written over it
-//! (`service::sales::follow_in_queue`; `sluice_queue_settings_repaired_total`).
+//! Each check also reads the version of each sale's settings that the store holds (every sale
+//! not closed, then the closed ones, the newest first): one that is not the ledger's at two
+//! checks in a row (the store lost a change and nothing recorded it as lost, the ledger was
+//! restored from a backup to before the store's, or the store was restored from a snapshot
+//! taken before a close; a change in flight is one check's) has the ledger's settings written
+//! over it (`service::sales::follow_in_queue`, which also lets go of a closed sale's waiting
+//! users; `sluice_queue_settings_repaired_total`). A sale the store does not hold is left
+//! alone: it is rebuilt at its first join or status.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -32,7 +35,8 @@ use crate::domain::SaleSnapshot;
 use crate::service::App;
 use crate::telemetry::warn_throttled;
 
-/// Sales whose settings one check compares, at most (a deployment keeps few sales open).
+/// Sales whose settings one check compares, at most: every open one (a deployment keeps few
+/// open) and the latest closed ones, one small read each.
 const SETTINGS_CHECKED: u32 = 1000;
 
 /// Checks in a row that must find the same store version and ledger snapshot, disagreeing.
@@ -98,11 +102,12 @@ async fn check(app: &App, seen: &mut Seen, versions: &mut Versions) -> anyhow::R
     Ok(())
 }
 
-/// Compares the version of each unclosed sale's settings the store holds with the ledger's,
-/// and writes the ledger's settings of those found apart the same way at the last check too.
+/// Compares the version of each sale's settings the store holds with the ledger's
+/// ([`crate::ledger::Ledger::sales_settings_to_check`]), and writes the ledger's settings of
+/// those found apart the same way at the last check too.
 async fn check_settings(app: &App, apart: &mut SettingsApart) -> anyhow::Result<()> {
     let mut now = SettingsApart::new();
-    for (sale, ledger) in app.ledger.unclosed_sales_settings(SETTINGS_CHECKED).await? {
+    for (sale, ledger) in app.ledger.sales_settings_to_check(SETTINGS_CHECKED).await? {
         // A sale the store does not hold is rebuilt at its first join or status.
         let held = match app.queue.settings_version(sale).await {
             Ok(Some(held)) if held != ledger => held,

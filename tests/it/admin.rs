@@ -509,6 +509,7 @@ crate::on_both_configurations!(
     a_change_stands_when_the_queue_store_has_a_later_version_than_the_ledger,
     the_drift_checker_writes_the_ledgers_settings_over_a_version_the_ledger_never_reached,
     a_change_the_ledger_took_from_a_replica_that_died_before_the_store_reaches_the_store,
+    a_closed_sale_that_a_queue_store_restored_from_an_old_snapshot_holds_open_is_closed_again,
 );
 
 /// Two changes to a sale's admission, made at once through two replicas: the ledger orders
@@ -705,6 +706,62 @@ async fn the_drift_checker_writes_the_ledgers_settings_over_a_version_the_ledger
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    t.stop().await;
+}
+
+/// The queue store was restored from a snapshot taken before a sale's close, longer ago than
+/// the queue-sync worker's replay looks back (here: its first round comes after the test): it
+/// holds the sale open at its settings of before the close, and takes a join. The drift
+/// checker finds the store's version apart from the ledger's at two checks in a row and
+/// writes the ledger's: the joiner's attempt ends EXPIRED (`sale_closed`) and joins are
+/// refused again.
+async fn a_closed_sale_that_a_queue_store_restored_from_an_old_snapshot_holds_open_is_closed_again(
+    backend: crate::helpers::Backend,
+) {
+    let (t, sale, id, _) = paused_sale_with_carol_waiting_on(backend, |c| {
+        // Two checks half a second apart: the join below comes well before the repair.
+        c.workers.drift_check_ms = 500;
+        c.workers.queue_sync_ms = 600_000;
+    })
+    .await;
+    let before = t.app.ledger.sale(id).await.unwrap().unwrap();
+    t.admin_json(Method::POST, &format!("/v1/sales/{sale}/close"))
+        .await;
+    let closed = t.app.ledger.sale(id).await.unwrap().unwrap();
+    assert_eq!(
+        t.app.queue.settings_version(id).await.unwrap(),
+        Some(closed.settings_version)
+    );
+
+    // The snapshot: the sale as the store had it before the close.
+    t.app
+        .queue
+        .put_settings(&before.sale, before.settings_version, true)
+        .await
+        .unwrap();
+    let dave = t.join(&sale, "dave").await;
+    let dave = dave["attempt_id"].as_str().unwrap();
+
+    let started = std::time::Instant::now();
+    while t.app.queue.settings_version(id).await.unwrap() != Some(closed.settings_version) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "the queue store still holds the closed sale open"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let ended = t.status(dave, "dave").await;
+    assert_eq!(
+        (ended["state"].as_str(), ended["reason"].as_str()),
+        (Some("EXPIRED"), Some("sale_closed")),
+        "{ended}"
+    );
+    let join = t
+        .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), "erin")
+        .send()
+        .await
+        .unwrap();
+    assert_problem(join, 409, "/problems/sale-closed").await;
     t.stop().await;
 }
 

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use chrono::Utc;
 use futures_util::future::join_all;
 use sluice::domain::{
-    Admission, AdmissionMode, AttemptEvent, AttemptId, NewSale, Sale, Stock, Ttls, UserId,
+    Admission, AdmissionMode, AttemptEvent, AttemptId, NewSale, Sale, SaleStatus, Stock, Ttls,
+    UserId,
 };
 use sluice::ledger::{AdmissionPlan, Ledger, LedgerError, PgLedger, SaleChange, SqliteLedger};
 use sluice::queue::{Admitted, Take};
@@ -53,6 +54,7 @@ on_every_ledger!(
     idempotency_claims_are_exclusive_and_stale_ones_are_taken_over,
     a_sale_is_read_with_its_free_units_counted_or_without,
     a_sale_is_behind_the_store_from_a_change_until_the_store_follows_it,
+    the_settings_checked_are_of_the_open_sales_then_the_closed_newest_first,
 );
 
 /// A hold claims its units with one locking pass over the sale's free units, whatever the
@@ -368,14 +370,53 @@ async fn a_sale_is_behind_the_store_from_a_change_until_the_store_follows_it(
         vec![],
         "not within the last 0 ms"
     );
+}
+
+/// The drift checker compares the settings of every sale not closed, then of the closed ones,
+/// the newest first (a queue store restored from an old snapshot holds them open again), at
+/// most as many as asked, each with its latest version.
+async fn the_settings_checked_are_of_the_open_sales_then_the_closed_newest_first(
+    ledger: Arc<dyn Ledger>,
+) {
+    let mut sales = Vec::new();
+    for _ in 0..4 {
+        let sale = new_sale(Stock::Quantity(5));
+        ledger.create_sale(&sale, None).await.unwrap();
+        sales.push(sale.id);
+    }
+    let [paused, older_closed, newer_closed, open] = sales[..] else {
+        unreachable!()
+    };
+    let mut version = std::collections::HashMap::new();
+    for (id, status) in [
+        (paused, SaleStatus::Paused),
+        // Closed in the other order than made: the newest made comes first.
+        (newer_closed, SaleStatus::Closed),
+        (older_closed, SaleStatus::Closed),
+    ] {
+        let record = ledger
+            .change_sale(id, SaleChange::Status(status), None)
+            .await
+            .unwrap();
+        version.insert(id, record.settings_version);
+    }
+    let open_version = ledger.sale(open).await.unwrap().unwrap().settings_version;
+    version.insert(open, open_version);
+    let expected: Vec<_> = [open, paused, newer_closed, older_closed]
+        .into_iter()
+        .map(|id| (id, version[&id]))
+        .collect();
+    let checked = ledger.sales_settings_to_check(100).await.unwrap();
+    // The two open ones in either order, then the closed ones, the newest first.
     assert_eq!(
-        ledger.unclosed_sales_settings(100).await.unwrap(),
-        vec![(sale.id, tuned.settings_version)],
-        "paused, not closed"
+        checked[..2]
+            .iter()
+            .collect::<std::collections::HashSet<_>>(),
+        expected[..2].iter().collect(),
+        "the open sales first: {checked:?}"
     );
-    let closed = SaleChange::Status(sluice::domain::SaleStatus::Closed);
-    ledger.change_sale(sale.id, closed, None).await.unwrap();
-    assert_eq!(ledger.unclosed_sales_settings(100).await.unwrap(), vec![]);
+    assert_eq!(checked[2..], expected[2..], "then the closed, newest first");
+    assert_eq!(ledger.sales_settings_to_check(3).await.unwrap().len(), 3);
 }
 
 /// `n` attempts admitted straight into the ledger.

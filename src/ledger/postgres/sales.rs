@@ -460,13 +460,14 @@ pub(super) async fn behind_store(pool: &PgPool, limit: u32) -> LedgerResult<Vec<
     Ok(crate::ledger::sale_versions_from(rows))
 }
 
-/// [`Ledger::unclosed_sales_settings`].
-pub(super) async fn unclosed_settings(
+/// [`Ledger::sales_settings_to_check`].
+pub(super) async fn settings_to_check(
     pool: &PgPool,
     limit: u32,
 ) -> LedgerResult<Vec<(SaleId, u64)>> {
     let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
-        "SELECT id, settings_version FROM sales WHERE status <> 'closed' ORDER BY id LIMIT $1",
+        "SELECT id, settings_version FROM sales
+         ORDER BY status = 'closed', created_at DESC, id DESC LIMIT $1",
     )
     .bind(i64::from(limit))
     .fetch_all(pool)

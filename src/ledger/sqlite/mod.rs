@@ -364,8 +364,8 @@ impl Ledger for SqliteLedger {
         sales::store_followed(self, id, version).await
     }
 
-    async fn unclosed_sales_settings(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
-        sales::unclosed_settings(&self.pool, limit).await
+    async fn sales_settings_to_check(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
+        sales::settings_to_check(&self.pool, limit).await
     }
 
     async fn sales_followed_within(
