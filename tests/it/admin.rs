@@ -600,12 +600,7 @@ async fn a_change_the_ledger_took_from_a_replica_that_died_before_the_store_reac
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let ended = t.status(alice, "alice").await;
-    assert_eq!(
-        (ended["state"].as_str(), ended["reason"].as_str()),
-        (Some("EXPIRED"), Some("sale_closed")),
-        "{ended}"
-    );
+    ended_by_the_close(&t, alice, "alice").await;
     assert!(t
         .app
         .ledger
@@ -649,12 +644,7 @@ async fn a_change_to_a_sale_the_queue_store_lost_rebuilds_it_from_the_ledger() {
         t.app.queue.holdings(id).await.unwrap().is_some(),
         "rebuilt before anyone asked"
     );
-    let join = t
-        .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), "bob")
-        .send()
-        .await
-        .unwrap();
-    assert_problem(join, 409, "/problems/sale-closed").await;
+    join_is_refused_as_closed(&t, &sale, "bob").await;
     t.stop().await;
 }
 
@@ -750,19 +740,29 @@ async fn a_closed_sale_that_a_queue_store_restored_from_an_old_snapshot_holds_op
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let ended = t.status(dave, "dave").await;
+    ended_by_the_close(&t, dave, "dave").await;
+    join_is_refused_as_closed(&t, &sale, "erin").await;
+    t.stop().await;
+}
+
+/// `user`'s attempt ended EXPIRED because its sale closed.
+async fn ended_by_the_close(t: &TestApp, attempt: &str, user: &str) {
+    let ended = t.status(attempt, user).await;
     assert_eq!(
         (ended["state"].as_str(), ended["reason"].as_str()),
         (Some("EXPIRED"), Some("sale_closed")),
         "{ended}"
     );
+}
+
+/// `user`'s join of `sale` is refused: the sale is closed.
+async fn join_is_refused_as_closed(t: &TestApp, sale: &str, user: &str) {
     let join = t
-        .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), "erin")
+        .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), user)
         .send()
         .await
         .unwrap();
     assert_problem(join, 409, "/problems/sale-closed").await;
-    t.stop().await;
 }
 
 /// A paused sale admitting 30 a minute, where carol waits: its id as the API and the domain
