@@ -139,7 +139,7 @@ fn describe() {
     );
     describe_counter!(
         "sluice_queue_settings_repaired_total",
-        "Times the drift checker found the queue store holding another version of an open sale's settings than the ledger (a change lost and not recorded as lost, or a ledger restored from a backup) and wrote the ledger's"
+        "Times the drift checker found the queue store holding another version of a sale's settings than the ledger (a change lost and not recorded as lost, a ledger restored from a backup, or a Redis restored from a snapshot taken before a close) and wrote the ledger's"
     );
     describe_counter!(
         "sluice_queue_drift_reads_total",

@@ -3,8 +3,9 @@
 //!
 //! Data per sale (all in one Redis Cluster slot via the `{sale:<id>}` hash tag):
 //! - `meta`: the sale's settings the scripts need (status, limits, rate, measured rate) and
-//!   `settings_version`, the ledger's version of them (an older write is left out), `head`, the lowest join serial that may still be waiting, and `version`, which every
-//!   change to the stock, holds or active set bumps (the drift checker's compare-and-set);
+//!   `settings_version`, the ledger's version of them (an older write is left out); `head`,
+//!   the lowest join serial that may still be waiting; and `version`, which every change to
+//!   the stock, holds or active set bumps (the drift checker's compare-and-set);
 //! - the waiting queue, stored densely because a ticket opening queues millions
 //!   (`lua/lib/queue.lua`): `seq` hands out join serials (FIFO; never a clock); `w:<n>` hashes
 //!   map 100 serials each to their user, `u:<n>` hashes (16,384 of them, by SHA-1 of the user
@@ -311,8 +312,9 @@ pub trait QueueStore: Send + Sync + 'static {
         Ok(0)
     }
     /// Writes the sale's settings as of `settings_version` (as [`QueueStore::put_settings`],
-    /// forced with `force`), and rebuilds its stock, active set and holds from `snapshot` if the store has none for
-    /// it yet (a new sale, or keys lost) or if `force`. Returns whether it rebuilt.
+    /// forced with `force`), and rebuilds its stock, active set and holds from `snapshot` if
+    /// the store has none for it yet (a new sale, or keys lost) or if `force`. Returns
+    /// whether it rebuilt.
     async fn init_sale(
         &self,
         sale: &Sale,

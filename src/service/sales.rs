@@ -39,7 +39,11 @@ pub async fn create(app: &App, new: NewSale, audit: &SaleAudit<'_>) -> ServiceRe
     // it. A store that fails now gets the sale at its first join or status
     // (`restore_in_queue`); answering an error instead would have a retry make a second sale.
     let fresh = SaleSnapshot::fresh(&record.sale);
-    if let Err(e) = app.queue.init_sale(&record.sale, 0, &fresh, false).await {
+    if let Err(e) = app
+        .queue
+        .init_sale(&record.sale, record.settings_version, &fresh, false)
+        .await
+    {
         tracing::warn!(sale = %record.sale.id, error = %e,
             "the new sale is not in the queue store yet: its first join puts it there");
     }

@@ -449,15 +449,13 @@ pub(super) async fn write_total(
 
 /// [`Ledger::sales_behind_store`].
 pub(super) async fn behind_store(pool: &PgPool, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
-    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
+    sale_versions(
+        pool,
         "SELECT id, settings_version FROM sales WHERE store_version < settings_version
          ORDER BY id LIMIT $1",
+        limit,
     )
-    .bind(i64::from(limit))
-    .fetch_all(pool)
     .await
-    .map_err(db_error)?;
-    Ok(crate::ledger::sale_versions_from(rows))
 }
 
 /// [`Ledger::sales_settings_to_check`].
@@ -465,14 +463,22 @@ pub(super) async fn settings_to_check(
     pool: &PgPool,
     limit: u32,
 ) -> LedgerResult<Vec<(SaleId, u64)>> {
-    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
+    sale_versions(
+        pool,
         "SELECT id, settings_version FROM sales
          ORDER BY status = 'closed', created_at DESC, id DESC LIMIT $1",
+        limit,
     )
-    .bind(i64::from(limit))
-    .fetch_all(pool)
     .await
-    .map_err(db_error)?;
+}
+
+/// The (sale, version) rows `sql` selects, its one parameter the most rows.
+async fn sale_versions(pool: &PgPool, sql: &str, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
+    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(sql)
+        .bind(i64::from(limit))
+        .fetch_all(pool)
+        .await
+        .map_err(db_error)?;
     Ok(crate::ledger::sale_versions_from(rows))
 }
 

@@ -459,15 +459,13 @@ pub(super) async fn behind_store(
     pool: &SqlitePool,
     limit: u32,
 ) -> LedgerResult<Vec<(SaleId, u64)>> {
-    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
+    sale_versions(
+        pool,
         "SELECT id, settings_version FROM sales WHERE store_version < settings_version
          ORDER BY id LIMIT ?",
+        limit,
     )
-    .bind(i64::from(limit))
-    .fetch_all(pool)
     .await
-    .map_err(db_error)?;
-    Ok(crate::ledger::sale_versions_from(rows))
 }
 
 /// [`Ledger::sales_settings_to_check`].
@@ -475,14 +473,26 @@ pub(super) async fn settings_to_check(
     pool: &SqlitePool,
     limit: u32,
 ) -> LedgerResult<Vec<(SaleId, u64)>> {
-    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
+    sale_versions(
+        pool,
         "SELECT id, settings_version FROM sales
          ORDER BY status = 'closed', created_at DESC, id DESC LIMIT ?",
+        limit,
     )
-    .bind(i64::from(limit))
-    .fetch_all(pool)
     .await
-    .map_err(db_error)?;
+}
+
+/// The (sale, version) rows `sql` selects, its one parameter the most rows.
+async fn sale_versions(
+    pool: &SqlitePool,
+    sql: &str,
+    limit: u32,
+) -> LedgerResult<Vec<(SaleId, u64)>> {
+    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(sql)
+        .bind(i64::from(limit))
+        .fetch_all(pool)
+        .await
+        .map_err(db_error)?;
     Ok(crate::ledger::sale_versions_from(rows))
 }
 
