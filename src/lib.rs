@@ -18,11 +18,12 @@
 //!   of one sale that arrive together go in one call.
 //! - [`ledger`]: the durable truth from ADMITTED on — attempts, holds (one row per unit of
 //!   stock), payments, audit trail, idempotency keys, outbox, the named admin keys and the
-//!   admin audit log. A trait;
-//!   [`ledger::PgLedger`] is PostgreSQL (`migrations/postgres`), [`ledger::SqliteLedger`] the
-//!   embedded SQLite (`migrations/sqlite`, the same column names). The transitions and flows
-//!   (admissions, payments, reapers, a sale's creation and status) are written once over a
-//!   small set of statements each dialect gives (`ledger/transition.rs`, `ledger/flows.rs`).
+//!   admin audit log. A trait, implemented once in SQL (`ledger/sql`) and compiled for each
+//!   dialect: [`ledger::PgLedger`] is PostgreSQL (`migrations/postgres`, behind the breaker),
+//!   [`ledger::SqliteLedger`] the embedded SQLite (`migrations/sqlite`, the same column names).
+//!   A dialect gives only what really differs (`ledger/postgres.rs`, `ledger/sqlite.rs`); the
+//!   transitions and flows (admissions, payments, reapers, a sale's creation and status) are
+//!   written once over the statements of `ledger/transition.rs`'s `LedgerTx`.
 //! - [`service`]: the use cases, one file each (join, status and its streams, leave, hold,
 //!   checkout, payment, sales, support's reads, the operators' keys and audit log, the
 //!   sandbox payment provider). They call the queue store first

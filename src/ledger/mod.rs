@@ -5,9 +5,23 @@
 
 pub mod breaker;
 mod flows;
+mod idempotency;
+mod outbox;
 pub mod postgres;
+mod queue_sync;
+pub mod sql_types;
 pub mod sqlite;
+mod support;
 mod transition;
+
+pub use idempotency::{IdempotencyLedger, SavedResponse};
+pub use outbox::{OutboxEvent, OutboxLedger, RelayLease};
+pub use queue_sync::QueueSyncLedger;
+pub(crate) use queue_sync::{sale_versions_from, sync_rows_from};
+pub use support::{
+    AdminKeyRow, AttemptQuery, AuditQuery, PaymentEventRow, SaleFigures, SaleSummary,
+    SupportLedger, TransitionRow,
+};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -37,11 +51,9 @@ pub fn from_config(config: &crate::config::Config) -> anyhow::Result<std::sync::
             timeout,
         )?)
     } else {
-        // A database server can go away: fail fast while it is (see `breaker`). The embedded
-        // file cannot, and its busy moments are no outage.
-        let pg: std::sync::Arc<dyn Ledger> =
-            std::sync::Arc::new(PgLedger::new(&c.url, c.max_connections, timeout)?);
-        std::sync::Arc::new(breaker::Guarded::new(pg))
+        // A database server can go away: the PostgreSQL ledger fails fast while it is (see
+        // `breaker`). The embedded file cannot, and its busy moments are no outage.
+        std::sync::Arc::new(PgLedger::new(&c.url, c.max_connections, timeout)?)
     })
 }
 
@@ -209,93 +221,6 @@ impl Applied {
     }
 }
 
-/// Which of a sale's attempts a support lookup wants, newest first.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AttemptQuery {
-    /// Only attempts in this state (its stored name, e.g. `CONFIRMED`).
-    pub state: Option<&'static str>,
-    /// Only this user's attempts.
-    pub user: Option<UserId>,
-    /// Only attempts older than this one (the previous page's last): ids are UUIDv7, so new
-    /// attempts land before the first page and never shift a later one.
-    pub before: Option<Uuid>,
-    pub limit: u32,
-}
-
-/// A sale in a list: its row without its units (a seat sale's seats are not read).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SaleSummary {
-    pub id: SaleId,
-    pub name: String,
-    pub status: SaleStatus,
-    pub stock_kind: crate::domain::StockKind,
-    pub total: u32,
-    pub opens_at: DateTime<Utc>,
-    pub closes_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-}
-
-/// One row of an attempt's audit trail.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TransitionRow {
-    pub from: String,
-    pub to: String,
-    pub reason: Option<String>,
-    pub cause: String,
-    pub at: DateTime<Utc>,
-}
-
-/// A payment provider's event as the ledger recorded it (once per provider event id).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PaymentEventRow {
-    pub provider_event_id: String,
-    pub kind: String,
-    pub received_at: DateTime<Utc>,
-}
-
-/// A named admin key as the ledger keeps it (its secret only as a hash, never here).
-#[derive(Debug, Clone, PartialEq)]
-pub struct AdminKeyRow {
-    pub id: Uuid,
-    pub name: String,
-    pub role: crate::domain::Role,
-    /// The name of the key that created it.
-    pub created_by: String,
-    pub created_at: DateTime<Utc>,
-    /// Set once the key is revoked: from then on it is refused.
-    pub revoked_at: Option<DateTime<Utc>>,
-}
-
-/// One sample of a sale's figures (`sale_figures`), at the start of its interval.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SaleFigures {
-    pub sale: SaleId,
-    pub at: DateTime<Utc>,
-    pub waiting: u64,
-    /// Attempts admitted, holding or paying (the active set).
-    pub active: u64,
-    /// Attempts ever admitted: two samples' difference is the admissions between them.
-    pub admitted_total: u64,
-    pub holding_units: u64,
-    pub paying_units: u64,
-    pub sold_units: u64,
-    pub remaining: u64,
-    /// The admission rate in force (the controller's in adaptive mode).
-    pub rate_per_minute: f64,
-    /// The adaptive controller's last decision (`increase`, `decrease`, `hold`, `stale`).
-    pub decision: Option<String>,
-}
-
-/// Which entries of the admin audit log a reader wants, newest first.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AuditQuery {
-    /// Only actions on this sale (and its attempts).
-    pub sale: Option<SaleId>,
-    /// Only entries older than this one (the previous page's last).
-    pub before: Option<Uuid>,
-    pub limit: u32,
-}
-
 /// What a payment webhook did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PaymentApplied {
@@ -340,14 +265,6 @@ impl<T> Audit<'_, T> {
     }
 }
 
-/// A saved response of an idempotent request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SavedResponse {
-    pub request_hash: String,
-    pub status: u16,
-    pub body: serde_json::Value,
-}
-
 /// Counts of a sale's attempts, and of its units, in the ledger.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LedgerStats {
@@ -368,9 +285,13 @@ pub struct LedgerStats {
 }
 
 #[async_trait]
-pub trait Ledger: Send + Sync + 'static {
+pub trait Ledger:
+    SupportLedger + IdempotencyLedger + OutboxLedger + QueueSyncLedger + Send + Sync + 'static
+{
     async fn migrate(&self) -> LedgerResult<()>;
+
     async fn ping(&self) -> LedgerResult<()>;
+
     /// Whether the database answers at all (the breaker's question after an `Unavailable`).
     async fn reachable(&self) -> bool {
         self.ping().await.is_ok()
@@ -378,10 +299,13 @@ pub trait Ledger: Send + Sync + 'static {
 
     /// A new sale; with `entry`, the operator's action that made it, written with it.
     async fn create_sale(&self, sale: &Sale, entry: Option<&AdminAction>) -> LedgerResult<()>;
+
     /// The sale with its free units counted (a scan of them: not for every request).
     async fn sale(&self, id: SaleId) -> LedgerResult<Option<SaleRecord>>;
+
     /// The sale without counting its free units: its settings, status and (seated) seats.
     async fn sale_settings(&self, id: SaleId) -> LedgerResult<Option<Sale>>;
+
     /// Changes the sale in one transaction, with the audit entry of the operator who did it
     /// (none for sluice's own changes, such as a close at `closes_at`); the sale after.
     async fn change_sale(
@@ -390,12 +314,16 @@ pub trait Ledger: Send + Sync + 'static {
         change: SaleChange<'_>,
         audit: Option<&Audit<'_, SaleRecord>>,
     ) -> LedgerResult<SaleRecord>;
+
     /// Sales that admit now: status open and opened. Past `closes_at` too: it refuses joins,
     /// and who waits by then is still admitted in turn (closing the sale ends that).
     async fn admitting_sales(&self) -> LedgerResult<Vec<AdmissionPlan>>;
+
     async fn stats(&self, id: SaleId) -> LedgerResult<LedgerStats>;
+
     /// The sale as the queue store must mirror it: free units, live attempts, per-user counts.
     async fn snapshot(&self, id: SaleId) -> LedgerResult<SaleSnapshot>;
+
     /// Just the free units (what a buyer may still choose).
     async fn free_stock(&self, id: SaleId) -> LedgerResult<crate::domain::Stock>;
 
@@ -405,51 +333,8 @@ pub trait Ledger: Send + Sync + 'static {
         plan: &AdmissionPlan,
         admitted: &[Admitted],
     ) -> LedgerResult<()>;
+
     async fn attempt(&self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>>;
-    /// Sales newest first, `status` only if given, older than `before` (a page's last id).
-    async fn list_sales(
-        &self,
-        status: Option<SaleStatus>,
-        before: Option<SaleId>,
-        limit: u32,
-    ) -> LedgerResult<Vec<SaleSummary>>;
-    /// A sale's attempts (from ADMITTED on) as `query` says, newest first.
-    async fn list_attempts(
-        &self,
-        sale: SaleId,
-        query: &AttemptQuery,
-    ) -> LedgerResult<Vec<AttemptRecord>>;
-    /// The attempt's audit trail, oldest first.
-    async fn trail(&self, id: AttemptId) -> LedgerResult<Vec<TransitionRow>>;
-    /// The provider events recorded for the attempt's payment, oldest first.
-    async fn payment_events(&self, id: AttemptId) -> LedgerResult<Vec<PaymentEventRow>>;
-    /// Stores a new admin key by the hash of its secret; a name already used (by a revoked key
-    /// too) is refused with [`LedgerError::NameTaken`].
-    async fn create_admin_key(
-        &self,
-        key: &AdminKeyRow,
-        key_hash: &str,
-        entry: &AdminAction,
-    ) -> LedgerResult<()>;
-    /// The key whose secret hashes to `key_hash`, revoked or not.
-    async fn admin_key(&self, key_hash: &str) -> LedgerResult<Option<AdminKeyRow>>;
-    /// Every admin key, revoked ones too, oldest first.
-    async fn admin_keys(&self) -> LedgerResult<Vec<AdminKeyRow>>;
-    /// Revokes the key named `name`; the key after. A second revoke keeps the first time and
-    /// writes no audit entry.
-    async fn revoke_admin_key(
-        &self,
-        name: &str,
-        audit: &Audit<'_, AdminKeyRow>,
-    ) -> LedgerResult<Option<AdminKeyRow>>;
-    /// Keeps a sample of a sale's figures; a sample of the same sale and time is kept once.
-    async fn record_figures(&self, figures: &SaleFigures) -> LedgerResult<()>;
-    /// The sale's samples from `since` on, oldest first.
-    async fn figures(&self, sale: SaleId, since: DateTime<Utc>) -> LedgerResult<Vec<SaleFigures>>;
-    /// Deletes samples older than `before`; how many.
-    async fn prune_figures(&self, before: DateTime<Utc>) -> LedgerResult<u64>;
-    /// Entries of the admin audit log as `query` says, newest first.
-    async fn admin_audit(&self, query: &AuditQuery) -> LedgerResult<Vec<AdminAction>>;
 
     /// Applies one event to one attempt in one transaction. `user`, when given, must own the
     /// attempt (else NotFound); `take` is what a Hold takes. An attempt past its deadline is
@@ -461,6 +346,7 @@ pub trait Ledger: Send + Sync + 'static {
         event: AttemptEvent,
         take: Option<&Take>,
     ) -> LedgerResult<Applied>;
+
     /// An operator's refund: the `Refund` event applied as [`Ledger::apply`] does, with its
     /// audit entry when it changes the attempt (a second refund changes nothing).
     async fn refund(
@@ -468,6 +354,7 @@ pub trait Ledger: Send + Sync + 'static {
         id: AttemptId,
         audit: &Audit<'_, AttemptRecord>,
     ) -> LedgerResult<Applied>;
+
     /// A payment webhook, idempotent by `provider_event_id`.
     async fn payment_event(
         &self,
@@ -475,97 +362,10 @@ pub trait Ledger: Send + Sync + 'static {
         reference: Uuid,
         succeeded: bool,
     ) -> LedgerResult<PaymentApplied>;
+
     /// Expires up to `limit` attempts whose deadline for `event` passed (reapers; several may
     /// run at once: rows are claimed with SKIP LOCKED).
     async fn expire_due(&self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<Applied>>;
-
-    /// The saved answer of (user, key); `status` 0 while its first request is in progress.
-    async fn saved_response(&self, user: &UserId, key: &str)
-        -> LedgerResult<Option<SavedResponse>>;
-    /// Claims (user, key) for a request: true if this caller now runs it — the key was new,
-    /// or its earlier claim is older than `stale_after_secs` (its process died).
-    async fn reserve_key(
-        &self,
-        user: &UserId,
-        key: &str,
-        request_hash: &str,
-        stale_after_secs: u64,
-    ) -> LedgerResult<bool>;
-    /// Drops an unfinished claim (the request failed: a retry may run it again).
-    async fn release_key(&self, user: &UserId, key: &str) -> LedgerResult<()>;
-    /// Completes the claim with the answer (or saves it, if there was no claim).
-    async fn save_response(
-        &self,
-        user: &UserId,
-        key: &str,
-        saved: &SavedResponse,
-    ) -> LedgerResult<()>;
-    async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64>;
-
-    /// Unpublished outbox rows, oldest first; with `after`, only those after that row (the
-    /// relay reads the next batch while the previous one is still being published).
-    async fn pending_events(
-        &self,
-        limit: u32,
-        after: Option<Uuid>,
-    ) -> LedgerResult<Vec<OutboxEvent>>;
-    async fn mark_published(&self, ids: &[Uuid]) -> LedgerResult<()>;
-    /// Sales whose settings changed since the queue store last took them, with the version it
-    /// is to take (see [`SaleRecord::settings_version`]); at most `limit`.
-    async fn sales_behind_store(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>>;
-    /// The queue store has the sale's settings as of `version` (an older version than one
-    /// recorded before changes nothing), as of now.
-    async fn store_followed(&self, id: SaleId, version: u64) -> LedgerResult<()>;
-    /// The version of each sale's settings, for the drift checker to compare with the version
-    /// the queue store holds: every sale not closed first, then the closed ones, the newest
-    /// first (a store restored from an old snapshot holds them open again); at most `limit`.
-    async fn sales_settings_to_check(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>>;
-    /// The sales whose settings the queue store was recorded taking within the last
-    /// `within_ms`, with the version it took: what a replay checks the store still has (a
-    /// failover or a restart loses the last writes). At most `limit`, the latest first.
-    async fn sales_followed_within(
-        &self,
-        within_ms: u64,
-        limit: u32,
-    ) -> LedgerResult<Vec<(SaleId, u64)>>;
-    /// Queue-sync rows not applied yet and older than `older_than_ms`, oldest first.
-    async fn pending_syncs(&self, older_than_ms: u64, limit: u32)
-        -> LedgerResult<Vec<PendingSync>>;
-    /// Marks queue-sync rows applied.
-    async fn mark_synced(&self, ids: &[i64]) -> LedgerResult<()>;
-    /// Queue-sync rows not applied yet, and the age of the oldest, in seconds.
-    async fn sync_backlog(&self) -> LedgerResult<(u64, f64)>;
-    /// Queue-sync rows marked applied within the last `within_ms`, newest first (a failover
-    /// loses the last writes): what a replay checks the queue store still has.
-    async fn recently_synced(&self, within_ms: u64, limit: u32) -> LedgerResult<Vec<PendingSync>>;
-    /// Deletes queue-sync rows applied more than `older_than_ms` ago; returns how many.
-    async fn prune_synced(&self, older_than_ms: u64) -> LedgerResult<u64>;
-    /// Unpublished rows and the age of the oldest, in seconds.
-    async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)>;
-    /// Counts a refusal of the sink for one row; at `max_tries` the row is dead-lettered.
-    /// Returns whether it was.
-    async fn record_refusal(&self, id: Uuid, max_tries: u32) -> LedgerResult<bool>;
-    /// The right to relay: one relay at a time publishes, so events keep their order. `None`
-    /// while another relay holds it.
-    async fn relay_lease(&self) -> LedgerResult<Option<Box<dyn RelayLease>>>;
-}
-
-/// Held by the one relay that publishes; dropping it lets another take over.
-#[async_trait]
-pub trait RelayLease: Send {
-    /// Whether the lease still holds (its connection may have died).
-    async fn alive(&mut self) -> bool;
-}
-
-/// One outbox row: a domain event committed with the change it reports.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutboxEvent {
-    pub id: Uuid,
-    pub sale_id: SaleId,
-    pub event_type: String,
-    /// The event's envelope as JSON text, exactly as consumers receive it (passed through
-    /// untouched: the relay neither parses nor re-serialises it).
-    pub payload: String,
 }
 
 impl LedgerStats {
@@ -612,31 +412,6 @@ impl LedgerStats {
         }
         stats
     }
-}
-
-/// `(sale id, version)` rows as the ledger's types; the version is one of a sale's settings
-/// (the ledger's, or the one the queue store took).
-pub(crate) fn sale_versions_from(rows: Vec<(uuid::Uuid, i64)>) -> Vec<(SaleId, u64)> {
-    rows.into_iter()
-        .map(|(id, version)| (SaleId(id), version as u64))
-        .collect()
-}
-
-/// `(id, sale, attempt, change)` rows of the queue-sync log, pending or applied (rows naming
-/// no known change are skipped).
-pub(crate) fn sync_rows_from(rows: Vec<(i64, uuid::Uuid, uuid::Uuid, String)>) -> Vec<PendingSync> {
-    rows.into_iter()
-        .filter_map(|(id, sale, local, change)| {
-            Some(PendingSync {
-                id,
-                attempt: AttemptId {
-                    sale: SaleId(sale),
-                    local,
-                },
-                change: SyncChange::parse(&change)?,
-            })
-        })
-        .collect()
 }
 
 /// `(user, units)` rows as the per-user counts of a snapshot (rows with a bad user are skipped).

@@ -299,3 +299,72 @@ async fn a_down_ledger_fails_fast_after_the_first_failure_and_recovers_within_a_
     );
     t.stop().await;
 }
+
+/// PostgreSQL killed while callers wait for a ledger connection (a pool of two, sixty callers
+/// asking at once), at the default acquire timeout (3 s): each caller waiting when the
+/// database dies gets its 503 + Retry-After within half a second, not after the acquire
+/// timeout, because the breaker frees those already waiting when it opens.
+#[tokio::test]
+async fn callers_waiting_for_a_connection_when_postgres_dies_are_answered_within_half_a_second() {
+    let pg = std::sync::Arc::new(PrivatePostgres::start());
+    let t = TestApp::spawn_with(|c| {
+        c.ledger.url = pg.url.clone();
+        c.ledger.max_connections = 2;
+    })
+    .await;
+    let sale = t.create_sale(json!({ "quantity": 10 })).await;
+    let started = Instant::now();
+    let kill_at = Duration::from_millis(400);
+    let until = Duration::from_millis(1800);
+    let killer = tokio::spawn({
+        let pg = pg.clone();
+        async move {
+            tokio::time::sleep(kill_at).await;
+            tokio::task::spawn_blocking(move || pg.stop())
+                .await
+                .unwrap();
+        }
+    });
+    let answers = futures_util::future::join_all((0..60).map(|_| {
+        let (t, sale) = (&t, &sale);
+        async move {
+            let mut answers = Vec::new();
+            while started.elapsed() < until {
+                let sent = Instant::now();
+                let resp = t
+                    .admin(Method::GET, &format!("/v1/sales/{sale}/stats"))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = resp.status().as_u16();
+                if status == 503 {
+                    assert!(resp.headers().contains_key("retry-after"));
+                }
+                answers.push((status, sent.elapsed()));
+            }
+            answers
+        }
+    }))
+    .await;
+    killer.await.unwrap();
+    let answers: Vec<(u16, Duration)> = answers.into_iter().flatten().collect();
+    let count = |s: u16| answers.iter().filter(|(status, _)| *status == s).count();
+    let slowest = answers.iter().map(|(_, took)| *took).max().unwrap();
+    assert!(count(200) > 0 && count(503) > 0, "answers: {answers:?}");
+    assert_eq!(count(200) + count(503), answers.len(), "only 200 or 503");
+    assert!(
+        slowest < Duration::from_millis(500),
+        "the slowest of {} answers took {slowest:?}",
+        answers.len()
+    );
+    pg.start_again();
+    super::record(
+        "PostgreSQL killed while sixty callers wait for a pool of two, default acquire timeout",
+        &[
+            ("answers", answers.len().to_string()),
+            ("503 + Retry-After", count(503).to_string()),
+            ("slowest answer", format!("{} ms", slowest.as_millis())),
+        ],
+    );
+    t.stop().await;
+}

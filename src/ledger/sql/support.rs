@@ -1,32 +1,33 @@
-//! The reads of support and operations on PostgreSQL: sales and attempts by page, an
-//! attempt's audit trail and its payment's provider events.
+//! The reads of support and operations: sales and attempts by page, an attempt's audit trail
+//! and its payment's provider events.
 
-use sqlx::{PgPool, Row};
+use sqlx::Row;
 use uuid::Uuid;
 
-use super::attempts::{record_from_row, SELECT_FROM};
-use super::db_error;
+use super::attempts::{record_from_row, select_attempts};
+use super::{db_error, Conn};
 use crate::domain::{AttemptId, SaleId, SaleStatus, StockKind};
+use crate::ledger::sql_types::At;
 use crate::ledger::{
     AttemptQuery, AttemptRecord, LedgerError, LedgerResult, PaymentEventRow, SaleSummary,
     TransitionRow,
 };
 
 pub(super) async fn sales(
-    pool: &PgPool,
+    conn: &mut Conn,
     status: Option<SaleStatus>,
     before: Option<SaleId>,
     limit: u32,
 ) -> LedgerResult<Vec<SaleSummary>> {
     let rows = sqlx::query(
         "SELECT id, name, status, stock_kind, total, opens_at, closes_at, created_at FROM sales
-         WHERE ($1::text IS NULL OR status = $1) AND ($2::uuid IS NULL OR id < $2)
+         WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR id < $2)
          ORDER BY id DESC LIMIT $3",
     )
     .bind(status.map(SaleStatus::as_str))
     .bind(before.map(|s| s.0))
     .bind(i64::from(limit))
-    .fetch_all(pool)
+    .fetch_all(conn)
     .await
     .map_err(db_error)?;
     rows.iter()
@@ -39,22 +40,22 @@ pub(super) async fn sales(
                 stock_kind: StockKind::parse(r.get("stock_kind"))
                     .ok_or_else(|| bad("stock_kind"))?,
                 total: r.get::<i32, _>("total") as u32,
-                opens_at: r.get("opens_at"),
-                closes_at: r.get("closes_at"),
-                created_at: r.get("created_at"),
+                opens_at: r.get::<At, _>("opens_at").0,
+                closes_at: r.get::<Option<At>, _>("closes_at").map(|t| t.0),
+                created_at: r.get::<At, _>("created_at").0,
             })
         })
         .collect()
 }
 
 pub(super) async fn attempts(
-    pool: &PgPool,
+    conn: &mut Conn,
     sale: SaleId,
     query: &AttemptQuery,
 ) -> LedgerResult<Vec<AttemptRecord>> {
-    let rows = sqlx::query(&format!(
-        "{SELECT_FROM} WHERE a.sale_id = $1 AND ($2::text IS NULL OR a.state = $2)
-           AND ($3::text IS NULL OR a.user_id = $3) AND ($4::uuid IS NULL OR a.id < $4)
+    let rows = sqlx::query(select_attempts!(
+        "WHERE a.sale_id = $1 AND ($2 IS NULL OR a.state = $2)
+           AND ($3 IS NULL OR a.user_id = $3) AND ($4 IS NULL OR a.id < $4)
          ORDER BY a.id DESC LIMIT $5"
     ))
     .bind(sale.0)
@@ -62,19 +63,19 @@ pub(super) async fn attempts(
     .bind(query.user.as_ref().map(|u| u.as_str()))
     .bind(query.before)
     .bind(i64::from(query.limit))
-    .fetch_all(pool)
+    .fetch_all(conn)
     .await
     .map_err(db_error)?;
     rows.iter().map(record_from_row).collect()
 }
 
-pub(super) async fn trail(pool: &PgPool, id: AttemptId) -> LedgerResult<Vec<TransitionRow>> {
+pub(super) async fn trail(conn: &mut Conn, id: AttemptId) -> LedgerResult<Vec<TransitionRow>> {
     let rows = sqlx::query(
         "SELECT from_state, to_state, reason, cause, at FROM attempt_transitions
          WHERE attempt_id = $1 ORDER BY id",
     )
     .bind(id.local)
-    .fetch_all(pool)
+    .fetch_all(conn)
     .await
     .map_err(db_error)?;
     Ok(rows
@@ -84,13 +85,13 @@ pub(super) async fn trail(pool: &PgPool, id: AttemptId) -> LedgerResult<Vec<Tran
             to: r.get("to_state"),
             reason: r.get("reason"),
             cause: r.get("cause"),
-            at: r.get("at"),
+            at: r.get::<At, _>("at").0,
         })
         .collect())
 }
 
 pub(super) async fn payment_events(
-    pool: &PgPool,
+    conn: &mut Conn,
     id: AttemptId,
 ) -> LedgerResult<Vec<PaymentEventRow>> {
     let rows = sqlx::query(
@@ -99,7 +100,7 @@ pub(super) async fn payment_events(
          WHERE p.attempt_id = $1 ORDER BY e.received_at, e.provider_event_id",
     )
     .bind::<Uuid>(id.local)
-    .fetch_all(pool)
+    .fetch_all(conn)
     .await
     .map_err(db_error)?;
     Ok(rows
@@ -107,7 +108,7 @@ pub(super) async fn payment_events(
         .map(|r| PaymentEventRow {
             provider_event_id: r.get("provider_event_id"),
             kind: r.get("kind"),
-            received_at: r.get("received_at"),
+            received_at: r.get::<At, _>("received_at").0,
         })
         .collect())
 }

@@ -1,13 +1,14 @@
 //! Saved responses of requests sent with an `Idempotency-Key`, per user.
 
-use sqlx::{PgPool, Row};
+use sqlx::types::Json;
+use sqlx::Row;
 
-use super::db_error;
+use super::{db_error, Conn};
 use crate::domain::UserId;
 use crate::ledger::{LedgerResult, SavedResponse};
 
 pub(super) async fn load(
-    pool: &PgPool,
+    conn: &mut Conn,
     user: &UserId,
     key: &str,
 ) -> LedgerResult<Option<SavedResponse>> {
@@ -16,57 +17,60 @@ pub(super) async fn load(
     )
     .bind(user.as_str())
     .bind(key)
-    .fetch_optional(pool)
+    .fetch_optional(conn)
     .await
     .map_err(db_error)?;
     Ok(row.map(|r| SavedResponse {
         request_hash: r.get("request_hash"),
         status: r.get::<i16, _>("status") as u16,
-        body: r.get("body"),
+        body: r.get::<Json<serde_json::Value>, _>("body").0,
     }))
 }
 
 /// Inserts an in-progress claim (status 0), or takes over one that went stale.
 pub(super) async fn reserve(
-    pool: &PgPool,
+    conn: &mut Conn,
     user: &UserId,
     key: &str,
     request_hash: &str,
     stale_after_secs: u64,
 ) -> LedgerResult<bool> {
-    let inserted = sqlx::query(
-        "INSERT INTO idempotency_keys (user_id, key, request_hash, status, body)
-         VALUES ($1, $2, $3, 0, 'null') ON CONFLICT (user_id, key) DO NOTHING",
-    )
+    let inserted = sqlx::query(concat!(
+        "INSERT INTO idempotency_keys (user_id, key, request_hash, status, body, created_at)
+         VALUES ($1, $2, $3, 0, 'null', ",
+        now!(),
+        ") ON CONFLICT (user_id, key) DO NOTHING"
+    ))
     .bind(user.as_str())
     .bind(key)
     .bind(request_hash)
-    .execute(pool)
+    .execute(&mut *conn)
     .await
     .map_err(db_error)?;
     if inserted.rows_affected() == 1 {
         return Ok(true);
     }
-    let taken_over = sqlx::query(
-        "UPDATE idempotency_keys SET request_hash = $3, created_at = now()
-         WHERE user_id = $1 AND key = $2 AND status = 0
-           AND created_at < now() - make_interval(secs => $4)",
-    )
+    let taken_over = sqlx::query(concat!(
+        "UPDATE idempotency_keys SET request_hash = $3, created_at = ",
+        now!(),
+        " WHERE user_id = $1 AND key = $2 AND status = 0 AND created_at < ",
+        ms_before_now!("$4")
+    ))
     .bind(user.as_str())
     .bind(key)
     .bind(request_hash)
-    .bind(stale_after_secs as f64)
-    .execute(pool)
+    .bind(stale_after_secs as i64 * 1000)
+    .execute(conn)
     .await
     .map_err(db_error)?;
     Ok(taken_over.rows_affected() == 1)
 }
 
-pub(super) async fn release(pool: &PgPool, user: &UserId, key: &str) -> LedgerResult<()> {
+pub(super) async fn release(conn: &mut Conn, user: &UserId, key: &str) -> LedgerResult<()> {
     sqlx::query("DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND status = 0")
         .bind(user.as_str())
         .bind(key)
-        .execute(pool)
+        .execute(conn)
         .await
         .map_err(db_error)?;
     Ok(())
@@ -74,34 +78,36 @@ pub(super) async fn release(pool: &PgPool, user: &UserId, key: &str) -> LedgerRe
 
 /// Completes a claim with the answer; a finished answer is never overwritten.
 pub(super) async fn save(
-    pool: &PgPool,
+    conn: &mut Conn,
     user: &UserId,
     key: &str,
     saved: &SavedResponse,
 ) -> LedgerResult<()> {
-    sqlx::query(
-        "INSERT INTO idempotency_keys (user_id, key, request_hash, status, body)
-         VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (user_id, key) DO UPDATE SET status = EXCLUDED.status, body = EXCLUDED.body
-         WHERE idempotency_keys.status = 0",
-    )
+    sqlx::query(concat!(
+        "INSERT INTO idempotency_keys (user_id, key, request_hash, status, body, created_at)
+         VALUES ($1, $2, $3, $4, $5, ",
+        now!(),
+        ") ON CONFLICT (user_id, key) DO UPDATE SET status = excluded.status, body = excluded.body
+         WHERE idempotency_keys.status = 0"
+    ))
     .bind(user.as_str())
     .bind(key)
     .bind(&saved.request_hash)
     .bind(saved.status as i16)
-    .bind(&saved.body)
-    .execute(pool)
+    .bind(Json(&saved.body))
+    .execute(conn)
     .await
     .map_err(db_error)?;
     Ok(())
 }
 
-pub(super) async fn purge(pool: &PgPool, older_than_secs: u64) -> LedgerResult<u64> {
-    let done = sqlx::query(
-        "DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1)",
-    )
-    .bind(older_than_secs as f64)
-    .execute(pool)
+pub(super) async fn purge(conn: &mut Conn, older_than_secs: u64) -> LedgerResult<u64> {
+    let done = sqlx::query(concat!(
+        "DELETE FROM idempotency_keys WHERE created_at < ",
+        ms_before_now!("$1")
+    ))
+    .bind(older_than_secs as i64 * 1000)
+    .execute(conn)
     .await
     .map_err(db_error)?;
     Ok(done.rows_affected())

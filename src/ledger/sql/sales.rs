@@ -1,52 +1,31 @@
-//! Sales: creation (with their seats), settings, and counts.
+//! Sales: creation (with their units), settings, stock changes, counts, and what the queue store
+//! has followed of them.
 
-use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, PgPool, Row};
-
-use super::db_error;
 use chrono::{DateTime, Utc};
+use sqlx::Row;
 
+use super::{db_error, insert_numbered_units, Conn, DbRow};
 use crate::domain::{
-    AdminAction, Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+    Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
 };
-use crate::ledger::{
-    flows, AdmissionPlan, Audit, LedgerError, LedgerResult, LedgerStats, SaleChange, SaleRecord,
-};
+use crate::ledger::sql_types::{At, TextList};
 #[cfg(doc)]
 use crate::ledger::{transition::LedgerTx, Ledger};
+use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
 /// A sale's columns (its free units are counted apart, see [`load`]).
-const COLUMNS: &str = "id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
+macro_rules! sale_columns {
+    () => {
+        "id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
     admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active,
     adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status,
-    created_at";
-
-pub(super) async fn create(
-    pool: &PgPool,
-    sale: &Sale,
-    entry: Option<&AdminAction>,
-) -> LedgerResult<()> {
-    let mut tx = pool.begin().await.map_err(db_error)?;
-    flows::create_sale(&mut *tx, sale, entry).await?;
-    tx.commit().await.map_err(db_error)
-}
-
-/// [`Ledger::change_sale`]'s transaction.
-pub(super) async fn change(
-    pool: &PgPool,
-    id: SaleId,
-    change: SaleChange<'_>,
-    audit: Option<&Audit<'_, SaleRecord>>,
-) -> LedgerResult<SaleRecord> {
-    let mut tx = pool.begin().await.map_err(db_error)?;
-    let after = flows::change_sale(&mut *tx, id, change, audit).await?;
-    tx.commit().await.map_err(db_error)?;
-    Ok(after)
+    created_at"
+    };
 }
 
 /// The sale's row ([`LedgerTx::insert_sale`]).
-pub(super) async fn insert(conn: &mut PgConnection, sale: &Sale) -> LedgerResult<()> {
-    let total = sale.stock.total() as i32;
+pub(super) async fn insert(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
+    let (min_rate, max_rate) = sale.admission.stored_bounds();
     sqlx::query(
         "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total,
             per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
@@ -56,20 +35,20 @@ pub(super) async fn insert(conn: &mut PgConnection, sale: &Sale) -> LedgerResult
     )
     .bind(sale.id.0)
     .bind(&sale.name)
-    .bind(sale.opens_at)
-    .bind(sale.closes_at)
+    .bind(At(sale.opens_at))
+    .bind(At::of(sale.closes_at))
     .bind(sale.stock.kind().as_str())
-    .bind(total)
+    .bind(sale.stock.total() as i32)
     .bind(sale.per_user_limit as i32)
     .bind(sale.ttls.admission_secs as i32)
     .bind(sale.ttls.hold_secs as i32)
     .bind(sale.ttls.payment_secs as i32)
     .bind(sale.admission.rate_per_minute as i32)
     .bind(sale.admission.max_active as i32)
-    .bind(sale.admission.stored_bounds().0.map(|v| v as i32))
-    .bind(sale.admission.stored_bounds().1.map(|v| v as i32))
+    .bind(min_rate.map(|v| v as i32))
+    .bind(max_rate.map(|v| v as i32))
     .bind(sale.status.as_str())
-    .bind(sale.created_at)
+    .bind(At(sale.created_at))
     .bind(sale.opening.as_str())
     .bind(sale.opening.seed().unwrap_or_default())
     .execute(conn)
@@ -78,59 +57,72 @@ pub(super) async fn insert(conn: &mut PgConnection, sale: &Sale) -> LedgerResult
     Ok(())
 }
 
-/// The sale's units ([`LedgerTx::insert_units`]): seats as an array, a quantity as a series.
-pub(super) async fn insert_units(conn: &mut PgConnection, sale: &Sale) -> LedgerResult<()> {
-    let units = match &sale.stock {
-        Stock::Seats(seats) => {
-            sqlx::query("INSERT INTO stock_units (sale_id, unit_id) SELECT $1, unnest($2::text[])")
-                .bind(sale.id.0)
-                .bind(seats)
-        }
-        Stock::Quantity(n) => sqlx::query(
-            "INSERT INTO stock_units (sale_id, unit_id) SELECT $1, g::text FROM generate_series(1, $2) g",
-        )
-        .bind(sale.id.0)
-        .bind(*n as i32),
-    };
-    units.execute(conn).await.map_err(db_error)?;
+/// The sale's units ([`LedgerTx::insert_units`]): its seats, or "1".."total".
+pub(super) async fn insert_units(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
+    match &sale.stock {
+        Stock::Seats(seats) => insert_seats(conn, sale.id, seats).await,
+        Stock::Quantity(n) => insert_numbered_units(conn, sale.id, 0, *n).await,
+    }
+}
+
+async fn insert_seats(conn: &mut Conn, id: SaleId, seats: &[String]) -> LedgerResult<()> {
+    sqlx::query(concat!(
+        "INSERT INTO stock_units (sale_id, unit_id) SELECT $1, value FROM ",
+        each_text!("$2")
+    ))
+    .bind(id.0)
+    .bind(TextList(seats))
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
     Ok(())
 }
 
-fn sale_from_row(row: &PgRow, seats: Option<Vec<String>>) -> LedgerResult<Sale> {
+fn sale_from_row(row: &DbRow, seats: Option<Vec<String>>) -> LedgerResult<Sale> {
     let bad = |what: &str| LedgerError::Other(format!("bad {what} in sales row"));
     let kind = StockKind::parse(row.get("stock_kind")).ok_or_else(|| bad("stock_kind"))?;
-    let total: i32 = row.get("total");
+    let int = |name: &str| row.get::<i32, _>(name) as u32;
     let stock = match kind {
-        StockKind::Quantity => Stock::Quantity(total as u32),
+        StockKind::Quantity => Stock::Quantity(int("total")),
         StockKind::Seats => Stock::Seats(seats.unwrap_or_default()),
     };
-    let sale = Sale {
+    Ok(Sale {
         id: SaleId(row.get("id")),
         name: row.get("name"),
-        opens_at: row.get("opens_at"),
-        closes_at: row.get("closes_at"),
+        opens_at: row.get::<At, _>("opens_at").0,
+        closes_at: row.get::<Option<At>, _>("closes_at").map(|t| t.0),
         stock,
-        per_user_limit: row.get::<i32, _>("per_user_limit") as u32,
+        per_user_limit: int("per_user_limit"),
         ttls: Ttls {
-            admission_secs: row.get::<i32, _>("admission_ttl_secs") as u32,
-            hold_secs: row.get::<i32, _>("hold_ttl_secs") as u32,
-            payment_secs: row.get::<i32, _>("payment_ttl_secs") as u32,
+            admission_secs: int("admission_ttl_secs"),
+            hold_secs: int("hold_ttl_secs"),
+            payment_secs: int("payment_ttl_secs"),
         },
         admission: admission_from_row(row),
         proof_of_work: ProofOfWork {
-            bits: row.get::<i32, _>("pow_bits") as u8,
+            bits: int("pow_bits") as u8,
             salt: row.get("pow_salt"),
         },
         opening: Opening::from_stored(row.get("opening"), row.get("lottery_seed")),
         status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
-        created_at: row.get("created_at"),
-    };
-    Ok(sale)
+        created_at: row.get::<At, _>("created_at").0,
+    })
 }
 
-/// The sale with its free units counted: a scan of the free-units index, 145 ms for a million
-/// units, so not for every second (see [`settings`]).
-pub(super) async fn load(conn: &mut PgConnection, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
+fn admission_from_row(row: &DbRow) -> Admission {
+    let int = |name: &str| row.get::<i32, _>(name) as i64;
+    let bound = |name: &str| row.get::<Option<i32>, _>(name).map(i64::from);
+    Admission::from_stored(
+        int("rate_per_minute"),
+        int("max_active"),
+        bound("adaptive_min_rate"),
+        bound("adaptive_max_rate"),
+    )
+}
+
+/// The sale with its free units counted: a scan of the free-units index (145 ms for a million
+/// units on PostgreSQL), so not for every second (see [`settings`]).
+pub(super) async fn load(conn: &mut Conn, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
     let Some(sale) = settings(&mut *conn, id).await? else {
         return Ok(None);
     };
@@ -151,15 +143,19 @@ pub(super) async fn load(conn: &mut PgConnection, id: SaleId) -> LedgerResult<Op
 }
 
 /// The sale, its free units not counted.
-pub(super) async fn settings(conn: &mut PgConnection, id: SaleId) -> LedgerResult<Option<Sale>> {
-    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM sales WHERE id = $1"))
-        .bind(id.0)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(db_error)?;
+pub(super) async fn settings(conn: &mut Conn, id: SaleId) -> LedgerResult<Option<Sale>> {
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        sale_columns!(),
+        " FROM sales WHERE id = $1"
+    ))
+    .bind(id.0)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
     let Some(row) = row else { return Ok(None) };
     let seats = if row.get::<&str, _>("stock_kind") == "seats" {
-        let seats: Vec<String> = sqlx::query_scalar(
+        let seats = sqlx::query_scalar(
             "SELECT unit_id FROM stock_units WHERE sale_id = $1 ORDER BY unit_id",
         )
         .bind(id.0)
@@ -173,22 +169,23 @@ pub(super) async fn settings(conn: &mut PgConnection, id: SaleId) -> LedgerResul
     sale_from_row(&row, seats).map(Some)
 }
 
-/// [`LedgerTx::lock_sale_status`]. `FOR NO KEY UPDATE`: a change to a sale excludes another
-/// change, not the attempts that reference the sale (their inserts take `KEY SHARE`), so
-/// admissions go on while an operator's change reads the sale before and after.
-pub(super) async fn lock_status(
-    conn: &mut PgConnection,
-    id: SaleId,
-) -> LedgerResult<Option<String>> {
-    sqlx::query_scalar("SELECT status FROM sales WHERE id = $1 FOR NO KEY UPDATE")
-        .bind(id.0)
-        .fetch_optional(conn)
-        .await
-        .map_err(db_error)
+/// [`LedgerTx::lock_sale_status`]. On PostgreSQL `FOR NO KEY UPDATE`: a change to a sale
+/// excludes another change, not the attempts that reference the sale (their inserts take
+/// `KEY SHARE`), so admissions go on while an operator's change reads the sale before and
+/// after. On SQLite the write transaction holds the database.
+pub(super) async fn lock_status(conn: &mut Conn, id: SaleId) -> LedgerResult<Option<String>> {
+    sqlx::query_scalar(concat!(
+        "SELECT status FROM sales WHERE id = $1",
+        row_lock!(" FOR NO KEY UPDATE")
+    ))
+    .bind(id.0)
+    .fetch_optional(conn)
+    .await
+    .map_err(db_error)
 }
 
 pub(super) async fn write_status(
-    conn: &mut PgConnection,
+    conn: &mut Conn,
     id: SaleId,
     status: SaleStatus,
 ) -> LedgerResult<()> {
@@ -205,7 +202,7 @@ pub(super) async fn write_status(
 
 /// [`LedgerTx::write_admission`].
 pub(super) async fn write_admission(
-    conn: &mut PgConnection,
+    conn: &mut Conn,
     id: SaleId,
     admission: Admission,
 ) -> LedgerResult<()> {
@@ -226,13 +223,14 @@ pub(super) async fn write_admission(
     Ok(())
 }
 
-pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>> {
-    let rows = sqlx::query(
+pub(super) async fn admitting(conn: &mut Conn) -> LedgerResult<Vec<AdmissionPlan>> {
+    let rows = sqlx::query(concat!(
         "SELECT id, rate_per_minute, max_active, adaptive_min_rate, adaptive_max_rate,
                 admission_ttl_secs, opening, lottery_seed, closes_at FROM sales
-         WHERE status = 'open' AND opens_at <= now()",
-    )
-    .fetch_all(pool)
+         WHERE status = 'open' AND opens_at <= ",
+        now!()
+    ))
+    .fetch_all(conn)
     .await
     .map_err(db_error)?;
     Ok(rows
@@ -242,28 +240,27 @@ pub(super) async fn admitting(pool: &PgPool) -> LedgerResult<Vec<AdmissionPlan>>
             admission: admission_from_row(r),
             admission_ttl_secs: r.get::<i32, _>("admission_ttl_secs") as u32,
             opening: Opening::from_stored(r.get("opening"), r.get("lottery_seed")),
-            closes_at: r.get("closes_at"),
+            closes_at: r.get::<Option<At>, _>("closes_at").map(|t| t.0),
         })
         .collect())
 }
 
-pub(super) async fn stats(pool: &PgPool, id: SaleId) -> LedgerResult<LedgerStats> {
-    let mut conn = pool.acquire().await.map_err(db_error)?;
-    let sale = load(&mut conn, id).await?.ok_or(LedgerError::NotFound)?;
-    drop(conn);
+pub(super) async fn stats(conn: &mut Conn, id: SaleId) -> LedgerResult<LedgerStats> {
+    let sale = load(&mut *conn, id).await?.ok_or(LedgerError::NotFound)?;
     let rows = sqlx::query_as(
         "SELECT state, reason, count(*) FROM attempts WHERE sale_id = $1 GROUP BY state, reason",
     )
     .bind(id.0)
-    .fetch_all(pool)
+    .fetch_all(&mut *conn)
     .await
     .map_err(db_error)?;
     let units = sqlx::query_as(
-        "SELECT a.state, SUM(h.quantity) FROM holds h JOIN attempts a ON a.id = h.attempt_id \
+        "SELECT a.state, CAST(SUM(h.quantity) AS BIGINT) FROM holds h
+         JOIN attempts a ON a.id = h.attempt_id
          WHERE h.sale_id = $1 AND h.status <> 'returned' GROUP BY a.state",
     )
     .bind(id.0)
-    .fetch_all(pool)
+    .fetch_all(conn)
     .await
     .map_err(db_error)?;
     Ok(LedgerStats::tally(
@@ -274,10 +271,10 @@ pub(super) async fn stats(pool: &PgPool, id: SaleId) -> LedgerResult<LedgerStats
     ))
 }
 
-pub(super) async fn free_stock(pool: &PgPool, id: SaleId) -> LedgerResult<Stock> {
+pub(super) async fn free_stock(conn: &mut Conn, id: SaleId) -> LedgerResult<Stock> {
     let kind: Option<String> = sqlx::query_scalar("SELECT stock_kind FROM sales WHERE id = $1")
         .bind(id.0)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *conn)
         .await
         .map_err(db_error)?;
     let kind = kind.ok_or(LedgerError::NotFound)?;
@@ -285,7 +282,7 @@ pub(super) async fn free_stock(pool: &PgPool, id: SaleId) -> LedgerResult<Stock>
         "SELECT unit_id FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL ORDER BY unit_id",
     )
     .bind(id.0)
-    .fetch_all(pool)
+    .fetch_all(conn)
     .await
     .map_err(db_error)?;
     let kind = StockKind::parse(&kind)
@@ -293,20 +290,9 @@ pub(super) async fn free_stock(pool: &PgPool, id: SaleId) -> LedgerResult<Stock>
     Ok(Stock::from_free_units(kind, free))
 }
 
-fn admission_from_row(row: &PgRow) -> Admission {
-    let int = |name: &str| row.get::<i32, _>(name) as i64;
-    let bound = |name: &str| row.get::<Option<i32>, _>(name).map(i64::from);
-    Admission::from_stored(
-        int("rate_per_minute"),
-        int("max_active"),
-        bound("adaptive_min_rate"),
-        bound("adaptive_max_rate"),
-    )
-}
-
 /// [`LedgerTx::write_proof_of_work`].
 pub(super) async fn write_proof_of_work(
-    conn: &mut PgConnection,
+    conn: &mut Conn,
     id: SaleId,
     pow: &ProofOfWork,
 ) -> LedgerResult<()> {
@@ -322,7 +308,7 @@ pub(super) async fn write_proof_of_work(
 
 /// [`LedgerTx::write_details`].
 pub(super) async fn write_details(
-    conn: &mut PgConnection,
+    conn: &mut Conn,
     id: SaleId,
     name: Option<&str>,
     closes_at: Option<DateTime<Utc>>,
@@ -334,98 +320,92 @@ pub(super) async fn write_details(
     )
     .bind(id.0)
     .bind(name)
-    .bind(closes_at)
+    .bind(At::of(closes_at))
     .execute(conn)
     .await
     .map_err(db_error)?;
     Ok(())
 }
 
-/// [`LedgerTx::lock_sale_stock`] (`FOR NO KEY UPDATE`, as [`lock_status`]).
+/// [`LedgerTx::lock_sale_stock`] (locked as [`lock_status`]).
 pub(super) async fn lock_stock(
-    conn: &mut PgConnection,
+    conn: &mut Conn,
     id: SaleId,
 ) -> LedgerResult<Option<(StockKind, u32)>> {
-    let row: Option<(String, i32)> =
-        sqlx::query_as("SELECT stock_kind, total FROM sales WHERE id = $1 FOR NO KEY UPDATE")
-            .bind(id.0)
-            .fetch_optional(conn)
-            .await
-            .map_err(db_error)?;
+    let row: Option<(String, i32)> = sqlx::query_as(concat!(
+        "SELECT stock_kind, total FROM sales WHERE id = $1",
+        row_lock!(" FOR NO KEY UPDATE")
+    ))
+    .bind(id.0)
+    .fetch_optional(conn)
+    .await
+    .map_err(db_error)?;
     Ok(row.and_then(|(kind, total)| Some((StockKind::parse(&kind)?, total as u32))))
 }
 
-/// [`LedgerTx::add_units`].
-pub(super) async fn add_units(conn: &mut PgConnection, id: SaleId, n: u32) -> LedgerResult<()> {
-    sqlx::query(
-        "INSERT INTO stock_units (sale_id, unit_id)
-         SELECT $1, (top.n + g)::text FROM generate_series(1, $2) g,
-           (SELECT coalesce(max(unit_id::int), 0) AS n FROM stock_units WHERE sale_id = $1) top",
+/// [`LedgerTx::add_units`]: numbered on from the sale's highest.
+pub(super) async fn add_units(conn: &mut Conn, id: SaleId, n: u32) -> LedgerResult<()> {
+    let top: i64 = sqlx::query_scalar(
+        "SELECT CAST(coalesce(max(CAST(unit_id AS INTEGER)), 0) AS BIGINT) FROM stock_units
+         WHERE sale_id = $1",
     )
     .bind(id.0)
-    .bind(n as i32)
-    .execute(conn)
+    .fetch_one(&mut *conn)
     .await
     .map_err(db_error)?;
-    Ok(())
+    insert_numbered_units(conn, id, top, n).await
 }
 
-/// [`LedgerTx::add_seats`].
-pub(super) async fn add_seats(
-    conn: &mut PgConnection,
-    id: SaleId,
-    seats: &[String],
-) -> LedgerResult<()> {
-    let existing: Option<String> = sqlx::query_scalar(
-        "SELECT unit_id FROM stock_units WHERE sale_id = $1 AND unit_id = ANY($2) LIMIT 1",
-    )
+/// [`LedgerTx::add_seats`]: a seat the sale has already is [`LedgerError::SeatExists`].
+pub(super) async fn add_seats(conn: &mut Conn, id: SaleId, seats: &[String]) -> LedgerResult<()> {
+    let existing: Option<String> = sqlx::query_scalar(concat!(
+        "SELECT unit_id FROM stock_units
+         WHERE sale_id = $1 AND unit_id IN (SELECT value FROM ",
+        each_text!("$2"),
+        ") LIMIT 1"
+    ))
     .bind(id.0)
-    .bind(seats)
+    .bind(TextList(seats))
     .fetch_optional(&mut *conn)
     .await
     .map_err(db_error)?;
     if let Some(seat) = existing {
         return Err(LedgerError::SeatExists(seat));
     }
-    sqlx::query("INSERT INTO stock_units (sale_id, unit_id) SELECT $1, unnest($2::text[])")
-        .bind(id.0)
-        .bind(seats)
-        .execute(conn)
-        .await
-        .map_err(db_error)?;
-    Ok(())
+    insert_seats(conn, id, seats).await
 }
 
 /// [`LedgerTx::withdraw_units`]: free units only (those no attempt holds), any of them.
-pub(super) async fn withdraw_units(
-    conn: &mut PgConnection,
-    id: SaleId,
-    n: u32,
-) -> LedgerResult<u32> {
-    let done = sqlx::query(
+pub(super) async fn withdraw_units(conn: &mut Conn, id: SaleId, n: u32) -> LedgerResult<u32> {
+    let done = sqlx::query(concat!(
         "DELETE FROM stock_units WHERE sale_id = $1 AND unit_id IN (
            SELECT unit_id FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL
-           LIMIT $2 FOR UPDATE SKIP LOCKED)",
-    )
+           LIMIT $2",
+        row_lock!(" FOR UPDATE SKIP LOCKED"),
+        ")"
+    ))
     .bind(id.0)
-    .bind(n as i64)
+    .bind(i64::from(n))
     .execute(conn)
     .await
     .map_err(db_error)?;
     Ok(done.rows_affected() as u32)
 }
 
-/// [`LedgerTx::withdraw_seats`].
+/// [`LedgerTx::withdraw_seats`]: the named seats that are free.
 pub(super) async fn withdraw_seats(
-    conn: &mut PgConnection,
+    conn: &mut Conn,
     id: SaleId,
     seats: &[String],
 ) -> LedgerResult<u32> {
-    let done = sqlx::query(
-        "DELETE FROM stock_units WHERE sale_id = $1 AND unit_id = ANY($2) AND attempt_id IS NULL",
-    )
+    let done = sqlx::query(concat!(
+        "DELETE FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL
+           AND unit_id IN (SELECT value FROM ",
+        each_text!("$2"),
+        ")"
+    ))
     .bind(id.0)
-    .bind(seats)
+    .bind(TextList(seats))
     .execute(conn)
     .await
     .map_err(db_error)?;
@@ -433,11 +413,7 @@ pub(super) async fn withdraw_seats(
 }
 
 /// [`LedgerTx::write_sale_total`].
-pub(super) async fn write_total(
-    conn: &mut PgConnection,
-    id: SaleId,
-    total: u32,
-) -> LedgerResult<()> {
+pub(super) async fn write_total(conn: &mut Conn, id: SaleId, total: u32) -> LedgerResult<()> {
     sqlx::query("UPDATE sales SET total = $2 WHERE id = $1")
         .bind(id.0)
         .bind(total as i32)
@@ -448,9 +424,9 @@ pub(super) async fn write_total(
 }
 
 /// [`Ledger::sales_behind_store`].
-pub(super) async fn behind_store(pool: &PgPool, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
+pub(super) async fn behind_store(conn: &mut Conn, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
     sale_versions(
-        pool,
+        conn,
         "SELECT id, settings_version FROM sales WHERE store_version < settings_version
          ORDER BY id LIMIT $1",
         limit,
@@ -460,11 +436,11 @@ pub(super) async fn behind_store(pool: &PgPool, limit: u32) -> LedgerResult<Vec<
 
 /// [`Ledger::sales_settings_to_check`].
 pub(super) async fn settings_to_check(
-    pool: &PgPool,
+    conn: &mut Conn,
     limit: u32,
 ) -> LedgerResult<Vec<(SaleId, u64)>> {
     sale_versions(
-        pool,
+        conn,
         "SELECT id, settings_version FROM sales
          ORDER BY status = 'closed', created_at DESC, id DESC LIMIT $1",
         limit,
@@ -473,10 +449,14 @@ pub(super) async fn settings_to_check(
 }
 
 /// The (sale, version) rows `sql` selects, its one parameter the most rows.
-async fn sale_versions(pool: &PgPool, sql: &str, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
+async fn sale_versions(
+    conn: &mut Conn,
+    sql: &'static str,
+    limit: u32,
+) -> LedgerResult<Vec<(SaleId, u64)>> {
     let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(sql)
         .bind(i64::from(limit))
-        .fetch_all(pool)
+        .fetch_all(conn)
         .await
         .map_err(db_error)?;
     Ok(crate::ledger::sale_versions_from(rows))
@@ -484,32 +464,34 @@ async fn sale_versions(pool: &PgPool, sql: &str, limit: u32) -> LedgerResult<Vec
 
 /// [`Ledger::sales_followed_within`].
 pub(super) async fn followed_within(
-    pool: &PgPool,
+    conn: &mut Conn,
     within_ms: u64,
     limit: u32,
 ) -> LedgerResult<Vec<(SaleId, u64)>> {
-    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
-        "SELECT id, store_version FROM sales
-         WHERE store_followed_at > now() - make_interval(secs => $1 / 1000.0)
-         ORDER BY store_followed_at DESC LIMIT $2",
-    )
-    .bind(within_ms as f64)
+    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(concat!(
+        "SELECT id, store_version FROM sales WHERE store_followed_at > ",
+        ms_before_now!("$1"),
+        " ORDER BY store_followed_at DESC LIMIT $2"
+    ))
+    .bind(within_ms as i64)
     .bind(i64::from(limit))
-    .fetch_all(pool)
+    .fetch_all(conn)
     .await
     .map_err(db_error)?;
     Ok(crate::ledger::sale_versions_from(rows))
 }
 
-/// [`Ledger::store_followed`].
-pub(super) async fn store_followed(pool: &PgPool, id: SaleId, version: u64) -> LedgerResult<()> {
-    sqlx::query(
-        "UPDATE sales SET store_version = GREATEST(store_version, $2), store_followed_at = now()
-         WHERE id = $1",
-    )
+/// [`Ledger::store_followed`]: the later of the two versions stays.
+pub(super) async fn store_followed(conn: &mut Conn, id: SaleId, version: u64) -> LedgerResult<()> {
+    sqlx::query(concat!(
+        "UPDATE sales SET store_followed_at = ",
+        now!(),
+        ", store_version = CASE WHEN store_version > $2 THEN store_version ELSE $2 END
+         WHERE id = $1"
+    ))
     .bind(id.0)
     .bind(version as i64)
-    .execute(pool)
+    .execute(conn)
     .await
     .map_err(db_error)?;
     Ok(())

@@ -1,22 +1,21 @@
-//! A sale's figures over time on SQLite (`sale_figures`, times in Unix milliseconds).
+//! A sale's figures over time (`sale_figures`).
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::Row;
 
-use super::{db_error, from_ms, SqliteLedger};
+use super::{db_error, Conn, DbRow};
 use crate::domain::SaleId;
+use crate::ledger::sql_types::At;
 use crate::ledger::{LedgerResult, SaleFigures};
 
-pub(super) async fn record(ledger: &SqliteLedger, f: &SaleFigures) -> LedgerResult<()> {
-    let mut tx = ledger.write().await?;
+pub(super) async fn record(conn: &mut Conn, f: &SaleFigures) -> LedgerResult<()> {
     sqlx::query(
         "INSERT INTO sale_figures (sale_id, at, waiting, active, admitted_total, holding_units,
             paying_units, sold_units, remaining, rate_per_minute, decision)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT DO NOTHING",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING",
     )
     .bind(f.sale.0)
-    .bind(f.at.timestamp_millis())
+    .bind(At(f.at))
     .bind(f.waiting as i64)
     .bind(f.active as i64)
     .bind(f.admitted_total as i64)
@@ -26,30 +25,30 @@ pub(super) async fn record(ledger: &SqliteLedger, f: &SaleFigures) -> LedgerResu
     .bind(f.remaining as i64)
     .bind(f.rate_per_minute)
     .bind(&f.decision)
-    .execute(&mut *tx)
+    .execute(conn)
     .await
     .map_err(db_error)?;
-    tx.commit().await.map_err(db_error)
+    Ok(())
 }
 
 pub(super) async fn since(
-    pool: &SqlitePool,
+    conn: &mut Conn,
     sale: SaleId,
     since: DateTime<Utc>,
 ) -> LedgerResult<Vec<SaleFigures>> {
     let rows =
-        sqlx::query("SELECT * FROM sale_figures WHERE sale_id = ?1 AND at >= ?2 ORDER BY at")
+        sqlx::query("SELECT * FROM sale_figures WHERE sale_id = $1 AND at >= $2 ORDER BY at")
             .bind(sale.0)
-            .bind(since.timestamp_millis())
-            .fetch_all(pool)
+            .bind(At(since))
+            .fetch_all(conn)
             .await
             .map_err(db_error)?;
-    let n = |r: &SqliteRow, c: &str| r.get::<i64, _>(c).max(0) as u64;
+    let n = |r: &DbRow, c: &str| r.get::<i64, _>(c).max(0) as u64;
     Ok(rows
         .iter()
         .map(|r| SaleFigures {
             sale,
-            at: from_ms(r.get("at")),
+            at: r.get::<At, _>("at").0,
             waiting: n(r, "waiting"),
             active: n(r, "active"),
             admitted_total: n(r, "admitted_total"),
@@ -63,13 +62,11 @@ pub(super) async fn since(
         .collect())
 }
 
-pub(super) async fn prune(ledger: &SqliteLedger, before: DateTime<Utc>) -> LedgerResult<u64> {
-    let mut tx = ledger.write().await?;
-    let done = sqlx::query("DELETE FROM sale_figures WHERE at < ?1")
-        .bind(before.timestamp_millis())
-        .execute(&mut *tx)
+pub(super) async fn prune(conn: &mut Conn, before: DateTime<Utc>) -> LedgerResult<u64> {
+    let done = sqlx::query("DELETE FROM sale_figures WHERE at < $1")
+        .bind(At(before))
+        .execute(conn)
         .await
         .map_err(db_error)?;
-    tx.commit().await.map_err(db_error)?;
     Ok(done.rows_affected())
 }

@@ -1,0 +1,320 @@
+//! Attempts: loading, and the statements of a transition that touch stock, holds and payments.
+
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::{db_error, Conn, DbRow};
+use crate::domain::{AttemptId, AttemptState, Buyer, Decision, LiveAttempt, SaleId, Take, UserId};
+use crate::ledger::sql_types::{At, Seats, TextList};
+use crate::ledger::{AttemptRecord, HeldStock, LedgerError, LedgerResult};
+
+/// Everything [`record_from_row`] reads, and the rest of the statement, as one `&'static str`.
+macro_rules! select_attempts {
+    ($rest:expr) => {
+        concat!(
+            "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
+        a.admission_expires_at, a.hold_expires_at, a.payment_expires_at,
+        h.quantity AS hold_quantity, h.seat_ids AS hold_seats, p.reference AS payment_reference
+    FROM attempts a
+    LEFT JOIN holds h ON h.attempt_id = a.id
+    LEFT JOIN payments p ON p.attempt_id = a.id ",
+            $rest
+        )
+    };
+}
+pub(super) use select_attempts;
+
+pub(super) fn record_from_row(row: &DbRow) -> LedgerResult<AttemptRecord> {
+    let bad = |what: &str| LedgerError::Other(format!("bad {what} in attempts row"));
+    let state = AttemptState::from_parts(row.get("state"), row.get("reason"))
+        .ok_or_else(|| bad("state"))?;
+    let hold = match row
+        .try_get::<Option<i32>, _>("hold_quantity")
+        .map_err(|_| bad("hold"))?
+    {
+        Some(quantity) => Some(HeldStock {
+            quantity: quantity as u32,
+            seats: row
+                .try_get::<Option<Seats>, _>("hold_seats")
+                .map_err(|_| bad("seats"))?
+                .unwrap_or_default()
+                .0,
+        }),
+        None => None,
+    };
+    Ok(AttemptRecord {
+        id: AttemptId {
+            sale: SaleId(row.get("sale_id")),
+            local: row.get("id"),
+        },
+        user: UserId::parse(row.get("user_id")).map_err(|_| bad("user"))?,
+        seq: row.get("seq"),
+        state,
+        admission_expires_at: row.get::<At, _>("admission_expires_at").0,
+        hold_expires_at: row.get::<Option<At>, _>("hold_expires_at").map(|t| t.0),
+        payment_expires_at: row.get::<Option<At>, _>("payment_expires_at").map(|t| t.0),
+        hold,
+        payment_reference: row.get("payment_reference"),
+    })
+}
+
+/// The attempt, if it is one of its sale's.
+fn of_sale(row: Option<DbRow>, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
+    match row {
+        Some(row) if row.get::<Uuid, _>("sale_id") == id.sale.0 => record_from_row(&row).map(Some),
+        _ => Ok(None),
+    }
+}
+
+pub(super) async fn load(conn: &mut Conn, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
+    let row = sqlx::query(select_attempts!("WHERE a.id = $1"))
+        .bind(id.local)
+        .fetch_optional(conn)
+        .await
+        .map_err(db_error)?;
+    of_sale(row, id)
+}
+
+/// Loads and locks the attempt for the rest of the transaction (`FOR UPDATE OF a` locks only
+/// the attempt).
+pub(super) async fn lock(conn: &mut Conn, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
+    let row = sqlx::query(select_attempts!(concat!(
+        "WHERE a.id = $1",
+        row_lock!(" FOR UPDATE OF a")
+    )))
+    .bind(id.local)
+    .fetch_optional(conn)
+    .await
+    .map_err(db_error)?;
+    of_sale(row, id)
+}
+
+/// A sale's live attempts and the units each user holds or bought.
+pub(super) async fn live(
+    conn: &mut Conn,
+    sale: SaleId,
+) -> LedgerResult<(Vec<LiveAttempt>, Vec<(UserId, u32)>)> {
+    let rows = sqlx::query(select_attempts!(
+        "WHERE a.sale_id = $1 AND a.state IN ('ADMITTED', 'HOLD', 'PAYMENT_PENDING') ORDER BY a.seq"
+    ))
+    .bind(sale.0)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    let mut live = Vec::with_capacity(rows.len());
+    for row in &rows {
+        live.extend(record_from_row(row)?.live());
+    }
+    let bought: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT a.user_id, CAST(sum(h.quantity) AS BIGINT) FROM holds h
+         JOIN attempts a ON a.id = h.attempt_id
+         WHERE h.sale_id = $1 AND h.status IN ('held', 'confirmed')
+         GROUP BY a.user_id ORDER BY a.user_id",
+    )
+    .bind(sale.0)
+    .fetch_all(conn)
+    .await
+    .map_err(db_error)?;
+    Ok((live, crate::ledger::bought_from(bought)))
+}
+
+/// The CONFIRMED attempts of `sale`, with what each bought (a snapshot's buyers).
+pub(super) async fn buyers(conn: &mut Conn, sale: SaleId) -> LedgerResult<Vec<Buyer>> {
+    let rows = sqlx::query(select_attempts!(
+        "WHERE a.sale_id = $1 AND a.state = 'CONFIRMED' ORDER BY a.seq"
+    ))
+    .bind(sale.0)
+    .fetch_all(conn)
+    .await
+    .map_err(db_error)?;
+    let mut buyers = Vec::with_capacity(rows.len());
+    for row in &rows {
+        buyers.extend(record_from_row(row)?.buyer());
+    }
+    Ok(buyers)
+}
+
+/// Claims the hold's units: free units of a quantity sale, or the named seats. All or nothing:
+/// short of units, the caller's transaction rolls back.
+pub(super) async fn take_units(conn: &mut Conn, id: AttemptId, take: &Take) -> LedgerResult<()> {
+    let (claimed, seats): (Vec<String>, &[String]) = match take {
+        Take::Quantity(n) => (super::claim_free_units(&mut *conn, id, *n).await?, &[]),
+        Take::Seats(seats) => {
+            let claimed = sqlx::query_scalar(concat!(
+                "UPDATE stock_units SET attempt_id = $2
+                 WHERE sale_id = $1 AND attempt_id IS NULL
+                   AND unit_id IN (SELECT value FROM ",
+                each_text!("$3"),
+                ") RETURNING unit_id"
+            ))
+            .bind(id.sale.0)
+            .bind(id.local)
+            .bind(TextList(seats))
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            (claimed, seats)
+        }
+    };
+    let wanted = take.units() as usize;
+    if claimed.len() < wanted {
+        return Err(missing_seat(conn, id, seats, &claimed).await?);
+    }
+    sqlx::query(concat!(
+        "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status, created_at)
+         VALUES ($1, $2, $3, $4, 'held', ",
+        now!(),
+        ")"
+    ))
+    .bind(id.local)
+    .bind(id.sale.0)
+    .bind(wanted as i32)
+    .bind(TextList(seats))
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// Why a hold could not be claimed: sold out, or a seat does not exist, or someone holds it.
+async fn missing_seat(
+    conn: &mut Conn,
+    id: AttemptId,
+    seats: &[String],
+    claimed: &[String],
+) -> LedgerResult<LedgerError> {
+    let Some(seat) = seats.iter().find(|s| !claimed.contains(s)) else {
+        return Ok(LedgerError::SoldOut);
+    };
+    let exists: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM stock_units WHERE sale_id = $1 AND unit_id = $2)",
+    )
+    .bind(id.sale.0)
+    .bind(seat)
+    .fetch_one(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(if exists {
+        LedgerError::SeatTaken(seat.clone())
+    } else {
+        LedgerError::UnknownSeat(seat.clone())
+    })
+}
+
+/// Ends a hold, or a purchase refunded, whose units go back, exactly once (the hold's status
+/// guards it).
+pub(super) async fn return_units(conn: &mut Conn, id: AttemptId) -> LedgerResult<()> {
+    let ended = sqlx::query(concat!(
+        "UPDATE holds SET status = 'returned', ended_at = ",
+        now!(),
+        " WHERE attempt_id = $1 AND status IN ('held', 'confirmed')"
+    ))
+    .bind(id.local)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    if ended.rows_affected() == 1 {
+        sqlx::query(
+            "UPDATE stock_units SET attempt_id = NULL WHERE sale_id = $1 AND attempt_id = $2",
+        )
+        .bind(id.sale.0)
+        .bind(id.local)
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+    }
+    Ok(())
+}
+
+/// The new state, and what entering it writes besides (deadlines, the payment row).
+pub(super) async fn enter_state(conn: &mut Conn, id: Uuid, to: AttemptState) -> LedgerResult<()> {
+    let also = match to {
+        AttemptState::Hold => Some(concat!(
+            "UPDATE attempts SET hold_expires_at = ",
+            secs_from_now!("(SELECT hold_ttl_secs FROM sales WHERE sales.id = attempts.sale_id)"),
+            " WHERE id = $1"
+        )),
+        AttemptState::PaymentPending => {
+            sqlx::query(concat!(
+                "INSERT INTO payments (reference, attempt_id, status, created_at, updated_at)
+                 VALUES ($1, $2, 'pending', ",
+                now!(),
+                ", ",
+                now!(),
+                ") ON CONFLICT (attempt_id) DO NOTHING"
+            ))
+            .bind(Uuid::new_v4())
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            Some(concat!(
+                "UPDATE attempts SET payment_expires_at = ",
+                secs_from_now!(
+                    "(SELECT payment_ttl_secs FROM sales WHERE sales.id = attempts.sale_id)"
+                ),
+                " WHERE id = $1"
+            ))
+        }
+        AttemptState::Confirmed => {
+            sqlx::query(concat!(
+                "UPDATE payments SET status = 'succeeded', updated_at = ",
+                now!(),
+                " WHERE attempt_id = $1"
+            ))
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            Some(concat!(
+                "UPDATE holds SET status = 'confirmed', ended_at = ",
+                now!(),
+                " WHERE attempt_id = $1 AND status = 'held'"
+            ))
+        }
+        AttemptState::Expired { .. } => Some(concat!(
+            "UPDATE payments SET status = 'failed', updated_at = ",
+            now!(),
+            " WHERE attempt_id = $1 AND status = 'pending'"
+        )),
+        AttemptState::Queued | AttemptState::Admitted => None,
+    };
+    if let Some(sql) = also {
+        sqlx::query(sql)
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+    }
+    sqlx::query(concat!(
+        "UPDATE attempts SET state = $2, reason = $3, updated_at = ",
+        now!(),
+        " WHERE id = $1"
+    ))
+    .bind(id)
+    .bind(to.name())
+    .bind(to.reason().map(|r| r.as_str()))
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// Writes a decision's row of the audit trail (from, to, cause).
+pub(crate) async fn audit(conn: &mut Conn, id: AttemptId, decision: &Decision) -> LedgerResult<()> {
+    sqlx::query(concat!(
+        "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause, at)
+         VALUES ($1, $2, $3, $4, $5, ",
+        now!(),
+        ")"
+    ))
+    .bind(id.local)
+    .bind(decision.from.name())
+    .bind(decision.to.name())
+    .bind(decision.to.reason().map(|r| r.as_str()))
+    .bind(decision.event.as_str())
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
