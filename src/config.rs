@@ -123,6 +123,7 @@ pub struct QueueConfig {
 pub struct LedgerConfig {
     /// Empty: a SQLite file in `embedded.data_dir` (embedded). `postgres://…`: PostgreSQL.
     pub url: String,
+    /// Connections of the ledger's pool, per replica (the embedded SQLite file takes at most 8).
     pub max_connections: u32,
     /// Longest wait for a pooled connection before answering 503: long enough to ride out a
     /// burst of holds, short enough that a down database answers quickly.
@@ -389,6 +390,36 @@ pub enum ConfigError {
     Invalid { key: &'static str, message: String },
 }
 
+/// The list settings the environment gives as comma-separated values (`SLUICE__HTTP__
+/// CORS_ALLOWED_ORIGINS=https://a.example,https://b.example`), as key paths and items: a
+/// Kubernetes manifest or a compose file writes a list so. A value written as a TOML array
+/// (`["…"]`) is left to the environment's own parser; an empty value is an empty list.
+fn env_lists() -> Vec<(String, Vec<String>)> {
+    let defaults = serde_json::to_value(Config::default()).unwrap_or_default();
+    std::env::vars()
+        .filter_map(|(name, value)| {
+            let path: Vec<String> = name
+                .strip_prefix("SLUICE__")?
+                .split("__")
+                .map(str::to_lowercase)
+                .collect();
+            let is_list = path
+                .iter()
+                .try_fold(&defaults, |node, part| node.get(part))
+                .is_some_and(|v| v.is_array());
+            (is_list && !value.trim_start().starts_with('[')).then(|| {
+                let items = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|item| !item.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                (path.join("."), items)
+            })
+        })
+        .collect()
+}
+
 impl Config {
     /// Defaults, then `file` (if given), then the environment.
     pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
@@ -400,7 +431,11 @@ impl Config {
         if let Some(file) = file {
             figment = figment.merge(Toml::file_exact(file));
         }
-        figment.merge(Env::prefixed("SLUICE__").split("__"))
+        figment = figment.merge(Env::prefixed("SLUICE__").split("__"));
+        for (key, items) in env_lists() {
+            figment = figment.merge(Serialized::default(&key, items));
+        }
+        figment
     }
 
     pub fn from_figment(figment: Figment) -> Result<Config, ConfigError> {
@@ -932,6 +967,33 @@ mod tests {
                 "{origins:?}: {err}"
             );
         }
+    }
+
+    /// A list setting from the environment takes comma-separated values, as the docs show
+    /// it, and the TOML array as well.
+    #[test]
+    fn a_list_from_the_environment_is_comma_separated_or_an_array() {
+        Jail::expect_with(|jail| {
+            jail.clear_env();
+            valid_env(jail);
+            for (value, expected) in [
+                ("http://shop.example", vec!["http://shop.example"]),
+                (
+                    "https://a.example, https://b.example:8443",
+                    vec!["https://a.example", "https://b.example:8443"],
+                ),
+                (
+                    r#"["https://a.example","https://b.example"]"#,
+                    vec!["https://a.example", "https://b.example"],
+                ),
+                ("", vec![]),
+            ] {
+                jail.set_env("SLUICE__HTTP__CORS_ALLOWED_ORIGINS", value);
+                let c = Config::load(None).unwrap_or_else(|e| panic!("{value}: {e}"));
+                assert_eq!(c.http.cors_allowed_origins, expected, "{value}");
+            }
+            Ok(())
+        });
     }
 
     #[test]

@@ -82,17 +82,106 @@ pub enum ApiError {
     Unavailable(Json<Problem>, #[oai(header = "Retry-After")] u64),
 }
 
-fn problem(
-    status: u16,
-    slug: &str,
-    title: &str,
-    detail: String,
-    field: Option<&str>,
-) -> Json<Problem> {
+/// One kind of problem: its stable `type` (`/problems/<slug>`), status and title, and when
+/// sluice answers it. [`PROBLEMS`] lists them all; the errors table of `docs/integrating.md` is
+/// generated from it (a test fails when the two differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProblemType {
+    pub slug: &'static str,
+    pub status: u16,
+    pub title: &'static str,
+    /// When it is answered, for the docs.
+    pub when: &'static str,
+}
+
+impl ProblemType {
+    /// The problem's `type` member.
+    pub fn uri(&self) -> String {
+        format!("/problems/{}", self.slug)
+    }
+}
+
+macro_rules! problem_types {
+    ($($name:ident = $status:literal $slug:literal $title:literal: $when:literal;)*) => {
+        $(
+            #[doc = $when]
+            pub const $name: ProblemType = ProblemType {
+                slug: $slug,
+                status: $status,
+                title: $title,
+                when: $when,
+            };
+        )*
+        /// Every kind of problem sluice answers, in the order of the docs.
+        pub const PROBLEMS: &[ProblemType] = &[$($name),*];
+    };
+}
+
+problem_types! {
+    MALFORMED_REQUEST = 400 "malformed-request" "Malformed request":
+        "The request is malformed: not JSON, wrong types, a bad path or query parameter.";
+    UNAUTHORIZED = 401 "unauthorized" "Unauthorized":
+        "Credentials are missing or not valid (a user token, an admin key).";
+    BAD_SIGNATURE = 401 "bad-signature" "Webhook signature not valid":
+        "A payment webhook's signature does not verify, or its timestamp is out of tolerance.";
+    FORBIDDEN = 403 "forbidden" "Forbidden":
+        "The credentials do not allow this route.";
+    ADMISSION_TOKEN_INVALID = 403 "admission-token-invalid" "Admission token not valid":
+        "The admission token is not this attempt's, or not valid.";
+    ROLE = 403 "role" "Role too low":
+        "The admin key's role does not allow this operation.";
+    NOT_FOUND = 404 "not-found" "Not found":
+        "No such resource for this caller.";
+    METHOD_NOT_ALLOWED = 405 "method-not-allowed" "Method not allowed":
+        "The path does not take this method (`Allow` lists those it takes).";
+    INVALID_TRANSITION = 409 "invalid-transition" "Not possible in the attempt's state":
+        "The event does not apply to the attempt's state.";
+    SOLD_OUT = 409 "sold-out" "Sold out":
+        "Nothing left to hold.";
+    SEAT_TAKEN = 409 "seat-taken" "Seat taken":
+        "A seat asked for is held or sold.";
+    LIMIT_REACHED = 409 "limit-reached" "Per-user limit reached":
+        "The user holds or bought as many units as the sale allows.";
+    SALE_CLOSED = 409 "sale-closed" "Sale closed":
+        "The sale takes no more joins, or is closed.";
+    NOT_ADMITTED = 409 "not-admitted" "Not admitted":
+        "The attempt is still waiting in the queue.";
+    STOCK_IN_USE = 409 "stock-in-use" "Units not free":
+        "Units or seats to withdraw are held or sold (nothing was withdrawn).";
+    NAME_TAKEN = 409 "name-taken" "Name already used":
+        "An admin key of that name exists already.";
+    IDEMPOTENCY_KEY_IN_PROGRESS = 409 "idempotency-key-in-progress" "Request in progress":
+        "The first request with this `Idempotency-Key` is still running: retry shortly.";
+    ADMISSION_EXPIRED = 410 "admission-expired" "Admission expired":
+        "The admission's time to hold ran out.";
+    ATTEMPT_EXPIRED = 410 "attempt-expired" "Attempt expired":
+        "The attempt has ended EXPIRED.";
+    REJOIN = 410 "rejoin" "Join again":
+        "The waiting room lost the attempt's place (the queue store was reset): join again.";
+    PAYLOAD_TOO_LARGE = 413 "payload-too-large" "Payload too large":
+        "The body is larger than `http.body_limit_bytes` (or has no length).";
+    UNSUPPORTED_MEDIA_TYPE = 415 "unsupported-media-type" "Unsupported media type":
+        "The body is not `application/json`.";
+    VALIDATION = 422 "validation" "Invalid value":
+        "A value is not acceptable; `field` names it.";
+    IDEMPOTENCY_KEY_REUSED = 422 "idempotency-key-reused" "Idempotency-Key reused with another request":
+        "The `Idempotency-Key` was used before with another request.";
+    PROOF_OF_WORK_REQUIRED = 428 "proof-of-work-required" "Proof of work required":
+        "The sale asks for proof of work on join (`getOffer` has the difficulty and salt).";
+    RATE_LIMITED = 429 "rate-limited" "Too many requests":
+        "Too many requests: retry after `Retry-After` seconds.";
+    INTERNAL = 500 "internal" "Internal error":
+        "A fault of sluice's own (logged).";
+    UNAVAILABLE = 503 "unavailable" "Temporarily unavailable":
+        "A store sluice depends on is down: retry after `Retry-After` seconds.";
+}
+
+/// The problem of kind `kind`, with what happened this time and the field at fault.
+fn problem(kind: ProblemType, detail: String, field: Option<&str>) -> Json<Problem> {
     Json(Problem {
-        kind: format!("/problems/{slug}"),
-        title: title.into(),
-        status,
+        kind: kind.uri(),
+        title: kind.title.into(),
+        status: kind.status,
         detail,
         field: field.map(str::to_owned),
     })
@@ -103,123 +192,65 @@ impl From<ServiceError> for ApiError {
         let detail = e.to_string();
         match e {
             ServiceError::NotFound(_) | ServiceError::NoAttemptFile(_) => {
-                ApiError::NotFound(problem(404, "not-found", "Not found", detail, None))
+                ApiError::NotFound(problem(NOT_FOUND, detail, None))
             }
-            ServiceError::Validation { field, .. } => ApiError::Unprocessable(problem(
-                422,
-                "validation",
-                "Invalid value",
-                detail,
-                Some(&field),
-            )),
+            ServiceError::Validation { field, .. } => {
+                ApiError::Unprocessable(problem(VALIDATION, detail, Some(&field)))
+            }
             ServiceError::IdempotencyKeyReused => ApiError::Unprocessable(problem(
-                422,
-                "idempotency-key-reused",
-                "Idempotency-Key reused with another request",
+                IDEMPOTENCY_KEY_REUSED,
                 detail,
                 Some("Idempotency-Key"),
             )),
             ServiceError::ProofOfWorkRequired { .. } => ApiError::PreconditionRequired(problem(
-                428,
-                "proof-of-work-required",
-                "Proof of work required",
+                PROOF_OF_WORK_REQUIRED,
                 detail,
                 Some("Sluice-Proof-Of-Work"),
             )),
             ServiceError::IdempotencyKeyInProgress => ApiError::Conflict(problem(
-                409,
-                "idempotency-key-in-progress",
-                "Request in progress",
+                IDEMPOTENCY_KEY_IN_PROGRESS,
                 detail,
                 Some("Idempotency-Key"),
             )),
-            ServiceError::AdmissionTokenInvalid => ApiError::Forbidden(problem(
-                403,
-                "admission-token-invalid",
-                "Admission token not valid",
-                detail,
-                None,
-            )),
-            ServiceError::RoleTooLow { .. } => {
-                ApiError::Forbidden(problem(403, "role", "Role too low", detail, None))
+            ServiceError::AdmissionTokenInvalid => {
+                ApiError::Forbidden(problem(ADMISSION_TOKEN_INVALID, detail, None))
             }
+            ServiceError::RoleTooLow { .. } => ApiError::Forbidden(problem(ROLE, detail, None)),
             ServiceError::StockInUse { .. } => {
-                ApiError::Conflict(problem(409, "stock-in-use", "Units not free", detail, None))
+                ApiError::Conflict(problem(STOCK_IN_USE, detail, None))
             }
-            ServiceError::NameTaken(_) => ApiError::Conflict(problem(
-                409,
-                "name-taken",
-                "Name already used",
-                detail,
-                Some("name"),
-            )),
-            ServiceError::AdmissionExpired => ApiError::Gone(problem(
-                410,
-                "admission-expired",
-                "Admission expired",
-                detail,
-                None,
-            )),
-            ServiceError::AttemptExpired(_) => ApiError::Gone(problem(
-                410,
-                "attempt-expired",
-                "Attempt expired",
-                detail,
-                None,
-            )),
-            ServiceError::InvalidTransition(_) => ApiError::Conflict(problem(
-                409,
-                "invalid-transition",
-                "Not possible in the attempt's state",
-                detail,
-                None,
-            )),
-            ServiceError::RejoinNeeded => {
-                ApiError::Gone(problem(410, "rejoin", "Join again", detail, None))
+            ServiceError::NameTaken(_) => {
+                ApiError::Conflict(problem(NAME_TAKEN, detail, Some("name")))
             }
-            ServiceError::SaleClosed => {
-                ApiError::Conflict(problem(409, "sale-closed", "Sale closed", detail, None))
+            ServiceError::AdmissionExpired => {
+                ApiError::Gone(problem(ADMISSION_EXPIRED, detail, None))
             }
-            ServiceError::SoldOut { .. } => {
-                ApiError::Conflict(problem(409, "sold-out", "Sold out", detail, None))
+            ServiceError::AttemptExpired(_) => {
+                ApiError::Gone(problem(ATTEMPT_EXPIRED, detail, None))
             }
-            ServiceError::SeatTaken(_) => {
-                ApiError::Conflict(problem(409, "seat-taken", "Seat taken", detail, None))
+            ServiceError::InvalidTransition(_) => {
+                ApiError::Conflict(problem(INVALID_TRANSITION, detail, None))
             }
-            ServiceError::LimitReached { .. } => ApiError::Conflict(problem(
-                409,
-                "limit-reached",
-                "Per-user limit reached",
-                detail,
-                None,
-            )),
-            ServiceError::NotAdmitted => {
-                ApiError::Conflict(problem(409, "not-admitted", "Not admitted", detail, None))
+            ServiceError::RejoinNeeded => ApiError::Gone(problem(REJOIN, detail, None)),
+            ServiceError::SaleClosed => ApiError::Conflict(problem(SALE_CLOSED, detail, None)),
+            ServiceError::SoldOut { .. } => ApiError::Conflict(problem(SOLD_OUT, detail, None)),
+            ServiceError::SeatTaken(_) => ApiError::Conflict(problem(SEAT_TAKEN, detail, None)),
+            ServiceError::LimitReached { .. } => {
+                ApiError::Conflict(problem(LIMIT_REACHED, detail, None))
             }
-            ServiceError::BadSignature(_) => ApiError::Unauthorized(problem(
-                401,
-                "bad-signature",
-                "Webhook signature not valid",
-                detail,
-                None,
-            )),
-            ServiceError::RateLimited { retry_after_secs } => ApiError::TooManyRequests(
-                problem(429, "rate-limited", "Too many requests", detail, None),
-                retry_after_secs,
-            ),
-            ServiceError::Unavailable(_) => ApiError::Unavailable(
-                problem(503, "unavailable", "Temporarily unavailable", detail, None),
-                1,
-            ),
+            ServiceError::NotAdmitted => ApiError::Conflict(problem(NOT_ADMITTED, detail, None)),
+            ServiceError::BadSignature(_) => {
+                ApiError::Unauthorized(problem(BAD_SIGNATURE, detail, None))
+            }
+            ServiceError::RateLimited { retry_after_secs } => {
+                ApiError::TooManyRequests(problem(RATE_LIMITED, detail, None), retry_after_secs)
+            }
+            ServiceError::Unavailable(_) => {
+                ApiError::Unavailable(problem(UNAVAILABLE, detail, None), 1)
+            }
             ServiceError::Internal(detail) => {
                 tracing::error!(%detail, "internal error");
-                ApiError::Internal(problem(
-                    500,
-                    "internal",
-                    "Internal error",
-                    "internal error".into(),
-                    None,
-                ))
+                ApiError::Internal(problem(INTERNAL, "internal error".into(), None))
             }
         }
     }
@@ -227,23 +258,23 @@ impl From<ServiceError> for ApiError {
 
 /// A problem+json response for an error raised outside the handlers.
 pub fn problem_response(status: StatusCode, detail: String) -> poem::Response {
-    let (slug, title) = match status.as_u16() {
-        400 => ("malformed-request", "Malformed request"),
-        401 => ("unauthorized", "Unauthorized"),
-        403 => ("forbidden", "Forbidden"),
-        404 => ("not-found", "Not found"),
-        405 => ("method-not-allowed", "Method not allowed"),
-        411 | 413 => ("payload-too-large", "Payload too large"),
-        415 => ("unsupported-media-type", "Unsupported media type"),
-        422 => ("validation", "Invalid value"),
-        429 => ("rate-limited", "Too many requests"),
-        503 => ("unavailable", "Temporarily unavailable"),
-        _ if status.is_server_error() => ("internal", "Internal error"),
-        _ => ("malformed-request", "Malformed request"),
+    let kind = match status.as_u16() {
+        400 => MALFORMED_REQUEST,
+        401 => UNAUTHORIZED,
+        403 => FORBIDDEN,
+        404 => NOT_FOUND,
+        405 => METHOD_NOT_ALLOWED,
+        411 | 413 => PAYLOAD_TOO_LARGE,
+        415 => UNSUPPORTED_MEDIA_TYPE,
+        422 => VALIDATION,
+        429 => RATE_LIMITED,
+        503 => UNAVAILABLE,
+        _ if status.is_server_error() => INTERNAL,
+        _ => MALFORMED_REQUEST,
     };
     let body = serde_json::json!({
-        "type": format!("/problems/{slug}"),
-        "title": title,
+        "type": kind.uri(),
+        "title": kind.title,
         "status": status.as_u16(),
         "detail": detail,
     });

@@ -118,7 +118,7 @@ pub struct SaleRecord {
     pub sale: Sale,
     pub remaining: u32,
     /// Counts the changes to what the queue store keeps of the sale (status, admission, name,
-    /// end to joins): the store has followed them once [`Ledger::store_followed`] records it.
+    /// end to joins): the store has followed them once [`QueueSyncLedger::store_followed`] records it.
     pub settings_version: u64,
 }
 

@@ -1,6 +1,8 @@
 //! What the queue store has followed of the ledger: each sale's settings version it took, and
-//! the queue-sync log of the stock changes transitions make (`docs/architecture.md`, "Keeping
-//! the stores in line").
+//! the queue-sync log of the stock changes transitions make.
+//!
+//! Which mechanism repairs which failure, with its metric and alert: `docs/architecture.md`,
+//! "Keeping the stores in line".
 
 use async_trait::async_trait;
 
@@ -36,7 +38,7 @@ pub(crate) fn sync_rows_from(rows: Vec<(i64, uuid::Uuid, uuid::Uuid, String)>) -
 #[async_trait]
 pub trait QueueSyncLedger: Send + Sync {
     /// Sales whose settings changed since the queue store last took them, with the version it
-    /// is to take (see [`SaleRecord::settings_version`]); at most `limit`.
+    /// is to take (see [`SaleRecord::settings_version`](super::SaleRecord::settings_version)); at most `limit`.
     async fn sales_behind_store(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>>;
 
     /// The queue store has the sale's settings as of `version` (an older version than one

@@ -121,7 +121,7 @@ pub trait SupportLedger: Send + Sync {
     async fn payment_events(&self, id: AttemptId) -> LedgerResult<Vec<PaymentEventRow>>;
 
     /// Stores a new admin key by the hash of its secret; a name already used (by a revoked key
-    /// too) is refused with [`LedgerError::NameTaken`].
+    /// too) is refused with [`LedgerError::NameTaken`](super::LedgerError::NameTaken).
     async fn create_admin_key(
         &self,
         key: &AdminKeyRow,

@@ -5,6 +5,9 @@
 //! first and the store's next, the settings written whole and tagged with the ledger's version
 //! of them, so that the store keeps the latest of two writes that cross; one the store missed
 //! is written again from the ledger ([`followed`], [`follow_in_queue`]).
+//!
+//! Which mechanism repairs which failure, with its metric and alert: `docs/architecture.md`,
+//! "Keeping the stores in line".
 
 use chrono::{DateTime, Utc};
 

@@ -26,6 +26,9 @@
 //! over it (`service::sales::follow_in_queue`, which also lets go of a closed sale's waiting
 //! users; `sluice_queue_settings_repaired_total`). A sale the store does not hold is left
 //! alone: it is rebuilt at its first join or status.
+//!
+//! Which mechanism repairs which failure, with its metric and alert: `docs/architecture.md`,
+//! "Keeping the stores in line".
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -103,7 +106,7 @@ async fn check(app: &App, seen: &mut Seen, versions: &mut Versions) -> anyhow::R
 }
 
 /// Compares the version of each sale's settings the store holds with the ledger's
-/// ([`crate::ledger::Ledger::sales_settings_to_check`]), and writes the ledger's settings of
+/// ([`crate::ledger::QueueSyncLedger::sales_settings_to_check`]), and writes the ledger's settings of
 /// those found apart the same way at the last check too.
 async fn check_settings(app: &App, apart: &mut SettingsApart) -> anyhow::Result<()> {
     let mut now = SettingsApart::new();

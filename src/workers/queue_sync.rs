@@ -8,7 +8,7 @@
 //!
 //! Each round also follows the sales whose settings changed while the store was away (their
 //! `settings_version` in the ledger past the `store_version` the store took,
-//! [`crate::ledger::Ledger::sales_behind_store`]): found so at two rounds in a row with the same
+//! [`crate::ledger::QueueSyncLedger::sales_behind_store`]): found so at two rounds in a row with the same
 //! version, so that the request which made the change has had its turn, the sale's settings are
 //! written whole from the ledger (`service::sales::follow_in_queue`;
 //! `sluice_queue_sale_changes_followed_total`). How many sales are behind is a gauge
@@ -25,6 +25,9 @@
 //! store took within that time are checked alike: one whose version the store no longer
 //! holds has its settings written again from the ledger (counted there too). Rows applied
 //! more than [`SYNCED_KEEP_MS`] ago are pruned.
+//!
+//! Which mechanism repairs which failure, with its metric and alert: `docs/architecture.md`,
+//! "Keeping the stores in line".
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;

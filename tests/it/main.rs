@@ -15,6 +15,7 @@ mod ecosystem;
 mod errors;
 mod events;
 mod figures;
+mod generated;
 mod kafka;
 mod layout;
 mod ledger;

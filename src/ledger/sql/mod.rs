@@ -226,7 +226,7 @@ impl Ledger for SqlLedger {
     }
 
     /// The write is committed even when the event is refused after an expiry: the expiry
-    /// stands (see [`transition::apply_in`]).
+    /// stands (`ledger/transition.rs`, `apply_in`).
     async fn apply(
         &self,
         id: AttemptId,

@@ -10,7 +10,7 @@ use crate::domain::{
 };
 use crate::ledger::sql_types::{At, TextList};
 #[cfg(doc)]
-use crate::ledger::{transition::LedgerTx, Ledger};
+use crate::ledger::{transition::LedgerTx, QueueSyncLedger};
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
 
 /// A sale's columns (its free units are counted apart, see [`load`]).
@@ -423,7 +423,7 @@ pub(super) async fn write_total(conn: &mut Conn, id: SaleId, total: u32) -> Ledg
     Ok(())
 }
 
-/// [`Ledger::sales_behind_store`].
+/// [`QueueSyncLedger::sales_behind_store`].
 pub(super) async fn behind_store(conn: &mut Conn, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
     sale_versions(
         conn,
@@ -434,7 +434,7 @@ pub(super) async fn behind_store(conn: &mut Conn, limit: u32) -> LedgerResult<Ve
     .await
 }
 
-/// [`Ledger::sales_settings_to_check`].
+/// [`QueueSyncLedger::sales_settings_to_check`].
 pub(super) async fn settings_to_check(
     conn: &mut Conn,
     limit: u32,
@@ -462,7 +462,7 @@ async fn sale_versions(
     Ok(crate::ledger::sale_versions_from(rows))
 }
 
-/// [`Ledger::sales_followed_within`].
+/// [`QueueSyncLedger::sales_followed_within`].
 pub(super) async fn followed_within(
     conn: &mut Conn,
     within_ms: u64,
@@ -481,7 +481,7 @@ pub(super) async fn followed_within(
     Ok(crate::ledger::sale_versions_from(rows))
 }
 
-/// [`Ledger::store_followed`]: the later of the two versions stays.
+/// [`QueueSyncLedger::store_followed`]: the later of the two versions stays.
 pub(super) async fn store_followed(conn: &mut Conn, id: SaleId, version: u64) -> LedgerResult<()> {
     sqlx::query(concat!(
         "UPDATE sales SET store_followed_at = ",
