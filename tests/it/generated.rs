@@ -121,14 +121,7 @@ fn comment(out: &mut String, lines: &[String]) {
 
 /// One table of the example: its doc, then each key with its doc and default (a key with no
 /// default, an optional setting, is shown commented out), then its sub-tables.
-fn render_table(
-    out: &mut String,
-    path: &str,
-    ty: &str,
-    value: &toml::Value,
-    fields: &Fields,
-    struct_docs: &BTreeMap<String, Vec<String>>,
-) {
+fn render_table(out: &mut String, path: &str, ty: &str, value: &toml::Value, fields: &Fields) {
     let Some(own) = fields.get(ty) else {
         panic!("no struct {ty} in src/config.rs (for [{path}])");
     };
@@ -162,7 +155,7 @@ fn render_table(
     for (path, ty, value, doc) in tables {
         out.push('\n');
         comment(out, doc);
-        render_table(out, &path, ty, &value, fields, struct_docs);
+        render_table(out, &path, ty, &value, fields);
     }
 }
 
@@ -178,14 +171,7 @@ fn example_config() -> String {
     for (section, ty, doc) in &fields["Config"] {
         out.push('\n');
         comment(&mut out, struct_docs.get(ty).unwrap_or(doc));
-        render_table(
-            &mut out,
-            section,
-            ty,
-            &defaults[section.as_str()],
-            &fields,
-            &struct_docs,
-        );
+        render_table(&mut out, section, ty, &defaults[section.as_str()], &fields);
     }
     out
 }
