@@ -1,6 +1,7 @@
 //! What a signed-in user may buy in a sale (`Authorization: Bearer <JWT>`), and the same for
 //! a visitor before login (no token, no proof-of-work settings), cacheable by browsers and CDNs.
 
+use crate::api::text::Text;
 use poem_openapi::param::{Header, Path};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -80,11 +81,7 @@ impl OfferApi {
         method = "get",
         operation_id = "getOffer"
     )]
-    async fn offer(
-        &self,
-        auth: UserAuth,
-        sale_id: Path<String>,
-    ) -> Result<OfferResponse, ApiError> {
+    async fn offer(&self, auth: UserAuth, sale_id: Path<Text>) -> Result<OfferResponse, ApiError> {
         let id = parse_sale_id(&sale_id)?;
         super::attempts::limit(&self.app, Limited::Status, &auth.0)?;
         let offer = service::offer::offer(&self.app, id).await?;
@@ -104,8 +101,8 @@ impl OfferApi {
     )]
     async fn public_offer(
         &self,
-        sale_id: Path<String>,
-        #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
+        sale_id: Path<Text>,
+        #[oai(name = "If-None-Match")] if_none_match: Header<Option<Text>>,
     ) -> Result<PublicOfferResponse, ApiError> {
         let id = parse_sale_id(&sale_id)?;
         let offer = service::offer::offer(&self.app, id).await?;

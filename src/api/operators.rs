@@ -1,6 +1,7 @@
 //! The operators' own routes: who a key is, the named admin keys (created, listed and revoked
 //! by `admin` keys), and the admin audit log (read by every role).
 
+use crate::api::text::Text;
 use chrono::{DateTime, Utc};
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
@@ -272,11 +273,7 @@ impl OperatorsApi {
         method = "delete",
         operation_id = "revokeAdminKey"
     )]
-    async fn revoke_key(
-        &self,
-        auth: AdminAuth,
-        name: Path<String>,
-    ) -> Result<KeyResponse, ApiError> {
+    async fn revoke_key(&self, auth: AdminAuth, name: Path<Text>) -> Result<KeyResponse, ApiError> {
         let key = service::operators::revoke_key(&self.app, &auth.0, &name).await?;
         Ok(KeyResponse::Ok(Json(key.into())))
     }
@@ -290,8 +287,8 @@ impl OperatorsApi {
     async fn actions(
         &self,
         _auth: AdminAuth,
-        sale_id: Query<Option<String>>,
-        cursor: Query<Option<String>>,
+        sale_id: Query<Option<Text>>,
+        cursor: Query<Option<Text>>,
         #[oai(validator(minimum(value = "1"), maximum(value = "100")))] limit: Query<Option<u32>>,
     ) -> Result<ActionPageResponse, ApiError> {
         let sale = sale_id.0.as_deref().map(parse_sale_id).transpose()?;

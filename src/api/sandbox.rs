@@ -1,5 +1,6 @@
 //! The sandbox payment provider's page (embedded default only; 404 elsewhere).
 
+use crate::api::text::Text;
 use std::time::Duration;
 
 use poem_openapi::param::Path;
@@ -36,7 +37,7 @@ impl SandboxApi {
     )]
     async fn pay(
         &self,
-        reference: Path<String>,
+        reference: Path<Text>,
         body: Json<SandboxPayment>,
     ) -> Result<SandboxResponse, ApiError> {
         let reference =

@@ -1,13 +1,18 @@
-//! [`Text`]: a request body's string field that takes JSON strings only. poem-openapi's own
-//! `String` also takes a number or a boolean and turns it into text (`{"name": -1}` would be the
-//! name "-1"); a generated client, and the spec, say the field is a string, so anything else is
-//! a malformed request (400).
+//! [`Text`]: a string of a request, the one type for what a request says in text and sluice
+//! may keep. In a body it takes JSON strings only: poem-openapi's own `String` also takes a
+//! number or a boolean and turns it into text (`{"name": -1}` would be the name "-1"); a
+//! generated client, and the spec, say the field is a string, so anything else is a malformed
+//! request (400). As a path, query or header parameter it refuses control characters (a NUL
+//! above all, which PostgreSQL's text cannot hold): a 400 naming the parameter, before any
+//! store sees it. A body's fields are checked by the domain, which names the field (422).
 
 use std::borrow::Cow;
 use std::ops::Deref;
 
 use poem_openapi::registry::MetaSchemaRef;
-use poem_openapi::types::{ParseError, ParseFromJSON, ParseResult, ToJSON, Type};
+use poem_openapi::types::{
+    ParseError, ParseFromJSON, ParseFromParameter, ParseResult, ToJSON, Type,
+};
 use serde_json::Value;
 
 /// A string field of a request body; in the spec, a plain `string`.
@@ -75,6 +80,17 @@ impl ParseFromJSON for Text {
     }
 }
 
+impl ParseFromParameter for Text {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        match value.chars().find(|c| c.is_control()) {
+            Some(c) => Err(ParseError::custom(format!(
+                "a control character ({c:?}) is not allowed"
+            ))),
+            None => Ok(Text(value.to_owned())),
+        }
+    }
+}
+
 impl ToJSON for Text {
     fn to_json(&self) -> Option<Value> {
         Some(Value::String(self.0.clone()))
@@ -109,5 +125,16 @@ mod tests {
             "an optional field too"
         );
         assert!(<Vec<Text>>::parse_from_json(Some(json!(["A1", 2]))).is_err());
+    }
+
+    #[test]
+    fn a_parameter_takes_no_control_character() {
+        assert_eq!(
+            Text::parse_from_parameter("서울-1").unwrap(),
+            Text::from("서울-1")
+        );
+        for bad in ["\0", "a\0b", "\u{1}", "tab\there", "\u{7f}", "\u{85}"] {
+            assert!(Text::parse_from_parameter(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -254,6 +254,7 @@ async fn invalid_sales_name_the_field() {
 crate::on_both_configurations!(
     text_fields_take_json_strings_only_and_names_no_hidden_characters,
     an_idempotency_key_that_is_not_ascii_is_refused,
+    control_characters_in_any_parameter_of_any_operation_are_refused,
 );
 
 /// `{"name": -1}` is not the name "-1": a number or a boolean where the spec says string is a
@@ -555,5 +556,100 @@ async fn proof_of_work_is_asked_checked_and_raisable_live() {
     let work = solve(new_salt, 14, "latecomer");
     assert_eq!(join("latecomer", Some(work)).await.unwrap().status(), 202);
     assert_eq!(t.stats(&sale).await["waiting"], 3);
+    t.stop().await;
+}
+
+/// A control character in any path or query parameter of any operation the spec lists (a NUL,
+/// which PostgreSQL's text cannot hold, and others), and a tab in any header parameter (the
+/// only one a client can send in a header), on both configurations: a 4xx problem+json,
+/// never a 5xx. The other parameters carry real ids, so each request reaches its handler.
+async fn control_characters_in_any_parameter_of_any_operation_are_refused(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let sale = t.create_sale(json!({ "quantity": 5 })).await;
+    let joined = t.join(&sale, "sweeper").await;
+    let attempt = joined["attempt_id"].as_str().unwrap().to_owned();
+    let spec: serde_json::Value = t
+        .admin(Method::GET, "/openapi.json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let real = |name: &str| match name {
+        "sale_id" => sale.clone(),
+        "attempt_id" => attempt.clone(),
+        _ => "x".to_owned(),
+    };
+    let (mut sent, mut refused) = (0, Vec::new());
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let params = op["parameters"].as_array().cloned().unwrap_or_default();
+            for (i, param) in params.iter().enumerate() {
+                let (name, place) = (
+                    param["name"].as_str().unwrap(),
+                    param["in"].as_str().unwrap(),
+                );
+                let bad: &[&str] = match place {
+                    "header" => &["a\tb"],
+                    _ => &["%00", "a%00b", "%01", "%7F", "%C2%85"],
+                };
+                for bad in bad {
+                    let mut url = path.clone();
+                    let mut query = Vec::new();
+                    let mut headers = Vec::new();
+                    for (j, other) in params.iter().enumerate() {
+                        let other_name = other["name"].as_str().unwrap();
+                        let value = if i == j {
+                            bad.to_string()
+                        } else {
+                            real(other_name)
+                        };
+                        match other["in"].as_str().unwrap() {
+                            "path" => url = url.replace(&format!("{{{other_name}}}"), &value),
+                            "query" if i == j => query.push(format!("{other_name}={value}")),
+                            "header" if i == j => headers.push((other_name.to_owned(), value)),
+                            _ => {}
+                        }
+                    }
+                    if !query.is_empty() {
+                        url = format!("{url}?{}", query.join("&"));
+                    }
+                    let mut request = t
+                        .http
+                        .request(method.clone(), t.url(&url))
+                        .header("X-Admin-Key", crate::helpers::ADMIN_KEY)
+                        .header("Authorization", format!("Bearer {}", t.token("sweeper")))
+                        .header("Content-Type", "application/json")
+                        .body("{}");
+                    for (name, value) in headers {
+                        request = request.header(name, value);
+                    }
+                    let resp = request.send().await.unwrap();
+                    sent += 1;
+                    let status = resp.status();
+                    let kind = resp
+                        .headers()
+                        .get("content-type")
+                        .map(|v| v.to_str().unwrap_or("").to_owned())
+                        .unwrap_or_default();
+                    if status.is_server_error()
+                        || (status.is_client_error() && kind != "application/problem+json")
+                    {
+                        refused.push(format!(
+                            "{method} {url} ({name} in {place}): {status} {kind}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(sent >= 100, "only {sent} requests: is the spec read right?");
+    assert!(
+        refused.is_empty(),
+        "{} bad answers: {refused:#?}",
+        refused.len()
+    );
     t.stop().await;
 }

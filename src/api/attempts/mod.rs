@@ -15,6 +15,7 @@ use super::event_stream::{EventStream, Message};
 use super::problem::ApiError;
 use super::security::{AdminAuth, UserAuth};
 use super::serialized::Serialized;
+use super::text::Text;
 use super::{parse_attempt_id, parse_sale_id, ApiTags};
 use crate::domain::{AttemptState, UserId};
 use crate::service::limits::Limited;
@@ -101,11 +102,11 @@ impl AttemptsApi {
     async fn join(
         &self,
         auth: UserAuth,
-        sale_id: Path<String>,
+        sale_id: Path<Text>,
         /// When the sale asks for proof of work (see `getOffer`): a nonce making SHA-256 of
         /// `<salt>:<sale id>:<user id>:<nonce>` start with the asked number of zero bits.
         #[oai(name = "Sluice-Proof-Of-Work")]
-        work: Header<Option<String>>,
+        work: Header<Option<Text>>,
     ) -> Result<JoinResponse, ApiError> {
         let sale = parse_sale_id(&sale_id)?;
         limit(&self.app, Limited::Join, &auth.0)?;
@@ -134,10 +135,10 @@ impl AttemptsApi {
     async fn status(
         &self,
         auth: UserAuth,
-        attempt_id: Path<String>,
+        attempt_id: Path<Text>,
         /// The `queue_ticket` of the attempt's last answer. One that does not verify (another
         /// user's or attempt's, or altered) is ignored.
-        ticket: Query<Option<String>>,
+        ticket: Query<Option<Text>>,
     ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
         limit(&self.app, Limited::Status, &auth.0)?;
@@ -162,26 +163,31 @@ impl AttemptsApi {
     async fn events(
         &self,
         auth: UserAuth,
-        attempt_id: Path<String>,
+        attempt_id: Path<Text>,
         /// The `queue_ticket` of the attempt's last answer (as for `getAttempt`).
-        ticket: Query<Option<String>>,
+        ticket: Query<Option<Text>>,
         /// The `id` of the last event received, when reconnecting.
         #[oai(name = "Last-Event-ID")]
-        last_event_id: Header<Option<String>>,
+        last_event_id: Header<Option<Text>>,
     ) -> Result<EventStream<BoxStream<'static, Message<AttemptOut>>>, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
         limit(&self.app, Limited::Status, &auth.0)?;
         // The first status is computed now, so a bad id is an HTTP error, not an empty stream.
         let first = service::status::status(&self.app, id, &auth.0, ticket.0.as_deref()).await?;
         let app = self.app.clone();
-        let stream =
-            service::status_stream::follow(app.clone(), id, auth.0, first, last_event_id.0)
-                .map(move |(id, view)| Message {
-                    event: "status",
-                    id,
-                    data: out(&app, view),
-                })
-                .boxed();
+        let stream = service::status_stream::follow(
+            app.clone(),
+            id,
+            auth.0,
+            first,
+            last_event_id.0.map(Text::into_inner),
+        )
+        .map(move |(id, view)| Message {
+            event: "status",
+            id,
+            data: out(&app, view),
+        })
+        .boxed();
         Ok(EventStream::new(stream, Duration::from_secs(15)))
     }
 
@@ -197,7 +203,7 @@ impl AttemptsApi {
     async fn leave(
         &self,
         auth: UserAuth,
-        attempt_id: Path<String>,
+        attempt_id: Path<Text>,
     ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
         Ok(AttemptResponse::of(
@@ -219,18 +225,16 @@ impl AttemptsApi {
     async fn hold(
         &self,
         auth: UserAuth,
-        attempt_id: Path<String>,
+        attempt_id: Path<Text>,
         body: Json<HoldRequest>,
-        #[oai(name = "Idempotency-Key")] key: Header<Option<String>>,
+        #[oai(name = "Idempotency-Key")] key: Header<Option<Text>>,
     ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
         let key = key.0.as_deref().map(IdempotencyKey::parse).transpose()?;
-        let seat_ids = body.seat_ids.clone().map(|seats| {
-            seats
-                .into_iter()
-                .map(super::text::Text::into_inner)
-                .collect()
-        });
+        let seat_ids = body
+            .seat_ids
+            .clone()
+            .map(|seats| seats.into_iter().map(Text::into_inner).collect());
         let take = service::hold::parse_take(body.quantity, seat_ids)?;
         let app = &self.app;
         let user: &UserId = &auth.0;
@@ -253,7 +257,7 @@ impl AttemptsApi {
     async fn release(
         &self,
         auth: UserAuth,
-        attempt_id: Path<String>,
+        attempt_id: Path<Text>,
     ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
         Ok(AttemptResponse::of(
@@ -274,8 +278,8 @@ impl AttemptsApi {
     async fn checkout(
         &self,
         auth: UserAuth,
-        attempt_id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Header<Option<String>>,
+        attempt_id: Path<Text>,
+        #[oai(name = "Idempotency-Key")] key: Header<Option<Text>>,
     ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
         let key = key.0.as_deref().map(IdempotencyKey::parse).transpose()?;
@@ -303,10 +307,10 @@ impl AttemptsApi {
     async fn list_attempts(
         &self,
         _auth: AdminAuth,
-        sale_id: Path<String>,
+        sale_id: Path<Text>,
         state: Query<Option<AttemptStateName>>,
-        user_id: Query<Option<String>>,
-        cursor: Query<Option<String>>,
+        user_id: Query<Option<Text>>,
+        cursor: Query<Option<Text>>,
         #[oai(validator(minimum(value = "1"), maximum(value = "100")))] limit: Query<Option<u32>>,
     ) -> Result<AttemptPageResponse, ApiError> {
         let sale = parse_sale_id(&sale_id)?;
@@ -346,8 +350,8 @@ impl AttemptsApi {
     async fn attempt_file(
         &self,
         _auth: AdminAuth,
-        sale_id: Path<String>,
-        attempt_id: Path<String>,
+        sale_id: Path<Text>,
+        attempt_id: Path<Text>,
     ) -> Result<AttemptFileResponse, ApiError> {
         let sale = parse_sale_id(&sale_id)?;
         let attempt = parse_attempt_id(&attempt_id)?;
@@ -371,8 +375,8 @@ impl AttemptsApi {
     async fn refund(
         &self,
         auth: AdminAuth,
-        sale_id: Path<String>,
-        attempt_id: Path<String>,
+        sale_id: Path<Text>,
+        attempt_id: Path<Text>,
     ) -> Result<AttemptFileResponse, ApiError> {
         let sale = parse_sale_id(&sale_id)?;
         let attempt = parse_attempt_id(&attempt_id)?;

@@ -75,7 +75,7 @@ impl SalesApi {
         &self,
         auth: AdminAuth,
         body: Json<CreateSale>,
-        #[oai(name = "Idempotency-Key")] key: Header<Option<String>>,
+        #[oai(name = "Idempotency-Key")] key: Header<Option<Text>>,
     ) -> Result<SaleCreated, ApiError> {
         let operator = auth.allows(Role::Operator)?;
         let key = key.0.as_deref().map(IdempotencyKey::parse).transpose()?;
@@ -143,7 +143,7 @@ impl SalesApi {
         &self,
         _auth: AdminAuth,
         status: Query<Option<StoredSaleStatus>>,
-        cursor: Query<Option<String>>,
+        cursor: Query<Option<Text>>,
         #[oai(validator(minimum(value = "1"), maximum(value = "100")))] limit: Query<Option<u32>>,
     ) -> Result<SalePageResponse, ApiError> {
         let page = service::support::sales(
@@ -160,7 +160,7 @@ impl SalesApi {
     ///
     /// The sale's settings, status and remaining stock.
     #[oai(path = "/:sale_id", method = "get", operation_id = "getSale")]
-    async fn get(&self, _auth: AdminAuth, sale_id: Path<String>) -> Result<SaleResponse, ApiError> {
+    async fn get(&self, _auth: AdminAuth, sale_id: Path<Text>) -> Result<SaleResponse, ApiError> {
         let id = parse_sale_id(&sale_id)?;
         Ok(SaleResponse::Ok(Json(
             service::sales::get(&self.app, id).await?.into(),
@@ -171,11 +171,7 @@ impl SalesApi {
     ///
     /// Stops admitting; joins are still taken and waiting users keep their place.
     #[oai(path = "/:sale_id/pause", method = "post", operation_id = "pauseSale")]
-    async fn pause(
-        &self,
-        auth: AdminAuth,
-        sale_id: Path<String>,
-    ) -> Result<SaleResponse, ApiError> {
+    async fn pause(&self, auth: AdminAuth, sale_id: Path<Text>) -> Result<SaleResponse, ApiError> {
         self.change(&auth, "pauseSale", &sale_id, async |app, id, audit| {
             service::sales::set_status(app, id, SaleStatus::Paused, Some(audit)).await
         })
@@ -190,11 +186,7 @@ impl SalesApi {
         method = "post",
         operation_id = "resumeSale"
     )]
-    async fn resume(
-        &self,
-        auth: AdminAuth,
-        sale_id: Path<String>,
-    ) -> Result<SaleResponse, ApiError> {
+    async fn resume(&self, auth: AdminAuth, sale_id: Path<Text>) -> Result<SaleResponse, ApiError> {
         self.change(&auth, "resumeSale", &sale_id, async |app, id, audit| {
             service::sales::set_status(app, id, SaleStatus::Open, Some(audit)).await
         })
@@ -208,11 +200,7 @@ impl SalesApi {
     /// a sale, it is answered once the ledger has it: should the queue store be away then, it
     /// takes the change within about a second of answering again.
     #[oai(path = "/:sale_id/close", method = "post", operation_id = "closeSale")]
-    async fn close(
-        &self,
-        auth: AdminAuth,
-        sale_id: Path<String>,
-    ) -> Result<SaleResponse, ApiError> {
+    async fn close(&self, auth: AdminAuth, sale_id: Path<Text>) -> Result<SaleResponse, ApiError> {
         self.change(&auth, "closeSale", &sale_id, async |app, id, audit| {
             service::sales::set_status(app, id, SaleStatus::Closed, Some(audit)).await
         })
@@ -231,7 +219,7 @@ impl SalesApi {
     async fn get_admission(
         &self,
         _auth: AdminAuth,
-        sale_id: Path<String>,
+        sale_id: Path<Text>,
     ) -> Result<AdmissionResponse, ApiError> {
         let id = parse_sale_id(&sale_id)?;
         let state = service::sales::admission(&self.app, id).await?;
@@ -252,7 +240,7 @@ impl SalesApi {
     async fn admission(
         &self,
         auth: AdminAuth,
-        sale_id: Path<String>,
+        sale_id: Path<Text>,
         body: Json<AdmissionSettings>,
     ) -> Result<SaleResponse, ApiError> {
         let b = body.0;
@@ -277,7 +265,7 @@ impl SalesApi {
     async fn proof_of_work(
         &self,
         auth: AdminAuth,
-        sale_id: Path<String>,
+        sale_id: Path<Text>,
         body: Json<ProofOfWorkSettings>,
     ) -> Result<SaleResponse, ApiError> {
         let bits = body.difficulty_bits;
@@ -300,7 +288,7 @@ impl SalesApi {
     async fn figures(
         &self,
         _auth: AdminAuth,
-        sale_id: Path<String>,
+        sale_id: Path<Text>,
         #[oai(validator(minimum(value = "1"), maximum(value = "1440")))] minutes: Query<
             Option<u32>,
         >,
@@ -327,7 +315,7 @@ impl SalesApi {
     async fn change_stock(
         &self,
         auth: AdminAuth,
-        sale_id: Path<String>,
+        sale_id: Path<Text>,
         body: Json<StockChangeIn>,
     ) -> Result<SaleResponse, ApiError> {
         let b = body.0;
@@ -349,7 +337,7 @@ impl SalesApi {
     async fn update(
         &self,
         auth: AdminAuth,
-        sale_id: Path<String>,
+        sale_id: Path<Text>,
         body: Json<UpdateSale>,
     ) -> Result<SaleResponse, ApiError> {
         let b = body.0;
@@ -371,7 +359,7 @@ impl SalesApi {
     async fn stats(
         &self,
         _auth: AdminAuth,
-        sale_id: Path<String>,
+        sale_id: Path<Text>,
     ) -> Result<StatsResponse, ApiError> {
         let id = parse_sale_id(&sale_id)?;
         Ok(StatsResponse::Ok(Json(
