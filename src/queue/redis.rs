@@ -17,60 +17,176 @@ use uuid::Uuid;
 use super::*;
 use crate::domain::{Stock, StockChange, StockKind};
 
+/// A script of `lua/`, with the keys of a sale it takes in its header's order: a call names
+/// the sale and the script adds its keys (`Lua::invoke`), so a key list cannot fall out of
+/// line with its script (a unit test checks each list against the script's `KEYS` header).
+struct Lua {
+    /// Its file under `lua/` (whose header the unit test reads).
+    #[cfg_attr(not(test), allow(dead_code))]
+    file: &'static str,
+    /// The names of its keys (`SaleKeys::key`), in the order of its `KEYS`.
+    keys: &'static [&'static str],
+    script: LazyLock<Script>,
+}
+
+impl Lua {
+    /// A call of the script on the sale whose keys `k` are.
+    fn invoke(&self, k: &SaleKeys) -> ScriptInvocation<'_> {
+        let mut inv = self.script.prepare_invoke();
+        for name in self.keys {
+            inv.key(k.key(name));
+        }
+        inv
+    }
+}
+
 macro_rules! lua {
-    ($name:ident, $file:literal) => {
-        static $name: LazyLock<Script> =
-            LazyLock::new(|| Script::new(include_str!(concat!("../../lua/", $file))));
+    ($name:ident, $file:literal, $keys:expr) => {
+        static $name: Lua = Lua {
+            file: $file,
+            keys: &$keys,
+            script: LazyLock::new(|| Script::new(include_str!(concat!("../../lua/", $file)))),
+        };
     };
     // A script with libraries of `lua/lib/` first (a layout, or functions).
-    ($name:ident, $($lib:literal),+ => $file:literal) => {
-        static $name: LazyLock<Script> = LazyLock::new(|| {
-            Script::new(concat!(
-                $(include_str!(concat!("../../lua/lib/", $lib)),)+
-                include_str!(concat!("../../lua/", $file))
-            ))
-        });
+    ($name:ident, $($lib:literal),+ => $file:literal, $keys:expr) => {
+        static $name: Lua = Lua {
+            file: $file,
+            keys: &$keys,
+            script: LazyLock::new(|| {
+                Script::new(concat!(
+                    $(include_str!(concat!("../../lua/lib/", $lib)),)+
+                    include_str!(concat!("../../lua/", $file))
+                ))
+            }),
+        };
     };
 }
 /// A script that touches the waiting queue: `lua/lib/queue.lua` (its layout) comes first.
 macro_rules! queue_lua {
-    ($name:ident, $file:literal) => {
-        lua!($name, "queue.lua" => $file);
+    ($name:ident, $file:literal, $keys:expr) => {
+        lua!($name, "queue.lua" => $file, $keys);
     };
 }
 /// A script that applies a transition's change: `lua/lib/changes.lua` comes first.
 macro_rules! changes_lua {
-    ($name:ident, $file:literal) => {
-        lua!($name, "changes.lua" => $file);
+    ($name:ident, $file:literal, $keys:expr) => {
+        lua!($name, "changes.lua" => $file, $keys);
     };
 }
-queue_lua!(JOIN, "join.lua");
-queue_lua!(POSITION, "position.lua");
-queue_lua!(LEAVE, "leave.lua");
-queue_lua!(ADMIT_BATCH, "admit_batch.lua");
-queue_lua!(UNADMIT, "unadmit.lua");
-queue_lua!(ABANDON, "abandon.lua");
-queue_lua!(LOTTERY, "lottery.lua");
-queue_lua!(WAITING_OF, "waiting_of.lua");
-queue_lua!(STATS, "stats.lua");
-queue_lua!(FORGET_WAITING, "forget_waiting.lua");
-queue_lua!(REFRESH, "refresh.lua");
-queue_lua!(SEEN, "seen.lua");
-lua!(LEASE, "lease.lua");
-lua!(RELEASE_LEASE, "release_lease.lua");
-lua!(HOLD, "hold.lua");
-changes_lua!(RESTORE, "restore.lua");
-changes_lua!(ADJUST_STOCK, "adjust_stock.lua");
-changes_lua!(APPLY_SYNC, "apply_sync.lua");
-lua!(UNSYNCED, "unsynced.lua");
-lua!(HOLDINGS, "holdings.lua");
-lua!(INIT_SALE, "queue.lua", "settings.lua" => "init_sale.lua");
-lua!(PUT_SETTINGS, "settings.lua" => "put_settings.lua");
-lua!(RECORDED, "recorded.lua");
+queue_lua!(
+    JOIN,
+    "join.lua",
+    ["meta", "seq", "gone", "users", "active", "seen", "bought"]
+);
+queue_lua!(
+    POSITION,
+    "position.lua",
+    [
+        "meta",
+        "seq",
+        "gone",
+        "owners",
+        "active",
+        "seen",
+        "abandoned",
+        "left",
+        "stock",
+        "seats",
+        "holds"
+    ]
+);
+queue_lua!(
+    LEAVE,
+    "leave.lua",
+    ["meta", "gone", "seen", "owners", "left"]
+);
+queue_lua!(
+    ADMIT_BATCH,
+    "admit_batch.lua",
+    [
+        "meta",
+        "seq",
+        "gone",
+        "active",
+        "owners",
+        "users",
+        "lease",
+        "seen",
+        "unrecorded"
+    ]
+);
+queue_lua!(
+    UNADMIT,
+    "unadmit.lua",
+    ["meta", "seq", "gone", "active", "unrecorded"]
+);
+queue_lua!(
+    ABANDON,
+    "abandon.lua",
+    ["meta", "seen", "gone", "abandoned", "left"]
+);
+queue_lua!(LOTTERY, "lottery.lua", ["meta", "seq", "gone", "seen"]);
+queue_lua!(WAITING_OF, "waiting_of.lua", ["meta", "seq", "gone"]);
+queue_lua!(
+    STATS,
+    "stats.lua",
+    ["meta", "seq", "gone", "active", "stock", "seats"]
+);
+queue_lua!(
+    FORGET_WAITING,
+    "forget_waiting.lua",
+    ["meta", "seq", "gone", "seen"]
+);
+queue_lua!(
+    REFRESH,
+    "refresh.lua",
+    ["meta", "seq", "gone", "seen", "departed", "stock", "seats", "holds"]
+);
+queue_lua!(SEEN, "seen.lua", ["meta", "seen"]);
+lua!(LEASE, "lease.lua", ["lease", "fence"]);
+lua!(RELEASE_LEASE, "release_lease.lua", ["lease"]);
+lua!(
+    HOLD,
+    "hold.lua",
+    ["meta", "active", "holds", "stock", "seats", "bought"]
+);
+changes_lua!(
+    RESTORE,
+    "restore.lua",
+    ["meta", "holds", "stock", "seats", "bought", "active", "sold"]
+);
+changes_lua!(
+    ADJUST_STOCK,
+    "adjust_stock.lua",
+    ["meta", "holds", "stock", "seats", "bought", "active", "sold"]
+);
+changes_lua!(
+    APPLY_SYNC,
+    "apply_sync.lua",
+    ["meta", "holds", "stock", "seats", "bought", "active", "sold", "synced"]
+);
+lua!(UNSYNCED, "unsynced.lua", ["synced"]);
+lua!(
+    HOLDINGS,
+    "holdings.lua",
+    [
+        "meta",
+        "stock",
+        "seats",
+        "active",
+        "holds",
+        "bought",
+        "unrecorded"
+    ]
+);
+lua!(INIT_SALE, "queue.lua", "settings.lua" => "init_sale.lua", ["meta", "stock", "seats", "active", "holds", "owners", "users", "bought", "unrecorded", "sold"]);
+lua!(PUT_SETTINGS, "settings.lua" => "put_settings.lua", ["meta"]);
+lua!(RECORDED, "recorded.lua", ["unrecorded"]);
 
 /// Every script above: [`RedisQueue::load_scripts`] puts them in Redis's script cache ahead of
 /// the calls (a unit test checks the list against the declarations).
-fn scripts() -> [&'static Script; 23] {
+fn scripts() -> [&'static Lua; 23] {
     [
         &JOIN,
         &POSITION,
@@ -217,16 +333,6 @@ impl RedisQueue {
         }
     }
 
-    /// The keys of `lua/lib/changes.lua`, in its order.
-    fn change_keys(&self, inv: &mut ScriptInvocation<'_>, sale: SaleId) {
-        let k = self.keys(sale);
-        for name in [
-            "meta", "holds", "stock", "seats", "bought", "active", "sold",
-        ] {
-            inv.key(k.key(name));
-        }
-    }
-
     fn keys(&self, sale: SaleId) -> SaleKeys {
         SaleKeys {
             base: format!("{}:{{sale:{}}}", self.prefix, sale),
@@ -241,18 +347,7 @@ impl RedisQueue {
         cursor: &str,
     ) -> QueueResult<HoldingsPage> {
         let k = self.keys(sale);
-        let mut inv = HOLDINGS.prepare_invoke();
-        for name in [
-            "meta",
-            "stock",
-            "seats",
-            "active",
-            "holds",
-            "bought",
-            "unrecorded",
-        ] {
-            inv.key(k.key(name));
-        }
+        let mut inv = HOLDINGS.invoke(&k);
         inv.arg(part).arg(cursor).arg(HOLDINGS_PAGE);
         type Reply = (u8, u64, String, String, Vec<String>, i64, Vec<String>);
         let (known, version, kind, next, items, units, unrecorded): Reply =
@@ -308,14 +403,14 @@ impl RedisQueue {
         let mut exists = ::redis::cmd("SCRIPT");
         exists.arg("EXISTS");
         for script in all {
-            exists.arg(script.get_hash());
+            exists.arg(script.script.get_hash());
         }
         let cached: Vec<bool> = self.cmd("script_exists", &exists).await?;
         let mut loaded = 0;
         for (script, cached) in all.iter().zip(cached) {
             if !cached {
                 let mut conn = self.conn.clone();
-                self.timed("script_load", script.load_async(&mut conn))
+                self.timed("script_load", script.script.load_async(&mut conn))
                     .await?;
                 loaded += 1;
             }
@@ -380,21 +475,7 @@ impl RedisQueue {
         force: &str,
     ) -> QueueResult<bool> {
         let k = self.keys(sale.id);
-        let mut inv = INIT_SALE.prepare_invoke();
-        for name in [
-            "meta",
-            "stock",
-            "seats",
-            "active",
-            "holds",
-            "owners",
-            "users",
-            "bought",
-            "unrecorded",
-            "sold",
-        ] {
-            inv.key(k.key(name));
-        }
+        let mut inv = INIT_SALE.invoke(&k);
         settings_args(&mut inv, sale, settings_version);
         inv.arg(force).arg(if snapshot.reset { 1 } else { 0 });
         match &snapshot.free {
@@ -435,10 +516,7 @@ impl RedisQueue {
     /// call of `lua/join.lua`, one outcome per ask.
     async fn joins(&self, sale: SaleId, asks: &[(UserId, i64)]) -> QueueResult<Vec<JoinOutcome>> {
         let k = self.keys(sale);
-        let mut inv = JOIN.prepare_invoke();
-        for name in ["meta", "seq", "gone", "users", "active", "seen", "bought"] {
-            inv.key(k.key(name));
-        }
+        let mut inv = JOIN.invoke(&k);
         inv.arg(self.tracks_presence());
         for (user, now_ms) in asks {
             inv.arg(user.as_str())
@@ -482,22 +560,7 @@ impl RedisQueue {
         asks: &[(AttemptId, UserId)],
     ) -> QueueResult<Vec<QueueView>> {
         let k = self.keys(sale);
-        let mut inv = POSITION.prepare_invoke();
-        for name in [
-            "meta",
-            "seq",
-            "gone",
-            "owners",
-            "active",
-            "seen",
-            "abandoned",
-            "left",
-            "stock",
-            "seats",
-            "holds",
-        ] {
-            inv.key(k.key(name));
-        }
+        let mut inv = POSITION.invoke(&k);
         inv.arg(self.tracks_presence());
         for (attempt, user) in asks {
             inv.arg(local(*attempt)).arg(user.as_str());
@@ -639,8 +702,7 @@ impl QueueStore for RedisQueue {
         version: u64,
         forced: bool,
     ) -> QueueResult<Option<u64>> {
-        let mut inv = PUT_SETTINGS.prepare_invoke();
-        inv.key(self.keys(sale.id).key("meta"));
+        let mut inv = PUT_SETTINGS.invoke(&self.keys(sale.id));
         settings_args(&mut inv, sale, version);
         inv.arg(if forced { 1 } else { 0 });
         let held: i64 = self.run("put_settings", &inv).await?;
@@ -684,10 +746,7 @@ impl QueueStore for RedisQueue {
 
     async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome> {
         let k = self.keys(attempt.sale);
-        let mut inv = LEAVE.prepare_invoke();
-        for name in ["meta", "gone", "seen", "owners", "left"] {
-            inv.key(k.key(name));
-        }
+        let mut inv = LEAVE.invoke(&k);
         inv.arg(local(attempt)).arg(user.as_str());
         let reply: String = self.run("leave", &inv).await?;
         match reply.as_str() {
@@ -700,10 +759,7 @@ impl QueueStore for RedisQueue {
 
     async fn waiting_of(&self, sale: SaleId, user: &UserId) -> QueueResult<Option<WaitingPlace>> {
         let k = self.keys(sale);
-        let mut inv = WAITING_OF.prepare_invoke();
-        for name in ["meta", "seq", "gone"] {
-            inv.key(k.key(name));
-        }
+        let mut inv = WAITING_OF.invoke(&k);
         inv.arg(user.as_str());
         let reply: Vec<String> = self.run("waiting_of", &inv).await?;
         if reply.is_empty() {
@@ -729,12 +785,7 @@ impl QueueStore for RedisQueue {
         seen: &[u64],
     ) -> QueueResult<LineDigest> {
         let k = self.keys(sale);
-        let mut inv = REFRESH.prepare_invoke();
-        for name in [
-            "meta", "seq", "gone", "seen", "departed", "stock", "seats", "holds",
-        ] {
-            inv.key(k.key(name));
-        }
+        let mut inv = REFRESH.invoke(&k);
         inv.arg(self.tracks_presence())
             .arg(epoch)
             .arg(departed)
@@ -780,8 +831,7 @@ impl QueueStore for RedisQueue {
             return Ok(());
         }
         let k = self.keys(sale);
-        let mut inv = SEEN.prepare_invoke();
-        inv.key(k.key("meta")).key(k.key("seen"));
+        let mut inv = SEEN.invoke(&k);
         inv.arg(epoch).arg(serials);
         self.run("seen", &inv).await
     }
@@ -820,11 +870,8 @@ impl QueueStore for RedisQueue {
 
     async fn lease(&self, sale: SaleId, holder: &str, ttl_ms: u64) -> QueueResult<Option<Lease>> {
         let k = self.keys(sale);
-        let mut inv = LEASE.prepare_invoke();
-        inv.key(k.key("lease"))
-            .key(k.key("fence"))
-            .arg(holder)
-            .arg(ttl_ms);
+        let mut inv = LEASE.invoke(&k);
+        inv.arg(holder).arg(ttl_ms);
         let fence: u64 = self.run("lease", &inv).await?;
         Ok((fence > 0).then(|| Lease {
             value: format!("{fence}:{holder}"),
@@ -833,8 +880,8 @@ impl QueueStore for RedisQueue {
     }
 
     async fn release_lease(&self, sale: SaleId, holder: &str) -> QueueResult<bool> {
-        let mut inv = RELEASE_LEASE.prepare_invoke();
-        inv.key(self.keys(sale).key("lease")).arg(holder);
+        let mut inv = RELEASE_LEASE.invoke(&self.keys(sale));
+        inv.arg(holder);
         let released: i64 = self.run("release_lease", &inv).await?;
         Ok(released == 1)
     }
@@ -858,20 +905,7 @@ impl QueueStore for RedisQueue {
         measured_rate: f64,
     ) -> QueueResult<AdmitOutcome> {
         let k = self.keys(sale);
-        let mut inv = ADMIT_BATCH.prepare_invoke();
-        for name in [
-            "meta",
-            "seq",
-            "gone",
-            "active",
-            "owners",
-            "users",
-            "lease",
-            "seen",
-            "unrecorded",
-        ] {
-            inv.key(k.key(name));
-        }
+        let mut inv = ADMIT_BATCH.invoke(&k);
         inv.arg(&lease.value)
             .arg(wanted)
             .arg(admission_ttl_ms)
@@ -900,8 +934,8 @@ impl QueueStore for RedisQueue {
     }
 
     async fn admissions_recorded(&self, sale: SaleId, first: AttemptId) -> QueueResult<()> {
-        let mut inv = RECORDED.prepare_invoke();
-        inv.key(self.keys(sale).key("unrecorded")).arg(local(first));
+        let mut inv = RECORDED.invoke(&self.keys(sale));
+        inv.arg(local(first));
         let _: i64 = self.run("admissions_recorded", &inv).await?;
         Ok(())
     }
@@ -911,10 +945,7 @@ impl QueueStore for RedisQueue {
             return Ok(());
         }
         let k = self.keys(sale);
-        let mut inv = UNADMIT.prepare_invoke();
-        for name in ["meta", "seq", "gone", "active", "unrecorded"] {
-            inv.key(k.key(name));
-        }
+        let mut inv = UNADMIT.invoke(&k);
         for a in admitted {
             inv.arg(local(a.attempt)).arg(a.seq).arg(a.user.as_str());
         }
@@ -929,15 +960,8 @@ impl QueueStore for RedisQueue {
         take: &Take,
     ) -> QueueResult<HoldOutcome> {
         let k = self.keys(attempt.sale);
-        let mut inv = HOLD.prepare_invoke();
-        inv.key(k.key("meta"))
-            .key(k.key("active"))
-            .key(k.key("holds"))
-            .key(k.key("stock"))
-            .key(k.key("seats"))
-            .key(k.key("bought"))
-            .arg(local(attempt))
-            .arg(user.as_str());
+        let mut inv = HOLD.invoke(&k);
+        inv.arg(local(attempt)).arg(user.as_str());
         match take {
             Take::Quantity(n) => inv.arg("q").arg(*n).arg(""),
             Take::Seats(seats) => inv.arg("s").arg(seats.len()).arg(seats.join(",")),
@@ -969,8 +993,7 @@ impl QueueStore for RedisQueue {
         attempt: AttemptId,
         keep_slot_until_ms: Option<i64>,
     ) -> QueueResult<bool> {
-        let mut inv = RESTORE.prepare_invoke();
-        self.change_keys(&mut inv, attempt.sale);
+        let mut inv = RESTORE.invoke(&self.keys(attempt.sale));
         inv.arg(local(attempt)).arg(
             keep_slot_until_ms
                 .map(|ms| ms.to_string())
@@ -981,8 +1004,7 @@ impl QueueStore for RedisQueue {
     }
 
     async fn adjust_stock(&self, sale: SaleId, change: &StockChange) -> QueueResult<bool> {
-        let mut inv = ADJUST_STOCK.prepare_invoke();
-        self.change_keys(&mut inv, sale);
+        let mut inv = ADJUST_STOCK.invoke(&self.keys(sale));
         inv.arg(change.field());
         match change {
             StockChange::Add(n) | StockChange::Withdraw(n) => inv.arg(*n),
@@ -993,10 +1015,8 @@ impl QueueStore for RedisQueue {
     }
 
     async fn apply_sync(&self, sync: &PendingSync) -> QueueResult<bool> {
-        let mut inv = APPLY_SYNC.prepare_invoke();
-        self.change_keys(&mut inv, sync.attempt.sale);
-        inv.key(self.keys(sync.attempt.sale).key("synced"))
-            .arg(sync.id)
+        let mut inv = APPLY_SYNC.invoke(&self.keys(sync.attempt.sale));
+        inv.arg(sync.id)
             .arg(sync.change.as_str())
             .arg(local(sync.attempt))
             .arg(SYNCED_KEEP_MS);
@@ -1005,11 +1025,11 @@ impl QueueStore for RedisQueue {
     }
 
     async fn unsynced(&self, sale: SaleId, ids: &[i64]) -> QueueResult<Vec<i64>> {
-        let synced = self.keys(sale).key("synced");
+        let k = self.keys(sale);
         let mut missing = Vec::new();
         for chunk in ids.chunks(UNSYNCED_CHUNK) {
-            let mut inv = UNSYNCED.prepare_invoke();
-            inv.key(&synced).arg(chunk);
+            let mut inv = UNSYNCED.invoke(&k);
+            inv.arg(chunk);
             let part: Vec<i64> = self.run("unsynced", &inv).await?;
             missing.extend(part);
         }
@@ -1018,10 +1038,7 @@ impl QueueStore for RedisQueue {
 
     async fn forget_waiting(&self, sale: SaleId) -> QueueResult<u64> {
         let k = self.keys(sale);
-        let mut inv = FORGET_WAITING.prepare_invoke();
-        for name in ["meta", "seq", "gone", "seen"] {
-            inv.key(k.key(name));
-        }
+        let inv = FORGET_WAITING.invoke(&k);
         let (waiting, first, last, user_buckets): (u64, i64, i64, i64) =
             self.run("forget_waiting", &inv).await?;
         // Nobody waits any more: the buckets are dead weight, deleted a chunk a call. Cut
@@ -1044,10 +1061,7 @@ impl QueueStore for RedisQueue {
 
     async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats> {
         let k = self.keys(sale);
-        let mut inv = STATS.prepare_invoke();
-        for name in ["meta", "seq", "gone", "active", "stock", "seats"] {
-            inv.key(k.key(name));
-        }
+        let inv = STATS.invoke(&k);
         let (waiting, active, remaining, known, version): (u64, u64, u64, u8, u64) =
             self.run("stats", &inv).await?;
         Ok(QueueStats {
@@ -1128,10 +1142,7 @@ impl QueueStore for RedisQueue {
             return Ok(0);
         }
         let k = self.keys(sale);
-        let mut inv = ABANDON.prepare_invoke();
-        for name in ["meta", "seen", "gone", "abandoned", "left"] {
-            inv.key(k.key(name));
-        }
+        let mut inv = ABANDON.invoke(&k);
         inv.arg(self.abandon_after_ms).arg(limit);
         let n: u64 = self.run("abandon", &inv).await?;
         Ok(n)
@@ -1144,10 +1155,7 @@ impl QueueStore for RedisQueue {
         budget: Duration,
     ) -> QueueResult<LotteryDraw> {
         let k = self.keys(sale);
-        let mut inv = LOTTERY.prepare_invoke();
-        for name in ["meta", "seq", "gone", "seen"] {
-            inv.key(k.key(name));
-        }
+        let mut inv = LOTTERY.invoke(&k);
         inv.arg(seed).arg(LOTTERY_CHUNK);
         // A step a call until the draw is made or the budget is spent: each call makes
         // progress (or finds the draw made).
@@ -1198,5 +1206,64 @@ mod tests {
             })
             .count();
         assert_eq!(declarations, super::scripts().len());
+    }
+
+    /// The names in a script's `KEYS` header, in order: `N name` pairs, parenthesised notes
+    /// left out, up to its `ARGV` (or the end of the header). A script that takes the keys
+    /// of `lua/lib/changes.lua` says so, and may take more after them ("then 8 synced").
+    fn header_keys(file: &str) -> Vec<String> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lua");
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let header: String = text
+            .lines()
+            .take_while(|l| l.starts_with("--"))
+            .map(|l| l.trim_start_matches('-').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let keys = &header[header.find("KEYS:").expect("a KEYS header") + 5..];
+        let keys = &keys[..keys.find("ARGV").unwrap_or(keys.len())];
+        let (mut names, mut depth, mut rest) = (Vec::new(), 0, String::new());
+        for c in keys.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ if depth == 0 => rest.push(c),
+                _ => {}
+            }
+        }
+        if rest.contains("as lua/lib/changes.lua") {
+            names = header_keys("lib/changes.lua");
+        }
+        let words: Vec<&str> = rest
+            .split(|c: char| c.is_whitespace() || c == ',' || c == '.')
+            .filter(|w| !w.is_empty())
+            .collect();
+        for pair in words.windows(2) {
+            if pair[0].parse::<usize>() == Ok(names.len() + 1)
+                && pair[1].chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            {
+                names.push(pair[1].to_owned());
+            }
+        }
+        names
+    }
+
+    /// Each script's keys, as the code passes them, are the names of its header, in order:
+    /// a key added to a script and not to its call (or the other way round) fails here.
+    #[test]
+    fn each_script_takes_the_keys_its_header_names_in_order() {
+        assert_eq!(
+            header_keys("hold.lua"),
+            ["meta", "active", "holds", "stock", "seats", "bought"],
+            "the header reader reads a header"
+        );
+        for script in super::scripts() {
+            assert_eq!(
+                header_keys(script.file),
+                script.keys,
+                "lua/{}: its KEYS header and the keys its call passes",
+                script.file
+            );
+        }
     }
 }
