@@ -269,15 +269,24 @@ pub struct SignalConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
+    /// Joins a second per user (a token bucket; 0: no limit). A person joins once; a client
+    /// that retries a join is answered 429 with `Retry-After`, as it is past the burst.
     pub join_per_second: u32,
+    /// Joins a user may make at once before the rate applies.
     pub join_burst: u32,
+    /// Status polls a second per user: the page polls as `poll_after_ms` says, far less often.
     pub status_per_second: u32,
+    /// Status polls a user may make at once before the rate applies.
     pub status_burst: u32,
-    /// Per client IP, over all its users: generous, since many buyers can share one address
-    /// (an office, a campus, a carrier's NAT).
+    /// Joins a second per client IP, over all its users: generous, since many buyers can
+    /// share one address (an office, a campus, a carrier's NAT), yet a bound on one machine
+    /// joining as many users. A load test from one machine is one IP: see `k6/README.md`.
     pub ip_join_per_second: u32,
+    /// Joins an IP may make at once before its rate applies.
     pub ip_join_burst: u32,
+    /// Status polls a second per client IP, over all its users.
     pub ip_status_per_second: u32,
+    /// Status polls an IP may make at once before its rate applies.
     pub ip_status_burst: u32,
 }
 

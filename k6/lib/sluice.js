@@ -1,11 +1,17 @@
 // Shared helpers of the k6 scripts: configuration from the environment, user tokens (HS256,
 // minted here as the customer's identity provider would), signed payment webhooks, and the
-// client side of the waiting room (polling that honours `poll_after_ms`).
+// client side of the waiting room, as a real client behaves: polling that honours
+// `poll_after_ms`, and every call retried after a 429 or 503 as its `Retry-After` says (with
+// jitter, so retries do not arrive together), counted as failed only when it fails for good.
 //
 //   SLUICE_URL            http://127.0.0.1:8080
 //   SLUICE_ADMIN_KEY      the X-Admin-Key
 //   SLUICE_USER_SECRET    auth.user_jwt_hs256_secret
 //   SLUICE_WEBHOOK_SECRET payments.webhook_secret
+//   SLUICE_FORWARDED_FOR  1: each user sends an X-Forwarded-For address of its own, so the
+//                         per-IP limits see as many clients as there are users (sluice must
+//                         trust the header: http.trust_forwarded_for = true); see k6/README.md
+//   SLUICE_RETRIES        how many times a call is retried after a 429 or 503 (default 5)
 // Defaults are config/dev.toml's public development values.
 
 import http from 'k6/http';
@@ -18,8 +24,37 @@ const ADMIN_KEY = __ENV.SLUICE_ADMIN_KEY || 'dev-admin-key-change-me';
 const USER_SECRET = __ENV.SLUICE_USER_SECRET || 'dev-user-secret-change-me';
 const WEBHOOK_SECRET = __ENV.SLUICE_WEBHOOK_SECRET || 'dev-webhook-secret-change-me';
 
+const FORWARDED_FOR = __ENV.SLUICE_FORWARDED_FOR === '1';
+const RETRIES = Number(__ENV.SLUICE_RETRIES || 5);
+
 /// Operation ids as request tags, so k6's figures line up with sluice's `operation` label.
 const tagged = (name) => ({ tags: { name } });
+
+/// A 429 or 503 asks the client to come back later: not a failure yet.
+const RETRY_LATER = [429, 503];
+const notYetFailed = http.expectedStatuses({ min: 200, max: 399 }, ...RETRY_LATER);
+
+/// Calls `send(params)` until it answers something other than 429 or 503, waiting what
+/// `Retry-After` says (1 s when absent) plus up to half of it again as jitter, at most
+/// `SLUICE_RETRIES` times. The tries before the last do not count in `http_req_failed`; the
+/// last one does, if it still fails.
+export function withRetries(params, send) {
+  for (let attempt = 0; ; attempt++) {
+    const last = attempt >= RETRIES;
+    const res = send(last ? params : { ...params, responseCallback: notYetFailed });
+    if (last || !RETRY_LATER.includes(res.status)) return res;
+    const after = Number(res.headers['Retry-After'] || 1);
+    sleep(after * (1 + Math.random() / 2));
+  }
+}
+
+/// A client address of the token's own (for the per-IP limits): 10.x.y.z from its hash. It is
+/// only a header value, never an address anything is sent to.
+function forwardedFor(token) {
+  let h = 0;
+  for (let i = 0; i < token.length; i++) h = (h * 31 + token.charCodeAt(i)) >>> 0;
+  return `10.${(h >>> 16) & 255}.${(h >>> 8) & 255}.${h & 255}`;
+}
 
 function b64url(text) {
   return encoding.b64encode(text, 'rawurl');
@@ -33,8 +68,11 @@ export function userToken(user) {
   return `${header}.${claims}.${signature}`;
 }
 
+/// A user's request: its token, and with SLUICE_FORWARDED_FOR its own client address.
 function asUser(token, extra = {}) {
-  return { headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, ...extra };
+  const headers = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' };
+  if (FORWARDED_FOR) headers['X-Forwarded-For'] = forwardedFor(token);
+  return { headers, ...extra };
 }
 
 /// Creates a sale (admin); returns its id.
@@ -51,7 +89,8 @@ export function createSale(overrides = {}) {
 }
 
 export function join(sale, token) {
-  const res = http.post(`${BASE}/v1/sales/${sale}/attempts`, null, asUser(token, tagged('joinSale')));
+  const res = withRetries(asUser(token, tagged('joinSale')), (p) =>
+    http.post(`${BASE}/v1/sales/${sale}/attempts`, null, p));
   check(res, { 'joined (202)': (r) => r.status === 202 });
   return res.status === 202 ? res.json() : null;
 }
@@ -60,7 +99,8 @@ export function join(sale, token) {
 /// answered from the replica's view of the queue (no queue-store lookup), as clients should.
 export function status(attempt, token, ticket) {
   const query = ticket ? `?ticket=${encodeURIComponent(ticket)}` : '';
-  return http.get(`${BASE}/v1/attempts/${attempt}${query}`, asUser(token, tagged('getAttempt')));
+  return withRetries(asUser(token, tagged('getAttempt')), (p) =>
+    http.get(`${BASE}/v1/attempts/${attempt}${query}`, p));
 }
 
 /// Polls until the attempt leaves QUEUED (or `deadlineSecs` pass), sleeping what the server
@@ -70,11 +110,7 @@ export function waitWhileQueued(attempt, token, deadlineSecs = 60) {
   let current = null;
   while (Date.now() < until) {
     const res = status(attempt, token, current && current.queue_ticket);
-    if (res.status !== 200) {
-      // 429 / 503 carry Retry-After: honour it too.
-      sleep(Number(res.headers['Retry-After'] || 1));
-      continue;
-    }
+    if (res.status !== 200) return current;
     current = res.json();
     if (current.state !== 'QUEUED') return current;
     sleep(Math.min(current.poll_after_ms, 5000) / 1000);
@@ -84,13 +120,15 @@ export function waitWhileQueued(attempt, token, deadlineSecs = 60) {
 
 export function hold(attempt, token, admissionToken, quantity) {
   const body = JSON.stringify({ admission_token: admissionToken, quantity });
-  const res = http.post(`${BASE}/v1/attempts/${attempt}/hold`, body, asUser(token, tagged('holdStock')));
+  const res = withRetries(asUser(token, tagged('holdStock')), (p) =>
+    http.post(`${BASE}/v1/attempts/${attempt}/hold`, body, p));
   check(res, { 'held (200) or sold out (409)': (r) => r.status === 200 || r.status === 409 });
   return res;
 }
 
 export function checkout(attempt, token) {
-  const res = http.post(`${BASE}/v1/attempts/${attempt}/checkout`, null, asUser(token, tagged('checkout')));
+  const res = withRetries(asUser(token, tagged('checkout')), (p) =>
+    http.post(`${BASE}/v1/attempts/${attempt}/checkout`, null, p));
   check(res, { 'checked out (200)': (r) => r.status === 200 });
   return res.status === 200 ? res.json() : null;
 }
@@ -100,10 +138,11 @@ export function paymentWebhook(eventId, type, reference) {
   const body = JSON.stringify({ id: eventId, type, payment_reference: reference });
   const t = Math.floor(Date.now() / 1000);
   const v1 = crypto.hmac('sha256', WEBHOOK_SECRET, `${t}.${body}`, 'hex');
-  const res = http.post(`${BASE}/v1/webhooks/payments`, body, {
+  const params = {
     headers: { 'Sluice-Signature': `t=${t},v1=${v1}`, 'Content-Type': 'application/json' },
     ...tagged('receivePaymentWebhook'),
-  });
+  };
+  const res = withRetries(params, (p) => http.post(`${BASE}/v1/webhooks/payments`, body, p));
   check(res, { 'webhook accepted (200)': (r) => r.status === 200 });
   return res;
 }

@@ -245,7 +245,39 @@ async fn allow_on_405<E: Endpoint>(
             }
         }
     }
+    if resp.status() == StatusCode::BAD_REQUEST {
+        resp = name_the_path_parameter(resp, &allowed, &path).await;
+    }
     Ok(resp)
+}
+
+/// A path parameter that does not parse is named in poem-openapi's error by its position
+/// (`param0`); the problem names it as the spec does, in `detail` and `field`.
+async fn name_the_path_parameter(
+    resp: Response,
+    paths: &spec::MethodsByPath,
+    path: &str,
+) -> Response {
+    let (parts, body) = resp.into_parts();
+    let Ok(bytes) = body.into_bytes().await else {
+        return Response::from_parts(parts, poem::Body::empty());
+    };
+    let renamed = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|mut problem| {
+            let detail = problem["detail"].as_str()?.to_owned();
+            let at = detail.find("path `param")? + "path `param".len();
+            let end = at + detail[at..].find('`')?;
+            let name = spec::parameter_name(paths, path, detail[at..end].parse().ok()?)?;
+            problem["detail"] =
+                format!("{}{name}{}", &detail[..at - "param".len()], &detail[end..]).into();
+            problem["field"] = name.into();
+            serde_json::to_vec(&problem).ok()
+        });
+    Response::from_parts(
+        parts,
+        poem::Body::from(renamed.unwrap_or_else(|| bytes.to_vec())),
+    )
 }
 
 /// The operations that take an `Idempotency-Key`: createSale, holdStock, checkout.

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 /// The error statuses each operation can answer. Where they come from: 400 a body or a
-/// required header that does not parse; 401 no or bad credentials (a bad signature for the
+/// required header that does not parse, or a parameter with a control character; 401 no or bad credentials (a bad signature for the
 /// webhook); 403 an admission token for another attempt, or an admin key whose role does
 /// not allow the operation; 404 an id that names nothing (or the
 /// sandbox turned off); 409 the state refuses it (closed, sold out, a seat taken, the limit,
@@ -19,11 +19,11 @@ use serde_json::Value;
 /// a fault of sluice's own; 503 a store that is down.
 pub const ERRORS: &[(&str, &[u16])] = &[
     ("createSale", &[400, 401, 403, 409, 413, 415, 422, 500, 503]),
-    ("getSale", &[401, 404, 500, 503]),
-    ("pauseSale", &[401, 403, 404, 409, 413, 500, 503]),
-    ("resumeSale", &[401, 403, 404, 409, 413, 500, 503]),
-    ("closeSale", &[401, 403, 404, 413, 500, 503]),
-    ("getAdmission", &[401, 404, 500, 503]),
+    ("getSale", &[400, 401, 404, 500, 503]),
+    ("pauseSale", &[400, 401, 403, 404, 409, 413, 500, 503]),
+    ("resumeSale", &[400, 401, 403, 404, 409, 413, 500, 503]),
+    ("closeSale", &[400, 401, 403, 404, 413, 500, 503]),
+    ("getAdmission", &[400, 401, 404, 500, 503]),
     (
         "setAdmission",
         &[400, 401, 403, 404, 413, 415, 422, 500, 503],
@@ -32,7 +32,7 @@ pub const ERRORS: &[(&str, &[u16])] = &[
         "setProofOfWork",
         &[400, 401, 403, 404, 413, 415, 422, 500, 503],
     ),
-    ("getSaleStats", &[401, 404, 500, 503]),
+    ("getSaleStats", &[400, 401, 404, 500, 503]),
     ("getSaleFigures", &[400, 401, 404, 422, 500, 503]),
     (
         "changeStock",
@@ -41,28 +41,31 @@ pub const ERRORS: &[(&str, &[u16])] = &[
     ("updateSale", &[400, 401, 403, 404, 413, 415, 422, 500, 503]),
     ("listSales", &[400, 401, 422, 500, 503]),
     ("listAttempts", &[400, 401, 404, 422, 500, 503]),
-    ("getAttemptFile", &[401, 404, 500, 503]),
-    ("refundAttempt", &[401, 403, 404, 409, 410, 413, 500, 503]),
+    ("getAttemptFile", &[400, 401, 404, 500, 503]),
+    (
+        "refundAttempt",
+        &[400, 401, 403, 404, 409, 410, 413, 500, 503],
+    ),
     ("getAdminSelf", &[401, 500, 503]),
     (
         "createAdminKey",
         &[400, 401, 403, 409, 413, 415, 422, 500, 503],
     ),
     ("listAdminKeys", &[401, 403, 500, 503]),
-    ("revokeAdminKey", &[401, 403, 404, 500, 503]),
+    ("revokeAdminKey", &[400, 401, 403, 404, 500, 503]),
     ("listAdminActions", &[400, 401, 422, 500, 503]),
-    ("joinSale", &[401, 404, 409, 413, 428, 429, 500, 503]),
-    ("getAttempt", &[401, 404, 410, 429, 500, 503]),
-    ("streamAttempt", &[401, 404, 410, 429, 500, 503]),
-    ("leaveAttempt", &[401, 404, 409, 410, 500, 503]),
+    ("joinSale", &[400, 401, 404, 409, 413, 428, 429, 500, 503]),
+    ("getAttempt", &[400, 401, 404, 410, 429, 500, 503]),
+    ("streamAttempt", &[400, 401, 404, 410, 429, 500, 503]),
+    ("leaveAttempt", &[400, 401, 404, 409, 410, 500, 503]),
     (
         "holdStock",
         &[400, 401, 403, 404, 409, 410, 413, 415, 422, 500, 503],
     ),
-    ("releaseHold", &[401, 404, 409, 410, 500, 503]),
-    ("checkout", &[401, 404, 409, 410, 413, 422, 500, 503]),
-    ("getOffer", &[401, 404, 429, 500, 503]),
-    ("getPublicOffer", &[404, 429, 500, 503]),
+    ("releaseHold", &[400, 401, 404, 409, 410, 500, 503]),
+    ("checkout", &[400, 401, 404, 409, 410, 413, 422, 500, 503]),
+    ("getOffer", &[400, 401, 404, 429, 500, 503]),
+    ("getPublicOffer", &[400, 404, 429, 500, 503]),
     (
         "receivePaymentWebhook",
         &[400, 401, 404, 413, 415, 422, 500, 503],
@@ -182,9 +185,11 @@ fn plain_ref(property: &mut Value) {
     }
 }
 
-/// The methods each path answers, as `(segments, methods)`: a segment `None` is a
-/// `{parameter}`.
-pub type MethodsByPath = Vec<(Vec<Option<String>>, Vec<String>)>;
+/// The methods each path answers, as `(segments, methods)`: a segment `Err(name)` is the
+/// parameter `{name}`.
+pub type MethodsByPath = Vec<PathMethods>;
+/// One path of [`MethodsByPath`].
+pub type PathMethods = (Vec<Result<String, String>>, Vec<String>);
 
 /// The methods each path of `document` answers.
 pub fn methods_by_path(document: &str) -> MethodsByPath {
@@ -193,7 +198,12 @@ pub fn methods_by_path(document: &str) -> MethodsByPath {
     for (path, ops) in spec["paths"].as_object().into_iter().flatten() {
         let segments = path
             .split('/')
-            .map(|s| (!s.starts_with('{')).then(|| s.to_owned()))
+            .map(
+                |s| match s.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                    Some(parameter) => Err(parameter.to_owned()),
+                    None => Ok(s.to_owned()),
+                },
+            )
             .collect();
         let mut methods: Vec<String> = ops
             .as_object()
@@ -210,19 +220,32 @@ pub fn methods_by_path(document: &str) -> MethodsByPath {
     paths
 }
 
+/// The path's entry: its segments and methods; `None` for a path none answers.
+fn path_entry<'a>(paths: &'a MethodsByPath, path: &str) -> Option<&'a PathMethods> {
+    let asked: Vec<&str> = path.split('/').collect();
+    paths.iter().find(|(segments, _)| {
+        segments.len() == asked.len()
+            && segments
+                .iter()
+                .zip(&asked)
+                .all(|(s, a)| s.as_ref().map_or(true, |s| s == a))
+    })
+}
+
 /// The methods `path` answers, joined for an `Allow` header; `None` for a path none answers.
 pub fn allowed_methods(paths: &MethodsByPath, path: &str) -> Option<String> {
-    let asked: Vec<&str> = path.split('/').collect();
-    paths
+    path_entry(paths, path).map(|(_, methods)| methods.join(", "))
+}
+
+/// The name of `path`'s `index`-th parameter (poem-openapi calls them `param0`, `param1`, …
+/// in its parse errors).
+pub fn parameter_name<'a>(paths: &'a MethodsByPath, path: &str, index: usize) -> Option<&'a str> {
+    let (segments, _) = path_entry(paths, path)?;
+    segments
         .iter()
-        .find(|(segments, _)| {
-            segments.len() == asked.len()
-                && segments
-                    .iter()
-                    .zip(&asked)
-                    .all(|(s, a)| s.as_deref().is_none_or(|s| s == *a))
-        })
-        .map(|(_, methods)| methods.join(", "))
+        .filter_map(|s| s.as_ref().err())
+        .nth(index)
+        .map(String::as_str)
 }
 
 /// The instant the examples of the spec show.
@@ -263,7 +286,7 @@ mod tests {
         );
         assert_eq!(
             statuses("/v1/sales/{sale_id}/attempts", "post"),
-            ["202", "428"]
+            ["202", "400", "428"]
         );
         assert_eq!(statuses("/health/live", "get"), ["200"]);
         assert_eq!(

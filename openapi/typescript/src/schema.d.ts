@@ -2263,6 +2263,15 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["AdminKeyOut"];
                 };
             };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
                 headers: {
@@ -2385,6 +2394,15 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
                 };
             };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
                 headers: {
@@ -2462,6 +2480,15 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
@@ -2542,6 +2569,15 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
@@ -2642,6 +2678,15 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": components["schemas"]["AttemptOut"][];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
@@ -2852,6 +2897,15 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
                 };
             };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
                 headers: {
@@ -2941,6 +2995,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description No such resource for this caller. */
             404: {
@@ -3179,6 +3242,15 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["SaleOut"];
                 };
             };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
                 headers: {
@@ -3342,6 +3414,15 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["AdmissionOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
@@ -3599,6 +3680,15 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
                 };
             };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
                 headers: {
@@ -3695,6 +3785,15 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["AttemptFileOut"];
                 };
             };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
                 headers: {
@@ -3752,6 +3851,15 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["AttemptFileOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
@@ -3846,6 +3954,15 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["SaleOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
@@ -4002,6 +4119,15 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["OfferOut"];
                 };
             };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
                 headers: {
@@ -4068,6 +4194,15 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["SaleOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
@@ -4262,6 +4397,15 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["SaleOut"];
                 };
             };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
                 headers: {
@@ -4345,6 +4489,15 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["SaleStatsOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid credentials, or a bad webhook signature. */

@@ -65,3 +65,57 @@ async fn the_smoke_script_passes_against_a_live_sluice() {
     assert_eq!(summary["metrics"]["iterations"]["count"], 6, "{log}");
     app.stop().await;
 }
+
+/// A load test from one machine is one client IP: with the per-IP join limit at 1 a second,
+/// joins are answered 429. The scripts behave as clients do: they wait what `Retry-After`
+/// says (with jitter) and try again, so the smoke run still meets every threshold, and a 429
+/// counts as a failure only when the call fails for good.
+#[tokio::test]
+async fn the_smoke_script_retries_429s_as_a_client_does_and_passes() {
+    let app = TestApp::spawn_with(|c| {
+        c.limits.ip_join_per_second = 1;
+        c.limits.ip_join_burst = 1;
+    })
+    .await;
+    let base = app.base.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("k6")
+            .args(["run", "--quiet", "--no-color", "smoke.js"])
+            .current_dir(k6_dir())
+            .env("SLUICE_URL", base)
+            .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
+            .env("SLUICE_USER_SECRET", USER_SECRET)
+            .env("SLUICE_WEBHOOK_SECRET", WEBHOOK_SECRET)
+            .env("K6_NO_USAGE_REPORT", "true")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let log = crate::helpers::output_text(&out);
+    let metrics = app.http.get(app.url("/metrics")).send().await.unwrap();
+    let metrics = metrics.text().await.unwrap();
+    let limited: f64 = metrics
+        .lines()
+        .filter(|l| {
+            // The per-IP limit answers before the route is known: its 429s are "other".
+            l.starts_with("sluice_http_requests_total{")
+                && l.contains("method=\"POST\"")
+                && l.contains("status=\"429\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    let requests: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("sluice_http_requests_total{"))
+        .collect();
+    assert!(
+        limited >= 1.0,
+        "the limit answered no 429 to the joins: {requests:#?}\n{log}"
+    );
+    assert!(
+        out.status.success(),
+        "k6 smoke failed with {limited} joins limited (thresholds?):\n{log}"
+    );
+    app.stop().await;
+}
