@@ -87,12 +87,14 @@ pub(crate) fn record_batch(call: &'static str, n: usize) {
     metrics::histogram!("sluice_queue_batch_size", "call" => call).record(n as f64);
 }
 
-/// The queue store named by the configuration: in-process when `queue.url` is empty.
+/// The queue store named by the configuration: in-process when `queue.url` is empty, its
+/// waiting lines kept in the data directory (`lines.journal`).
 pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Arc<dyn QueueStore>> {
     let queue = &config.queue;
     let abandon_after_ms = config.workers.abandon_after_secs * 1000;
     Ok(if queue.url.is_empty() {
-        Arc::new(MemoryQueue::new().with_abandonment(abandon_after_ms))
+        let journal = config.embedded.data_dir.join("lines.journal");
+        Arc::new(MemoryQueue::durable(&journal)?.with_abandonment(abandon_after_ms))
     } else {
         let urls: Vec<&str> = queue.url.split(',').map(str::trim).collect();
         let store = if queue.cluster {

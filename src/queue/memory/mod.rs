@@ -1,12 +1,14 @@
 //! The in-process queue store of the embedded default: the same semantics as the Lua scripts,
-//! one mutex per sale (no global lock on the hot path), nothing on disk — after a restart the
-//! service rebuilds each sale from the ledger, as it does after a Redis flush.
+//! one mutex per sale (no global lock on the hot path). Its waiting lines are kept on disk in
+//! the data directory (`journal.rs`), so a restart finds everyone waiting in their place; the
+//! rest (stock, holds, the active set) is rebuilt from the ledger, as after a Redis flush.
 //!
 //! A ticket opening queues millions in one sale, so nothing a join, a status or a reaper tick
 //! does walks the queue: the waiting line is an order-statistic B-tree (a place is a rank,
 //! found in logarithmic time, as `lua/lib/queue.lua` finds it without a scan) and presence is
 //! kept oldest first (`presence.rs`).
 
+mod journal;
 mod presence;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -16,6 +18,7 @@ use async_trait::async_trait;
 use indexset::BTreeMap;
 use uuid::Uuid;
 
+use self::journal::{Journal, Record, SavedLine};
 use self::presence::Presence;
 use super::*;
 use crate::domain::{Stock, StockChange, StockKind};
@@ -29,10 +32,18 @@ pub struct MemoryQueue {
     sales: RwLock<HashMap<SaleId, Arc<Mutex<SaleQueue>>>>,
     /// Waiting attempts idle this long lose their place (0: never; presence is not tracked).
     abandon_after_ms: u64,
+    /// Where the waiting lines are kept on disk; none for a store that keeps nothing (tests).
+    journal: Option<Arc<Journal>>,
+    /// The lines the journal held at start, each until its sale is built again from the
+    /// ledger (`init_sale`), which puts it back.
+    saved: Mutex<HashMap<SaleId, SavedLine>>,
 }
 
 /// One sale, as the Redis keys of `queue/mod.rs` hold it.
 struct SaleQueue {
+    id: SaleId,
+    /// Where changes to the waiting line are written (see `journal.rs`).
+    journal: Option<Arc<Journal>>,
     /// The ledger's version of the settings below (`sales.settings_version`): a write of an
     /// older one is left out, as `lua/lib/settings.lua` does.
     settings_version: u64,
@@ -115,6 +126,17 @@ fn new_epoch() -> String {
 impl MemoryQueue {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store whose waiting lines are kept in the journal at `path`, and found there again
+    /// after a restart.
+    pub fn durable(path: &std::path::Path) -> anyhow::Result<Self> {
+        let (journal, saved) = Journal::open(path)?;
+        Ok(MemoryQueue {
+            journal: Some(Arc::new(journal)),
+            saved: Mutex::new(saved),
+            ..Self::default()
+        })
     }
 
     /// Waiting attempts idle for `ms` lose their place (0: off).
@@ -207,11 +229,68 @@ impl SaleQueue {
         self.queue.remove(&seq);
         self.seen.forget(attempt);
         self.departed.push(seq);
+        self.journal_gone(attempt);
         Some(seq)
     }
 
-    fn new(sale: &Sale) -> Self {
+    /// Writes that `attempt` left the line (with the next batch).
+    fn journal_gone(&self, attempt: Uuid) {
+        if let Some(journal) = &self.journal {
+            journal.append(Record::Gone {
+                sale: self.id.0,
+                attempt,
+            });
+        }
+    }
+
+    /// The waiting line as the journal keeps it.
+    fn saved_line(&self) -> SavedLine {
+        SavedLine {
+            epoch: self.epoch.clone(),
+            seq: self.seq,
+            drawn: self.lottery_drawn,
+            waiting: self
+                .queue
+                .iter()
+                .filter_map(|(serial, attempt)| {
+                    Some((*serial, (*attempt, self.owners.get(attempt)?.clone())))
+                })
+                .collect(),
+        }
+    }
+
+    /// Writes the whole waiting line (with the next batch).
+    fn journal_line(&self) {
+        if let Some(journal) = &self.journal {
+            journal.append(self.saved_line().record(self.id));
+        }
+    }
+
+    /// Puts back the line the journal kept: its numbering and who waits where. An attempt
+    /// the ledger has admitted since (its departure was not written) stays out.
+    fn put_back(&mut self, line: SavedLine, now_ms: i64, track: bool) {
+        self.epoch = line.epoch;
+        self.seq = line.seq;
+        self.lottery_drawn = line.drawn;
+        for (serial, (attempt, user)) in line.waiting {
+            if self.active.contains_key(&attempt) || self.sold.contains_key(&attempt) {
+                self.journal_gone(attempt);
+                continue;
+            }
+            self.queue.insert(serial, attempt);
+            self.queued.insert(attempt, serial);
+            self.users.insert(user.clone(), attempt);
+            self.owners.insert(attempt, user);
+            if track {
+                self.seen.touch(attempt, now_ms);
+            }
+        }
+    }
+
+    fn new(sale: &Sale, journal: Option<Arc<Journal>>) -> Self {
         SaleQueue {
+            id: sale.id,
+            journal,
             settings_version: 0,
             status: sale.status,
             closes_at_ms: 0,
@@ -433,13 +512,21 @@ impl QueueStore for MemoryQueue {
         let fresh = !sales.contains_key(&sale.id);
         let entry = sales
             .entry(sale.id)
-            .or_insert_with(|| Arc::new(Mutex::new(SaleQueue::new(sale))));
+            .or_insert_with(|| Arc::new(Mutex::new(SaleQueue::new(sale, self.journal.clone()))));
         let mut q = entry.lock().expect("not poisoned");
         q.write_settings(sale, settings_version, force);
         if !fresh && !force {
             return Ok(false);
         }
         q.rebuild(snapshot, false);
+        if fresh {
+            // The line the journal kept, if any: its users are still in their places.
+            let saved = self.saved.lock().expect("not poisoned").remove(&sale.id);
+            match saved {
+                Some(line) => q.put_back(line, now_ms(), self.abandon_after_ms > 0),
+                None => q.journal_line(),
+            }
+        }
         Ok(true)
     }
 
@@ -481,7 +568,7 @@ impl QueueStore for MemoryQueue {
         let track = self.abandon_after_ms > 0;
         let outcome = self.with(sale, |q| {
             if q.status == SaleStatus::Closed || (q.closes_at_ms > 0 && now_ms >= q.closes_at_ms) {
-                return JoinOutcome::Closed;
+                return (JoinOutcome::Closed, None);
             }
             if let Some(existing) = q.users.get(user).copied() {
                 if let Some(position) = q.position(&existing) {
@@ -492,17 +579,16 @@ impl QueueStore for MemoryQueue {
                         sale,
                         local: existing,
                     };
-                    return q.queued(attempt, position);
+                    return (q.queued(attempt, position), None);
                 }
                 // One attempt per user per sale: one that bought comes back (as join.lua).
                 let bought = q.bought.get(user).copied().unwrap_or(0) > 0;
                 if q.active.contains_key(&existing) || bought {
-                    return JoinOutcome::Active {
-                        attempt: AttemptId {
-                            sale,
-                            local: existing,
-                        },
+                    let attempt = AttemptId {
+                        sale,
+                        local: existing,
                     };
+                    return (JoinOutcome::Active { attempt }, None);
                 }
             }
             let attempt = AttemptId::new(sale);
@@ -516,9 +602,27 @@ impl QueueStore for MemoryQueue {
                 q.seen.touch(attempt.local, now_ms);
             }
             let position = q.position(&attempt.local).unwrap_or(0);
-            q.queued(attempt, position)
+            // A new place is on disk before it is answered (with its batch).
+            let synced = q.journal.as_ref().map(|journal| {
+                journal.append_synced(Record::Join {
+                    sale: sale.0,
+                    seq,
+                    attempt: attempt.local,
+                    user: user.as_str().to_owned(),
+                })
+            });
+            (q.queued(attempt, position), synced)
         });
-        Ok(outcome.unwrap_or(JoinOutcome::UnknownSale))
+        match outcome {
+            None => Ok(JoinOutcome::UnknownSale),
+            Some((outcome, None)) => Ok(outcome),
+            Some((outcome, Some(synced))) => match synced.await {
+                Ok(true) => Ok(outcome),
+                _ => Err(QueueError::Unavailable(
+                    "the waiting line could not be written to disk".into(),
+                )),
+            },
+        }
     }
 
     async fn view(&self, attempt: AttemptId, user: &UserId) -> QueueResult<QueueView> {
@@ -754,6 +858,7 @@ impl QueueStore for MemoryQueue {
                 let Some((seq, local)) = q.queue.pop_first() else { break };
                 q.queued.remove(&local);
                 q.seen.forget(local);
+                q.journal_gone(local);
                 q.active.insert(local, deadline);
                 let Some(user) = q.owners.get(&local).cloned() else { continue };
                 admitted.push(Admitted { attempt: AttemptId { sale, local }, seq, user, deadline_ms: deadline });
@@ -786,6 +891,14 @@ impl QueueStore for MemoryQueue {
                 q.active.remove(&a.attempt.local);
                 q.queue.insert(a.seq, a.attempt.local);
                 q.queued.insert(a.attempt.local, a.seq);
+                if let Some(journal) = &q.journal {
+                    journal.append(Record::Join {
+                        sale: sale.0,
+                        seq: a.seq,
+                        attempt: a.attempt.local,
+                        user: a.user.as_str().to_owned(),
+                    });
+                }
             }
         });
         Ok(())
@@ -892,6 +1005,9 @@ impl QueueStore for MemoryQueue {
                     return 0;
                 }
                 let waiting = q.queue.len() as u64;
+                if let Some(journal) = &q.journal {
+                    journal.append(Record::Clear { sale: sale.0 });
+                }
                 q.departed.clear();
                 q.renumbered = None;
                 for (_, attempt) in std::mem::take(&mut q.queue) {
@@ -1020,6 +1136,7 @@ impl QueueStore for MemoryQueue {
                 q.renumbered = Some((drawn, q.epoch.clone(), renumbered));
             }
             q.lottery_drawn = true;
+            q.journal_line();
             Some(ranked.len() as u64)
         });
         // No sale here: nothing to draw, as for a draw made before.

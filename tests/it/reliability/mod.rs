@@ -7,6 +7,7 @@ mod client_storm;
 mod cluster_failover;
 mod crash;
 mod drain;
+mod embedded_restart;
 mod fuzz;
 mod logs;
 mod postgres_outage;
