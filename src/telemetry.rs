@@ -45,6 +45,11 @@ pub fn metrics_handle() -> PrometheusHandle {
                     BATCH_BUCKETS,
                 )
                 .expect("static buckets are valid")
+                .set_buckets_for_metric(
+                    Matcher::Full("sluice_queue_journal_batch_size".into()),
+                    BATCH_BUCKETS,
+                )
+                .expect("static buckets are valid")
                 .build_recorder();
             let handle = recorder.handle();
             // Another recorder may already be installed (a test harness); then ours stays unused.
@@ -185,6 +190,10 @@ fn describe() {
     describe_histogram!(
         "sluice_queue_batch_size",
         "Joins or status lookups (label call) of one sale sent to Redis in one script call"
+    );
+    describe_histogram!(
+        "sluice_queue_journal_batch_size",
+        "Changes to the embedded store's waiting lines written to its journal with one sync"
     );
     describe_histogram!(
         "sluice_ledger_commit_duration_seconds",

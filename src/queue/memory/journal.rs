@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Mutex};
+use std::sync::mpsc;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -135,7 +135,7 @@ type Entry = (Record, Option<tokio::sync::oneshot::Sender<bool>>);
 
 /// The journal being written.
 pub(super) struct Journal {
-    to_writer: Mutex<mpsc::Sender<Entry>>,
+    to_writer: mpsc::Sender<Entry>,
 }
 
 impl Journal {
@@ -171,9 +171,7 @@ impl Journal {
         std::thread::Builder::new()
             .name("sluice-journal".into())
             .spawn(move || write_batches(file, path, rx))?;
-        let journal = Journal {
-            to_writer: Mutex::new(tx),
-        };
+        let journal = Journal { to_writer: tx };
         Ok((journal, lines))
     }
 
@@ -191,7 +189,7 @@ impl Journal {
 
     fn send(&self, entry: Entry) {
         // The writer lives as long as the process: a send cannot fail but at exit.
-        let _ = self.to_writer.lock().expect("not poisoned").send(entry);
+        let _ = self.to_writer.send(entry);
     }
 }
 
