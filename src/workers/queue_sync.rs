@@ -65,7 +65,7 @@ pub async fn run(app: App, every: Duration) {
             _ = tokio::time::sleep(wait) => {}
             _ = crate::service::drain::started(&mut drain) => return,
         }
-        if rounds % REPLAY_EVERY == 0 {
+        if rounds.is_multiple_of(REPLAY_EVERY) {
             if let Err(e) = replay(&app, replay_ms).await {
                 tracing::debug!(error = %e, "queue sync: replay skipped");
             }

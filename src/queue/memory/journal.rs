@@ -136,6 +136,10 @@ type Entry = (Record, Option<tokio::sync::oneshot::Sender<bool>>);
 /// The journal being written.
 pub(super) struct Journal {
     to_writer: mpsc::Sender<Entry>,
+    /// An exclusive lock on `lines.lock` beside the journal, held as long as the process
+    /// lives: a second sluice on the same data directory (or `sluice reconcile` while one
+    /// serves) would compact the journal under the first one's feet.
+    _lock: File,
 }
 
 impl Journal {
@@ -144,6 +148,14 @@ impl Journal {
     pub(super) fn open(path: &Path) -> anyhow::Result<(Journal, HashMap<SaleId, SavedLine>)> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
+        }
+        let lock = File::create(path.with_extension("lock"))?;
+        if lock.try_lock().is_err() {
+            anyhow::bail!(
+                "the waiting lines in {} are in use by another sluice (one data directory, one \
+                 process)",
+                path.display()
+            );
         }
         let mut lines = HashMap::new();
         if let Ok(file) = File::open(path) {
@@ -171,7 +183,10 @@ impl Journal {
         std::thread::Builder::new()
             .name("sluice-journal".into())
             .spawn(move || write_batches(file, path, rx))?;
-        let journal = Journal { to_writer: tx };
+        let journal = Journal {
+            to_writer: tx,
+            _lock: lock,
+        };
         Ok((journal, lines))
     }
 
@@ -214,5 +229,68 @@ fn write_batches(file: File, path: PathBuf, rx: mpsc::Receiver<Entry>) {
                 let _ = waiter.send(ok);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_journal() -> PathBuf {
+        std::env::temp_dir()
+            .join(format!("sluice-journal-{}", Uuid::new_v4().simple()))
+            .join("lines.journal")
+    }
+
+    /// What was synced is read back after the journal is opened again (compacted), a
+    /// departure and a cleared line included; a record cut short at the end is dropped.
+    #[test]
+    fn a_line_comes_back_as_it_was_written() {
+        let path = temp_journal();
+        let sale = Uuid::now_v7();
+        let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        {
+            let (journal, lines) = Journal::open(&path).unwrap();
+            assert!(lines.is_empty());
+            let line = SavedLine {
+                epoch: "e1".into(),
+                ..SavedLine::default()
+            };
+            journal.append(line.record(SaleId(sale)));
+            for (seq, attempt, user) in [(1, a, "ann"), (2, b, "bob"), (3, c, "cy")] {
+                let user = user.to_owned();
+                journal.append(Record::Join {
+                    sale,
+                    seq,
+                    attempt,
+                    user,
+                });
+            }
+            let gone = Record::Gone { sale, attempt: b };
+            assert!(journal.append_synced(gone).blocking_recv().unwrap());
+        }
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"t\":\"join\",\"sa")
+            .unwrap();
+        let (_journal, lines) = Journal::open(&path).unwrap();
+        let line = &lines[&SaleId(sale)];
+        assert_eq!((line.epoch.as_str(), line.seq), ("e1", 3));
+        let waiting: Vec<(u64, Uuid)> = line.waiting.iter().map(|(s, (a, _))| (*s, *a)).collect();
+        assert_eq!(waiting, [(1, a), (3, c)]);
+    }
+
+    /// One data directory, one process: a second journal on the same file is refused while
+    /// the first is open, and taken once it is closed.
+    #[test]
+    fn a_second_opener_is_refused_while_the_first_holds_the_journal() {
+        let path = temp_journal();
+        let first = Journal::open(&path).unwrap();
+        let refused = Journal::open(&path).err().expect("refused").to_string();
+        assert!(refused.contains("in use by another sluice"), "{refused}");
+        drop(first);
+        assert!(Journal::open(&path).is_ok());
     }
 }

@@ -31,17 +31,16 @@ fn every_script_parses_and_declares_thresholds() {
     }
 }
 
-#[tokio::test]
-async fn the_smoke_script_passes_against_a_live_sluice() {
-    let app = TestApp::spawn().await;
-    let summary = std::env::temp_dir().join(format!("k6-{}.json", uuid::Uuid::new_v4().simple()));
+/// Runs `k6/smoke.js` against `app` (its summary exported to `summary`, if given).
+async fn run_smoke(app: &TestApp, summary: Option<PathBuf>) -> std::process::Output {
     let base = app.base.clone();
-    let summary_path = summary.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("k6")
-            .args(["run", "--quiet", "--no-color"])
-            .arg(format!("--summary-export={}", summary_path.display()))
-            .arg("smoke.js")
+    tokio::task::spawn_blocking(move || {
+        let mut k6 = Command::new("k6");
+        k6.args(["run", "--quiet", "--no-color"]);
+        if let Some(summary) = summary {
+            k6.arg(format!("--summary-export={}", summary.display()));
+        }
+        k6.arg("smoke.js")
             .current_dir(k6_dir())
             .env("SLUICE_URL", base)
             .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
@@ -52,7 +51,14 @@ async fn the_smoke_script_passes_against_a_live_sluice() {
             .unwrap()
     })
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_smoke_script_passes_against_a_live_sluice() {
+    let app = TestApp::spawn().await;
+    let summary = std::env::temp_dir().join(format!("k6-{}.json", uuid::Uuid::new_v4().simple()));
+    let out = run_smoke(&app, Some(summary.clone())).await;
     let log = crate::helpers::output_text(&out);
     assert!(
         out.status.success(),
@@ -77,21 +83,7 @@ async fn the_smoke_script_retries_429s_as_a_client_does_and_passes() {
         c.limits.ip_join_burst = 1;
     })
     .await;
-    let base = app.base.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("k6")
-            .args(["run", "--quiet", "--no-color", "smoke.js"])
-            .current_dir(k6_dir())
-            .env("SLUICE_URL", base)
-            .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
-            .env("SLUICE_USER_SECRET", USER_SECRET)
-            .env("SLUICE_WEBHOOK_SECRET", WEBHOOK_SECRET)
-            .env("K6_NO_USAGE_REPORT", "true")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let out = run_smoke(&app, None).await;
     let log = crate::helpers::output_text(&out);
     let metrics = app.http.get(app.url("/metrics")).send().await.unwrap();
     let metrics = metrics.text().await.unwrap();
