@@ -310,23 +310,33 @@ async fn refuse_unreadable_idempotency_key<E: Endpoint>(
     ep.call(req).await.map(IntoResponse::into_response)
 }
 
-/// Per-IP limits on join and on status (poll, stream, offer), before any work is done.
+/// Per-IP limits on join and on status (poll, stream, offer), before any work is done. A
+/// refusal comes before the route, so it names the operation itself, for the request metrics
+/// (`sluice_http_requests_total{operation}`) to count it where an SRE looks for it.
 async fn limit_by_ip<E: Endpoint>(ep: Arc<E>, req: Request, app: App) -> poem::Result<Response> {
     let path = req.uri().path();
-    let kind = match *req.method() {
+    let limited = match *req.method() {
         Method::POST if path.starts_with("/v1/sales/") && path.ends_with("/attempts") => {
-            Some(Limited::Join)
+            Some((Limited::Join, "joinSale"))
         }
-        Method::GET if path.starts_with("/v1/attempts/") || path.ends_with("/offer") => {
-            Some(Limited::Status)
+        Method::GET if path.starts_with("/v1/attempts/") && path.ends_with("/events") => {
+            Some((Limited::Status, "streamAttempt"))
         }
+        Method::GET if path.starts_with("/v1/attempts/") => Some((Limited::Status, "getAttempt")),
+        Method::GET if path.starts_with("/v1/public/") && path.ends_with("/offer") => {
+            Some((Limited::Status, "getPublicOffer"))
+        }
+        Method::GET if path.ends_with("/offer") => Some((Limited::Status, "getOffer")),
         _ => None,
     };
-    if let (Some(kind), Some(ip)) = (kind, client_ip(&req, app.config.http.trust_forwarded_for)) {
+    let ip = client_ip(&req, app.config.http.trust_forwarded_for);
+    if let (Some((kind, operation)), Some(ip)) = (limited, ip) {
         if let Err(wait) = app.limits.check_ip(kind, ip) {
             let retry_after_secs = wait.as_secs_f64().ceil().max(1.0) as u64;
             let error: ApiError = ServiceError::RateLimited { retry_after_secs }.into();
-            return Ok(error.into_response());
+            let mut resp = error.into_response();
+            resp.set_data(OperationId(operation));
+            return Ok(resp);
         }
     }
     ep.call(req).await.map(IntoResponse::into_response)

@@ -90,9 +90,9 @@ async fn the_smoke_script_retries_429s_as_a_client_does_and_passes() {
     let limited: f64 = metrics
         .lines()
         .filter(|l| {
-            // The per-IP limit answers before the route is known: its 429s are "other".
+            // The per-IP limit's 429s are counted as the operation they refused.
             l.starts_with("sluice_http_requests_total{")
-                && l.contains("method=\"POST\"")
+                && l.contains("operation=\"joinSale\"")
                 && l.contains("status=\"429\"")
         })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
