@@ -10,9 +10,8 @@
 //! that need only the queue store (join, a waiting user's status) never wait on it either way.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
@@ -24,20 +23,23 @@ pub const PROBE_EVERY: Duration = Duration::from_millis(250);
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// A caller waiting this long for a connection asks whether the database is there at all.
 pub const SUSPECT_AFTER: Duration = Duration::from_millis(150);
+/// The least time between two such questions: a pool that stays busy (a burst of holds) makes
+/// many callers wait, and each question is a connection of its own to the database.
+const RECHECK_AFTER: Duration = Duration::from_millis(100);
 
 /// Whether the ledger's database is being failed fast.
 pub struct Breaker {
     /// True while open; callers waiting for a connection watch it.
     open: watch::Sender<bool>,
-    /// A caller is asking the database whether it is there.
-    checking: AtomicBool,
+    /// A caller is asking the database whether it is there, and when the last one asked.
+    checking: Mutex<(bool, Option<Instant>)>,
 }
 
 impl Default for Breaker {
     fn default() -> Self {
         Breaker {
             open: watch::Sender::new(false),
-            checking: AtomicBool::new(false),
+            checking: Mutex::new((false, None)),
         }
     }
 }
@@ -50,15 +52,26 @@ fn refused() -> LedgerError {
 }
 
 impl Breaker {
+    /// Whether this caller may ask the database now (nobody is asking, nor asked just now).
+    fn claim_check(&self) -> bool {
+        let mut checking = self.checking.lock().expect("not poisoned");
+        let (asking, last) = *checking;
+        if asking || last.is_some_and(|at| at.elapsed() < RECHECK_AFTER) {
+            return false;
+        }
+        *checking = (true, Some(Instant::now()));
+        true
+    }
+
     /// Whether connections are being refused now.
     pub fn is_open(&self) -> bool {
         *self.open.borrow()
     }
 
     /// Takes a connection with `acquire`: refused at once while the breaker is open, and given
-    /// up with the same answer when it opens during the wait. A wait past [`SUSPECT_AFTER`],
-    /// or an `Unavailable`, has `suspect` ask whether the database is there (see
-    /// [`Breaker::observe`]), while the wait goes on.
+    /// up with the same answer when it opens during the wait. A wait past [`SUSPECT_AFTER`]
+    /// has `suspect` ask whether the database is there (see [`Breaker::observe`]), while the
+    /// wait goes on.
     pub async fn take<T, S>(
         &self,
         acquire: impl Future<Output = LedgerResult<T>>,
@@ -84,19 +97,20 @@ impl Breaker {
         }
     }
 
-    /// After a sign of trouble: one caller at a time asks `reachable` (a connection of its own
-    /// to the database); on a no, the breaker opens and `probe` is started, which is to return
-    /// once the database answers again. True if this call opened it.
+    /// After a sign of trouble: one caller at a time, and none within [`RECHECK_AFTER`] of the
+    /// last, asks `reachable` (a connection of its own to the database); on a no, the breaker
+    /// opens and `probe` is started, which is to return once the database answers again. True
+    /// if this call opened it.
     pub async fn observe<R, P>(self: &Arc<Self>, reachable: R, probe: P) -> bool
     where
         R: Future<Output = bool>,
         P: Future<Output = ()> + Send + 'static,
     {
-        if self.is_open() || self.checking.swap(true, Ordering::AcqRel) {
+        if self.is_open() || !self.claim_check() {
             return false;
         }
         let up = reachable.await;
-        self.checking.store(false, Ordering::Release);
+        self.checking.lock().expect("not poisoned").0 = false;
         if up || self.open.send_replace(true) {
             return false;
         }

@@ -88,11 +88,6 @@ impl SqlLedger {
         &self.pool
     }
 
-    /// Whether the breaker is failing calls fast now.
-    pub fn breaker_open(&self) -> bool {
-        self.breaker.as_ref().is_some_and(|b| b.is_open())
-    }
-
     /// A connection of the pool, taken through the breaker.
     async fn conn(&self) -> LedgerResult<PoolConnection<Db>> {
         self.through_breaker(async { self.pool.acquire().await.map_err(db_error) })
