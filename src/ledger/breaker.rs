@@ -25,7 +25,7 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 pub const SUSPECT_AFTER: Duration = Duration::from_millis(150);
 /// The least time between two such questions: a pool that stays busy (a burst of holds) makes
 /// many callers wait, and each question is a connection of its own to the database.
-const RECHECK_AFTER: Duration = Duration::from_millis(100);
+pub const RECHECK_AFTER: Duration = Duration::from_millis(100);
 
 /// Whether the ledger's database is being failed fast.
 pub struct Breaker {
