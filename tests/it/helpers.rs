@@ -1378,3 +1378,30 @@ fn is_root() -> bool {
 async fn json_of(request: reqwest::RequestBuilder) -> Value {
     request.send().await.unwrap().json().await.unwrap()
 }
+
+/// A sale made through the admin API of the sluice at `base` (a process a test started); its
+/// id.
+pub async fn create_sale_at(http: &reqwest::Client, base: &str, body: Value) -> String {
+    let created: Value = http
+        .post(format!("{base}/v1/sales"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    created["id"].as_str().unwrap().to_owned()
+}
+
+/// Pauses the sale at `base`: joins queue up, nobody is admitted.
+pub async fn pause_sale_at(http: &reqwest::Client, base: &str, sale: &str) {
+    let paused = http
+        .post(format!("{base}/v1/sales/{sale}/pause"))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert!(paused.status().is_success(), "pause: {}", paused.status());
+}

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use sqlx::Connection;
 
-use crate::helpers::{fresh_database, test_config, SluiceProcess, ADMIN_KEY, WEBHOOK_SECRET};
+use crate::helpers::{
+    create_sale_at, fresh_database, test_config, SluiceProcess, ADMIN_KEY, WEBHOOK_SECRET,
+};
 
 const BOUND: Duration = Duration::from_secs(10);
 
@@ -161,34 +163,20 @@ fn config() -> sluice::config::Config {
     config
 }
 
-async fn create_sale(http: &reqwest::Client, base: &str, body: Value) -> String {
-    let created: Value = http
-        .post(format!("{base}/v1/sales"))
-        .header("X-Admin-Key", ADMIN_KEY)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    created["id"].as_str().unwrap().to_owned()
-}
-
 #[tokio::test]
 async fn sigterm_under_load_drains_answers_everything_sent_and_duplicates_no_event() {
     let mut config = config();
     config.ledger.url = fresh_database().await;
     let mut sluice = SluiceProcess::start(config.clone(), "").await;
     let setup = reqwest::Client::new();
-    let sale = create_sale(
+    let sale = create_sale_at(
         &setup,
         &sluice.base,
         json!({ "name": "drain", "quantity": 100000, "per_user_limit": 1,
                 "rate_per_minute": 600000, "max_active": 100000 }),
     )
     .await;
-    let waiting_sale = create_sale(
+    let waiting_sale = create_sale_at(
         &setup,
         &sluice.base,
         json!({ "name": "paused", "quantity": 5 }),
@@ -384,7 +372,7 @@ async fn a_drained_admitter_hands_its_sales_to_another_replica_at_once() {
     let mut a = SluiceProcess::start(config.clone(), "").await;
     let mut b = SluiceProcess::start(config.clone(), "").await;
     let http = reqwest::Client::new();
-    let sale = create_sale(
+    let sale = create_sale_at(
         &http,
         &a.base,
         json!({ "name": "handover", "quantity": 10 }),

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use serde_json::{json, Value};
 
-use crate::helpers::{test_config, SluiceProcess, ADMIN_KEY};
+use crate::helpers::{create_sale_at, pause_sale_at, test_config, SluiceProcess};
 
 const USERS: usize = 1000;
 
@@ -97,26 +97,13 @@ async fn waiting_users_keep_their_places_across_a_sigterm_and_a_sigkill() {
         base: sluice.base.clone(),
         users: sluice::auth::UserTokens::from_config(&sluice.config.auth).unwrap(),
     };
-    let admin = |method: reqwest::Method, path: &str| {
-        client
-            .http
-            .request(method, format!("{}{path}", client.base))
-            .header("X-Admin-Key", ADMIN_KEY)
-    };
-    let sale: Value = admin(reqwest::Method::POST, "/v1/sales")
-        .json(&json!({ "name": "restart", "quantity": 10 }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let sale = sale["id"].as_str().unwrap().to_owned();
-    let paused = admin(reqwest::Method::POST, &format!("/v1/sales/{sale}/pause"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(paused.status(), 200);
+    let sale = create_sale_at(
+        &client.http,
+        &client.base,
+        json!({ "name": "restart", "quantity": 10 }),
+    )
+    .await;
+    pause_sale_at(&client.http, &client.base, &sale).await;
     let users: Vec<String> = (0..USERS).map(|i| format!("waiter-{i}")).collect();
     let mut attempts = client.join(&sale, &users).await;
     let before = client.places(&attempts).await;

@@ -10,8 +10,8 @@ use serde_json::json;
 use futures_util::future::join_all;
 
 use crate::helpers::{
-    free_port, fresh_database, test_config, PrivateRedis, SluiceProcess, ADMIN_KEY, USER_SECRET,
-    WEBHOOK_SECRET,
+    create_sale_at, free_port, fresh_database, pause_sale_at, test_config, PrivateRedis,
+    SluiceProcess, ADMIN_KEY, USER_SECRET, WEBHOOK_SECRET,
 };
 
 /// A sale on `sluice` (admin API; paused: nobody is admitted), a user's token, and that
@@ -27,25 +27,9 @@ async fn sale_and_attempt(
         .unwrap()
         .mint(&sluice::domain::UserId::parse("log-reader").unwrap(), 600)
         .unwrap();
-    let created: serde_json::Value = http
-        .post(url("/v1/sales"))
-        .header("X-Admin-Key", ADMIN_KEY)
-        .json(&sale)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let sale = created["id"].as_str().unwrap().to_owned();
+    let sale = create_sale_at(http, &sluice.base, sale).await;
     if paused {
-        let paused = http
-            .post(url(&format!("/v1/sales/{sale}/pause")))
-            .header("X-Admin-Key", ADMIN_KEY)
-            .send()
-            .await
-            .unwrap();
-        assert!(paused.status().is_success());
+        pause_sale_at(http, &sluice.base, &sale).await;
     }
     let bearer = format!("Bearer {user_token}");
     let joined: serde_json::Value = http
