@@ -3,7 +3,9 @@
 -- abandoned so their status says why.
 -- KEYS: 1 meta, 2 seen (zset serial -> ms), 3 gone, 4 abandoned (set), 5 left (hash
 --       attempt -> user)
--- ARGV: 1 idle time (ms), 2 most to abandon in one call
+-- ARGV: idle_ms, limit
+-- REPLY: abandoned
+-- Arguments: 1 idle time (ms), 2 most to abandon in one call
 -- Returns the number abandoned.
 -- Not while the lottery's draw gives places out again (signs of life move with the places).
 local draw = redis.call('HMGET', KEYS[1], 'drawing', 'drawn_at_ms', 'draw_took_ms')

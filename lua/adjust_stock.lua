@@ -2,7 +2,9 @@
 -- added to or withdrawn from the free counter, or seats added to or taken from the free set.
 -- A store with no stock for the sale (keys lost) is left alone: its rebuild reads the ledger.
 -- KEYS: as lua/lib/changes.lua
--- ARGV: 1 change ('add' | 'withdraw' | 'add_seats' | 'withdraw_seats'), then the number of
+-- ARGV: change, amount...
+-- REPLY: applied
+-- Arguments: 1 change ('add' | 'withdraw' | 'add_seats' | 'withdraw_seats'), then the number of
 --       units, or the seats
 -- Returns 1 if applied, 0 if the store holds no stock for the sale.
 if redis.call('HGET', KEYS[1], 'stock_initialised') ~= '1' then return 0 end

@@ -6,7 +6,9 @@
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 active (zset attempt -> deadline ms), 5 owners (attempt ->
 --       user), 6 users (user -> attempt), 7 lease, 8 seen, 9 unrecorded (list: attempt,
 --       serial, user, deadline, ...)
--- ARGV: 1 lease value "<fence>:<holder>" (fencing: a stale admitter admits nobody),
+-- ARGV: lease, wanted, admission_ttl_ms, grace_ms, measured_rate
+-- REPLY: status, admitted...: [attempt, serial, user, deadline_ms]
+-- Arguments: 1 lease value "<fence>:<holder>" (fencing: a stale admitter admits nobody),
 --       2 how many are wanted, 3 admission ttl (ms), 4 grace (ms) before a forgotten active
 --       entry is dropped, 5 measured admissions per minute (for the status ETA)
 -- Returns {'lease_lost'}, {'ok', attempt1, serial1, user1, deadline, attempt2, ...}, or

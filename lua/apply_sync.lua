@@ -3,7 +3,9 @@
 -- a retry, or a replay of the log after a failover, applies a change the store has no record
 -- of and skips one it has; records older than the keep time go as new ones come.
 -- KEYS: as lua/lib/changes.lua, then 8 synced
--- ARGV: 1 change id, 2 change ('restore' | 'finish' | 'extend'), 3 attempt, 4 keep records (ms)
+-- ARGV: id, change, attempt, keep_ms
+-- REPLY: applied
+-- Arguments: 1 change id, 2 change ('restore' | 'finish' | 'extend'), 3 attempt, 4 keep records (ms)
 -- Returns 1 if applied now, 0 if applied before.
 if redis.call('ZSCORE', KEYS[8], ARGV[1]) then return 0 end
 if ARGV[2] == 'restore' then

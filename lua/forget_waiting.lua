@@ -7,6 +7,8 @@
 -- (<base>:w:*, <base>:u:*) in chunks, so that no one call holds Redis for long. A later call
 -- counts nobody and names the same buckets again, so a deletion cut short is finished then.
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 seen
+-- ARGV: none
+-- REPLY: waiting, first_bucket, last_bucket, user_buckets
 -- Returns {how many were waiting, the first serial bucket to delete, the last, how many user
 -- buckets there are} ({0, 0, -1, 0} when the sale is not closed or nobody waited at the close:
 -- nothing to delete)

@@ -1,7 +1,9 @@
 -- hold: take units or named seats for an admitted attempt, all or nothing.
 -- KEYS: 1 meta, 2 active, 3 holds (hash attempt -> "kind|payload|user"), 4 stock (counter),
 --       5 seats (set of free seats), 6 bought (hash user -> units held or confirmed)
--- ARGV: 1 attempt, 2 user, 3 kind ('q' or 's'), 4 quantity, 5 seats "A1,A2"
+-- ARGV: attempt, user, kind, quantity, seats
+-- REPLY: status, detail?
+-- Arguments: 1 attempt, 2 user, 3 kind ('q' or 's'), 4 quantity, 5 seats "A1,A2"
 -- The active deadline moves to now + the sale's hold_ttl_ms; meta.version counts the change.
 -- Returns {'held', record} (also when already held: idempotent) | {'not_admitted'} |
 --         {'limit', units already bought} | {'sold_out', remaining} | {'seat_taken', seat} |

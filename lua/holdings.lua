@@ -4,7 +4,9 @@
 -- a page; every page carries meta.version, and the reader takes the pages as one moment only
 -- when the version reads the same after the last (the version counts every change).
 -- KEYS: 1 meta, 2 stock, 3 seats, 4 active, 5 holds, 6 bought, 7 unrecorded
--- ARGV: 1 part: 'first' (the free units and the admission batch not yet recorded), 'seats'
+-- ARGV: part, cursor, page
+-- REPLY: known, version, kind, next, items[], units, unrecorded: [admitted...: [attempt, serial, user, deadline_ms]]
+-- Arguments: 1 part: 'first' (the free units and the admission batch not yet recorded), 'seats'
 --       (free seats, SSCAN), 'active' (the active set, ZSCAN, each with its hold record) or
 --       'bought' (units per user, HSCAN); 2 the scan's cursor ('0' first); 3 page size.
 --       Scans, not ranks: a deadline moved (a checkout's) changes no version, and would move

@@ -6,7 +6,9 @@
 -- KEYS: 1 meta, 2 stock, 3 seats, 4 active, 5 holds, 6 owners, 7 users, 8 bought,
 --       9 unrecorded (an admission batch not yet in the ledger: the rebuilt active set is
 --       the ledger's, so that batch is gone), 10 sold (CONFIRMED attempts' hold records)
--- ARGV: 1-10 the settings (lib/settings.lua), 11 force: '1', '0', or
+-- ARGV: settings: [version, status, opens_at_ms, closes_at_ms, max_active, per_user_limit, rate_per_minute, kind, hold_ttl_ms, payment_ttl_ms], force, reset, free_units, n_seats, seats..., n_live, live...: [attempt, user, deadline_ms, hold], n_bought, bought...: [user, units], n_buyers, buyers...: [user, attempt, bought]
+-- REPLY: rebuilt
+-- Arguments: 1-10 the settings (lib/settings.lua), 11 force: '1', '0', or
 --       'v<version>': rebuild only if meta.version still reads that (the drift checker's
 --       repair, a compare-and-set: a change since its read leaves the sale alone; it keeps
 --       the unrecorded batch, whose attempts its snapshot carries, and the settings),

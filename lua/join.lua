@@ -4,7 +4,9 @@
 -- KEYS: 1 meta (hash), 2 seq (counter), 3 gone (zset), 4 users (hash user -> admitted
 --       attempt), 5 active (zset), 6 seen (zset waiting serial -> last sign of life, ms; only
 --       when abandonment is on), 7 bought (hash user -> units held or bought)
--- ARGV: 1 '1' to track presence for abandonment, then for each join: user id, attempt id
+-- ARGV: presence, join...: [user, attempt, now_ms]
+-- REPLY: join...: [status, attempt, position, waiting, measured_rate, configured_rate, serial, epoch]
+-- Arguments: 1 '1' to track presence for abandonment, then for each join: user id, attempt id
 --       (32 hex) to use if the user has no live attempt, now (ms)
 -- Returns eight values per join, in order: status, attempt, position, waiting, measured rate,
 --   configured rate, serial (0 unless queued), the line's epoch (meta.epoch); status is queued | active (already admitted, or bought: position 0) |

@@ -1,6 +1,8 @@
 -- lease: take or renew the right to admit for one sale (one admitter across replicas).
 -- KEYS: 1 lease, 2 fence (counter)
--- ARGV: 1 holder id, 2 ttl (ms)
+-- ARGV: holder, ttl_ms
+-- REPLY: fence
+-- Arguments: 1 holder id, 2 ttl (ms)
 -- Returns the fencing token (> 0) while the caller holds the lease, 0 otherwise.
 -- The lease value is "<fence>:<holder>"; a new holder always gets a larger fence.
 local current = redis.call('GET', KEYS[1])

@@ -1,6 +1,8 @@
 -- leave: take a waiting attempt out of the queue.
 -- KEYS: 1 meta, 2 gone, 3 seen, 4 owners, 5 left (hash attempt -> user)
--- ARGV: 1 attempt id, 2 user id
+-- ARGV: attempt, user
+-- REPLY: outcome
+-- Arguments: 1 attempt id, 2 user id
 -- Returns 'left' | 'not_queued' | 'not_found' (no such attempt for this user)
 local attempt, serial = waiting_entry(ARGV[2], queue_head())
 if attempt == ARGV[1] then

@@ -27,7 +27,9 @@
 --          entries and signs of life rewritten, each one's old serial mapped to its new one in
 --          <base>:renumbered; the last one ends the draw.
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 seen
--- ARGV: 1 seed, 2 how many serials (scan) or users (place) a call takes
+-- ARGV: seed, chunk
+-- REPLY: drawn
+-- Arguments: 1 seed, 2 how many serials (scan) or users (place) a call takes
 -- Returns -1 if the draw was made before (or the sale closed), -2 while it is being made, or
 -- how many were ordered when this call made it.
 local order, slots_key, signs = draw_keys()

@@ -5,7 +5,9 @@
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 owners (admitted attempt -> user), 5 active, 6 seen,
 --       7 abandoned (set), 8 left (hash attempt -> user, out of the queue out of turn),
 --       9 stock (counter), 10 seats (set of free seats), 11 holds (hash attempt -> take)
--- ARGV: 1 '1' when presence is tracked (abandonment is on), then for each lookup: attempt id,
+-- ARGV: presence, lookup...: [attempt, user]
+-- REPLY: waiting, measured_rate, configured_rate, known, rebuilt_at_ms, status, sold_out, epoch, lookup...: [owner, position, active, abandoned, serial]
+-- Arguments: 1 '1' when presence is tracked (abandonment is on), then for each lookup: attempt id,
 --       the asking user
 -- Returns the sale's {waiting, measured admissions per minute, configured rate per minute,
 --          known (1/0: the store holds this sale), rebuilt_at_ms (0 = never rebuilt), the

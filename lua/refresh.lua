@@ -4,7 +4,9 @@
 -- and, in the same call, the signs of life that replica gathered since its last refresh (those
 -- past one call's share go before it, lua/seen.lua).
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 seen, 5 departed, 6 stock, 7 seats, 8 holds
--- ARGV: 1 '1' when presence is tracked (abandonment is on), 2 the caller's epoch, 3 how many
+-- ARGV: presence, epoch, departed, most, seen...
+-- REPLY: known, epoch, head, last, waiting, measured_rate, configured_rate, rebuilt_at_ms, status, sold_out, from, drawn_from, first_drawn, last_drawn, departures...
+-- Arguments: 1 '1' when presence is tracked (abandonment is on), 2 the caller's epoch, 3 how many
 --       departures of that epoch the caller has, 4 the most departures to send, then the
 --       serials seen (waiting users who asked)
 -- Returns {known (1/0), epoch, head, last serial, waiting, measured rate, configured rate,

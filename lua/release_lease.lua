@@ -2,7 +2,9 @@
 -- takes it at its next tick rather than once the lease's TTL has run out. Anyone else's lease
 -- is left alone.
 -- KEYS: 1 lease
--- ARGV: 1 holder id
+-- ARGV: holder
+-- REPLY: released
+-- Arguments: 1 holder id
 -- Returns 1 if the lease was given up, 0 if the caller did not hold it.
 local current = redis.call('GET', KEYS[1])
 if current then

@@ -1,5 +1,7 @@
 -- stats: a sale's counters.
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 active, 5 stock, 6 seats
+-- ARGV: none
+-- REPLY: waiting, active, remaining, known, version
 -- Returns {waiting, active, remaining units or free seats, known (1/0: the store holds this
 --          sale; its counters are zero when not), meta.version}
 local meta = redis.call('HMGET', KEYS[1], 'kind', 'stock_initialised', 'head', 'version')

@@ -1,7 +1,9 @@
 -- unadmit: undo admit_batch for attempts the ledger could not record; they go back to their
 -- place (same serial) at the head of the queue, and are no longer a batch to record.
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 active, 5 unrecorded
--- ARGV: attempt1, serial1, user1, attempt2, serial2, user2, ...
+-- ARGV: admitted...: [attempt, serial, user]
+-- REPLY: unadmitted
+-- Arguments: attempt1, serial1, user1, attempt2, serial2, user2, ...
 local head = queue_head()
 local back = {}
 local lowest = head

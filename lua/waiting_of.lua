@@ -2,7 +2,9 @@
 -- buyer by user id (waiting attempts live here only). Reads only: asking for a user is not
 -- their sign of life.
 -- KEYS: 1 meta, 2 seq, 3 gone
--- ARGV: 1 user id
+-- ARGV: user
+-- REPLY: attempt?, position?, waiting?
+-- Arguments: 1 user id
 -- Returns {} when the user does not wait, else {attempt (32 hex), position, how many wait}.
 local head = queue_head()
 local attempt, serial = waiting_entry(ARGV[1], head)

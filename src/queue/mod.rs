@@ -38,6 +38,8 @@ pub mod memory;
 pub mod redis;
 mod redis_batches;
 mod redis_connection;
+mod redis_script;
+mod redis_scripts;
 
 use std::sync::Arc;
 use std::time::Duration;

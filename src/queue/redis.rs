@@ -5,214 +5,18 @@
 //! [`QueueError::Unavailable`] quickly.
 
 use std::future::Future;
-use std::sync::LazyLock;
 use std::time::Duration;
 
 use super::redis_batches::{Asked, Gathering};
 use super::redis_connection::RedisConnection;
-use ::redis::{FromRedisValue, Script, ScriptInvocation, Value};
+use super::redis_script::{Args, Counted, Each, Reply, Rest};
+use super::redis_scripts::*;
+use ::redis::{FromRedisValue, Value};
 use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::*;
 use crate::domain::{Stock, StockChange, StockKind};
-
-/// A script of `lua/`, with the keys of a sale it takes in its header's order: a call names
-/// the sale and the script adds its keys (`Lua::invoke`), so a key list cannot fall out of
-/// line with its script (a unit test checks each list against the script's `KEYS` header).
-struct Lua {
-    /// Its file under `lua/` (whose header the unit test reads).
-    #[cfg_attr(not(test), allow(dead_code))]
-    file: &'static str,
-    /// The names of its keys (`SaleKeys::key`), in the order of its `KEYS`.
-    keys: &'static [&'static str],
-    script: LazyLock<Script>,
-}
-
-impl Lua {
-    /// A call of the script on the sale whose keys `k` are.
-    fn invoke(&self, k: &SaleKeys) -> ScriptInvocation<'_> {
-        let mut inv = self.script.prepare_invoke();
-        for name in self.keys {
-            inv.key(k.key(name));
-        }
-        inv
-    }
-}
-
-macro_rules! lua {
-    ($name:ident, $file:literal, $keys:expr) => {
-        static $name: Lua = Lua {
-            file: $file,
-            keys: &$keys,
-            script: LazyLock::new(|| Script::new(include_str!(concat!("../../lua/", $file)))),
-        };
-    };
-    // A script with libraries of `lua/lib/` first (a layout, or functions).
-    ($name:ident, $($lib:literal),+ => $file:literal, $keys:expr) => {
-        static $name: Lua = Lua {
-            file: $file,
-            keys: &$keys,
-            script: LazyLock::new(|| {
-                Script::new(concat!(
-                    $(include_str!(concat!("../../lua/lib/", $lib)),)+
-                    include_str!(concat!("../../lua/", $file))
-                ))
-            }),
-        };
-    };
-}
-/// A script that touches the waiting queue: `lua/lib/queue.lua` (its layout) comes first.
-macro_rules! queue_lua {
-    ($name:ident, $file:literal, $keys:expr) => {
-        lua!($name, "queue.lua" => $file, $keys);
-    };
-}
-/// A script that applies a transition's change: `lua/lib/changes.lua` comes first.
-macro_rules! changes_lua {
-    ($name:ident, $file:literal, $keys:expr) => {
-        lua!($name, "changes.lua" => $file, $keys);
-    };
-}
-queue_lua!(
-    JOIN,
-    "join.lua",
-    ["meta", "seq", "gone", "users", "active", "seen", "bought"]
-);
-queue_lua!(
-    POSITION,
-    "position.lua",
-    [
-        "meta",
-        "seq",
-        "gone",
-        "owners",
-        "active",
-        "seen",
-        "abandoned",
-        "left",
-        "stock",
-        "seats",
-        "holds"
-    ]
-);
-queue_lua!(
-    LEAVE,
-    "leave.lua",
-    ["meta", "gone", "seen", "owners", "left"]
-);
-queue_lua!(
-    ADMIT_BATCH,
-    "admit_batch.lua",
-    [
-        "meta",
-        "seq",
-        "gone",
-        "active",
-        "owners",
-        "users",
-        "lease",
-        "seen",
-        "unrecorded"
-    ]
-);
-queue_lua!(
-    UNADMIT,
-    "unadmit.lua",
-    ["meta", "seq", "gone", "active", "unrecorded"]
-);
-queue_lua!(
-    ABANDON,
-    "abandon.lua",
-    ["meta", "seen", "gone", "abandoned", "left"]
-);
-queue_lua!(LOTTERY, "lottery.lua", ["meta", "seq", "gone", "seen"]);
-queue_lua!(WAITING_OF, "waiting_of.lua", ["meta", "seq", "gone"]);
-queue_lua!(
-    STATS,
-    "stats.lua",
-    ["meta", "seq", "gone", "active", "stock", "seats"]
-);
-queue_lua!(
-    FORGET_WAITING,
-    "forget_waiting.lua",
-    ["meta", "seq", "gone", "seen"]
-);
-queue_lua!(
-    REFRESH,
-    "refresh.lua",
-    ["meta", "seq", "gone", "seen", "departed", "stock", "seats", "holds"]
-);
-queue_lua!(SEEN, "seen.lua", ["meta", "seen"]);
-lua!(LEASE, "lease.lua", ["lease", "fence"]);
-lua!(RELEASE_LEASE, "release_lease.lua", ["lease"]);
-lua!(
-    HOLD,
-    "hold.lua",
-    ["meta", "active", "holds", "stock", "seats", "bought"]
-);
-changes_lua!(
-    RESTORE,
-    "restore.lua",
-    ["meta", "holds", "stock", "seats", "bought", "active", "sold"]
-);
-changes_lua!(
-    ADJUST_STOCK,
-    "adjust_stock.lua",
-    ["meta", "holds", "stock", "seats", "bought", "active", "sold"]
-);
-changes_lua!(
-    APPLY_SYNC,
-    "apply_sync.lua",
-    ["meta", "holds", "stock", "seats", "bought", "active", "sold", "synced"]
-);
-lua!(UNSYNCED, "unsynced.lua", ["synced"]);
-lua!(
-    HOLDINGS,
-    "holdings.lua",
-    [
-        "meta",
-        "stock",
-        "seats",
-        "active",
-        "holds",
-        "bought",
-        "unrecorded"
-    ]
-);
-lua!(INIT_SALE, "queue.lua", "settings.lua" => "init_sale.lua", ["meta", "stock", "seats", "active", "holds", "owners", "users", "bought", "unrecorded", "sold"]);
-lua!(PUT_SETTINGS, "settings.lua" => "put_settings.lua", ["meta"]);
-lua!(RECORDED, "recorded.lua", ["unrecorded"]);
-
-/// Every script above: [`RedisQueue::load_scripts`] puts them in Redis's script cache ahead of
-/// the calls (a unit test checks the list against the declarations).
-fn scripts() -> [&'static Lua; 23] {
-    [
-        &JOIN,
-        &POSITION,
-        &LEAVE,
-        &ADMIT_BATCH,
-        &UNADMIT,
-        &ABANDON,
-        &LOTTERY,
-        &WAITING_OF,
-        &STATS,
-        &FORGET_WAITING,
-        &REFRESH,
-        &SEEN,
-        &LEASE,
-        &RELEASE_LEASE,
-        &HOLD,
-        &RESTORE,
-        &ADJUST_STOCK,
-        &APPLY_SYNC,
-        &UNSYNCED,
-        &HOLDINGS,
-        &INIT_SALE,
-        &PUT_SETTINGS,
-        &RECORDED,
-    ]
-}
 
 /// Change ids asked about in one call of the queue-sync replay (lua/unsynced.lua): a replay
 /// asks about as many as a busy sale changed in `workers.queue_sync_replay_secs` (up to
@@ -238,8 +42,8 @@ struct HoldingsPage {
     items: Vec<String>,
     /// Free units (the first page).
     units: i64,
-    /// The admission batch not yet recorded, four fields an entry (the first page).
-    unrecorded: Vec<String>,
+    /// The admission batch not yet recorded (the first page).
+    unrecorded: Vec<AdmittedEntry>,
 }
 
 /// Serials (the scan) or users (the placing) a call of the lottery's draw takes
@@ -343,23 +147,23 @@ impl RedisQueue {
     async fn holdings_page(
         &self,
         sale: SaleId,
-        part: &str,
+        part: &'static str,
         cursor: &str,
     ) -> QueueResult<HoldingsPage> {
-        let k = self.keys(sale);
-        let mut inv = HOLDINGS.invoke(&k);
-        inv.arg(part).arg(cursor).arg(HOLDINGS_PAGE);
-        type Reply = (u8, u64, String, String, Vec<String>, i64, Vec<String>);
-        let (known, version, kind, next, items, units, unrecorded): Reply =
-            self.run("holdings", &inv).await?;
+        let args = HoldingsArgs {
+            part,
+            cursor: cursor.to_owned(),
+            page: HOLDINGS_PAGE,
+        };
+        let page = self.call("holdings", &HOLDINGS, sale, &args).await?;
         Ok(HoldingsPage {
-            known: known == 1,
-            version,
-            kind,
-            next,
-            items,
-            units,
-            unrecorded,
+            known: page.known == 1,
+            version: page.version,
+            kind: page.kind,
+            next: page.next,
+            items: page.items,
+            units: page.units,
+            unrecorded: page.unrecorded.0.admitted.0,
         })
     }
 
@@ -369,7 +173,7 @@ impl RedisQueue {
     async fn holdings_pages(
         &self,
         sale: SaleId,
-        part: &str,
+        part: &'static str,
         mut take: impl FnMut(Vec<String>) -> QueueResult<()>,
     ) -> QueueResult<()> {
         let mut cursor = "0".to_owned();
@@ -383,14 +187,21 @@ impl RedisQueue {
         }
     }
 
-    /// Runs a script; `call` names the operation in the call-duration metric.
-    async fn run<T: FromRedisValue>(
+    /// Runs `script` on `sale`'s keys with `args`; `call` names the operation in the
+    /// call-duration metric. A reply that is not the script's type is a protocol error
+    /// naming the script.
+    async fn call<A: Args, R: Reply>(
         &self,
         call: &'static str,
-        invocation: &ScriptInvocation<'_>,
-    ) -> QueueResult<T> {
+        script: &Lua<A, R>,
+        sale: SaleId,
+        args: &A,
+    ) -> QueueResult<R> {
+        let k = self.keys(sale);
+        let invocation = script.invoke(|name| k.key(name), args);
         let mut conn = self.conn.clone();
-        self.timed(call, invocation.invoke_async(&mut conn)).await
+        let reply: Value = self.timed(call, invocation.invoke_async(&mut conn)).await?;
+        R::decode(&reply).map_err(|e| QueueError::Protocol(format!("lua/{}: {e}", script.file)))
     }
 
     /// Loads the scripts Redis's script cache lacks (one `SCRIPT EXISTS` when it has them all;
@@ -403,14 +214,14 @@ impl RedisQueue {
         let mut exists = ::redis::cmd("SCRIPT");
         exists.arg("EXISTS");
         for script in all {
-            exists.arg(script.script.get_hash());
+            exists.arg(script.script().get_hash());
         }
         let cached: Vec<bool> = self.cmd("script_exists", &exists).await?;
         let mut loaded = 0;
         for (script, cached) in all.iter().zip(cached) {
             if !cached {
                 let mut conn = self.conn.clone();
-                self.timed("script_load", script.script.load_async(&mut conn))
+                self.timed("script_load", script.script().load_async(&mut conn))
                     .await?;
                 loaded += 1;
             }
@@ -451,17 +262,19 @@ impl RedisQueue {
 }
 
 /// A sale's settings as `lua/lib/settings.lua` takes them, as of the ledger's `version`.
-fn settings_args(inv: &mut ::redis::ScriptInvocation<'_>, sale: &Sale, version: u64) {
-    inv.arg(version)
-        .arg(sale.status.as_str())
-        .arg(sale.opens_at.timestamp_millis())
-        .arg(sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0))
-        .arg(sale.admission.max_active)
-        .arg(sale.per_user_limit)
-        .arg(sale.admission.rate_per_minute)
-        .arg(sale.stock.kind().as_str())
-        .arg(sale.ttls.hold_secs as u64 * 1000)
-        .arg(sale.ttls.payment_secs as u64 * 1000);
+fn settings_args(sale: &Sale, version: u64) -> SettingsArgs {
+    SettingsArgs {
+        version,
+        status: sale.status.as_str(),
+        opens_at_ms: sale.opens_at.timestamp_millis(),
+        closes_at_ms: sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0),
+        max_active: sale.admission.max_active,
+        per_user_limit: sale.per_user_limit,
+        rate_per_minute: sale.admission.rate_per_minute,
+        kind: sale.stock.kind().as_str(),
+        hold_ttl_ms: sale.ttls.hold_secs as u64 * 1000,
+        payment_ttl_ms: sale.ttls.payment_secs as u64 * 1000,
+    }
 }
 
 impl RedisQueue {
@@ -474,82 +287,83 @@ impl RedisQueue {
         snapshot: &SaleSnapshot,
         force: &str,
     ) -> QueueResult<bool> {
-        let k = self.keys(sale.id);
-        let mut inv = INIT_SALE.invoke(&k);
-        settings_args(&mut inv, sale, settings_version);
-        inv.arg(force).arg(if snapshot.reset { 1 } else { 0 });
-        match &snapshot.free {
-            Stock::Quantity(n) => inv.arg(*n).arg(0),
-            Stock::Seats(seats) => inv.arg(0).arg(seats.len()).arg(seats),
+        let (free_units, seats) = match &snapshot.free {
+            Stock::Quantity(n) => (*n, Vec::new()),
+            Stock::Seats(seats) => (0, seats.clone()),
         };
-        inv.arg(snapshot.live.len());
-        for live in &snapshot.live {
-            inv.arg(local(live.attempt))
-                .arg(live.user.as_str())
-                .arg(live.deadline_ms)
-                .arg(
-                    live.hold
-                        .as_ref()
-                        .map(|t| hold_record(t, &live.user))
-                        .unwrap_or_default(),
-                );
-        }
-        inv.arg(snapshot.bought.len());
-        for (user, units) in &snapshot.bought {
-            inv.arg(user.as_str()).arg(*units);
-        }
-        inv.arg(snapshot.buyers.len());
-        for buyer in &snapshot.buyers {
-            inv.arg(buyer.user.as_str()).arg(local(buyer.attempt)).arg(
-                buyer
-                    .bought
-                    .as_ref()
-                    .map(|t| hold_record(t, &buyer.user))
-                    .unwrap_or_default(),
-            );
-        }
-        let rebuilt: i64 = self.run("init_sale", &inv).await?;
-        Ok(rebuilt == 1)
+        let live = snapshot.live.iter().map(|live| LiveArgs {
+            attempt: local(live.attempt),
+            user: live.user.to_string(),
+            deadline_ms: live.deadline_ms,
+            hold: live
+                .hold
+                .as_ref()
+                .map(|t| hold_record(t, &live.user))
+                .unwrap_or_default(),
+        });
+        let bought = snapshot.bought.iter().map(|(user, units)| BoughtArgs {
+            user: user.to_string(),
+            units: *units,
+        });
+        let buyers = snapshot.buyers.iter().map(|buyer| BuyerArgs {
+            user: buyer.user.to_string(),
+            attempt: local(buyer.attempt),
+            bought: buyer
+                .bought
+                .as_ref()
+                .map(|t| hold_record(t, &buyer.user))
+                .unwrap_or_default(),
+        });
+        let args = InitArgs {
+            settings: settings_args(sale, settings_version),
+            force: force.to_owned(),
+            reset: snapshot.reset.into(),
+            free_units,
+            seats: Counted(Rest(seats)),
+            live: Counted(Each(live.collect())),
+            bought: Counted(Each(bought.collect())),
+            buyers: Counted(Each(buyers.collect())),
+        };
+        let reply = self.call("init_sale", &INIT_SALE, sale.id, &args).await?;
+        Ok(reply.rebuilt == 1)
     }
 
     /// Joins `asks` (users of `sale`, each with the time of their join, ms) in their order: one
     /// call of `lua/join.lua`, one outcome per ask.
     async fn joins(&self, sale: SaleId, asks: &[(UserId, i64)]) -> QueueResult<Vec<JoinOutcome>> {
-        let k = self.keys(sale);
-        let mut inv = JOIN.invoke(&k);
-        inv.arg(self.tracks_presence());
-        for (user, now_ms) in asks {
-            inv.arg(user.as_str())
-                .arg(local(AttemptId::new(sale)))
-                .arg(*now_ms);
+        let join = asks.iter().map(|(user, now_ms)| JoinAsk {
+            user: user.to_string(),
+            attempt: local(AttemptId::new(sale)),
+            now_ms: *now_ms,
+        });
+        let args = JoinArgs {
+            presence: self.tracks_presence(),
+            join: Each(join.collect()),
+        };
+        let reply = self.call("join", &JOIN, sale, &args).await?;
+        if reply.join.0.len() != asks.len() {
+            return Err(protocol("join", &reply.join.0.len()));
         }
-        let reply: Vec<Value> = self.run("join", &inv).await?;
-        if reply.len() != 8 * asks.len() {
-            return Err(protocol("join", &reply));
-        }
-        let rate = |v: &Value| text(v).parse().unwrap_or(0.0);
-        // Eight values a join (the length is checked above).
-        let outcome = |join: &[Value]| {
-            let (status, attempt, position, waiting) = (&join[0], &join[1], &join[2], &join[3]);
-            Ok(match text(status).as_str() {
+        let outcome = |join: Joined| {
+            Ok(match join.status.as_str() {
                 "queued" => JoinOutcome::Queued {
-                    attempt: attempt_of(sale, &text(attempt))?,
-                    position: number(position) as u64,
-                    waiting: number(waiting) as u64,
-                    measured_rate: rate(&join[4]),
-                    configured_rate: rate(&join[5]),
-                    serial: number(&join[6]) as u64,
-                    epoch: text(&join[7]),
+                    attempt: attempt_of(sale, &join.attempt)?,
+                    position: join.position.max(0) as u64,
+                    waiting: join.waiting.max(0) as u64,
+                    measured_rate: join.measured_rate,
+                    configured_rate: join.configured_rate,
+                    serial: join.serial.max(0) as u64,
+                    epoch: join.epoch,
                 },
                 "active" => JoinOutcome::Active {
-                    attempt: attempt_of(sale, &text(attempt))?,
+                    attempt: attempt_of(sale, &join.attempt)?,
                 },
                 "unknown" => JoinOutcome::UnknownSale,
                 "closed" => JoinOutcome::Closed,
-                _ => return Err(protocol("join", &join)),
+                other => return Err(protocol("join", &other)),
             })
         };
-        reply.chunks_exact(8).map(outcome).collect()
+        reply.join.0.into_iter().map(outcome).collect()
     }
 
     /// Where `asks` (attempts of `sale`, each with the user who asks) stand: one call of
@@ -559,52 +373,33 @@ impl RedisQueue {
         sale: SaleId,
         asks: &[(AttemptId, UserId)],
     ) -> QueueResult<Vec<QueueView>> {
-        let k = self.keys(sale);
-        let mut inv = POSITION.invoke(&k);
-        inv.arg(self.tracks_presence());
-        for (attempt, user) in asks {
-            inv.arg(local(*attempt)).arg(user.as_str());
-        }
-        let reply: Vec<Value> = self.run("status", &inv).await?;
-        let Some((
-            [waiting, measured, configured, known, rebuilt, status, sold_out, epoch],
-            lookups,
-        )) = reply.split_first_chunk::<8>()
-        else {
-            return Err(protocol("position", &reply));
+        let lookup = asks.iter().map(|(attempt, user)| Lookup {
+            attempt: local(*attempt),
+            user: user.to_string(),
+        });
+        let args = PositionArgs {
+            presence: self.tracks_presence(),
+            lookup: Each(lookup.collect()),
         };
-        if lookups.len() != 5 * asks.len() {
-            return Err(protocol("position", &reply));
+        let reply = self.call("status", &POSITION, sale, &args).await?;
+        if reply.lookup.0.len() != asks.len() {
+            return Err(protocol("position", &reply.lookup.0.len()));
         }
-        let waiting = number(waiting) as u64;
-        let measured_rate = text(measured).parse().unwrap_or(0.0);
-        let configured_rate = text(configured).parse().unwrap_or(0.0);
-        let known_sale = number(known) == 1;
-        let rebuilt_at_ms = text(rebuilt).parse().unwrap_or(0);
-        let sale_closed = text(status) == SaleStatus::Closed.as_str();
-        let sold_out = number(sold_out) == 1;
-        let epoch = text(epoch);
-        // Five values a lookup (the length is checked above).
-        let views = lookups.chunks_exact(5).map(|lookup| {
-            let (owner, position, active, abandoned) =
-                (&lookup[0], &lookup[1], &lookup[2], &lookup[3]);
-            let position = number(position) as u64;
-            let serial = number(&lookup[4]) as u64;
-            QueueView {
-                owner: UserId::parse(&text(owner)).ok(),
-                position: (position > 0).then_some(position),
-                waiting,
-                active: number(active) == 1,
-                measured_rate,
-                configured_rate,
-                known_sale,
-                rebuilt_at_ms,
-                abandoned: number(abandoned) == 1,
-                sale_closed,
-                sold_out,
-                serial: (serial > 0).then_some(serial),
-                epoch: epoch.clone(),
-            }
+        let sale_closed = reply.status == SaleStatus::Closed.as_str();
+        let views = reply.lookup.0.into_iter().map(|place| QueueView {
+            owner: UserId::parse(&place.owner).ok(),
+            position: (place.position > 0).then_some(place.position as u64),
+            waiting: reply.waiting.max(0) as u64,
+            active: place.active == 1,
+            measured_rate: reply.measured_rate,
+            configured_rate: reply.configured_rate,
+            known_sale: reply.known == 1,
+            rebuilt_at_ms: reply.rebuilt_at_ms,
+            abandoned: place.abandoned == 1,
+            sale_closed,
+            sold_out: reply.sold_out == 1,
+            serial: (place.serial > 0).then_some(place.serial as u64),
+            epoch: reply.epoch.clone(),
         });
         Ok(views.collect())
     }
@@ -626,30 +421,19 @@ fn protocol(what: &str, v: &impl std::fmt::Debug) -> QueueError {
     QueueError::Protocol(format!("unexpected reply to {what}: {v:?}"))
 }
 
-fn text(v: &Value) -> String {
-    String::from_redis_value(v.clone()).unwrap_or_default()
-}
-
-fn number(v: &Value) -> i64 {
-    i64::from_redis_value(v.clone()).unwrap_or_default()
-}
-
 fn attempt_of(sale: SaleId, local: &str) -> QueueResult<AttemptId> {
     Uuid::parse_str(local)
         .map(|local| AttemptId { sale, local })
         .map_err(|_| protocol("attempt id", &local))
 }
 
-/// One admitted attempt as admit_batch.lua lists it: attempt, serial, user, deadline (ms).
-fn admitted_of(sale: SaleId, entry: &[String]) -> QueueResult<Admitted> {
-    let [attempt, seq, user, deadline] = entry else {
-        return Err(protocol("admitted", &entry));
-    };
+/// One admitted attempt as admit_batch.lua lists it.
+fn admitted_of(sale: SaleId, entry: &AdmittedEntry) -> QueueResult<Admitted> {
     Ok(Admitted {
-        attempt: attempt_of(sale, attempt)?,
-        seq: seq.parse().map_err(|_| protocol("seq", seq))?,
-        user: UserId::parse(user).map_err(|_| protocol("owner", user))?,
-        deadline_ms: deadline.parse().unwrap_or_default(),
+        attempt: attempt_of(sale, &entry.attempt)?,
+        seq: entry.serial,
+        user: UserId::parse(&entry.user).map_err(|_| protocol("owner", &entry.user))?,
+        deadline_ms: entry.deadline_ms,
     })
 }
 
@@ -702,11 +486,14 @@ impl QueueStore for RedisQueue {
         version: u64,
         forced: bool,
     ) -> QueueResult<Option<u64>> {
-        let mut inv = PUT_SETTINGS.invoke(&self.keys(sale.id));
-        settings_args(&mut inv, sale, version);
-        inv.arg(if forced { 1 } else { 0 });
-        let held: i64 = self.run("put_settings", &inv).await?;
-        Ok(u64::try_from(held).ok())
+        let args = PutSettingsArgs {
+            settings: settings_args(sale, version),
+            forced: forced.into(),
+        };
+        let held = self
+            .call("put_settings", &PUT_SETTINGS, sale.id, &args)
+            .await?;
+        Ok(u64::try_from(held.version).ok())
     }
 
     async fn settings_version(&self, sale: SaleId) -> QueueResult<Option<u64>> {
@@ -745,36 +532,33 @@ impl QueueStore for RedisQueue {
     }
 
     async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome> {
-        let k = self.keys(attempt.sale);
-        let mut inv = LEAVE.invoke(&k);
-        inv.arg(local(attempt)).arg(user.as_str());
-        let reply: String = self.run("leave", &inv).await?;
-        match reply.as_str() {
+        let args = LeaveArgs {
+            attempt: local(attempt),
+            user: user.to_string(),
+        };
+        let reply = self.call("leave", &LEAVE, attempt.sale, &args).await?;
+        match reply.outcome.as_str() {
             "left" => Ok(LeaveOutcome::Left),
             "not_queued" => Ok(LeaveOutcome::NotQueued),
             "not_found" => Ok(LeaveOutcome::NotFound),
-            _ => Err(protocol("leave", &reply)),
+            other => Err(protocol("leave", &other)),
         }
     }
 
     async fn waiting_of(&self, sale: SaleId, user: &UserId) -> QueueResult<Option<WaitingPlace>> {
-        let k = self.keys(sale);
-        let mut inv = WAITING_OF.invoke(&k);
-        inv.arg(user.as_str());
-        let reply: Vec<String> = self.run("waiting_of", &inv).await?;
-        if reply.is_empty() {
-            return Ok(None);
-        }
-        let [attempt, position, waiting] = reply.as_slice() else {
-            return Err(protocol("waiting_of", &reply.join(" ")));
+        let args = WaitingOfArgs {
+            user: user.to_string(),
         };
-        let number = |v: &str| v.parse::<u64>().map_err(|_| protocol("waiting_of", &v));
-        let local = Uuid::parse_str(attempt).map_err(|_| protocol("waiting_of", &attempt))?;
-        Ok(Some(WaitingPlace {
-            attempt: AttemptId { sale, local },
-            position: number(position)?,
-            waiting: number(waiting)?,
-        }))
+        let reply = self.call("waiting_of", &WAITING_OF, sale, &args).await?;
+        match (reply.attempt, reply.position, reply.waiting) {
+            (None, None, None) => Ok(None),
+            (Some(attempt), Some(position), Some(waiting)) => Ok(Some(WaitingPlace {
+                attempt: attempt_of(sale, &attempt)?,
+                position,
+                waiting,
+            })),
+            (attempt, _, _) => Err(protocol("waiting_of", &attempt)),
+        }
     }
 
     async fn refresh(
@@ -784,44 +568,38 @@ impl QueueStore for RedisQueue {
         departed: u64,
         seen: &[u64],
     ) -> QueueResult<LineDigest> {
-        let k = self.keys(sale);
-        let mut inv = REFRESH.invoke(&k);
-        inv.arg(self.tracks_presence())
-            .arg(epoch)
-            .arg(departed)
-            .arg(MAX_DEPARTURES);
-        if self.abandon_after_ms > 0 {
-            inv.arg(seen);
-        }
-        let reply: Vec<Value> = self.run("refresh", &inv).await?;
-        let Some((figures, departures)) = reply.split_first_chunk::<14>() else {
-            return Err(protocol("refresh", &reply));
+        let seen = if self.abandon_after_ms > 0 {
+            seen.to_vec()
+        } else {
+            Vec::new()
         };
-        let [known, epoch, head, last, waiting, measured, configured, rebuilt, status, sold_out, from, drawn_from, first_drawn, last_drawn] =
-            figures;
-        let rate = |v: &Value| text(v).parse().unwrap_or(0.0);
+        let args = RefreshArgs {
+            presence: self.tracks_presence(),
+            epoch: epoch.to_owned(),
+            departed,
+            most: MAX_DEPARTURES,
+            seen: Rest(seen),
+        };
+        let r = self.call("refresh", &REFRESH, sale, &args).await?;
         Ok(LineDigest {
             figures: LineFigures {
-                known: number(known) == 1,
-                epoch: text(epoch),
-                head: number(head) as u64,
-                last: number(last) as u64,
-                waiting: number(waiting).max(0) as u64,
-                measured_rate: rate(measured),
-                configured_rate: rate(configured),
-                rebuilt_at_ms: text(rebuilt).parse().unwrap_or(0),
-                sale_closed: text(status) == SaleStatus::Closed.as_str(),
-                sold_out: number(sold_out) == 1,
+                known: r.known == 1,
+                epoch: r.epoch,
+                head: r.head.max(0) as u64,
+                last: r.last.max(0) as u64,
+                waiting: r.waiting.max(0) as u64,
+                measured_rate: r.measured_rate,
+                configured_rate: r.configured_rate,
+                rebuilt_at_ms: r.rebuilt_at_ms,
+                sale_closed: r.status == SaleStatus::Closed.as_str(),
+                sold_out: r.sold_out == 1,
             },
-            from: number(from) as u64,
-            departures: departures
-                .iter()
-                .map(|d| text(d).parse().unwrap_or(0))
-                .collect(),
-            renumbered: (number(last_drawn) > 0).then(|| Renumbering {
-                from_epoch: text(drawn_from),
-                first: number(first_drawn) as u64,
-                last: number(last_drawn) as u64,
+            from: r.from.max(0) as u64,
+            departures: r.departures.0,
+            renumbered: (r.last_drawn > 0).then(|| Renumbering {
+                from_epoch: r.drawn_from,
+                first: r.first_drawn.max(0) as u64,
+                last: r.last_drawn as u64,
             }),
         })
     }
@@ -830,10 +608,11 @@ impl QueueStore for RedisQueue {
         if self.abandon_after_ms == 0 || serials.is_empty() {
             return Ok(());
         }
-        let k = self.keys(sale);
-        let mut inv = SEEN.invoke(&k);
-        inv.arg(epoch).arg(serials);
-        self.run("seen", &inv).await
+        let args = SeenArgs {
+            epoch: epoch.to_owned(),
+            serials: Rest(serials.to_vec()),
+        };
+        self.call("seen", &SEEN, sale, &args).await
     }
 
     async fn renumbered(
@@ -869,10 +648,11 @@ impl QueueStore for RedisQueue {
     }
 
     async fn lease(&self, sale: SaleId, holder: &str, ttl_ms: u64) -> QueueResult<Option<Lease>> {
-        let k = self.keys(sale);
-        let mut inv = LEASE.invoke(&k);
-        inv.arg(holder).arg(ttl_ms);
-        let fence: u64 = self.run("lease", &inv).await?;
+        let args = LeaseArgs {
+            holder: holder.to_owned(),
+            ttl_ms,
+        };
+        let fence = self.call("lease", &LEASE, sale, &args).await?.fence;
         Ok((fence > 0).then(|| Lease {
             value: format!("{fence}:{holder}"),
             fence,
@@ -880,10 +660,13 @@ impl QueueStore for RedisQueue {
     }
 
     async fn release_lease(&self, sale: SaleId, holder: &str) -> QueueResult<bool> {
-        let mut inv = RELEASE_LEASE.invoke(&self.keys(sale));
-        inv.arg(holder);
-        let released: i64 = self.run("release_lease", &inv).await?;
-        Ok(released == 1)
+        let args = ReleaseArgs {
+            holder: holder.to_owned(),
+        };
+        let reply = self
+            .call("release_lease", &RELEASE_LEASE, sale, &args)
+            .await?;
+        Ok(reply.released == 1)
     }
 
     async fn lease_holder(&self, sale: SaleId) -> QueueResult<Option<Lease>> {
@@ -904,28 +687,26 @@ impl QueueStore for RedisQueue {
         admission_ttl_ms: u64,
         measured_rate: f64,
     ) -> QueueResult<AdmitOutcome> {
-        let k = self.keys(sale);
-        let mut inv = ADMIT_BATCH.invoke(&k);
-        inv.arg(&lease.value)
-            .arg(wanted)
-            .arg(admission_ttl_ms)
-            .arg(FORGOTTEN_ACTIVE_GRACE_MS)
-            .arg(format!("{measured_rate:.3}"));
-        let reply: Vec<Value> = self.run("admit", &inv).await?;
-        let Some((status, rest)) = reply.split_first() else {
-            return Err(protocol("admit_batch", &reply));
+        let args = AdmitArgs {
+            lease: lease.value.clone(),
+            wanted,
+            admission_ttl_ms,
+            grace_ms: FORGOTTEN_ACTIVE_GRACE_MS,
+            measured_rate: format!("{measured_rate:.3}"),
         };
-        let fresh = match text(status).as_str() {
+        let reply = self.call("admit", &ADMIT_BATCH, sale, &args).await?;
+        let fresh = match reply.status.as_str() {
             "lease_lost" => return Ok(AdmitOutcome::LeaseLost),
             "ok" => true,
             "unrecorded" => false,
-            _ => return Err(protocol("admit_batch", &reply)),
+            other => return Err(protocol("admit_batch", &other)),
         };
-        let mut admitted = Vec::with_capacity(rest.len() / 4);
-        for chunk in rest.chunks_exact(4) {
-            let entry: Vec<String> = chunk.iter().map(text).collect();
-            admitted.push(admitted_of(sale, &entry)?);
-        }
+        let admitted = reply
+            .admitted
+            .0
+            .iter()
+            .map(|entry| admitted_of(sale, entry))
+            .collect::<QueueResult<Vec<_>>>()?;
         Ok(if fresh {
             AdmitOutcome::Admitted(admitted)
         } else {
@@ -934,9 +715,11 @@ impl QueueStore for RedisQueue {
     }
 
     async fn admissions_recorded(&self, sale: SaleId, first: AttemptId) -> QueueResult<()> {
-        let mut inv = RECORDED.invoke(&self.keys(sale));
-        inv.arg(local(first));
-        let _: i64 = self.run("admissions_recorded", &inv).await?;
+        let args = RecordedArgs {
+            first: local(first),
+        };
+        self.call("admissions_recorded", &RECORDED, sale, &args)
+            .await?;
         Ok(())
     }
 
@@ -944,12 +727,15 @@ impl QueueStore for RedisQueue {
         if admitted.is_empty() {
             return Ok(());
         }
-        let k = self.keys(sale);
-        let mut inv = UNADMIT.invoke(&k);
-        for a in admitted {
-            inv.arg(local(a.attempt)).arg(a.seq).arg(a.user.as_str());
-        }
-        let _: i64 = self.run("unadmit", &inv).await?;
+        let each = admitted.iter().map(|a| Unadmitted {
+            attempt: local(a.attempt),
+            serial: a.seq,
+            user: a.user.to_string(),
+        });
+        let args = UnadmitArgs {
+            admitted: Each(each.collect()),
+        };
+        self.call("unadmit", &UNADMIT, sale, &args).await?;
         Ok(())
     }
 
@@ -959,32 +745,43 @@ impl QueueStore for RedisQueue {
         user: &UserId,
         take: &Take,
     ) -> QueueResult<HoldOutcome> {
-        let k = self.keys(attempt.sale);
-        let mut inv = HOLD.invoke(&k);
-        inv.arg(local(attempt)).arg(user.as_str());
-        match take {
-            Take::Quantity(n) => inv.arg("q").arg(*n).arg(""),
-            Take::Seats(seats) => inv.arg("s").arg(seats.len()).arg(seats.join(",")),
+        let (kind, quantity, seats) = match take {
+            Take::Quantity(n) => ("q", *n as usize, String::new()),
+            Take::Seats(seats) => ("s", seats.len(), seats.join(",")),
         };
-        let reply: Vec<Value> = self.run("hold", &inv).await?;
-        let status = reply.first().map(text).unwrap_or_default();
-        let detail = reply.get(1);
-        Ok(match status.as_str() {
+        let args = HoldArgs {
+            attempt: local(attempt),
+            user: user.to_string(),
+            kind,
+            quantity,
+            seats,
+        };
+        let reply = self.call("hold", &HOLD, attempt.sale, &args).await?;
+        let detail = || {
+            reply
+                .detail
+                .clone()
+                .ok_or_else(|| protocol("hold", &reply.status))
+        };
+        let count = || {
+            detail()?
+                .parse::<i64>()
+                .map_err(|_| protocol("hold", &reply.detail))
+        };
+        Ok(match reply.status.as_str() {
             "held" => HoldOutcome::Held {
-                take: parse_take(&detail.map(text).unwrap_or_default())?,
+                take: parse_take(&detail()?)?,
             },
             "not_admitted" => HoldOutcome::NotAdmitted,
             "limit" => HoldOutcome::LimitReached {
-                already: detail.map(number).unwrap_or_default() as u32,
+                already: count()?.max(0) as u32,
             },
             "sold_out" => HoldOutcome::SoldOut {
-                remaining: detail.map(number).unwrap_or_default().max(0) as u32,
+                remaining: count()?.max(0) as u32,
             },
-            "seat_taken" => HoldOutcome::SeatTaken {
-                seat: detail.map(text).unwrap_or_default(),
-            },
+            "seat_taken" => HoldOutcome::SeatTaken { seat: detail()? },
             "wrong_kind" => HoldOutcome::WrongKind,
-            _ => return Err(protocol("hold", &reply)),
+            other => return Err(protocol("hold", &other)),
         })
     }
 
@@ -993,54 +790,66 @@ impl QueueStore for RedisQueue {
         attempt: AttemptId,
         keep_slot_until_ms: Option<i64>,
     ) -> QueueResult<bool> {
-        let mut inv = RESTORE.invoke(&self.keys(attempt.sale));
-        inv.arg(local(attempt)).arg(
-            keep_slot_until_ms
+        let args = RestoreArgs {
+            attempt: local(attempt),
+            keep_slot_until_ms: keep_slot_until_ms
                 .map(|ms| ms.to_string())
                 .unwrap_or_default(),
-        );
-        let restored: i64 = self.run("restore", &inv).await?;
-        Ok(restored == 1)
+        };
+        let reply = self.call("restore", &RESTORE, attempt.sale, &args).await?;
+        Ok(reply.restored == 1)
     }
 
     async fn adjust_stock(&self, sale: SaleId, change: &StockChange) -> QueueResult<bool> {
-        let mut inv = ADJUST_STOCK.invoke(&self.keys(sale));
-        inv.arg(change.field());
-        match change {
-            StockChange::Add(n) | StockChange::Withdraw(n) => inv.arg(*n),
-            StockChange::AddSeats(seats) | StockChange::WithdrawSeats(seats) => inv.arg(seats),
+        let amount = match change {
+            StockChange::Add(n) | StockChange::Withdraw(n) => vec![n.to_string()],
+            StockChange::AddSeats(seats) | StockChange::WithdrawSeats(seats) => seats.clone(),
         };
-        let applied: i64 = self.run("adjust_stock", &inv).await?;
-        Ok(applied == 1)
+        let args = AdjustArgs {
+            change: change.field(),
+            amount: Rest(amount),
+        };
+        let reply = self
+            .call("adjust_stock", &ADJUST_STOCK, sale, &args)
+            .await?;
+        Ok(reply.applied == 1)
     }
 
     async fn apply_sync(&self, sync: &PendingSync) -> QueueResult<bool> {
-        let mut inv = APPLY_SYNC.invoke(&self.keys(sync.attempt.sale));
-        inv.arg(sync.id)
-            .arg(sync.change.as_str())
-            .arg(local(sync.attempt))
-            .arg(SYNCED_KEEP_MS);
-        let applied: i64 = self.run(sync.change.as_str(), &inv).await?;
-        Ok(applied == 1)
+        let args = ApplySyncArgs {
+            id: sync.id,
+            change: sync.change.as_str(),
+            attempt: local(sync.attempt),
+            keep_ms: SYNCED_KEEP_MS,
+        };
+        let reply = self
+            .call(sync.change.as_str(), &APPLY_SYNC, sync.attempt.sale, &args)
+            .await?;
+        Ok(reply.applied == 1)
     }
 
     async fn unsynced(&self, sale: SaleId, ids: &[i64]) -> QueueResult<Vec<i64>> {
-        let k = self.keys(sale);
         let mut missing = Vec::new();
         for chunk in ids.chunks(UNSYNCED_CHUNK) {
-            let mut inv = UNSYNCED.invoke(&k);
-            inv.arg(chunk);
-            let part: Vec<i64> = self.run("unsynced", &inv).await?;
-            missing.extend(part);
+            let args = UnsyncedArgs {
+                ids: Rest(chunk.to_vec()),
+            };
+            let part = self.call("unsynced", &UNSYNCED, sale, &args).await?;
+            missing.extend(part.missing.0);
         }
         Ok(missing)
     }
 
     async fn forget_waiting(&self, sale: SaleId) -> QueueResult<u64> {
         let k = self.keys(sale);
-        let inv = FORGET_WAITING.invoke(&k);
-        let (waiting, first, last, user_buckets): (u64, i64, i64, i64) =
-            self.run("forget_waiting", &inv).await?;
+        let Forgotten {
+            waiting,
+            first_bucket: first,
+            last_bucket: last,
+            user_buckets,
+        } = self
+            .call("forget_waiting", &FORGET_WAITING, sale, &NoArgs {})
+            .await?;
         // Nobody waits any more: the buckets are dead weight, deleted a chunk a call. Cut
         // short, they stay until the next call names them again; the count stands.
         let buckets = (first..=last)
@@ -1060,16 +869,13 @@ impl QueueStore for RedisQueue {
     }
 
     async fn stats(&self, sale: SaleId) -> QueueResult<QueueStats> {
-        let k = self.keys(sale);
-        let inv = STATS.invoke(&k);
-        let (waiting, active, remaining, known, version): (u64, u64, u64, u8, u64) =
-            self.run("stats", &inv).await?;
+        let s = self.call("stats", &STATS, sale, &NoArgs {}).await?;
         Ok(QueueStats {
-            waiting,
-            active,
-            remaining,
-            known: known == 1,
-            version,
+            waiting: s.waiting,
+            active: s.active,
+            remaining: s.remaining,
+            known: s.known == 1,
+            version: s.version,
         })
     }
 
@@ -1085,7 +891,7 @@ impl QueueStore for RedisQueue {
             bought: Default::default(),
             unrecorded: Vec::new(),
         };
-        for entry in first.unrecorded.chunks_exact(4) {
+        for entry in &first.unrecorded {
             holdings.unrecorded.push(admitted_of(sale, entry)?);
         }
         if StockKind::parse(&first.kind) == Some(StockKind::Seats) {
@@ -1141,11 +947,11 @@ impl QueueStore for RedisQueue {
         if self.abandon_after_ms == 0 {
             return Ok(0);
         }
-        let k = self.keys(sale);
-        let mut inv = ABANDON.invoke(&k);
-        inv.arg(self.abandon_after_ms).arg(limit);
-        let n: u64 = self.run("abandon", &inv).await?;
-        Ok(n)
+        let args = AbandonArgs {
+            idle_ms: self.abandon_after_ms,
+            limit,
+        };
+        Ok(self.call("abandon", &ABANDON, sale, &args).await?.abandoned)
     }
 
     async fn draw_lottery(
@@ -1154,14 +960,15 @@ impl QueueStore for RedisQueue {
         seed: &str,
         budget: Duration,
     ) -> QueueResult<LotteryDraw> {
-        let k = self.keys(sale);
-        let mut inv = LOTTERY.invoke(&k);
-        inv.arg(seed).arg(LOTTERY_CHUNK);
+        let args = LotteryArgs {
+            seed: seed.to_owned(),
+            chunk: LOTTERY_CHUNK,
+        };
         // A step a call until the draw is made or the budget is spent: each call makes
         // progress (or finds the draw made).
         let deadline = std::time::Instant::now() + budget;
         loop {
-            let n: i64 = self.run("lottery", &inv).await?;
+            let n = self.call("lottery", &LOTTERY, sale, &args).await?.drawn;
             return Ok(match n {
                 -2 if std::time::Instant::now() < deadline => continue,
                 -2 => LotteryDraw::UnderWay,
@@ -1189,81 +996,5 @@ impl QueueStore for RedisQueue {
     async fn controller(&self, sale: SaleId) -> QueueResult<Option<String>> {
         let key = self.keys(sale).key("controller");
         self.cmd("controller", ::redis::cmd("GET").arg(key)).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// A script declared and left out of [`super::scripts`] would not be loaded ahead.
-    #[test]
-    fn every_declared_script_is_loaded_ahead() {
-        let declarations = include_str!("redis.rs")
-            .lines()
-            .filter(|l| {
-                ["lua!(", "queue_lua!(", "changes_lua!("]
-                    .iter()
-                    .any(|m| l.starts_with(m))
-            })
-            .count();
-        assert_eq!(declarations, super::scripts().len());
-    }
-
-    /// The names in a script's `KEYS` header, in order: `N name` pairs, parenthesised notes
-    /// left out, up to its `ARGV` (or the end of the header). A script that takes the keys
-    /// of `lua/lib/changes.lua` says so, and may take more after them ("then 8 synced").
-    fn header_keys(file: &str) -> Vec<String> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lua");
-        let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        let header: String = text
-            .lines()
-            .take_while(|l| l.starts_with("--"))
-            .map(|l| l.trim_start_matches('-').trim())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let keys = &header[header.find("KEYS:").expect("a KEYS header") + 5..];
-        let keys = &keys[..keys.find("ARGV").unwrap_or(keys.len())];
-        let (mut names, mut depth, mut rest) = (Vec::new(), 0, String::new());
-        for c in keys.chars() {
-            match c {
-                '(' => depth += 1,
-                ')' => depth -= 1,
-                _ if depth == 0 => rest.push(c),
-                _ => {}
-            }
-        }
-        if rest.contains("as lua/lib/changes.lua") {
-            names = header_keys("lib/changes.lua");
-        }
-        let words: Vec<&str> = rest
-            .split(|c: char| c.is_whitespace() || c == ',' || c == '.')
-            .filter(|w| !w.is_empty())
-            .collect();
-        for pair in words.windows(2) {
-            if pair[0].parse::<usize>() == Ok(names.len() + 1)
-                && pair[1].chars().all(|c| c.is_ascii_lowercase() || c == '_')
-            {
-                names.push(pair[1].to_owned());
-            }
-        }
-        names
-    }
-
-    /// Each script's keys, as the code passes them, are the names of its header, in order:
-    /// a key added to a script and not to its call (or the other way round) fails here.
-    #[test]
-    fn each_script_takes_the_keys_its_header_names_in_order() {
-        assert_eq!(
-            header_keys("hold.lua"),
-            ["meta", "active", "holds", "stock", "seats", "bought"],
-            "the header reader reads a header"
-        );
-        for script in super::scripts() {
-            assert_eq!(
-                header_keys(script.file),
-                script.keys,
-                "lua/{}: its KEYS header and the keys its call passes",
-                script.file
-            );
-        }
     }
 }
