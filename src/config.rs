@@ -161,13 +161,66 @@ pub struct AuthConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaymentsConfig {
-    /// Shared HMAC-SHA256 secret of the payment provider's webhooks (at least 16 characters).
+    /// Who takes the payments: `sandbox` (the built-in test provider: pay at
+    /// `/sandbox/payments/{reference}`), `webhook` (the shop's own payment service posts
+    /// `Sluice-Signature` webhooks to `/v1/webhooks/payments`) or `stripe`. Unset: `sandbox`
+    /// when `payments.sandbox` is on, `webhook` otherwise.
+    pub provider: Option<ProviderName>,
+    /// Shared HMAC-SHA256 secret of the `sandbox` and `webhook` providers' webhooks (at least
+    /// 16 characters).
     pub webhook_secret: String,
     /// Webhooks whose timestamp is further than this from now are refused (replays).
     pub tolerance_secs: u64,
-    /// The sandbox payment provider (`/sandbox/payments/{reference}`): unset means on in
-    /// embedded mode and off with PostgreSQL. Never turn it on in production.
+    /// The sandbox payment provider (`/sandbox/payments/{reference}`) when `provider` is unset:
+    /// unset means on in embedded mode and off with PostgreSQL. Never turn it on in
+    /// production.
     pub sandbox: Option<bool>,
+    /// A payment that succeeds after its attempt expired (a race the provider won) is
+    /// refunded through the provider. Off: only a `refund_required` event, for the shop to
+    /// refund.
+    pub refund_late_payments: bool,
+    /// An attempt PAYMENT_PENDING this long is looked up at the provider by the reconciler,
+    /// so a webhook that never comes is not waited on.
+    pub reconcile_after_secs: u64,
+    /// The bound of one call to the provider (each retry its own).
+    pub call_timeout_ms: u64,
+    pub stripe: StripeConfig,
+}
+
+/// The payment providers sluice talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderName {
+    Sandbox,
+    Webhook,
+    Stripe,
+}
+
+impl ProviderName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderName::Sandbox => "sandbox",
+            ProviderName::Webhook => "webhook",
+            ProviderName::Stripe => "stripe",
+        }
+    }
+}
+
+/// Stripe, over PaymentIntents (`payments.provider = "stripe"`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StripeConfig {
+    /// The secret API key (`sk_live_…`, `sk_test_…`, or a restricted `rk_…`).
+    pub secret_key: String,
+    /// The publishable key the page's Stripe.js takes (`pk_…`).
+    pub publishable_key: String,
+    /// The signing secret of the webhook endpoint registered at Stripe (`whsec_…`): Stripe
+    /// posts to `/v1/webhooks/stripe`.
+    pub webhook_secret: String,
+    /// Stripe's API (the tests point it at a local server).
+    pub api_base: String,
+    /// Where the waiting page loads Stripe.js from.
+    pub js_url: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -331,9 +384,20 @@ impl Default for Config {
                 admission_key_seed_hex: None,
             },
             payments: PaymentsConfig {
+                provider: None,
                 webhook_secret: String::new(),
                 tolerance_secs: 300,
                 sandbox: None,
+                refund_late_payments: true,
+                reconcile_after_secs: 120,
+                call_timeout_ms: 5000,
+                stripe: StripeConfig {
+                    secret_key: String::new(),
+                    publishable_key: String::new(),
+                    webhook_secret: String::new(),
+                    api_base: "https://api.stripe.com".into(),
+                    js_url: "https://js.stripe.com/v3/".into(),
+                },
             },
             workers: WorkersConfig {
                 enabled: true,
@@ -472,7 +536,18 @@ impl Config {
 
     /// Whether the sandbox payment provider is served.
     pub fn sandbox_enabled(&self) -> bool {
-        self.payments.sandbox.unwrap_or(self.ledger_is_embedded())
+        self.payment_provider() == ProviderName::Sandbox
+    }
+
+    /// Who takes the payments (`payments.provider`, or what its absence means).
+    pub fn payment_provider(&self) -> ProviderName {
+        self.payments.provider.unwrap_or(
+            if self.payments.sandbox.unwrap_or(self.ledger_is_embedded()) {
+                ProviderName::Sandbox
+            } else {
+                ProviderName::Webhook
+            },
+        )
     }
 
     /// The ledger is the SQLite file of the data directory (no PostgreSQL configured).
@@ -517,11 +592,47 @@ impl Config {
         if self.auth.admin_key.len() < 16 {
             return bad("auth.admin_key", "must be set, at least 16 characters");
         }
-        if self.payments.webhook_secret.len() < 16 {
-            return bad(
-                "payments.webhook_secret",
-                "must be set, at least 16 characters",
-            );
+        match self.payment_provider() {
+            ProviderName::Sandbox | ProviderName::Webhook => {
+                if self.payments.webhook_secret.len() < 16 {
+                    return bad(
+                        "payments.webhook_secret",
+                        "must be set, at least 16 characters",
+                    );
+                }
+            }
+            ProviderName::Stripe => {
+                let stripe = &self.payments.stripe;
+                if !["sk_", "rk_"]
+                    .iter()
+                    .any(|p| stripe.secret_key.starts_with(p))
+                {
+                    return bad(
+                        "payments.stripe.secret_key",
+                        "must be set: a secret key (sk_…) or a restricted one (rk_…)",
+                    );
+                }
+                if !stripe.publishable_key.starts_with("pk_") {
+                    return bad("payments.stripe.publishable_key", "must be set (pk_…)");
+                }
+                if !stripe.webhook_secret.starts_with("whsec_") {
+                    return bad(
+                        "payments.stripe.webhook_secret",
+                        "must be set: the endpoint's signing secret (whsec_…)",
+                    );
+                }
+                for (key, url) in [
+                    ("payments.stripe.api_base", &stripe.api_base),
+                    ("payments.stripe.js_url", &stripe.js_url),
+                ] {
+                    if !(url.starts_with("https://") || url.starts_with("http://")) {
+                        return bad(key, "must be an http(s) URL");
+                    }
+                }
+            }
+        }
+        if self.payments.call_timeout_ms == 0 {
+            return bad("payments.call_timeout_ms", "must be at least 1");
         }
         match (
             &self.auth.user_jwt_hs256_secret,

@@ -109,6 +109,8 @@ pub enum AttemptEvent {
     Release,
     HoldTimeout,
     Checkout,
+    /// Checkout of a hold that costs nothing (a free claim): confirmed with no payment.
+    ClaimFree,
     PaymentSucceeded,
     PaymentFailed,
     PaymentTimeout,
@@ -117,7 +119,7 @@ pub enum AttemptEvent {
 }
 
 impl AttemptEvent {
-    pub const ALL: [AttemptEvent; 13] = [
+    pub const ALL: [AttemptEvent; 14] = [
         AttemptEvent::Admit,
         AttemptEvent::Leave,
         AttemptEvent::Abandon,
@@ -127,6 +129,7 @@ impl AttemptEvent {
         AttemptEvent::Release,
         AttemptEvent::HoldTimeout,
         AttemptEvent::Checkout,
+        AttemptEvent::ClaimFree,
         AttemptEvent::PaymentSucceeded,
         AttemptEvent::PaymentFailed,
         AttemptEvent::PaymentTimeout,
@@ -145,6 +148,7 @@ impl AttemptEvent {
             AttemptEvent::Release => "release",
             AttemptEvent::HoldTimeout => "hold_timeout",
             AttemptEvent::Checkout => "checkout",
+            AttemptEvent::ClaimFree => "claim_free",
             AttemptEvent::PaymentSucceeded => "payment_succeeded",
             AttemptEvent::PaymentFailed => "payment_failed",
             AttemptEvent::PaymentTimeout => "payment_timeout",
@@ -265,6 +269,7 @@ fn queued(event: AttemptEvent) -> Next {
         | AttemptEvent::Release
         | AttemptEvent::HoldTimeout
         | AttemptEvent::Checkout
+        | AttemptEvent::ClaimFree
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
         | AttemptEvent::PaymentTimeout
@@ -282,6 +287,7 @@ fn admitted(event: AttemptEvent) -> Next {
         | AttemptEvent::Release
         | AttemptEvent::HoldTimeout
         | AttemptEvent::Checkout
+        | AttemptEvent::ClaimFree
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
         | AttemptEvent::PaymentTimeout
@@ -293,6 +299,7 @@ fn hold(event: AttemptEvent) -> Next {
     match event {
         AttemptEvent::Admit | AttemptEvent::Hold | AttemptEvent::SaleClosed => Next::Stay,
         AttemptEvent::Checkout => Next::Go(AttemptState::PaymentPending),
+        AttemptEvent::ClaimFree => Next::Go(AttemptState::Confirmed),
         AttemptEvent::Release | AttemptEvent::Leave => expire(ExpiryReason::Released),
         AttemptEvent::HoldTimeout => expire(ExpiryReason::HoldTimeout),
         AttemptEvent::Abandon
@@ -313,7 +320,8 @@ fn payment_pending(event: AttemptEvent) -> Next {
         AttemptEvent::PaymentSucceeded => Next::Go(AttemptState::Confirmed),
         AttemptEvent::PaymentFailed => expire(ExpiryReason::PaymentFailed),
         AttemptEvent::PaymentTimeout => expire(ExpiryReason::PaymentTimeout),
-        AttemptEvent::Leave
+        AttemptEvent::ClaimFree
+        | AttemptEvent::Leave
         | AttemptEvent::Abandon
         | AttemptEvent::AdmissionTimeout
         | AttemptEvent::Release
@@ -329,6 +337,7 @@ fn confirmed(event: AttemptEvent) -> Next {
         AttemptEvent::Admit
         | AttemptEvent::Hold
         | AttemptEvent::Checkout
+        | AttemptEvent::ClaimFree
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
         | AttemptEvent::SaleClosed => Next::Stay,
@@ -361,7 +370,8 @@ fn expired(reason: ExpiryReason, event: AttemptEvent) -> Next {
         AttemptEvent::Refund
         | AttemptEvent::Admit
         | AttemptEvent::Hold
-        | AttemptEvent::Checkout => Next::Refuse,
+        | AttemptEvent::Checkout
+        | AttemptEvent::ClaimFree => Next::Refuse,
     }
 }
 

@@ -9,7 +9,7 @@ use AttemptEvent as E;
 #[test]
 fn transition_table() {
     // Columns in the order of AttemptEvent::ALL.
-    const EVENTS: [AttemptEvent; 13] = [
+    const EVENTS: [AttemptEvent; 14] = [
         E::Admit,
         E::Leave,
         E::Abandon,
@@ -19,6 +19,7 @@ fn transition_table() {
         E::Release,
         E::HoldTimeout,
         E::Checkout,
+        E::ClaimFree,
         E::PaymentSucceeded,
         E::PaymentFailed,
         E::PaymentTimeout,
@@ -26,14 +27,14 @@ fn transition_table() {
     ];
     assert_eq!(EVENTS, AttemptEvent::ALL);
     #[rustfmt::skip]
-    let rows: [(&str, [&str; 13]); 6] = [
-        //                admit       leave                    abandon              closed                  admission TTL                hold       release              hold TTL                 checkout           paid         failed                   payment TTL                 refund
-        ("QUEUED",          ["ADMITTED", "EXPIRED(left)",       "EXPIRED(abandoned)", "EXPIRED(sale_closed)", "-",                          "-",      "-",                  "-",                     "-",               "-",         "-",                     "-", "-"]),
-        ("ADMITTED",        ["=",        "EXPIRED(left)",       "-",                  "=",                    "EXPIRED(admission_timeout)", "HOLD",   "-",                  "-",                     "-",               "-",         "-",                     "-", "-"]),
-        ("HOLD",            ["=",        "EXPIRED(released)",   "-",                  "=",                    "-",                          "=",      "EXPIRED(released)",  "EXPIRED(hold_timeout)", "PAYMENT_PENDING", "-",         "-",                     "-", "-"]),
-        ("PAYMENT_PENDING", ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "CONFIRMED", "EXPIRED(payment_failed)", "EXPIRED(payment_timeout)", "-"]),
-        ("CONFIRMED",       ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "=",         "=",                     "-", "EXPIRED(refunded)"]),
-        ("EXPIRED",         ["-",        "=",                   "=",                  "=",                    "=",                          "-",      "=",                  "=",                     "-",               "=",         "=",                     "=", "-"]),
+    let rows: [(&str, [&str; 14]); 6] = [
+        //                admit       leave                    abandon              closed                  admission TTL                hold       release              hold TTL                 checkout           free         paid         failed                   payment TTL                 refund
+        ("QUEUED",          ["ADMITTED", "EXPIRED(left)",       "EXPIRED(abandoned)", "EXPIRED(sale_closed)", "-",                          "-",      "-",                  "-",                     "-",               "-",         "-",         "-",                     "-", "-"]),
+        ("ADMITTED",        ["=",        "EXPIRED(left)",       "-",                  "=",                    "EXPIRED(admission_timeout)", "HOLD",   "-",                  "-",                     "-",               "-",         "-",         "-",                     "-", "-"]),
+        ("HOLD",            ["=",        "EXPIRED(released)",   "-",                  "=",                    "-",                          "=",      "EXPIRED(released)",  "EXPIRED(hold_timeout)", "PAYMENT_PENDING", "CONFIRMED", "-",         "-",                     "-", "-"]),
+        ("PAYMENT_PENDING", ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "-",         "CONFIRMED", "EXPIRED(payment_failed)", "EXPIRED(payment_timeout)", "-"]),
+        ("CONFIRMED",       ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "=",         "=",         "=",                     "-", "EXPIRED(refunded)"]),
+        ("EXPIRED",         ["-",        "=",                   "=",                  "=",                    "=",                          "-",      "=",                  "=",                     "-",               "-",         "=",         "=",                     "=", "-"]),
     ];
     let mut checked = 0;
     for from in AttemptState::all() {

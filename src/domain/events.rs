@@ -122,14 +122,22 @@ impl DomainEvent {
         }
     }
 
-    /// The event a decision announces (see [`Decision::announces`]), if any.
-    pub fn for_decision(attempt: AttemptId, user: &str, decision: &Decision) -> Option<Self> {
+    /// The event a decision announces (see [`Decision::announces`]), if any; `amount` is
+    /// what the attempt's hold costs, when it has one and the sale is priced.
+    pub fn for_decision(
+        attempt: AttemptId,
+        user: &str,
+        decision: &Decision,
+        amount: Option<&super::Money>,
+    ) -> Option<Self> {
         let data = serde_json::json!({
             "user_id": user,
             "from": decision.from.name(),
             "to": decision.to.name(),
             "reason": decision.to.reason().map(ExpiryReason::as_str),
             "cause": decision.event.as_str(),
+            "amount": amount.map(|m| m.amount),
+            "currency": amount.map(|m| m.currency.code()),
         });
         Some(DomainEvent::new(
             decision.announces()?,

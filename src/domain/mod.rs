@@ -6,6 +6,7 @@ pub mod events;
 pub mod holding;
 pub mod ids;
 pub mod operator;
+pub mod price;
 pub mod proof_of_work;
 pub mod sale;
 pub mod signal_catalogue;
@@ -19,6 +20,7 @@ pub use events::{DomainEvent, EventType};
 pub use holding::{Buyer, LiveAttempt, SaleSnapshot, Take};
 pub use ids::{AttemptId, IdError, SaleId, UserId};
 pub use operator::{AdminAction, Operator, Role, Target};
+pub use price::{Category, Currency, Money, NewPrice, Price};
 pub use proof_of_work::ProofOfWork;
 pub use sale::{
     Admission, AdmissionMode, NewSale, Opening, Sale, SaleError, SaleStatus, Stock, StockKind, Ttls,

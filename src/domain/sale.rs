@@ -201,6 +201,8 @@ pub struct Sale {
     /// The work a join must show (off unless an admin asks for it).
     pub proof_of_work: super::ProofOfWork,
     pub opening: Opening,
+    /// What its units cost; `None`: not priced (holds have no amount).
+    pub price: Option<super::Price>,
     pub status: SaleStatus,
     pub created_at: DateTime<Utc>,
 }
@@ -254,6 +256,7 @@ pub struct NewSale {
     pub adaptive: Option<(u32, u32)>,
     /// `Some(seed)`: a lottery at the opening (an empty seed draws one); `None`: FIFO.
     pub lottery: Option<String>,
+    pub price: super::NewPrice,
 }
 
 impl NewSale {
@@ -298,6 +301,7 @@ impl NewSale {
             }
         }
         let admission = Admission::parse(self.rate_per_minute, self.max_active, self.adaptive)?;
+        let price = self.price.parse(&stock)?;
         let opens_at = self.opens_at.unwrap_or(now);
         if let Some(closes_at) = self.closes_at {
             if closes_at <= opens_at {
@@ -327,6 +331,7 @@ impl NewSale {
                 }
                 Some(seed) => Opening::LotteryAtOpen { seed },
             },
+            price,
             status: SaleStatus::Open,
             created_at: now,
         })
@@ -420,6 +425,7 @@ mod tests {
             max_active: 100,
             adaptive: None,
             lottery: None,
+            price: Default::default(),
         }
     }
 

@@ -211,7 +211,8 @@ pub(crate) async fn record_admissions<T: LedgerTx + ?Sized>(
     let ids: Vec<_> = new.iter().map(|a| a.attempt).collect();
     tx.audit_all(&ids, &decision).await?;
     for a in new {
-        if let Some(event) = DomainEvent::for_decision(a.attempt, a.user.as_str(), &decision) {
+        if let Some(event) = DomainEvent::for_decision(a.attempt, a.user.as_str(), &decision, None)
+        {
             tx.insert_event(&event).await?;
         }
     }

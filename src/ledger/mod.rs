@@ -7,6 +7,7 @@ pub mod breaker;
 mod flows;
 mod idempotency;
 mod outbox;
+mod payments;
 pub mod postgres;
 mod queue_sync;
 pub mod sql_types;
@@ -16,6 +17,7 @@ mod transition;
 
 pub use idempotency::{IdempotencyLedger, SavedResponse};
 pub use outbox::{OutboxEvent, OutboxLedger, RelayLease};
+pub use payments::{OpenPayment, PaymentLedger};
 pub use queue_sync::QueueSyncLedger;
 pub(crate) use queue_sync::{sale_versions_from, sync_rows_from};
 pub use support::{
@@ -139,6 +141,8 @@ pub struct AdmissionPlan {
 pub struct HeldStock {
     pub quantity: u32,
     pub seats: Vec<String>,
+    /// What it costs, fixed when it was taken (`None`: the sale is not priced).
+    pub amount: Option<crate::domain::Money>,
 }
 
 /// An attempt as the ledger knows it.
@@ -153,6 +157,10 @@ pub struct AttemptRecord {
     pub payment_expires_at: Option<DateTime<Utc>>,
     pub hold: Option<HeldStock>,
     pub payment_reference: Option<Uuid>,
+    /// The provider's id of the payment, once started there.
+    pub provider_payment_id: Option<String>,
+    /// The provider's last failed try of the payment (the buyer may try again).
+    pub payment_failure: Option<String>,
 }
 
 impl AttemptRecord {
@@ -282,11 +290,26 @@ pub struct LedgerStats {
     pub units_held: u64,
     pub units_paying: u64,
     pub units_sold: u64,
+    /// Money, in the sale's currency's smallest unit, of the holds of attempts in HOLD, in
+    /// PAYMENT_PENDING, CONFIRMED, and refunded (EXPIRED `refunded`); 0 when not priced.
+    pub money_held: u64,
+    pub money_paying: u64,
+    pub money_sold: u64,
+    pub money_refunded: u64,
+    /// The currency of the money figures (`None`: the sale is not priced).
+    pub currency: Option<crate::domain::Currency>,
 }
 
 #[async_trait]
 pub trait Ledger:
-    SupportLedger + IdempotencyLedger + OutboxLedger + QueueSyncLedger + Send + Sync + 'static
+    SupportLedger
+    + IdempotencyLedger
+    + OutboxLedger
+    + QueueSyncLedger
+    + PaymentLedger
+    + Send
+    + Sync
+    + 'static
 {
     async fn migrate(&self) -> LedgerResult<()>;
 
@@ -375,7 +398,7 @@ impl LedgerStats {
         remaining: u32,
         total: u32,
         rows: Vec<(String, Option<String>, i64)>,
-        units: Vec<(String, i64)>,
+        holds: Vec<(String, Option<String>, i64, Option<i64>)>,
     ) -> Self {
         let mut stats = LedgerStats {
             remaining,
@@ -398,12 +421,24 @@ impl LedgerStats {
                 Some(AttemptState::Queued) | None => {}
             }
         }
-        for (state, n) in units {
-            let n = n.max(0) as u64;
-            match AttemptState::from_parts(&state, None) {
-                Some(AttemptState::Hold) => stats.units_held += n,
-                Some(AttemptState::PaymentPending) => stats.units_paying += n,
-                Some(AttemptState::Confirmed) => stats.units_sold += n,
+        for (state, reason, units, amount) in holds {
+            let (n, money) = (units.max(0) as u64, amount.unwrap_or(0).max(0) as u64);
+            match AttemptState::from_parts(&state, reason.as_deref()) {
+                Some(AttemptState::Hold) => {
+                    stats.units_held += n;
+                    stats.money_held += money;
+                }
+                Some(AttemptState::PaymentPending) => {
+                    stats.units_paying += n;
+                    stats.money_paying += money;
+                }
+                Some(AttemptState::Confirmed) => {
+                    stats.units_sold += n;
+                    stats.money_sold += money;
+                }
+                Some(AttemptState::Expired {
+                    reason: ExpiryReason::Refunded,
+                }) => stats.money_refunded += money,
                 Some(
                     AttemptState::Queued | AttemptState::Admitted | AttemptState::Expired { .. },
                 )

@@ -164,11 +164,15 @@ async fn write<T: LedgerTx + ?Sized>(
         }
         tx.enter_state(id, decision.to).await?;
         tx.audit(id, &decision).await?;
-        if let Some(event) = DomainEvent::for_decision(id, record.user.as_str(), &decision) {
+    }
+    let record = tx.lock_attempt(id).await?.ok_or(LedgerError::NotFound)?;
+    if decision.changed {
+        let amount = record.hold.as_ref().and_then(|h| h.amount.as_ref());
+        if let Some(event) = DomainEvent::for_decision(id, record.user.as_str(), &decision, amount)
+        {
             tx.insert_event(&event).await?;
         }
     }
-    let record = tx.lock_attempt(id).await?.ok_or(LedgerError::NotFound)?;
     Ok((Step { decision, sync }, record))
 }
 
@@ -256,6 +260,7 @@ pub(crate) fn timeout_state(event: AttemptEvent) -> LedgerResult<(&'static str, 
         | AttemptEvent::Hold
         | AttemptEvent::Release
         | AttemptEvent::Checkout
+        | AttemptEvent::ClaimFree
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
         | AttemptEvent::Refund => Err(LedgerError::Other(format!("{event:?} is not a timeout"))),

@@ -190,6 +190,7 @@ mod tests {
             max_active: 10,
             adaptive: None,
             lottery: None,
+            price: Default::default(),
         }
         .parse(Utc::now())
         .unwrap();

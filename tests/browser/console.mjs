@@ -1,6 +1,7 @@
 // The operator console (/admin) end to end in headless Chromium on a laptop-sized screen: sign
 // in with the admin key, find a sale in the list, change its rate and see it take effect in
-// the sale's figures, look a buyer up by user id and refund the purchase behind a confirmation;
+// the sale's figures and takings, look a buyer up by user id (the purchase with its amount)
+// and refund the purchase behind a confirmation;
 // then a viewer key sees the sale and the buyer but no control, and a waiting buyer's place in
 // the queue; a Korean browser gets the
 // console in Korean. Each page is screenshotted into
@@ -73,6 +74,7 @@ try {
   const name = 'Autumn tour — Busan';
   const sale = (await admin('POST', '/v1/sales', {
     name, quantity: 5, per_user_limit: 2, rate_per_minute: 60000, max_active: 1000,
+    currency: 'KRW', unit_price: 55000,
   })).id;
   await buy('console-buyer', sale);
   await buy('console-other', sale);
@@ -91,6 +93,7 @@ try {
     // 2. The sale's page: charts, then a rate change that the figures take up.
     await row.getByRole('link', { name }).click();
     await waitText(page.locator('#sale-summary'), 'rate in force 60000/min', 'the sale page shows the rate in force');
+    await waitText(page.locator('#sale-summary'), 'sold ₩110,000', 'the sale page shows the takings');
     check(await page.locator('#chart-stock polyline').count() === 4, 'the stock chart draws four series');
     await page.getByLabel('Rate a minute').fill('1234');
     await page.getByRole('button', { name: 'Set admission' }).click();
@@ -101,7 +104,7 @@ try {
     // 3. A buyer looked up by user id; the purchase refunded behind a confirmation.
     await page.getByLabel('User id').fill('console-buyer');
     await page.getByRole('button', { name: 'Look up' }).click();
-    await waitText(page.locator('.attempt-state'), 'CONFIRMED', 'the buyer\'s purchase is found');
+    await waitText(page.locator('.attempt-state'), 'CONFIRMED · ₩55,000', 'the buyer\'s purchase is found, with its amount');
     check(await page.locator('#attempts td', { hasText: 'PAYMENT_PENDING → CONFIRMED' }).count() === 1, 'its trail is shown');
     page.once('dialog', (d) => { check(d.message().includes('Refund console-buyer'), 'the refund asks first'); d.dismiss(); });
     await page.getByRole('button', { name: 'Refund' }).click();

@@ -57,7 +57,7 @@ fn the_envelope_matches_what_is_serialised() {
         .collect();
     let attempt = AttemptId::new(SaleId::new());
     let hold = decide(AttemptState::Admitted, AttemptEvent::Hold).unwrap();
-    let event = DomainEvent::for_decision(attempt, "u", &hold).unwrap();
+    let event = DomainEvent::for_decision(attempt, "u", &hold, None).unwrap();
     let serialised = serde_json::to_value(&event).unwrap();
     let fields: BTreeSet<String> = serialised.as_object().unwrap().keys().cloned().collect();
     assert_eq!(fields, required);

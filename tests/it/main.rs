@@ -23,6 +23,7 @@ mod lifecycle;
 mod line;
 mod model;
 mod operators;
+mod prices;
 mod queue_store;
 mod reapers;
 mod rebuild;

@@ -1162,6 +1162,7 @@ fn sale(stock: Stock, max_active: u32) -> Sale {
         max_active,
         adaptive: None,
         lottery: None,
+        price: Default::default(),
     }
     .parse(Utc::now())
     .unwrap()

@@ -876,7 +876,9 @@ export interface components {
          * @example {
          *       "attempt": {
          *         "admission_expires_at": "2026-07-25T17:20:00+00:00",
+         *         "amount": 198000,
          *         "attempt_id": "0190a5c27d4e7c3a9b1f2e4d6a8c0b120190a5c3e1f07b2d8c4a6e2f1b3d5c70",
+         *         "currency": "KRW",
          *         "hold_expires_at": "2026-07-25T17:20:00+00:00",
          *         "payment_expires_at": "2026-07-25T17:20:00+00:00",
          *         "payment_reference": "5f0c2a4e-1b3d-4c6e-8a9b-7d2e4f6a8c0b",
@@ -1003,7 +1005,9 @@ export interface components {
          *       "attempts": [
          *         {
          *           "admission_expires_at": "2026-07-25T17:20:00+00:00",
+         *           "amount": 198000,
          *           "attempt_id": "0190a5c27d4e7c3a9b1f2e4d6a8c0b120190a5c3e1f07b2d8c4a6e2f1b3d5c70",
+         *           "currency": "KRW",
          *           "hold_expires_at": "2026-07-25T17:20:00+00:00",
          *           "payment_expires_at": "2026-07-25T17:20:00+00:00",
          *           "payment_reference": "5f0c2a4e-1b3d-4c6e-8a9b-7d2e4f6a8c0b",
@@ -1029,7 +1033,14 @@ export interface components {
         AttemptSummaryOut: {
             /** Format: date-time */
             admission_expires_at: string;
+            /**
+             * Format: uint64
+             * @description What its hold costs, in `currency`'s smallest unit (absent before its hold, or when
+             *     the sale is not priced).
+             */
+            amount?: number;
             attempt_id: string;
+            currency?: string;
             /** Format: date-time */
             hold_expires_at?: string;
             /** Format: date-time */
@@ -1046,6 +1057,34 @@ export interface components {
              */
             units: number;
             user_id: string;
+        };
+        /**
+         * CategoryIn
+         * @description A seat category of a new sale.
+         */
+        CategoryIn: {
+            /** @description 1 to 32 printable characters, unique in the sale. */
+            name: string;
+            /** @description Its seats, each one of the sale's. */
+            seats: string[];
+            /**
+             * Format: uint64
+             * @description A seat's price in the category, in the currency's smallest unit.
+             */
+            unit_price: number;
+        };
+        /**
+         * CategoryOut
+         * @description A seat category of a sale.
+         */
+        CategoryOut: {
+            name: string;
+            seats: string[];
+            /**
+             * Format: uint64
+             * @description A seat's price in the category, in the currency's smallest unit.
+             */
+            unit_price: number;
         };
         /**
          * ControllerOut
@@ -1080,6 +1119,7 @@ export interface components {
          * @example {
          *       "admission_mode": "manual",
          *       "admission_ttl_secs": 120,
+         *       "currency": "KRW",
          *       "hold_ttl_secs": 300,
          *       "max_active": 1000,
          *       "name": "Summer tour — Berlin",
@@ -1087,7 +1127,8 @@ export interface components {
          *       "payment_ttl_secs": 600,
          *       "per_user_limit": 4,
          *       "quantity": 3000,
-         *       "rate_per_minute": 600
+         *       "rate_per_minute": 600,
+         *       "unit_price": 99000
          *     }
          */
         CreateSale: {
@@ -1099,11 +1140,22 @@ export interface components {
              */
             admission_ttl_secs?: number;
             /**
+             * @description A named-seat sale's categories (VIP, R, S), each with its price and its seats (up to
+             *     100; a seat in one at most).
+             */
+            categories?: components["schemas"]["CategoryIn"][];
+            /**
              * Format: date-time
              * @description After it, joins are refused; those already waiting are still admitted in turn, and once
              *     nobody waits the sale closes by itself (closing it earlier stops admission).
              */
             closes_at?: string;
+            /**
+             * @description The currency of the sale's prices: an ISO 4217 code in capitals (`KRW`, `USD`). With
+             *     it, `unit_price` is required; a sale with neither is not priced (its holds carry no
+             *     amount, and only the `sandbox` and `webhook` providers take its payments).
+             */
+            currency?: string;
             /**
              * Format: uint32
              * @description How long a hold lasts before checkout, in seconds (1 to 86,400).
@@ -1170,6 +1222,13 @@ export interface components {
              *     `A-Z a-z 0-9 - _ :`.
              */
             seats?: string[];
+            /**
+             * Format: uint64
+             * @description The price of a unit (or of a seat in no category), in the currency's smallest unit as
+             *     payment providers count it (KRW: won; USD: cents), 0 to 1,000,000,000,000. 0 is a free
+             *     claim: checkout confirms at once, with no provider.
+             */
+            unit_price?: number;
         };
         /**
          * CreatedAdminKey
@@ -1263,6 +1322,15 @@ export interface components {
          */
         HoldOut: {
             /**
+             * Format: uint64
+             * @description What the hold costs, in `currency`'s smallest unit (KRW: won; USD: cents): the sum of
+             *     its units' prices when it was taken, and what checkout charges. Absent when the sale
+             *     is not priced.
+             */
+            amount?: number;
+            /** @description ISO 4217 code of `amount`. */
+            currency?: string;
+            /**
              * Format: date-time
              * @description Check out before this, or the units go back (while HOLD).
              */
@@ -1293,6 +1361,22 @@ export interface components {
             quantity?: number;
             /** @description Seats to hold: 1 to 100 unique seat ids. */
             seat_ids?: string[];
+        };
+        /**
+         * MoneyCounts
+         * @description A priced sale's money by state, in `currency`'s smallest unit: the amounts of the holds of
+         *     attempts in HOLD (`held`), PAYMENT_PENDING (`paying`), CONFIRMED (`sold`), and refunded.
+         */
+        MoneyCounts: {
+            currency: string;
+            /** Format: uint64 */
+            held: number;
+            /** Format: uint64 */
+            paying: number;
+            /** Format: uint64 */
+            refunded: number;
+            /** Format: uint64 */
+            sold: number;
         };
         /**
          * OfferOut
@@ -1494,6 +1578,7 @@ export interface components {
          *       "admission_mode": "adaptive",
          *       "admission_ttl_secs": 120,
          *       "created_at": "2026-07-25T17:20:00+00:00",
+         *       "currency": "KRW",
          *       "hold_ttl_secs": 300,
          *       "id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
          *       "max_active": 1000,
@@ -1509,17 +1594,21 @@ export interface components {
          *       "remaining": 2712,
          *       "status": "open",
          *       "stock_kind": "quantity",
-         *       "total": 3000
+         *       "total": 3000,
+         *       "unit_price": 99000
          *     }
          */
         SaleOut: {
             admission_mode: components["schemas"]["AdmissionModeName"];
             /** Format: uint32 */
             admission_ttl_secs: number;
+            categories?: components["schemas"]["CategoryOut"][];
             /** Format: date-time */
             closes_at?: string;
             /** Format: date-time */
             created_at: string;
+            /** @description The currency of its prices (ISO 4217); absent when the sale is not priced. */
+            currency?: string;
             /** Format: uint32 */
             hold_ttl_secs: number;
             id: string;
@@ -1560,6 +1649,11 @@ export interface components {
             stock_kind: components["schemas"]["StockKindName"];
             /** Format: uint32 */
             total: number;
+            /**
+             * Format: uint64
+             * @description A unit's price (or a seat's in no category), in the currency's smallest unit.
+             */
+            unit_price?: number;
         };
         /**
          * SalePage
@@ -1602,6 +1696,13 @@ export interface components {
          *         "released": 5
          *       },
          *       "holding": 96,
+         *       "money": {
+         *         "currency": "KRW",
+         *         "held": 14850000,
+         *         "paying": 6039000,
+         *         "refunded": 0,
+         *         "sold": 246411000
+         *       },
          *       "paying": 41,
          *       "remaining": 300,
          *       "total": 3000,
@@ -1632,6 +1733,7 @@ export interface components {
              * @description Attempts holding stock.
              */
             holding: number;
+            money?: components["schemas"]["MoneyCounts"];
             /**
              * Format: uint64
              * @description Attempts whose payment is pending.

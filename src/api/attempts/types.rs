@@ -83,6 +83,16 @@ pub struct HoldOut {
     #[oai(skip_serializing_if_is_none)]
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "rfc3339")]
     pub expires_at: Option<DateTime<Utc>>,
+    /// What the hold costs, in `currency`'s smallest unit (KRW: won; USD: cents): the sum of
+    /// its units' prices when it was taken, and what checkout charges. Absent when the sale
+    /// is not priced.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amount: Option<u64>,
+    /// ISO 4217 code of `amount`.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
 }
 
 /// The payment the provider is expected to report on.
@@ -207,6 +217,8 @@ impl From<AttemptView> for AttemptOut {
                 quantity: h.quantity,
                 seat_ids: h.seats,
                 expires_at: v.hold_expires_at,
+                amount: h.amount.as_ref().map(|m| m.amount),
+                currency: h.amount.map(|m| m.currency.to_string()),
             }),
             payment: v.payment_reference.map(|r| PaymentOut {
                 reference: r.to_string(),
@@ -268,6 +280,12 @@ pub struct AttemptSummaryOut {
     /// The seats, in a seat sale.
     #[oai(skip_serializing_if_is_none)]
     pub seat_ids: Option<Vec<String>>,
+    /// What its hold costs, in `currency`'s smallest unit (absent before its hold, or when
+    /// the sale is not priced).
+    #[oai(skip_serializing_if_is_none)]
+    pub amount: Option<u64>,
+    #[oai(skip_serializing_if_is_none)]
+    pub currency: Option<String>,
     /// The reference the payment provider knows the payment by (from checkout on).
     #[oai(skip_serializing_if_is_none)]
     pub payment_reference: Option<String>,
@@ -285,6 +303,7 @@ impl From<AttemptRecord> for AttemptSummaryOut {
             .as_ref()
             .map(|h| h.seats.clone())
             .filter(|s| !s.is_empty());
+        let money = r.hold.as_ref().and_then(|h| h.amount.clone());
         AttemptSummaryOut {
             attempt_id: r.id.to_string(),
             user_id: r.user.as_str().to_owned(),
@@ -292,6 +311,8 @@ impl From<AttemptRecord> for AttemptSummaryOut {
             reason: r.state.reason().map(Into::into),
             units: r.hold.as_ref().map_or(0, |h| h.quantity),
             seat_ids: seats,
+            amount: money.as_ref().map(|m| m.amount),
+            currency: money.map(|m| m.currency.to_string()),
             payment_reference: r.payment_reference.map(|p| p.to_string()),
             admission_expires_at: r.admission_expires_at,
             hold_expires_at: r.hold_expires_at,
@@ -308,6 +329,8 @@ fn example_attempt() -> AttemptSummaryOut {
         reason: None,
         units: 2,
         seat_ids: None,
+        amount: Some(198_000),
+        currency: Some("KRW".into()),
         payment_reference: Some("5f0c2a4e-1b3d-4c6e-8a9b-7d2e4f6a8c0b".into()),
         admission_expires_at: example_time(),
         hold_expires_at: Some(example_time()),
@@ -495,6 +518,8 @@ mod tests {
                 quantity: 2,
                 seat_ids: vec!["A-1".into(), "A-2".into()],
                 expires_at: Some(time),
+                amount: Some(198_000),
+                currency: Some("KRW".into()),
             }),
             payment: Some(PaymentOut {
                 reference: "ref".into(),
@@ -516,6 +541,8 @@ mod tests {
                 quantity: 1,
                 seat_ids: vec![],
                 expires_at: None,
+                amount: None,
+                currency: None,
             }),
             payment: Some(PaymentOut {
                 reference: "ref".into(),

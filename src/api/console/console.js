@@ -41,6 +41,7 @@
       powSet: 'Proof of work set.', stockDone: (op) => `Stock: ${op} done.`, refunded: 'Refunded.',
       noAttempt: (user) => `No attempt of ${user} in this sale.`,
       place: (position, waiting) => `waiting: place ${position} of ${waiting}`,
+      takings: (sold, pending, refunded) => `sold ${sold}, held or paying ${pending}, refunded ${refunded}`,
     },
     ko: {
       title: 'sluice 콘솔', signOut: '로그아웃', signInTitle: '로그인', adminKey: '관리자 키',
@@ -69,6 +70,7 @@
       powSet: '작업 증명을 설정했습니다.', stockDone: (op) => `재고: ${op} 완료.`, refunded: '환불했습니다.',
       noAttempt: (user) => `이 판매에 ${user}님의 시도가 없습니다.`,
       place: (position, waiting) => `대기 중: ${waiting}명 중 ${position}번째`,
+      takings: (sold, pending, refunded) => `판매 ${sold}, 확보·결제 중 ${pending}, 환불 ${refunded}`,
     },
   };
   const LANG = MESSAGES[document.documentElement.lang] ? document.documentElement.lang : 'en';
@@ -129,6 +131,13 @@
     route();
   }
 
+  // An amount in a currency's smallest unit (KRW: won; USD: cents), as the operator reads it.
+  function money(amount, currency) {
+    const format = new Intl.NumberFormat(LANG, { style: 'currency', currency });
+    const digits = format.resolvedOptions().maximumFractionDigits;
+    return format.format(amount / 10 ** digits);
+  }
+
   function cell(text, numeric) {
     const td = document.createElement('td');
     td.textContent = text;
@@ -187,13 +196,17 @@
   async function saleView(id) {
     show('sale');
     const draw = async () => {
-      const [sale, figures] = await Promise.all([
+      const [sale, figures, stats] = await Promise.all([
         api('GET', `/v1/sales/${id}`),
         api('GET', `/v1/sales/${id}/figures?minutes=60`),
+        api('GET', `/v1/sales/${id}/stats`).catch(() => null),
       ]);
       $('sale-name').textContent = sale.name;
       const last = figures.points[figures.points.length - 1];
-      $('sale-summary').textContent = `${t(sale.status)} · ${t('free', sale.remaining, sale.total)} · ` +
+      const m = stats && stats.money;
+      const takings = m ? `${t('takings', money(m.sold, m.currency), money(m.held + m.paying, m.currency),
+        money(m.refunded, m.currency))} · ` : '';
+      $('sale-summary').textContent = `${t(sale.status)} · ${t('free', sale.remaining, sale.total)} · ${takings}` +
         (last ? `${t('waiting', last.waiting)} · ${t('rateInForce', Math.round(last.rate_per_minute))}` +
           (last.decision ? ` ${t('controller', last.decision)}` : '') : t('noFigures'));
       chart($('chart-queue'), figures.points, [['waiting', t('seriesWaiting')], ['active', t('seriesActive')]]);
@@ -273,7 +286,8 @@
       const a = file.attempt;
       const box = document.createElement('article');
       const h = document.createElement('h4');
-      h.textContent = `${a.attempt_id.slice(0, 12)}… ${a.state}${a.reason ? ` (${a.reason})` : ''}`;
+      h.textContent = `${a.attempt_id.slice(0, 12)}… ${a.state}${a.reason ? ` (${a.reason})` : ''}` +
+        (a.amount !== undefined ? ` · ${money(a.amount, a.currency)}` : '');
       h.className = 'attempt-state';
       const table = document.createElement('table');
       for (const t of file.trail) {

@@ -11,7 +11,7 @@ use super::text::Text;
 use super::{parse_sale_id, ApiTags};
 use poem_openapi::types::ToJSON;
 
-use crate::domain::{NewSale, Operator, Role, SaleId, SaleStatus, Ttls, UserId};
+use crate::domain::{NewPrice, NewSale, Operator, Role, SaleId, SaleStatus, Ttls, UserId};
 use crate::ledger::SaleRecord;
 use crate::service::sales::SaleAudit;
 use crate::service::{self, idempotent, App, IdempotencyKey};
@@ -103,6 +103,19 @@ impl SalesApi {
                 b.min_rate_per_minute,
                 b.max_rate_per_minute,
             ),
+            price: NewPrice {
+                currency: b.currency.map(Text::into_inner),
+                unit_price: b.unit_price,
+                categories: b
+                    .categories
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|c| {
+                        let seats = c.seats.into_iter().map(Text::into_inner).collect();
+                        (c.name.into_inner(), c.unit_price, seats)
+                    })
+                    .collect(),
+            },
             lottery: match b.opening {
                 OpeningName::Fifo => None,
                 OpeningName::LotteryAtOpen => {

@@ -135,6 +135,51 @@ pub struct CreateSale {
         validator(max_length = 128, pattern = r"^[!-~]*$")
     )]
     pub lottery_seed: Option<Text>,
+    /// The currency of the sale's prices: an ISO 4217 code in capitals (`KRW`, `USD`). With
+    /// it, `unit_price` is required; a sale with neither is not priced (its holds carry no
+    /// amount, and only the `sandbox` and `webhook` providers take its payments).
+    #[oai(skip_serializing_if_is_none, validator(pattern = r"^[A-Z]{3}$"))]
+    pub currency: Option<Text>,
+    /// The price of a unit (or of a seat in no category), in the currency's smallest unit as
+    /// payment providers count it (KRW: won; USD: cents), 0 to 1,000,000,000,000. 0 is a free
+    /// claim: checkout confirms at once, with no provider.
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(minimum(value = "0"), maximum(value = "1000000000000"))
+    )]
+    pub unit_price: Option<u64>,
+    /// A named-seat sale's categories (VIP, R, S), each with its price and its seats (up to
+    /// 100; a seat in one at most).
+    #[oai(skip_serializing_if_is_none, validator(max_items = 100))]
+    pub categories: Option<Vec<CategoryIn>>,
+}
+
+/// A seat category of a new sale.
+#[derive(Debug, Clone, Object, serde::Serialize)]
+pub struct CategoryIn {
+    /// 1 to 32 printable characters, unique in the sale.
+    #[oai(validator(min_length = 1, max_length = 32))]
+    pub name: Text,
+    /// A seat's price in the category, in the currency's smallest unit.
+    #[oai(validator(minimum(value = "0"), maximum(value = "1000000000000")))]
+    pub unit_price: u64,
+    /// Its seats, each one of the sale's.
+    #[oai(validator(
+        min_items = 1,
+        max_items = 100000,
+        unique_items,
+        pattern = r"^[A-Za-z0-9_:-]{1,64}$"
+    ))]
+    pub seats: Vec<Text>,
+}
+
+/// A seat category of a sale.
+#[derive(Debug, Clone, Object)]
+pub struct CategoryOut {
+    pub name: String,
+    /// A seat's price in the category, in the currency's smallest unit.
+    pub unit_price: u64,
+    pub seats: Vec<String>,
 }
 
 /// How a sale's queue opens. Default: `fifo`.
@@ -211,6 +256,9 @@ impl poem_openapi::types::Example for CreateSale {
             max_rate_per_minute: None,
             opening: OpeningName::Fifo,
             lottery_seed: None,
+            currency: Some("KRW".into()),
+            unit_price: Some(99_000),
+            categories: None,
         }
     }
 }
@@ -269,6 +317,14 @@ pub struct SaleOut {
     /// `<lottery_seed>:<user id>`, ascending.
     #[oai(skip_serializing_if_is_none)]
     pub lottery_seed: Option<String>,
+    /// The currency of its prices (ISO 4217); absent when the sale is not priced.
+    #[oai(skip_serializing_if_is_none)]
+    pub currency: Option<String>,
+    /// A unit's price (or a seat's in no category), in the currency's smallest unit.
+    #[oai(skip_serializing_if_is_none)]
+    pub unit_price: Option<u64>,
+    #[oai(skip_serializing_if_is_none)]
+    pub categories: Option<Vec<CategoryOut>>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -296,6 +352,9 @@ impl poem_openapi::types::Example for SaleOut {
             proof_of_work_bits: 0,
             opening: OpeningName::Fifo,
             lottery_seed: None,
+            currency: Some("KRW".into()),
+            unit_price: Some(99_000),
+            categories: None,
             created_at: example_time(),
         }
     }
@@ -353,6 +412,18 @@ impl SaleOut {
                 Opening::LotteryAtOpen { .. } => OpeningName::LotteryAtOpen,
             },
             lottery_seed: s.opening.seed().map(str::to_owned),
+            currency: s.price.as_ref().map(|p| p.currency.to_string()),
+            unit_price: s.price.as_ref().map(|p| p.unit_price),
+            categories: s.price.as_ref().map(|p| {
+                p.categories
+                    .iter()
+                    .map(|c| CategoryOut {
+                        name: c.name.clone(),
+                        unit_price: c.unit_price,
+                        seats: c.seats.clone(),
+                    })
+                    .collect()
+            }),
             created_at: s.created_at,
         }
     }
@@ -589,6 +660,20 @@ pub struct SaleStatsOut {
     /// Units the sale has (as `units.total`).
     pub total: u32,
     pub units: UnitCounts,
+    /// Absent when the sale is not priced.
+    #[oai(skip_serializing_if_is_none)]
+    pub money: Option<MoneyCounts>,
+}
+
+/// A priced sale's money by state, in `currency`'s smallest unit: the amounts of the holds of
+/// attempts in HOLD (`held`), PAYMENT_PENDING (`paying`), CONFIRMED (`sold`), and refunded.
+#[derive(Debug, Clone, Object)]
+pub struct MoneyCounts {
+    pub currency: String,
+    pub held: u64,
+    pub paying: u64,
+    pub sold: u64,
+    pub refunded: u64,
 }
 
 /// A sale's units by state: `free + held + paying + sold = total`.
@@ -632,6 +717,13 @@ impl poem_openapi::types::Example for SaleStatsOut {
                 sold: 2489,
                 total: 3000,
             },
+            money: Some(MoneyCounts {
+                currency: "KRW".into(),
+                held: 14_850_000,
+                paying: 6_039_000,
+                sold: 246_411_000,
+                refunded: 0,
+            }),
         }
     }
 }
@@ -671,6 +763,13 @@ impl From<SaleStats> for SaleStatsOut {
                 sold: s.units_sold,
                 total: u64::from(s.total),
             },
+            money: s.currency.as_ref().map(|currency| MoneyCounts {
+                currency: currency.to_string(),
+                held: s.money_held,
+                paying: s.money_paying,
+                sold: s.money_sold,
+                refunded: s.money_refunded,
+            }),
         }
     }
 }

@@ -4,7 +4,9 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::{db_error, Conn, DbRow};
-use crate::domain::{AttemptId, AttemptState, Buyer, Decision, LiveAttempt, SaleId, Take, UserId};
+use crate::domain::{
+    AttemptId, AttemptState, Buyer, Currency, Decision, LiveAttempt, Money, SaleId, Take, UserId,
+};
 use crate::ledger::sql_types::{At, Seats, TextList};
 use crate::ledger::{AttemptRecord, HeldStock, LedgerError, LedgerResult};
 
@@ -14,7 +16,9 @@ macro_rules! select_attempts {
         concat!(
             "SELECT a.id, a.sale_id, a.user_id, a.seq, a.state, a.reason,
         a.admission_expires_at, a.hold_expires_at, a.payment_expires_at,
-        h.quantity AS hold_quantity, h.seat_ids AS hold_seats, p.reference AS payment_reference
+        h.quantity AS hold_quantity, h.seat_ids AS hold_seats, h.amount AS hold_amount,
+        h.currency AS hold_currency, p.reference AS payment_reference,
+        p.provider_payment_id, p.last_failure AS payment_failure
     FROM attempts a
     LEFT JOIN holds h ON h.attempt_id = a.id
     LEFT JOIN payments p ON p.attempt_id = a.id ",
@@ -39,6 +43,7 @@ pub(super) fn record_from_row(row: &DbRow) -> LedgerResult<AttemptRecord> {
                 .map_err(|_| bad("seats"))?
                 .unwrap_or_default()
                 .0,
+            amount: money_from_row(row, "hold_amount", "hold_currency")?,
         }),
         None => None,
     };
@@ -55,7 +60,27 @@ pub(super) fn record_from_row(row: &DbRow) -> LedgerResult<AttemptRecord> {
         payment_expires_at: row.get::<Option<At>, _>("payment_expires_at").map(|t| t.0),
         hold,
         payment_reference: row.get("payment_reference"),
+        provider_payment_id: row.get("provider_payment_id"),
+        payment_failure: row.get("payment_failure"),
     })
+}
+
+/// An amount and its currency, from two columns (both NULL: not priced).
+pub(super) fn money_from_row(
+    row: &DbRow,
+    amount: &str,
+    currency: &str,
+) -> LedgerResult<Option<Money>> {
+    let bad = || LedgerError::Other(format!("bad {amount} or {currency}"));
+    let amount: Option<i64> = row.try_get(amount).map_err(|_| bad())?;
+    let currency: Option<String> = row.try_get(currency).map_err(|_| bad())?;
+    match (amount, currency) {
+        (Some(amount), Some(code)) => Ok(Some(Money {
+            amount: u64::try_from(amount).map_err(|_| bad())?,
+            currency: Currency::parse(&code).map_err(|_| bad())?,
+        })),
+        _ => Ok(None),
+    }
 }
 
 /// The attempt, if it is one of its sale's.
@@ -160,11 +185,19 @@ pub(super) async fn take_units(conn: &mut Conn, id: AttemptId, take: &Take) -> L
     if claimed.len() < wanted {
         return Err(missing_seat(conn, id, seats, &claimed).await?);
     }
+    // The amount is the sum of the units' prices as the sale has them now: a seat's
+    // category's, or the sale's unit price (NULL when the sale is not priced).
     sqlx::query(concat!(
-        "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status, created_at)
-         VALUES ($1, $2, $3, $4, 'held', ",
+        "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status, created_at, amount,
+                           currency)
+         SELECT $1, $2, $3, $4, 'held', ",
         now!(),
-        ")"
+        ", (SELECT CAST(sum(coalesce(c.unit_price, s.unit_price)) AS BIGINT)
+              FROM stock_units u
+              LEFT JOIN sale_categories c ON c.sale_id = u.sale_id AND c.name = u.category
+              WHERE u.sale_id = $2 AND u.attempt_id = $1),
+            s.currency
+         FROM sales s WHERE s.id = $2"
     ))
     .bind(id.local)
     .bind(id.sale.0)

@@ -30,6 +30,7 @@ mod figures;
 mod idempotency;
 mod operators;
 mod outbox;
+mod payments;
 mod queue_sync;
 mod sales;
 mod support;
@@ -57,9 +58,9 @@ use crate::ledger::breaker::{Breaker, PROBE_EVERY, PROBE_TIMEOUT};
 use crate::ledger::{
     flows, metered, transition, AdminKeyRow, AdmissionPlan, Applied, AttemptQuery, AttemptRecord,
     Audit, AuditQuery, IdempotencyLedger, Ledger, LedgerError, LedgerResult, LedgerStats,
-    OutboxEvent, OutboxLedger, PaymentApplied, PaymentEventRow, PendingSync, QueueSyncLedger,
-    RelayLease, SaleChange, SaleFigures, SaleRecord, SaleSummary, SavedResponse, SupportLedger,
-    TransitionRow,
+    OpenPayment, OutboxEvent, OutboxLedger, PaymentApplied, PaymentEventRow, PaymentLedger,
+    PendingSync, QueueSyncLedger, RelayLease, SaleChange, SaleFigures, SaleRecord, SaleSummary,
+    SavedResponse, SupportLedger, TransitionRow,
 };
 use crate::queue::Admitted;
 
@@ -395,6 +396,43 @@ impl OutboxLedger for SqlLedger {
 
     async fn relay_lease(&self) -> LedgerResult<Option<Box<dyn RelayLease>>> {
         relay_lease(self.conn().await?).await
+    }
+}
+
+#[async_trait]
+impl PaymentLedger for SqlLedger {
+    async fn set_provider_payment(
+        &self,
+        attempt: AttemptId,
+        provider: &str,
+        id: &str,
+    ) -> LedgerResult<()> {
+        payments::set_provider_payment(&mut *self.conn().await?, attempt, provider, id).await
+    }
+
+    async fn payment_by_provider_id(
+        &self,
+        provider: &str,
+        id: &str,
+    ) -> LedgerResult<Option<(AttemptId, Uuid)>> {
+        payments::by_provider_id(&mut *self.conn().await?, provider, id).await
+    }
+
+    async fn set_payment_failure(&self, reference: Uuid, failure: &str) -> LedgerResult<()> {
+        payments::set_failure(&mut *self.conn().await?, reference, failure).await
+    }
+
+    async fn set_provider_refund(&self, attempt: AttemptId, refund_id: &str) -> LedgerResult<()> {
+        payments::set_refund(&mut *self.conn().await?, attempt, refund_id).await
+    }
+
+    async fn open_payments(
+        &self,
+        due: bool,
+        older_than_secs: u64,
+        limit: u32,
+    ) -> LedgerResult<Vec<OpenPayment>> {
+        payments::open(&mut *self.conn().await?, due, older_than_secs, limit).await
     }
 }
 

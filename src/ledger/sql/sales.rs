@@ -6,7 +6,8 @@ use sqlx::Row;
 
 use super::{db_error, insert_numbered_units, Conn, DbRow};
 use crate::domain::{
-    Admission, Opening, ProofOfWork, Sale, SaleId, SaleStatus, Stock, StockKind, Ttls,
+    Admission, Category, Currency, Opening, Price, ProofOfWork, Sale, SaleId, SaleStatus, Stock,
+    StockKind, Ttls,
 };
 use crate::ledger::sql_types::{At, TextList};
 #[cfg(doc)]
@@ -19,7 +20,7 @@ macro_rules! sale_columns {
         "id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
     admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active,
     adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status,
-    created_at"
+    created_at, currency, unit_price"
     };
 }
 
@@ -30,8 +31,9 @@ pub(super) async fn insert(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
         "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total,
             per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
             max_active, adaptive_min_rate, adaptive_max_rate, status, created_at, opening,
-            lottery_seed)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+            lottery_seed, currency, unit_price)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+                 $19, $20)",
     )
     .bind(sale.id.0)
     .bind(&sale.name)
@@ -51,18 +53,48 @@ pub(super) async fn insert(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
     .bind(At(sale.created_at))
     .bind(sale.opening.as_str())
     .bind(sale.opening.seed().unwrap_or_default())
+    .bind(sale.price.as_ref().map(|p| p.currency.code()))
+    .bind(sale.price.as_ref().map(|p| p.unit_price as i64))
     .execute(conn)
     .await
     .map_err(db_error)?;
     Ok(())
 }
 
-/// The sale's units ([`LedgerTx::insert_units`]): its seats, or "1".."total".
+/// The sale's units ([`LedgerTx::insert_units`]): its seats, or "1".."total", and its seat
+/// categories with each seat's.
 pub(super) async fn insert_units(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
     match &sale.stock {
-        Stock::Seats(seats) => insert_seats(conn, sale.id, seats).await,
-        Stock::Quantity(n) => insert_numbered_units(conn, sale.id, 0, *n).await,
+        Stock::Seats(seats) => insert_seats(&mut *conn, sale.id, seats).await?,
+        Stock::Quantity(n) => insert_numbered_units(&mut *conn, sale.id, 0, *n).await?,
     }
+    let categories = sale.price.iter().flat_map(|p| &p.categories);
+    for (position, category) in categories.enumerate() {
+        sqlx::query(
+            "INSERT INTO sale_categories (sale_id, name, unit_price, position)
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(sale.id.0)
+        .bind(&category.name)
+        .bind(category.unit_price as i64)
+        .bind(position as i32)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+        sqlx::query(concat!(
+            "UPDATE stock_units SET category = $2
+             WHERE sale_id = $1 AND unit_id IN (SELECT value FROM ",
+            each_text!("$3"),
+            ")"
+        ))
+        .bind(sale.id.0)
+        .bind(&category.name)
+        .bind(TextList(&category.seats))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    }
+    Ok(())
 }
 
 async fn insert_seats(conn: &mut Conn, id: SaleId, seats: &[String]) -> LedgerResult<()> {
@@ -78,7 +110,57 @@ async fn insert_seats(conn: &mut Conn, id: SaleId, seats: &[String]) -> LedgerRe
     Ok(())
 }
 
-fn sale_from_row(row: &DbRow, seats: Option<Vec<String>>) -> LedgerResult<Sale> {
+/// A sale's prices: its currency and unit price (none: not priced), and its categories with
+/// the seats of each, from `seats` (each with its category, if any).
+async fn price_of(
+    conn: &mut Conn,
+    row: &DbRow,
+    seats: &[(String, Option<String>)],
+) -> LedgerResult<Option<Price>> {
+    let bad = || LedgerError::Other("bad currency or unit_price in sales row".into());
+    let (Some(code), Some(unit_price)) = (
+        row.get::<Option<String>, _>("currency"),
+        row.get::<Option<i64>, _>("unit_price"),
+    ) else {
+        return Ok(None);
+    };
+    let listed: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT name, unit_price FROM sale_categories WHERE sale_id = $1 ORDER BY position",
+    )
+    .bind(row.get::<uuid::Uuid, _>("id"))
+    .fetch_all(conn)
+    .await
+    .map_err(db_error)?;
+    let mut categories: Vec<Category> = listed
+        .into_iter()
+        .map(|(name, unit_price)| Category {
+            name,
+            unit_price: unit_price.max(0) as u64,
+            seats: Vec::new(),
+        })
+        .collect();
+    let index: std::collections::HashMap<String, usize> = categories
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.clone(), i))
+        .collect();
+    for (seat, category) in seats {
+        if let Some(&i) = category.as_ref().and_then(|c| index.get(c)) {
+            categories[i].seats.push(seat.clone());
+        }
+    }
+    Ok(Some(Price {
+        currency: Currency::parse(&code).map_err(|_| bad())?,
+        unit_price: u64::try_from(unit_price).map_err(|_| bad())?,
+        categories,
+    }))
+}
+
+fn sale_from_row(
+    row: &DbRow,
+    seats: Option<Vec<String>>,
+    price: Option<Price>,
+) -> LedgerResult<Sale> {
     let bad = |what: &str| LedgerError::Other(format!("bad {what} in sales row"));
     let kind = StockKind::parse(row.get("stock_kind")).ok_or_else(|| bad("stock_kind"))?;
     let int = |name: &str| row.get::<i32, _>(name) as u32;
@@ -104,6 +186,7 @@ fn sale_from_row(row: &DbRow, seats: Option<Vec<String>>) -> LedgerResult<Sale> 
             salt: row.get("pow_salt"),
         },
         opening: Opening::from_stored(row.get("opening"), row.get("lottery_seed")),
+        price,
         status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
         created_at: row.get::<At, _>("created_at").0,
     })
@@ -154,19 +237,22 @@ pub(super) async fn settings(conn: &mut Conn, id: SaleId) -> LedgerResult<Option
     .await
     .map_err(db_error)?;
     let Some(row) = row else { return Ok(None) };
-    let seats = if row.get::<&str, _>("stock_kind") == "seats" {
-        let seats = sqlx::query_scalar(
-            "SELECT unit_id FROM stock_units WHERE sale_id = $1 ORDER BY unit_id",
-        )
-        .bind(id.0)
-        .fetch_all(conn)
-        .await
-        .map_err(db_error)?;
-        Some(seats)
-    } else {
-        None
-    };
-    sale_from_row(&row, seats).map(Some)
+    let seats: Option<Vec<(String, Option<String>)>> =
+        if row.get::<&str, _>("stock_kind") == "seats" {
+            let seats = sqlx::query_as(
+                "SELECT unit_id, category FROM stock_units WHERE sale_id = $1 ORDER BY unit_id",
+            )
+            .bind(id.0)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            Some(seats)
+        } else {
+            None
+        };
+    let price = price_of(conn, &row, seats.as_deref().unwrap_or_default()).await?;
+    let seats = seats.map(|seats| seats.into_iter().map(|(seat, _)| seat).collect());
+    sale_from_row(&row, seats, price).map(Some)
 }
 
 /// [`LedgerTx::lock_sale_status`]. On PostgreSQL `FOR NO KEY UPDATE`: a change to a sale
@@ -254,21 +340,20 @@ pub(super) async fn stats(conn: &mut Conn, id: SaleId) -> LedgerResult<LedgerSta
     .fetch_all(&mut *conn)
     .await
     .map_err(db_error)?;
-    let units = sqlx::query_as(
-        "SELECT a.state, CAST(SUM(h.quantity) AS BIGINT) FROM holds h
-         JOIN attempts a ON a.id = h.attempt_id
-         WHERE h.sale_id = $1 AND h.status <> 'returned' GROUP BY a.state",
+    // Every hold by its attempt's state: units count while not given back (an expired
+    // attempt's are), money also once refunded.
+    let holds = sqlx::query_as(
+        "SELECT a.state, a.reason, CAST(SUM(h.quantity) AS BIGINT), CAST(SUM(h.amount) AS BIGINT)
+         FROM holds h JOIN attempts a ON a.id = h.attempt_id
+         WHERE h.sale_id = $1 GROUP BY a.state, a.reason",
     )
     .bind(id.0)
     .fetch_all(conn)
     .await
     .map_err(db_error)?;
-    Ok(LedgerStats::tally(
-        sale.remaining,
-        sale.sale.stock.total(),
-        rows,
-        units,
-    ))
+    let mut stats = LedgerStats::tally(sale.remaining, sale.sale.stock.total(), rows, holds);
+    stats.currency = sale.sale.price.map(|p| p.currency);
+    Ok(stats)
 }
 
 pub(super) async fn free_stock(conn: &mut Conn, id: SaleId) -> LedgerResult<Stock> {

@@ -1,0 +1,134 @@
+//! The provider's side of payments ([`crate::ledger::PaymentLedger`]).
+
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::attempts::money_from_row;
+use super::{db_error, Conn};
+use crate::domain::{AttemptId, SaleId};
+use crate::ledger::{LedgerResult, OpenPayment};
+
+pub(super) async fn set_provider_payment(
+    conn: &mut Conn,
+    attempt: AttemptId,
+    provider: &str,
+    id: &str,
+) -> LedgerResult<()> {
+    sqlx::query(concat!(
+        "UPDATE payments SET provider = $2, provider_payment_id = $3, updated_at = ",
+        now!(),
+        " WHERE attempt_id = $1 AND provider_payment_id IS NULL"
+    ))
+    .bind(attempt.local)
+    .bind(provider)
+    .bind(id)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+pub(super) async fn by_provider_id(
+    conn: &mut Conn,
+    provider: &str,
+    id: &str,
+) -> LedgerResult<Option<(AttemptId, Uuid)>> {
+    let row = sqlx::query(
+        "SELECT a.id, a.sale_id, p.reference FROM payments p JOIN attempts a ON a.id = p.attempt_id
+         WHERE p.provider = $1 AND p.provider_payment_id = $2",
+    )
+    .bind(provider)
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(row.map(|row| {
+        let attempt = AttemptId {
+            sale: SaleId(row.get("sale_id")),
+            local: row.get("id"),
+        };
+        (attempt, row.get("reference"))
+    }))
+}
+
+pub(super) async fn set_failure(
+    conn: &mut Conn,
+    reference: Uuid,
+    failure: &str,
+) -> LedgerResult<()> {
+    sqlx::query(concat!(
+        "UPDATE payments SET last_failure = $2, updated_at = ",
+        now!(),
+        " WHERE reference = $1"
+    ))
+    .bind(reference)
+    .bind(failure)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+pub(super) async fn set_refund(
+    conn: &mut Conn,
+    attempt: AttemptId,
+    refund: &str,
+) -> LedgerResult<()> {
+    sqlx::query(concat!(
+        "UPDATE payments SET provider_refund_id = $2, updated_at = ",
+        now!(),
+        " WHERE attempt_id = $1"
+    ))
+    .bind(attempt.local)
+    .bind(refund)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// The open payments' columns, and their attempts and holds.
+macro_rules! open_payments {
+    ($where:expr) => {
+        concat!(
+            "SELECT a.id, a.sale_id, p.reference, p.provider_payment_id, h.amount, h.currency
+             FROM attempts a JOIN payments p ON p.attempt_id = a.id
+             LEFT JOIN holds h ON h.attempt_id = a.id
+             WHERE a.state = 'PAYMENT_PENDING' AND ",
+            $where,
+            " ORDER BY a.payment_expires_at LIMIT $2"
+        )
+    };
+}
+
+pub(super) async fn open(
+    conn: &mut Conn,
+    due: bool,
+    older_than_secs: u64,
+    limit: u32,
+) -> LedgerResult<Vec<OpenPayment>> {
+    let statement = if due {
+        open_payments!(concat!("a.payment_expires_at <= ", now!(), " AND $1 >= 0"))
+    } else {
+        open_payments!(concat!("p.created_at <= ", ms_before_now!("$1")))
+    };
+    let rows = sqlx::query(statement)
+        .bind(older_than_secs.saturating_mul(1000) as i64)
+        .bind(i64::from(limit))
+        .fetch_all(conn)
+        .await
+        .map_err(db_error)?;
+    rows.iter()
+        .map(|row| {
+            Ok(OpenPayment {
+                attempt: AttemptId {
+                    sale: SaleId(row.get("sale_id")),
+                    local: row.get("id"),
+                },
+                reference: row.get("reference"),
+                provider_payment_id: row.get("provider_payment_id"),
+                amount: money_from_row(row, "amount", "currency")?,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,264 @@
+//! Stripe over PaymentIntents: the API calls sluice makes (create, retrieve, cancel a
+//! PaymentIntent; refund it) and the events it reads from Stripe's webhooks. Requests are
+//! form-encoded with the secret key as the bearer, as Stripe's API reference describes them
+//! (<https://docs.stripe.com/api/payment_intents>); writes carry an `Idempotency-Key`, so a
+//! retried write is one write at Stripe. `Stripe-Signature` is the `t=…,v1=…` scheme of
+//! [`super::signature`], with the endpoint's `whsec_…` secret.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::calls::{call, ProviderError, Repeat};
+use crate::config::StripeConfig;
+
+/// A PaymentIntent as sluice reads it.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Intent {
+    pub id: String,
+    pub amount: u64,
+    pub currency: String,
+    /// requires_payment_method | requires_confirmation | requires_action | processing |
+    /// requires_capture | canceled | succeeded.
+    pub status: String,
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    #[serde(default)]
+    pub metadata: std::collections::HashMap<String, String>,
+    #[serde(default)]
+    pub last_payment_error: Option<PaymentError>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct PaymentError {
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl PaymentError {
+    /// What the buyer is told: Stripe's message, or its code.
+    pub fn describe(&self) -> String {
+        self.message
+            .clone()
+            .or_else(|| self.code.clone())
+            .unwrap_or_else(|| "the payment failed".into())
+    }
+}
+
+/// A refund as sluice reads it.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Refund {
+    pub id: String,
+    /// pending | succeeded | failed | canceled | requires_action.
+    pub status: String,
+}
+
+/// An event of a webhook: its id, type and object.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Event {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub data: EventData,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventData {
+    pub object: serde_json::Value,
+}
+
+/// The Stripe API with one account's keys.
+#[derive(Clone)]
+pub struct Stripe {
+    http: reqwest::Client,
+    config: StripeConfig,
+    timeout: Duration,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(Deserialize)]
+struct ErrorDetail {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    code: Option<String>,
+}
+
+impl Stripe {
+    pub fn new(config: StripeConfig, timeout: Duration) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeout)
+            .timeout(timeout)
+            .build()?;
+        Ok(Stripe {
+            http,
+            config,
+            timeout,
+        })
+    }
+
+    pub fn publishable_key(&self) -> &str {
+        &self.config.publishable_key
+    }
+
+    pub fn js_url(&self) -> &str {
+        &self.config.js_url
+    }
+
+    pub fn webhook_secret(&self) -> &str {
+        &self.config.webhook_secret
+    }
+
+    /// One request: 2xx is the answer, 4xx a refusal (Stripe's message), the rest or no answer
+    /// an outage. The secret key travels only in the `Authorization` header and is never in
+    /// an error.
+    async fn send<T: for<'de> Deserialize<'de>>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        form: &[(String, String)],
+        idempotency_key: Option<&str>,
+    ) -> Result<T, ProviderError> {
+        let url = format!("{}{}", self.config.api_base.trim_end_matches('/'), path);
+        let mut request = self
+            .http
+            .request(method, url)
+            .bearer_auth(&self.config.secret_key);
+        if !form.is_empty() {
+            request = request.form(form);
+        }
+        if let Some(key) = idempotency_key {
+            request = request.header("Idempotency-Key", key);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| ProviderError::Unavailable(without_url(e)))?;
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| ProviderError::Unavailable(without_url(e)))?;
+        if status.is_success() {
+            return serde_json::from_slice(&body)
+                .map_err(|e| ProviderError::Unavailable(format!("unreadable answer: {e}")));
+        }
+        let detail = serde_json::from_slice::<ErrorBody>(&body)
+            .ok()
+            .and_then(|b| b.error.message.or(b.error.code))
+            .unwrap_or_else(|| format!("HTTP {status}"));
+        if status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS {
+            Err(ProviderError::Refused(detail))
+        } else {
+            Err(ProviderError::Unavailable(detail))
+        }
+    }
+
+    /// Creates the PaymentIntent of an attempt's payment (`key`: one per payment, so a retry
+    /// finds the same intent).
+    pub async fn create_intent(
+        &self,
+        amount: u64,
+        currency: &str,
+        metadata: &[(&str, String)],
+        description: &str,
+        key: &str,
+    ) -> Result<Intent, ProviderError> {
+        let mut form = vec![
+            ("amount".to_owned(), amount.to_string()),
+            ("currency".to_owned(), currency.to_ascii_lowercase()),
+            ("description".to_owned(), description.to_owned()),
+            (
+                "automatic_payment_methods[enabled]".to_owned(),
+                "true".to_owned(),
+            ),
+        ];
+        for (k, v) in metadata {
+            form.push((format!("metadata[{k}]"), v.clone()));
+        }
+        let key = format!("sluice-intent-{key}");
+        call(
+            "stripe",
+            "create_intent",
+            self.timeout,
+            Repeat::Safe,
+            || {
+                self.send(
+                    reqwest::Method::POST,
+                    "/v1/payment_intents",
+                    &form,
+                    Some(&key),
+                )
+            },
+        )
+        .await
+    }
+
+    pub async fn retrieve_intent(&self, id: &str) -> Result<Intent, ProviderError> {
+        let path = format!("/v1/payment_intents/{}", path_segment(id)?);
+        call(
+            "stripe",
+            "retrieve_intent",
+            self.timeout,
+            Repeat::Safe,
+            || self.send(reqwest::Method::GET, &path, &[], None),
+        )
+        .await
+    }
+
+    /// Cancels an intent that is not paid; an intent that is already canceled is the answer.
+    pub async fn cancel_intent(&self, id: &str) -> Result<Intent, ProviderError> {
+        let path = format!("/v1/payment_intents/{}/cancel", path_segment(id)?);
+        let key = format!("sluice-cancel-{id}");
+        call(
+            "stripe",
+            "cancel_intent",
+            self.timeout,
+            Repeat::Safe,
+            || self.send(reqwest::Method::POST, &path, &[], Some(&key)),
+        )
+        .await
+    }
+
+    /// Refunds `amount` of a paid intent (`key`: one per refund).
+    pub async fn refund(
+        &self,
+        intent: &str,
+        amount: u64,
+        key: &str,
+    ) -> Result<Refund, ProviderError> {
+        let form = vec![
+            ("payment_intent".to_owned(), intent.to_owned()),
+            ("amount".to_owned(), amount.to_string()),
+        ];
+        let key = format!("sluice-refund-{key}");
+        call("stripe", "refund", self.timeout, Repeat::Safe, || {
+            self.send(reqwest::Method::POST, "/v1/refunds", &form, Some(&key))
+        })
+        .await
+    }
+}
+
+/// An id as one path segment: Stripe's ids are `[A-Za-z0-9_]`.
+fn path_segment(id: &str) -> Result<&str, ProviderError> {
+    if !id.is_empty()
+        && id.len() <= 255
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        Ok(id)
+    } else {
+        Err(ProviderError::Refused(format!("not a Stripe id: {id:?}")))
+    }
+}
+
+/// A transport error without its URL (the URL holds no secret, but an error is not the place
+/// for request details either).
+fn without_url(e: reqwest::Error) -> String {
+    e.without_url().to_string()
+}
