@@ -126,6 +126,27 @@ fn describe() {
     );
     describe_counter!("sluice_webhooks_total", "Payment webhooks by outcome");
     describe_counter!(
+        "sluice_provider_calls_total",
+        "Calls to the payment provider, by provider, call and outcome (ok, refused, unavailable)"
+    );
+    describe_histogram!(
+        "sluice_provider_call_duration_seconds",
+        Unit::Seconds,
+        "Time of one call to the payment provider, by provider and call"
+    );
+    describe_counter!(
+        "sluice_provider_webhooks_total",
+        "Webhooks of a payment provider with an API of its own (Stripe), by outcome"
+    );
+    describe_counter!(
+        "sluice_refunds_total",
+        "Refunds asked of the payment provider, by provider, kind (operator, late) and outcome"
+    );
+    describe_counter!(
+        "sluice_reconciler_lookups_total",
+        "Payments pending too long looked up at the provider, by what it said"
+    );
+    describe_counter!(
         "sluice_outbox_dead_letters_total",
         "Events the sink refused events.max_tries times, set aside as dead letters"
     );

@@ -129,7 +129,10 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
     let body_limit = app.config.http.body_limit_bytes;
     let queue_budget = app.config.queue_timeout();
     let app_http = app.config.http.clone();
-    let page_config = Arc::new(app.config.page.clone());
+    let page_config = Arc::new((
+        app.config.page.clone(),
+        page::PaymentSources::of(&app.config),
+    ));
     let (docs_exposure, metrics_exposure) = (app_http.docs, app_http.metrics);
     let routes = Route::new()
         .nest("/", api)

@@ -26,27 +26,76 @@ const FAVICON: &str = include_str!("page/favicon.svg");
 /// The languages the page speaks, the first the default.
 const LANGUAGES: [&str; 2] = ["en", "ko"];
 
-/// Only the page's own files (and the configured logo), no inline code, no framing by others.
-fn policy(page: &PageConfig) -> String {
-    let logo = logo_origin(&page.logo_url).unwrap_or_default();
+/// Only the page's own files (and the configured logo, and the payment provider's script and
+/// frames), no inline code, no framing by others.
+fn policy(page: &PageConfig, payment: &PaymentSources) -> String {
+    // A logo only over HTTPS.
+    let logo = origin(&page.logo_url)
+        .filter(|o| o.starts_with("https://"))
+        .unwrap_or_default();
+    let PaymentSources {
+        script,
+        frame,
+        connect,
+    } = payment;
     format!(
-        "default-src 'self'; script-src 'self'; worker-src 'self'; style-src 'self'; \
-         img-src 'self' data: {logo}; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'"
+        "default-src 'self'; script-src 'self'{script}; worker-src 'self'; style-src 'self'; \
+         img-src 'self' data: {logo}; connect-src 'self'{connect}; frame-src 'self'{frame}; \
+         frame-ancestors 'none'; base-uri 'none'"
     )
 }
 
-/// The origin of an absolute logo URL (`https://cdn.shop.example`), for the page's policy.
-fn logo_origin(url: &str) -> Option<&str> {
-    let rest = url.strip_prefix("https://")?;
+/// What the waiting page loads from the payment provider (Stripe.js, its frames, its API), as
+/// sources of the page's policy (each with a leading space).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PaymentSources {
+    script: String,
+    frame: String,
+    connect: String,
+}
+
+impl PaymentSources {
+    /// The sources the configured provider needs: Stripe's are where `payments.stripe.js_url`
+    /// and `api_base` point (and, for Stripe's own Stripe.js, its 3-D Secure frames).
+    pub fn of(config: &crate::config::Config) -> Self {
+        if config.payment_provider() != crate::config::ProviderName::Stripe {
+            return PaymentSources::default();
+        }
+        let stripe = &config.payments.stripe;
+        let js = origin(&stripe.js_url).unwrap_or_default();
+        let api = origin(&stripe.api_base).unwrap_or_default();
+        let hooks = if js == "https://js.stripe.com" {
+            " https://hooks.stripe.com"
+        } else {
+            ""
+        };
+        PaymentSources {
+            script: format!(" {js}"),
+            frame: format!(" {js}{hooks}"),
+            connect: format!(" {js} {api}"),
+        }
+    }
+}
+
+/// The origin of an absolute URL (`https://cdn.shop.example`), for the page's policy.
+fn origin(url: &str) -> Option<&str> {
+    let scheme = ["https://", "http://"]
+        .into_iter()
+        .find(|s| url.starts_with(s))?;
+    let rest = &url[scheme.len()..];
     let end = rest.find('/').unwrap_or(rest.len());
-    Some(&url[.."https://".len() + end])
+    Some(&url[..scheme.len() + end])
 }
 
 /// One of the page's files, with the page's policy (the console's files too).
 pub(super) fn file(body: impl Into<poem::Body>, content_type: &str, page: &PageConfig) -> Response {
+    with_policy(body, content_type, policy(page, &PaymentSources::default()))
+}
+
+fn with_policy(body: impl Into<poem::Body>, content_type: &str, policy: String) -> Response {
     Response::builder()
         .content_type(content_type)
-        .header(header::CONTENT_SECURITY_POLICY, policy(page))
+        .header(header::CONTENT_SECURITY_POLICY, policy)
         .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
         .header(header::REFERRER_POLICY, "no-referrer")
         .header(header::CACHE_CONTROL, "no-cache")
@@ -78,7 +127,7 @@ pub(super) fn language(accept: Option<&str>) -> &'static str {
 pub async fn at_root<E: Endpoint>(
     ep: Arc<E>,
     req: Request,
-    page: Arc<PageConfig>,
+    page: Arc<(PageConfig, PaymentSources)>,
 ) -> poem::Result<Response> {
     if req.uri().path() == "/" && req.method() == Method::GET {
         let accept = req
@@ -87,7 +136,8 @@ pub async fn at_root<E: Endpoint>(
             .and_then(|v| v.to_str().ok());
         let lang = language(accept);
         let html = INDEX.replacen("<html lang=\"en\">", &format!("<html lang=\"{lang}\">"), 1);
-        let mut resp = file(html, "text/html; charset=utf-8", &page);
+        let (page, payment) = &*page;
+        let mut resp = with_policy(html, "text/html; charset=utf-8", policy(page, payment));
         // Its language follows the visitor's.
         resp.headers_mut().insert(
             header::VARY,
@@ -147,11 +197,28 @@ mod tests {
 
     #[test]
     fn a_logo_elsewhere_is_allowed_by_the_policy_and_nothing_else() {
+        let none = PaymentSources::default();
         let mut page = PageConfig::default();
-        assert!(policy(&page).contains("img-src 'self' data: ;"));
+        assert!(policy(&page, &none).contains("img-src 'self' data: ;"));
         page.logo_url = "https://cdn.shop.example/logo.png".into();
-        assert!(policy(&page).contains("img-src 'self' data: https://cdn.shop.example;"));
-        page.logo_url = "/static/logo.png".into();
-        assert!(policy(&page).contains("img-src 'self' data: ;"));
+        assert!(policy(&page, &none).contains("img-src 'self' data: https://cdn.shop.example;"));
+        for elsewhere in ["/static/logo.png", "http://cdn.shop.example/logo.png"] {
+            page.logo_url = elsewhere.into();
+            assert!(policy(&page, &none).contains("img-src 'self' data: ;"));
+        }
+        assert!(policy(&page, &none).contains("script-src 'self';"));
+    }
+
+    #[test]
+    fn a_stripe_sale_lets_the_page_load_stripe_js_and_its_frames() {
+        let mut config = crate::config::Config::default();
+        config.payments.provider = Some(crate::config::ProviderName::Stripe);
+        let policy = policy(&PageConfig::default(), &PaymentSources::of(&config));
+        assert!(
+            policy.contains("script-src 'self' https://js.stripe.com;"),
+            "{policy}"
+        );
+        assert!(policy.contains("frame-src 'self' https://js.stripe.com https://hooks.stripe.com;"));
+        assert!(policy.contains("connect-src 'self' https://js.stripe.com https://api.stripe.com;"));
     }
 }

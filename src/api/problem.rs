@@ -77,6 +77,9 @@ pub enum ApiError {
     /// An internal error.
     #[oai(status = 500, content_type = "application/problem+json")]
     Internal(Json<Problem>),
+    /// The payment provider refused the call; nothing changed.
+    #[oai(status = 502, content_type = "application/problem+json")]
+    BadGateway(Json<Problem>),
     /// A store sluice depends on is down; retry after the given seconds.
     #[oai(status = 503, content_type = "application/problem+json")]
     Unavailable(Json<Problem>, #[oai(header = "Retry-After")] u64),
@@ -172,8 +175,10 @@ problem_types! {
         "Too many requests: retry after `Retry-After` seconds.";
     INTERNAL = 500 "internal" "Internal error":
         "A fault of sluice's own (logged).";
+    PROVIDER_REFUSED = 502 "provider-refused" "The payment provider refused":
+        "The payment provider answered no (a refund it would not take, a payment it would not start); nothing changed.";
     UNAVAILABLE = 503 "unavailable" "Temporarily unavailable":
-        "A store sluice depends on is down: retry after `Retry-After` seconds.";
+        "A store sluice depends on, or the payment provider, is down: retry after `Retry-After` seconds.";
 }
 
 /// The problem of kind `kind`, with what happened this time and the field at fault.
@@ -247,6 +252,9 @@ impl From<ServiceError> for ApiError {
             }
             ServiceError::Unavailable(_) => {
                 ApiError::Unavailable(problem(UNAVAILABLE, detail, None), 1)
+            }
+            ServiceError::ProviderRefused(_) => {
+                ApiError::BadGateway(problem(PROVIDER_REFUSED, detail, None))
             }
             ServiceError::Internal(detail) => {
                 tracing::error!(%detail, "internal error");

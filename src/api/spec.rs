@@ -44,7 +44,8 @@ pub const ERRORS: &[(&str, &[u16])] = &[
     ("getAttemptFile", &[400, 401, 404, 500, 503]),
     (
         "refundAttempt",
-        &[400, 401, 403, 404, 409, 410, 413, 500, 503],
+        // 502: the payment provider refused the refund.
+        &[400, 401, 403, 404, 409, 410, 413, 422, 500, 502, 503],
     ),
     ("getAdminSelf", &[401, 500, 503]),
     (
@@ -63,11 +64,19 @@ pub const ERRORS: &[(&str, &[u16])] = &[
         &[400, 401, 403, 404, 409, 410, 413, 415, 422, 500, 503],
     ),
     ("releaseHold", &[400, 401, 404, 409, 410, 500, 503]),
-    ("checkout", &[400, 401, 404, 409, 410, 413, 422, 500, 503]),
+    // 502: the payment provider refused to start the payment; 503: it is down.
+    (
+        "checkout",
+        &[400, 401, 404, 409, 410, 413, 422, 500, 502, 503],
+    ),
     ("getOffer", &[400, 401, 404, 429, 500, 503]),
     ("getPublicOffer", &[400, 404, 429, 500, 503]),
     (
         "receivePaymentWebhook",
+        &[400, 401, 404, 413, 415, 422, 500, 503],
+    ),
+    (
+        "receiveStripeWebhook",
         &[400, 401, 404, 413, 415, 422, 500, 503],
     ),
     ("payInSandbox", &[400, 404, 413, 415, 422, 500, 503]),

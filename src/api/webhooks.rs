@@ -19,6 +19,9 @@ pub struct WebhooksApi {
 pub enum WebhookBody {
     #[oai(content_type = "application/json")]
     Json(Binary<Vec<u8>>),
+    /// As Stripe sends it.
+    #[oai(content_type = "application/json; charset=utf-8")]
+    JsonUtf8(Binary<Vec<u8>>),
     #[oai(content_type = "application/octet-stream")]
     Bytes(Binary<Vec<u8>>),
 }
@@ -26,7 +29,7 @@ pub enum WebhookBody {
 impl WebhookBody {
     fn bytes(&self) -> &[u8] {
         match self {
-            WebhookBody::Json(b) | WebhookBody::Bytes(b) => b,
+            WebhookBody::Json(b) | WebhookBody::JsonUtf8(b) | WebhookBody::Bytes(b) => b,
         }
     }
 }
@@ -70,6 +73,68 @@ impl WebhooksApi {
             result: ack.result.into(),
             attempt_state: ack.state.into(),
         })))
+    }
+
+    /// Receive a Stripe event
+    ///
+    /// Register this URL at Stripe (Dashboard → Developers → Webhooks) with the events
+    /// `payment_intent.succeeded`, `payment_intent.payment_failed`, `payment_intent.canceled`
+    /// and `charge.refunded`, and set its signing secret as `payments.stripe.webhook_secret`.
+    /// `Stripe-Signature` is verified as Stripe documents it (every `v1` value, constant-time,
+    /// 300 s tolerance). Each event id is applied once. 404 unless `payments.provider` is
+    /// `stripe`. The body is Stripe's event, e.g.:
+    ///
+    /// ```json
+    /// {"id": "evt_1QxY2b", "type": "payment_intent.succeeded",
+    ///  "data": {"object": {"id": "pi_3QxY2a", "object": "payment_intent", "amount": 110000,
+    ///   "currency": "krw", "status": "succeeded",
+    ///   "metadata": {"attempt_id": "0193a0c4…", "payment_reference": "5f0c2a4e-…"}}}}
+    /// ```
+    #[oai(
+        path = "/v1/webhooks/stripe",
+        method = "post",
+        operation_id = "receiveStripeWebhook"
+    )]
+    async fn receive_stripe(
+        &self,
+        #[oai(name = "Stripe-Signature")] signature: Header<String>,
+        body: WebhookBody,
+    ) -> Result<StripeWebhookResponse, ApiError> {
+        let ack = service::stripe_webhook::receive(&self.app, &signature, body.bytes()).await?;
+        Ok(StripeWebhookResponse::Ok(Json(StripeAckOut {
+            result: ack.result().to_owned(),
+            attempt_state: ack.state().map(Into::into),
+        })))
+    }
+}
+
+#[derive(ApiResponse)]
+pub enum StripeWebhookResponse {
+    /// Received: `result` says what it did. Every event sluice does not act on is answered
+    /// 200 too, so Stripe does not send it again.
+    #[oai(status = 200)]
+    Ok(Json<StripeAckOut>),
+}
+
+/// A Stripe event's answer.
+#[derive(Debug, Clone, Object)]
+#[oai(example)]
+pub struct StripeAckOut {
+    /// `applied` (the attempt moved), `duplicate` (this event was applied before),
+    /// `refund_required` (paid after the attempt expired: refunded through Stripe when
+    /// `payments.refund_late_payments` is on), `recorded` (a failed try or a refund, noted on
+    /// the payment), or `ignored` (not about a payment sluice started, or of another type).
+    pub result: String,
+    #[oai(skip_serializing_if_is_none)]
+    pub attempt_state: Option<AttemptStateName>,
+}
+
+impl poem_openapi::types::Example for StripeAckOut {
+    fn example() -> Self {
+        StripeAckOut {
+            result: "applied".into(),
+            attempt_state: Some(AttemptStateName::Confirmed),
+        }
     }
 }
 

@@ -21,13 +21,14 @@ pub struct OpenPayment {
 
 #[async_trait]
 pub trait PaymentLedger: Send + Sync {
-    /// Records `provider`'s id of the attempt's payment; the first id recorded stands.
+    /// Records `provider`'s id of the attempt's payment; the first id recorded stands, and is
+    /// the answer.
     async fn set_provider_payment(
         &self,
         attempt: AttemptId,
         provider: &str,
         id: &str,
-    ) -> LedgerResult<()>;
+    ) -> LedgerResult<Option<String>>;
 
     /// The attempt and the reference of `provider`'s payment `id`, if sluice started it.
     async fn payment_by_provider_id(
@@ -38,6 +39,10 @@ pub trait PaymentLedger: Send + Sync {
 
     /// The provider's last failed try of the payment `reference` (the attempt stays payable).
     async fn set_payment_failure(&self, reference: Uuid, failure: &str) -> LedgerResult<()>;
+
+    /// Notes what the provider said of the payment `reference` in its file's payment events
+    /// (`kind`: `failed_try`, `refund_taken`, `refund_refused`), once per `event_id`.
+    async fn note_payment(&self, event_id: &str, reference: Uuid, kind: &str) -> LedgerResult<()>;
 
     /// The provider's id of the refund it took for the attempt's payment.
     async fn set_provider_refund(&self, attempt: AttemptId, refund_id: &str) -> LedgerResult<()>;

@@ -225,6 +225,16 @@ pub(crate) async fn apply_in<T: LedgerTx + ?Sized>(
         }
     }
     let after_expiry = expired_first.is_some().then(|| record.clone());
+    // Checking out a hold that costs nothing is claiming it: no payment to wait for.
+    let free = record
+        .hold
+        .as_ref()
+        .and_then(|h| h.amount.as_ref())
+        .is_some_and(|m| m.amount == 0);
+    let event = match event {
+        AttemptEvent::Checkout if free => AttemptEvent::ClaimFree,
+        other => other,
+    };
     match write(tx, record, event, take).await {
         Ok((step, record)) => Ok(Ok(Applied {
             expired_first,

@@ -1,4 +1,5 @@
-//! Every call to a payment provider goes through [`call`]: bounded by a timeout, counted by
+//! Every call to a payment provider goes through [`call`]: bounded by a timeout (its retries
+//! included, so a request that waits on the provider never waits past it), counted by
 //! provider, call and outcome (`sluice_provider_calls_total`) and timed
 //! (`sluice_provider_call_duration_seconds`), and retried with backoff only when the caller
 //! says the provider makes a repeat safe (Stripe's `Idempotency-Key`).
@@ -31,8 +32,9 @@ pub enum Repeat {
     Never,
 }
 
-/// `op` under `timeout` (each try), counted and timed as `provider`'s `name`; tried again
-/// after an [`ProviderError::Unavailable`] when `repeat` allows it.
+/// `op` within `timeout` (all its tries), counted and timed as `provider`'s `name`; tried
+/// again after an [`ProviderError::Unavailable`] when `repeat` allows it and the backoff ends
+/// before the timeout.
 pub async fn call<T, F, Fut>(
     provider: &'static str,
     name: &'static str,
@@ -48,11 +50,12 @@ where
         Repeat::Safe => ATTEMPTS,
         Repeat::Never => 1,
     };
+    let deadline = tokio::time::Instant::now() + timeout;
     let mut backoff = FIRST_BACKOFF;
     let mut last = None;
     for attempt in 1..=tries {
         let started = Instant::now();
-        let result = match tokio::time::timeout(timeout, op()).await {
+        let result = match tokio::time::timeout_at(deadline, op()).await {
             Ok(result) => result,
             Err(_) => Err(ProviderError::Unavailable("timed out".into())),
         };
@@ -68,7 +71,9 @@ where
             "provider" => provider, "call" => name, "outcome" => outcome)
         .increment(1);
         match result {
-            Err(ProviderError::Unavailable(e)) if attempt < tries => {
+            Err(ProviderError::Unavailable(e))
+                if attempt < tries && tokio::time::Instant::now() + backoff < deadline =>
+            {
                 tracing::debug!(provider, call = name, error = %e, "provider call retried");
                 last = Some(ProviderError::Unavailable(e));
                 tokio::time::sleep(backoff).await;
@@ -120,16 +125,17 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_call_that_does_not_answer_ends_at_its_timeout() {
-        let hang = || std::future::pending::<Result<(), ProviderError>>();
-        let answer = call(
-            "test",
-            "hang",
-            Duration::from_millis(300),
-            Repeat::Safe,
-            hang,
-        )
-        .await;
+    async fn a_call_that_does_not_answer_ends_at_its_timeout_retries_included() {
+        let tries = AtomicU32::new(0);
+        let hang = || {
+            tries.fetch_add(1, Ordering::SeqCst);
+            std::future::pending::<Result<(), ProviderError>>()
+        };
+        let began = tokio::time::Instant::now();
+        let bound = Duration::from_millis(300);
+        let answer = call("test", "hang", bound, Repeat::Safe, hang).await;
         assert!(matches!(answer, Err(ProviderError::Unavailable(e)) if e == "timed out"));
+        assert_eq!(began.elapsed(), bound, "no retry past the bound");
+        assert_eq!(tries.load(Ordering::SeqCst), 1);
     }
 }

@@ -26,9 +26,9 @@ pub struct Order<'a> {
     pub attempt: AttemptId,
     /// The ledger's reference of the payment (one per attempt).
     pub reference: Uuid,
-    pub amount: &'a Money,
-    /// What the buyer's statement and the provider's dashboard show.
-    pub description: &'a str,
+    /// The hold's amount (none when the sale is not priced: only providers that are not told
+    /// the amount take such payments).
+    pub amount: Option<&'a Money>,
 }
 
 /// What the page needs to pay.
@@ -78,9 +78,11 @@ impl Provider {
         Ok(match config.payment_provider() {
             ProviderName::Sandbox => Provider::Sandbox,
             ProviderName::Webhook => Provider::Webhook,
-            ProviderName::Stripe => {
-                Provider::Stripe(Stripe::new(config.payments.stripe.clone(), timeout)?)
-            }
+            ProviderName::Stripe => Provider::Stripe(Stripe::new(
+                config.payments.stripe.clone(),
+                timeout,
+                config.payments.tolerance_secs,
+            )?),
         })
     }
 
@@ -92,8 +94,9 @@ impl Provider {
         }
     }
 
-    /// Whether the provider needs a price to take a payment (it is told the amount).
-    pub fn needs_price(&self) -> bool {
+    /// Whether sluice calls the provider's API: it is told each payment's amount (so a sale
+    /// needs a price), asked about payments, and refunds through it.
+    pub fn has_api(&self) -> bool {
         match self {
             Provider::Sandbox | Provider::Webhook => false,
             Provider::Stripe(_) => true,
@@ -120,16 +123,18 @@ impl Provider {
                 let intent = match id {
                     Some(id) => stripe.retrieve_intent(id).await?,
                     None => {
+                        let amount = order.amount.ok_or_else(|| {
+                            ProviderError::Refused("Stripe takes priced payments only".into())
+                        })?;
                         let metadata = [
                             ("attempt_id", order.attempt.to_string()),
                             ("payment_reference", order.reference.to_string()),
                         ];
                         stripe
                             .create_intent(
-                                order.amount.amount,
-                                order.amount.currency.code(),
+                                amount.amount,
+                                amount.currency.code(),
                                 &metadata,
-                                order.description,
                                 &order.reference.simple().to_string(),
                             )
                             .await?

@@ -1,4 +1,5 @@
-//! `Sluice-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`.
+//! `Sluice-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, the scheme
+//! of Stripe's `Stripe-Signature` too (its secret is the `whsec_…` string's bytes).
 //!
 //! Several `v1` values may be sent (a provider rotating secrets); one match is enough. The
 //! comparison is constant-time, and a timestamp further than the tolerance from now is refused
@@ -17,7 +18,7 @@ pub struct WebhookSigner {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum SignatureError {
-    #[error("the Sluice-Signature header is malformed")]
+    #[error("the signature header is malformed")]
     Malformed,
     #[error("the signature timestamp is outside the tolerance")]
     Stale,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::calls::{call, ProviderError, Repeat};
+use super::signature::{SignatureError, WebhookSigner};
 use crate::config::StripeConfig;
 
 /// A PaymentIntent as sluice reads it.
@@ -75,6 +76,8 @@ pub struct Stripe {
     http: reqwest::Client,
     config: StripeConfig,
     timeout: Duration,
+    /// Verifies `Stripe-Signature` with the endpoint's secret.
+    signer: WebhookSigner,
 }
 
 #[derive(Deserialize)]
@@ -91,16 +94,29 @@ struct ErrorDetail {
 }
 
 impl Stripe {
-    pub fn new(config: StripeConfig, timeout: Duration) -> anyhow::Result<Self> {
+    /// The API with `config`'s keys; webhooks further than `tolerance_secs` from now are
+    /// refused.
+    pub fn new(
+        config: StripeConfig,
+        timeout: Duration,
+        tolerance_secs: u64,
+    ) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder()
             .connect_timeout(timeout)
             .timeout(timeout)
             .build()?;
+        let signer = WebhookSigner::new(&config.webhook_secret, tolerance_secs);
         Ok(Stripe {
             http,
             config,
             timeout,
+            signer,
         })
+    }
+
+    /// Checks a webhook's `Stripe-Signature` over its raw body at `now` (Unix seconds).
+    pub fn verify(&self, header: &str, body: &[u8], now: i64) -> Result<(), SignatureError> {
+        self.signer.verify(header, body, now)
     }
 
     pub fn publishable_key(&self) -> &str {
@@ -109,10 +125,6 @@ impl Stripe {
 
     pub fn js_url(&self) -> &str {
         &self.config.js_url
-    }
-
-    pub fn webhook_secret(&self) -> &str {
-        &self.config.webhook_secret
     }
 
     /// One request: 2xx is the answer, 4xx a refusal (Stripe's message), the rest or no answer
@@ -167,17 +179,12 @@ impl Stripe {
         amount: u64,
         currency: &str,
         metadata: &[(&str, String)],
-        description: &str,
         key: &str,
     ) -> Result<Intent, ProviderError> {
+        // The payment methods are the account's (Stripe's default since API 2023-08-16).
         let mut form = vec![
             ("amount".to_owned(), amount.to_string()),
             ("currency".to_owned(), currency.to_ascii_lowercase()),
-            ("description".to_owned(), description.to_owned()),
-            (
-                "automatic_payment_methods[enabled]".to_owned(),
-                "true".to_owned(),
-            ),
         ];
         for (k, v) in metadata {
             form.push((format!("metadata[{k}]"), v.clone()));

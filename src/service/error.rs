@@ -66,6 +66,10 @@ pub enum ServiceError {
     StockInUse { asked: u32, free: u32 },
     #[error("{0} is unavailable")]
     Unavailable(&'static str),
+    /// The payment provider answered and refused (a refund it would not take, a payment it
+    /// would not start): nothing changed here.
+    #[error("the payment provider refused: {0}")]
+    ProviderRefused(String),
     #[error("internal error: {0}")]
     Internal(String),
 }

@@ -27,6 +27,7 @@ pub mod sales;
 pub mod sandbox;
 pub mod status;
 pub mod status_stream;
+pub mod stripe_webhook;
 pub mod support;
 pub mod transition;
 
@@ -79,6 +80,8 @@ pub struct AppParts {
     pub lines: Arc<line::Lines>,
     pub admin_key: AdminKey,
     pub webhooks: WebhookSigner,
+    /// Who takes the payments (`payments.provider`).
+    pub provider: crate::payments::Provider,
     pub metrics: PrometheusHandle,
     /// Per-user limits of join and status.
     pub limits: Arc<limits::Limits>,
@@ -124,6 +127,7 @@ impl App {
                 &config.payments.webhook_secret,
                 config.payments.tolerance_secs,
             ),
+            provider: crate::payments::Provider::from_config(&config)?,
             metrics: crate::telemetry::metrics_handle(),
             limits: Arc::new(limits::Limits::new(&config.limits)),
             instance_id: uuid::Uuid::now_v7().simple().to_string(),

@@ -5,7 +5,7 @@
 use super::transition::settle;
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::{AttemptState, Effect};
-use crate::ledger::PaymentApplied;
+use crate::ledger::{AttemptRecord, PaymentApplied};
 use crate::payments::{PaymentWebhook, WebhookKind};
 
 /// What a webhook did, as the provider is told.
@@ -28,6 +28,12 @@ pub struct WebhookAck {
 }
 
 pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<WebhookAck> {
+    // A provider with an API of its own reports at its own route, in its own format.
+    if app.provider.has_api() {
+        return Err(ServiceError::NotFound(
+            "the Sluice-Signature webhook (payments.provider is not sandbox or webhook)",
+        ));
+    }
     let now = chrono::Utc::now().timestamp();
     if let Err(e) = app.webhooks.verify(signature, body, now) {
         metrics::counter!("sluice_webhooks_total", "outcome" => "bad_signature").increment(1);
@@ -35,9 +41,24 @@ pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<W
     }
     let hook = PaymentWebhook::parse(body).map_err(|m| ServiceError::validation("body", m))?;
     let succeeded = hook.kind == WebhookKind::Succeeded;
+    match apply(app, &hook.id, hook.payment_reference, succeeded).await? {
+        Some(ack) => Ok(ack),
+        None => Err(ServiceError::NotFound("payment")),
+    }
+}
+
+/// A provider's word on the payment `reference`, applied once per provider event id:
+/// success → CONFIRMED (or, after the attempt expired, a refund: [`refund_late`]); failure →
+/// EXPIRED with the stock back. `None`: no payment of that reference.
+pub async fn apply(
+    app: &App,
+    event_id: &str,
+    reference: uuid::Uuid,
+    succeeded: bool,
+) -> ServiceResult<Option<WebhookAck>> {
     let outcome = app
         .ledger
-        .payment_event(&hook.id, hook.payment_reference, succeeded)
+        .payment_event(event_id, reference, succeeded)
         .await?;
     match outcome {
         PaymentApplied::Applied(applied) => {
@@ -46,28 +67,65 @@ pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<W
             let result = if succeeded { "succeeded" } else { "failed" };
             metrics::counter!("sluice_payments_total", "result" => result).increment(1);
             let result = if applied.decision().effects.contains(&Effect::RefundRequired) {
+                refund_late(app, &applied.record).await;
                 WebhookResult::RefundRequired
             } else if applied.decision().changed {
                 WebhookResult::Applied
             } else {
                 WebhookResult::Ignored
             };
-            Ok(WebhookAck {
+            Ok(Some(WebhookAck {
                 result,
                 state: applied.record.state,
-            })
+            }))
         }
         PaymentApplied::Duplicate { record } => {
             metrics::counter!("sluice_webhooks_total", "outcome" => "duplicate").increment(1);
-            Ok(WebhookAck {
+            Ok(Some(WebhookAck {
                 result: WebhookResult::Duplicate,
                 state: record.state,
-            })
+            }))
         }
         PaymentApplied::UnknownReference => {
             metrics::counter!("sluice_webhooks_total", "outcome" => "unknown_reference")
                 .increment(1);
-            Err(ServiceError::NotFound("payment"))
+            Ok(None)
         }
     }
+}
+
+/// Money that arrived after its attempt expired goes back through the provider when
+/// `payments.refund_late_payments` is on (the `refund_required` event is written either way).
+/// A refund the provider does not take is logged and counted; the event stands for it.
+pub async fn refund_late(app: &App, record: &AttemptRecord) {
+    let provider = app.provider.name().as_str();
+    if !app.config.payments.refund_late_payments || !app.provider.has_api() {
+        return;
+    }
+    let amount = record.hold.as_ref().and_then(|h| h.amount.as_ref());
+    let Some(amount) = amount else { return };
+    let key = format!("late-{}", record.id);
+    let outcome = match app
+        .provider
+        .refund(record.provider_payment_id.as_deref(), amount.amount, &key)
+        .await
+    {
+        Ok(taken) => {
+            if let Some(id) = taken.id.as_deref() {
+                if let Err(e) = app.ledger.set_provider_refund(record.id, id).await {
+                    tracing::warn!(attempt = %record.id, error = %e, "a late payment's refund is not recorded");
+                }
+            }
+            tracing::info!(attempt = %record.id, "a payment that came after its attempt expired is refunded");
+            "taken"
+        }
+        Err(e) => {
+            tracing::error!(attempt = %record.id, error = %e,
+                "a payment that came after its attempt expired is not refunded: refund it by hand");
+            "refused"
+        }
+    };
+    metrics::counter!("sluice_refunds_total", "provider" => provider, "kind" => "late",
+        "outcome" => outcome)
+    .increment(1);
 }

@@ -11,8 +11,9 @@ use super::operators::require;
 use super::support::{file_of, AttemptFile};
 use super::transition::{settle, settle_refusal};
 use super::{App, ServiceError, ServiceResult};
-use crate::domain::{AttemptId, Operator, Role, SaleId};
+use crate::domain::{AttemptId, AttemptState, Operator, Role, SaleId};
 use crate::ledger::{AttemptRecord, Audit, LedgerError};
+use crate::payments::ProviderError;
 
 /// What the audit log shows of the attempt before and after.
 fn attempt_json(record: &AttemptRecord) -> Value {
@@ -36,6 +37,16 @@ pub async fn refund(
     if id.sale != sale {
         return Err(ServiceError::NotFound("attempt"));
     }
+    if app.provider.has_api() {
+        let record = app
+            .ledger
+            .attempt(id)
+            .await?
+            .ok_or(ServiceError::NotFound("attempt"))?;
+        if record.state == AttemptState::Confirmed {
+            refund_at_provider(app, &record).await?;
+        }
+    }
     let audit = Audit {
         actor,
         action: "refundAttempt",
@@ -48,4 +59,55 @@ pub async fn refund(
     };
     settle(app, &applied).await;
     file_of(app, applied.record).await
+}
+
+/// The purchase's money back through the provider, before the ledger ends the attempt: it ends
+/// EXPIRED (`refunded`) only once the provider took the refund. A refusal is answered (502),
+/// noted in the attempt's file and counted, and changes nothing else.
+async fn refund_at_provider(app: &App, record: &AttemptRecord) -> ServiceResult<()> {
+    let (Some(amount), Some(reference)) = (
+        record.hold.as_ref().and_then(|h| h.amount.as_ref()),
+        record.payment_reference,
+    ) else {
+        return Err(ServiceError::validation(
+            "attempt",
+            "the purchase has no amount or payment to refund at the provider",
+        ));
+    };
+    let provider = app.provider.name().as_str();
+    let key = format!("operator-{}", record.id);
+    let answer = app
+        .provider
+        .refund(record.provider_payment_id.as_deref(), amount.amount, &key)
+        .await;
+    let outcome = match &answer {
+        Ok(_) => "taken",
+        Err(ProviderError::Refused(_)) => "refused",
+        Err(ProviderError::Unavailable(_)) => "unavailable",
+    };
+    metrics::counter!("sluice_refunds_total", "provider" => provider, "kind" => "operator",
+        "outcome" => outcome)
+    .increment(1);
+    match answer {
+        Ok(taken) => {
+            let noted = taken.id.clone().unwrap_or_else(|| key.clone());
+            if let Some(id) = taken.id.as_deref() {
+                app.ledger.set_provider_refund(record.id, id).await?;
+            }
+            app.ledger
+                .note_payment(&format!("refund:{noted}"), reference, "refund_taken")
+                .await?;
+            Ok(())
+        }
+        Err(e) => {
+            if let ProviderError::Refused(detail) = &e {
+                tracing::warn!(attempt = %record.id, %detail, "the provider refused a refund");
+                let event = format!("refund_refused:{}", uuid::Uuid::new_v4().simple());
+                app.ledger
+                    .note_payment(&event, reference, "refund_refused")
+                    .await?;
+            }
+            Err(super::checkout::provider_error(e))
+        }
+    }
 }

@@ -30,6 +30,16 @@ pub async fn create(app: &App, new: NewSale, audit: &SaleAudit<'_>) -> ServiceRe
     let sale = new
         .parse(Utc::now())
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
+    if sale.price.is_none() && app.provider.has_api() {
+        return Err(ServiceError::validation(
+            "currency",
+            format!(
+                "a sale needs a price (currency and unit_price): the payment provider ({}) \
+                 charges the hold's amount",
+                app.provider.name().as_str()
+            ),
+        ));
+    }
     let remaining = sale.stock.total();
     let record = SaleRecord {
         sale,

@@ -5,8 +5,10 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::config::ProviderName;
 use crate::domain::{AttemptId, AttemptState};
 use crate::ledger::{AttemptRecord, HeldStock};
+use crate::payments::PayWith;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttemptView {
@@ -24,9 +26,16 @@ pub struct AttemptView {
     pub hold_expires_at: Option<DateTime<Utc>>,
     pub payment_reference: Option<Uuid>,
     pub payment_expires_at: Option<DateTime<Utc>>,
-    /// The sandbox provider is on: the payment can be made at its URL.
+    /// Who takes the payment (the answer names it, and the sandbox's URL).
     #[serde(default)]
-    pub sandbox: bool,
+    pub provider: Option<ProviderName>,
+    /// What the page needs to pay, as checkout starts the payment (never stored: a saved
+    /// response replayed gets it anew).
+    #[serde(skip)]
+    pub pay: Option<PayWith>,
+    /// The provider's last failed try of the payment (the buyer may try again).
+    #[serde(default)]
+    pub payment_failure: Option<String>,
     /// While QUEUED: nothing is free to hold and nothing held can come back.
     #[serde(default)]
     pub sold_out: bool,
@@ -68,7 +77,9 @@ impl AttemptView {
             hold_expires_at: None,
             payment_reference: None,
             payment_expires_at: None,
-            sandbox: false,
+            provider: None,
+            pay: None,
+            payment_failure: None,
             sold_out: false,
             as_of: None,
             queue_ticket: None,
@@ -88,6 +99,7 @@ impl AttemptView {
                 .then_some(record.hold_expires_at)
                 .flatten(),
             payment_reference: record.payment_reference,
+            payment_failure: record.payment_failure.clone(),
             payment_expires_at: (state == AttemptState::PaymentPending)
                 .then_some(record.payment_expires_at)
                 .flatten(),

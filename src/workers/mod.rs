@@ -9,6 +9,7 @@ pub mod admission;
 pub mod controller;
 pub mod drift;
 pub mod figures;
+pub mod payments;
 pub mod queue_sync;
 pub mod reapers;
 pub mod relay;
@@ -47,6 +48,7 @@ impl Workers {
             let every = std::time::Duration::from_millis(app.config.workers.figures_ms);
             tasks.push(tokio::spawn(figures::run(app.clone(), every)));
         }
+        tasks.push(tokio::spawn(payments::run(app.clone())));
         let reapers = reapers::start(app.clone()).await?;
         Ok(Workers {
             draining: vec![admission, relay],

@@ -41,6 +41,9 @@ pub async fn start(app: App) -> anyhow::Result<JobScheduler> {
 pub async fn reap(app: &App) {
     metrics::counter!("sluice_reaper_runs_total").increment(1);
     for event in AttemptEvent::TIMEOUTS {
+        if event == AttemptEvent::PaymentTimeout {
+            super::payments::settle_due(app).await;
+        }
         for _ in 0..MAX_BATCHES {
             match app.ledger.expire_due(event, BATCH).await {
                 Ok(expired) => {

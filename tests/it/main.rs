@@ -33,6 +33,7 @@ mod reliability;
 mod sandbox;
 mod scale_out;
 mod stock;
+mod stripe;
 mod support;
 mod tour;
 mod webhooks;

@@ -195,7 +195,7 @@ async fn a_bad_price_is_refused_and_creates_nothing(backend: Backend) {
         }
         body
     };
-    let mut seated = |extra: Value| {
+    let seated = |extra: Value| {
         let mut body = with(seats.clone());
         body.as_object_mut().unwrap().remove("quantity");
         for (k, v) in extra.as_object().unwrap() {

@@ -217,8 +217,12 @@ export interface paths {
         put?: never;
         /**
          * Check out
-         * @description Moves a hold to PAYMENT_PENDING and answers the payment reference to give the payment
-         *     provider. Repeating it answers the same reference.
+         * @description Moves a hold to PAYMENT_PENDING, starts the payment at the deployment's provider for the
+         *     hold's amount (never one the client names) and answers what the page needs to pay:
+         *     the payment reference, and for Stripe the PaymentIntent's client secret
+         *     (`payment.stripe`). Repeating it answers the same payment. A hold that costs nothing
+         *     (a free claim) is CONFIRMED at once. A provider that is down answers 503 with
+         *     `Retry-After`; the hold is kept, and a retry starts the payment.
          */
         post: operations["checkout"];
         delete?: never;
@@ -656,6 +660,38 @@ export interface paths {
          *     `sluice.payment.refund_required` event (the attempt stays EXPIRED).
          */
         post: operations["receivePaymentWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/stripe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a Stripe event
+         * @description Register this URL at Stripe (Dashboard → Developers → Webhooks) with the events
+         *     `payment_intent.succeeded`, `payment_intent.payment_failed`, `payment_intent.canceled`
+         *     and `charge.refunded`, and set its signing secret as `payments.stripe.webhook_secret`.
+         *     `Stripe-Signature` is verified as Stripe documents it (every `v1` value, constant-time,
+         *     300 s tolerance). Each event id is applied once. 404 unless `payments.provider` is
+         *     `stripe`. The body is Stripe's event, e.g.:
+         *
+         *     ```json
+         *     {"id": "evt_1QxY2b", "type": "payment_intent.succeeded",
+         *     "data": {"object": {"id": "pi_3QxY2a", "object": "payment_intent", "amount": 110000,
+         *     "currency": "krw", "status": "succeeded",
+         *     "metadata": {"attempt_id": "0193a0c4…", "payment_reference": "5f0c2a4e-…"}}}}
+         *     ```
+         */
+        post: operations["receiveStripeWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1451,7 +1487,11 @@ export interface components {
          * @description A payment provider's event, recorded once per provider event id.
          */
         PaymentEventOut: {
-            /** @description `succeeded` or `failed`. */
+            /**
+             * @description `succeeded` or `failed` (the provider's final word), `failed_try` (a declined card;
+             *     the buyer may try again), `refund_taken` or `refund_refused` (an operator's refund, as
+             *     the provider answered it).
+             */
             kind: string;
             provider_event_id: string;
             /** Format: date-time */
@@ -1467,10 +1507,21 @@ export interface components {
              * @description The provider must report before this (while PAYMENT_PENDING).
              */
             expires_at?: string;
+            /**
+             * @description The provider's last failed try (a declined card): the buyer may try again until
+             *     `expires_at`.
+             */
+            last_failure?: string;
+            /**
+             * @description Who takes the payment: `sandbox`, `webhook` (the shop's own payment service) or
+             *     `stripe`.
+             */
+            provider?: string;
             /** @description Pass it to the payment provider; its webhook names it. */
             reference: string;
             /** @description Sandbox only: POST `{"outcome": "approve"}` (or `"decline"`) here to pay. */
             sandbox_url?: string;
+            stripe?: components["schemas"]["StripePaymentOut"];
         };
         /**
          * Problem
@@ -1853,6 +1904,34 @@ export interface components {
          * @enum {string}
          */
         StoredSaleStatus: "open" | "paused" | "closed";
+        /**
+         * StripeAckOut
+         * @description A Stripe event's answer.
+         * @example {
+         *       "attempt_state": "CONFIRMED",
+         *       "result": "applied"
+         *     }
+         */
+        StripeAckOut: {
+            attempt_state?: components["schemas"]["AttemptStateName"];
+            /**
+             * @description `applied` (the attempt moved), `duplicate` (this event was applied before),
+             *     `refund_required` (paid after the attempt expired: refunded through Stripe when
+             *     `payments.refund_late_payments` is on), `recorded` (a failed try or a refund, noted on
+             *     the payment), or `ignored` (not about a payment sluice started, or of another type).
+             */
+            result: string;
+        };
+        /**
+         * StripePaymentOut
+         * @description What Stripe.js needs to take the payment: load it from `js_url`, then
+         *     `Stripe(publishable_key).elements({clientSecret: client_secret})`.
+         */
+        StripePaymentOut: {
+            client_secret: string;
+            js_url: string;
+            publishable_key: string;
+        };
         /**
          * TransitionOut
          * @description One transition of the audit trail.
@@ -2738,6 +2817,15 @@ export interface operations {
             };
             /** @description An internal error. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The payment provider refused the call; nothing changed. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4018,8 +4106,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description An internal error. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The payment provider refused the call; nothing changed. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4770,6 +4876,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": string;
+                "application/json; charset=utf-8": string;
                 "application/octet-stream": string;
             };
         };
@@ -4781,6 +4888,111 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["WebhookAckOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    receiveStripeWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                "Stripe-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The raw body, whatever its declared type: the signature is over the exact bytes. */
+        requestBody: {
+            content: {
+                "application/json": string;
+                "application/json; charset=utf-8": string;
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /**
+             * @description Received: `result` says what it did. Every event sluice does not act on is answered
+             *     200 too, so Stripe does not send it again.
+             */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["StripeAckOut"];
                 };
             };
             /** @description The request is malformed (not JSON, wrong types, bad path parameter). */

@@ -28,9 +28,10 @@ pub struct AttemptsApi {
     pub app: App,
 }
 
-/// The answer body; payment URLs point at the sandbox when it is on.
+/// The answer body, with the deployment's payment provider (and the sandbox's URL when it is
+/// the sandbox).
 fn out(app: &App, mut view: AttemptView) -> AttemptOut {
-    view.sandbox = app.config.sandbox_enabled();
+    view.provider = Some(app.provider.name());
     view.into()
 }
 
@@ -268,8 +269,12 @@ impl AttemptsApi {
 
     /// Check out
     ///
-    /// Moves a hold to PAYMENT_PENDING and answers the payment reference to give the payment
-    /// provider. Repeating it answers the same reference.
+    /// Moves a hold to PAYMENT_PENDING, starts the payment at the deployment's provider for the
+    /// hold's amount (never one the client names) and answers what the page needs to pay:
+    /// the payment reference, and for Stripe the PaymentIntent's client secret
+    /// (`payment.stripe`). Repeating it answers the same payment. A hold that costs nothing
+    /// (a free claim) is CONFIRMED at once. A provider that is down answers 503 with
+    /// `Retry-After`; the hold is kept, and a retry starts the payment.
     #[oai(
         path = "/v1/attempts/:attempt_id/checkout",
         method = "post",
@@ -286,10 +291,11 @@ impl AttemptsApi {
         let app = &self.app;
         let user: &UserId = &auth.0;
         let request = ("checkout", id.to_string());
-        let view = idempotent(app, user, key.as_ref(), &request, async {
+        let mut view = idempotent(app, user, key.as_ref(), &request, async {
             service::checkout::checkout(app, id, user).await
         })
         .await?;
+        service::checkout::start_payment(app, &mut view).await?;
         Ok(AttemptResponse::of(&self.app, view))
     }
 

@@ -6,6 +6,8 @@ use poem_openapi::{Enum, Object};
 use serde::Serialize;
 
 use crate::api::serialized::rfc3339;
+use crate::config::ProviderName;
+use crate::payments::PayWith;
 
 use crate::api::spec::example_time;
 use crate::api::text::Text;
@@ -100,14 +102,37 @@ pub struct HoldOut {
 pub struct PaymentOut {
     /// Pass it to the payment provider; its webhook names it.
     pub reference: String,
+    /// Who takes the payment: `sandbox`, `webhook` (the shop's own payment service) or
+    /// `stripe`.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     /// Sandbox only: POST `{"outcome": "approve"}` (or `"decline"`) here to pay.
     #[oai(skip_serializing_if_is_none)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox_url: Option<String>,
+    /// Stripe only, in checkout's answer: mount Stripe's Payment Element with these.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stripe: Option<StripePaymentOut>,
+    /// The provider's last failed try (a declined card): the buyer may try again until
+    /// `expires_at`.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<String>,
     /// The provider must report before this (while PAYMENT_PENDING).
     #[oai(skip_serializing_if_is_none)]
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "rfc3339")]
     pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// What Stripe.js needs to take the payment: load it from `js_url`, then
+/// `Stripe(publishable_key).elements({clientSecret: client_secret})`.
+#[derive(Debug, Clone, Object, Serialize)]
+pub struct StripePaymentOut {
+    pub client_secret: String,
+    pub publishable_key: String,
+    pub js_url: String,
 }
 
 /// The status of an attempt.
@@ -222,7 +247,22 @@ impl From<AttemptView> for AttemptOut {
             }),
             payment: v.payment_reference.map(|r| PaymentOut {
                 reference: r.to_string(),
-                sandbox_url: v.sandbox.then(|| crate::service::sandbox::payment_path(r)),
+                provider: v.provider.map(|p| p.as_str().to_owned()),
+                sandbox_url: (v.provider == Some(ProviderName::Sandbox))
+                    .then(|| crate::service::sandbox::payment_path(r)),
+                stripe: match v.pay {
+                    Some(PayWith::Stripe {
+                        client_secret,
+                        publishable_key,
+                        js_url,
+                    }) => Some(StripePaymentOut {
+                        client_secret,
+                        publishable_key,
+                        js_url,
+                    }),
+                    Some(PayWith::Sandbox | PayWith::Reference) | None => None,
+                },
+                last_failure: v.payment_failure,
                 expires_at: v.payment_expires_at,
             }),
             as_of: v.as_of,
@@ -418,7 +458,9 @@ impl From<TransitionRow> for TransitionOut {
 #[derive(Debug, Clone, Object)]
 pub struct PaymentEventOut {
     pub provider_event_id: String,
-    /// `succeeded` or `failed`.
+    /// `succeeded` or `failed` (the provider's final word), `failed_try` (a declined card;
+    /// the buyer may try again), `refund_taken` or `refund_refused` (an operator's refund, as
+    /// the provider answered it).
     pub kind: String,
     pub received_at: DateTime<Utc>,
 }
@@ -523,7 +565,10 @@ mod tests {
             }),
             payment: Some(PaymentOut {
                 reference: "ref".into(),
+                provider: Some("sandbox".into()),
                 sandbox_url: Some("/sandbox/ref".into()),
+                stripe: None,
+                last_failure: None,
                 expires_at: Some(time),
             }),
             as_of: Some(time),
@@ -546,7 +591,10 @@ mod tests {
             }),
             payment: Some(PaymentOut {
                 reference: "ref".into(),
+                provider: None,
                 sandbox_url: None,
+                stripe: None,
+                last_failure: None,
                 expires_at: None,
             }),
             as_of: None,

@@ -58,6 +58,8 @@
       turnSay: 'It is your turn. Choose your tickets and hold them before the time runs out.',
       upTo: (n) => `(up to ${n})`,
       oneTicket: '1 ticket', tickets: (n) => `${n} tickets`, seats: (list) => `Seats ${list}`,
+      lastFailure: (why) => `The last try did not go through: ${why} You can try again.`,
+      paymentUnavailable: 'The payment form did not load. Try again in a moment.',
       heldWhat: (what) => `${what} held for you. Go to payment to keep them.`,
       heldSay: (what) => `${what} held. Go to payment before the time runs out.`,
       payingWhat: (what) => `Paying for ${what}.`, payingSay: 'Waiting for your payment.',
@@ -116,6 +118,8 @@
       turnSay: '내 차례입니다. 시간이 끝나기 전에 티켓을 선택해 확보하세요.',
       upTo: (n) => `(최대 ${n}장)`,
       oneTicket: '티켓 1장', tickets: (n) => `티켓 ${n}장`, seats: (list) => `좌석 ${list}`,
+      lastFailure: (why) => `마지막 결제가 완료되지 않았습니다: ${why} 다시 시도할 수 있습니다.`,
+      paymentUnavailable: '결제 양식을 불러오지 못했습니다. 잠시 후 다시 시도해 주세요.',
       heldWhat: (what) => `${what}을(를) 확보했습니다. 결제하시면 구매가 완료됩니다.`,
       heldSay: (what) => `${what} 확보. 시간이 끝나기 전에 결제하세요.`,
       payingWhat: (what) => `${what} 결제 중입니다.`, payingSay: '결제를 기다리고 있습니다.',
@@ -391,8 +395,73 @@
 
   function describeHold(hold) {
     if (!hold) return '';
-    if (hold.seat_ids && hold.seat_ids.length) return t('seats', hold.seat_ids.join(', '));
-    return hold.quantity === 1 ? t('oneTicket') : t('tickets', hold.quantity);
+    const what = hold.seat_ids && hold.seat_ids.length ? t('seats', hold.seat_ids.join(', '))
+      : hold.quantity === 1 ? t('oneTicket') : t('tickets', hold.quantity);
+    return hold.amount === undefined ? what : `${what} · ${money(hold.amount, hold.currency)}`;
+  }
+
+  /// An amount in the currency's smallest unit (KRW: won; USD: cents), in the visitor's language.
+  function money(amount, currency) {
+    const format = new Intl.NumberFormat(lang, { style: 'currency', currency });
+    return format.format(amount / 10 ** format.resolvedOptions().maximumFractionDigits);
+  }
+
+  // ---- paying through Stripe -----------------------------------------------------------------
+
+  let stripeMounted = null; // the client secret of the payment form on the page
+  let stripeMounting = null; // the mounting under way: answers that arrive meanwhile wait for it
+  let stripeLoaded = null; // Stripe.js, loading or loaded
+  let stripePay = null; // confirms the payment with what the buyer entered
+
+  /// Stripe.js, loaded once from where checkout says (`payment.stripe.js_url`).
+  function loadStripe(url) {
+    stripeLoaded ??= new Promise((resolve, reject) => {
+      const script = document.createElement('script');
+      script.src = url;
+      script.onload = resolve;
+      script.onerror = () => {
+        stripeLoaded = null;
+        reject(new Error(t('paymentUnavailable')));
+      };
+      document.head.append(script);
+    });
+    return stripeLoaded;
+  }
+
+  /// Mounts Stripe's Payment Element for the attempt's PaymentIntent (its client secret comes
+  /// with checkout's answer; a page opened later asks checkout again, which answers the same
+  /// intent). Where Stripe.js has no Payment Element (a test double's), its card element.
+  function mountStripe(next) {
+    stripeMounting ??= mountStripeOnce(next).finally(() => { stripeMounting = null; });
+    return stripeMounting;
+  }
+
+  async function mountStripeOnce(next) {
+    let pay = next.payment.stripe;
+    if (!pay && stripeMounted) return;
+    if (!pay) pay = (await api('POST', `/v1/attempts/${next.attempt_id}/checkout`)).payment.stripe;
+    if (!pay || stripeMounted === pay.client_secret) return;
+    await loadStripe(pay.js_url);
+    const stripe = window.Stripe(pay.publishable_key);
+    const slot = $('stripe-element');
+    slot.replaceChildren();
+    if (typeof stripe.confirmPayment === 'function') {
+      const elements = stripe.elements({ clientSecret: pay.client_secret, locale: lang });
+      elements.create('payment').mount(slot);
+      stripePay = () => stripe.confirmPayment({
+        elements, redirect: 'if_required', confirmParams: { return_url: location.href },
+      });
+    } else {
+      const card = stripe.elements().create('card');
+      card.mount(slot);
+      stripePay = () => stripe.confirmCardPayment(pay.client_secret, { payment_method: { card } });
+    }
+    stripeMounted = pay.client_secret;
+  }
+
+  function showFailure(failure) {
+    $('payment-failure').hidden = !failure;
+    $('payment-failure').textContent = failure ? t('lastFailure', failure) : '';
   }
 
   function show(next) {
@@ -440,6 +509,11 @@
         step('paying', t('payment'));
         $('paying-what').textContent = t('payingWhat', describeHold(next.hold).toLowerCase());
         $('sandbox').hidden = !(next.payment && next.payment.sandbox_url);
+        $('stripe').hidden = !(next.payment && next.payment.provider === 'stripe');
+        if (next.payment && next.payment.provider === 'stripe') {
+          showFailure(next.payment.last_failure);
+          mountStripe(next).catch(handleProblem);
+        }
         countdown('payment-countdown', next.payment && next.payment.expires_at);
         say(t('payingSay'));
         break;
@@ -613,6 +687,21 @@
       return null;
     }));
   }
+  $('stripe').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    if (!stripePay) return;
+    act($('stripe-pay'), async () => {
+      const result = await stripePay();
+      if (result && result.error) {
+        showFailure(result.error.message || String(result.error));
+        return null;
+      }
+      if (ENDED.includes(attempt.state)) return null;
+      say(t('paymentSent'));
+      follow();
+      return null;
+    });
+  });
   $('language').addEventListener('change', (ev) => {
     lang = ev.currentTarget.value;
     localStorage.setItem('sluice.language', lang);

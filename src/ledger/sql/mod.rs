@@ -406,7 +406,7 @@ impl PaymentLedger for SqlLedger {
         attempt: AttemptId,
         provider: &str,
         id: &str,
-    ) -> LedgerResult<()> {
+    ) -> LedgerResult<Option<String>> {
         payments::set_provider_payment(&mut *self.conn().await?, attempt, provider, id).await
     }
 
@@ -420,6 +420,11 @@ impl PaymentLedger for SqlLedger {
 
     async fn set_payment_failure(&self, reference: Uuid, failure: &str) -> LedgerResult<()> {
         payments::set_failure(&mut *self.conn().await?, reference, failure).await
+    }
+
+    async fn note_payment(&self, event_id: &str, reference: Uuid, kind: &str) -> LedgerResult<()> {
+        payments::note(&mut *self.conn().await?, event_id, reference, kind).await?;
+        Ok(())
     }
 
     async fn set_provider_refund(&self, attempt: AttemptId, refund_id: &str) -> LedgerResult<()> {

@@ -13,7 +13,7 @@ pub(super) async fn set_provider_payment(
     attempt: AttemptId,
     provider: &str,
     id: &str,
-) -> LedgerResult<()> {
+) -> LedgerResult<Option<String>> {
     sqlx::query(concat!(
         "UPDATE payments SET provider = $2, provider_payment_id = $3, updated_at = ",
         now!(),
@@ -22,10 +22,15 @@ pub(super) async fn set_provider_payment(
     .bind(attempt.local)
     .bind(provider)
     .bind(id)
-    .execute(conn)
+    .execute(&mut *conn)
     .await
     .map_err(db_error)?;
-    Ok(())
+    sqlx::query_scalar("SELECT provider_payment_id FROM payments WHERE attempt_id = $1")
+        .bind(attempt.local)
+        .fetch_optional(conn)
+        .await
+        .map(Option::flatten)
+        .map_err(db_error)
 }
 
 pub(super) async fn by_provider_id(
@@ -67,6 +72,28 @@ pub(super) async fn set_failure(
     .await
     .map_err(db_error)?;
     Ok(())
+}
+
+/// A payment event in the attempt's file, once per `event_id`: whether this call wrote it.
+pub(super) async fn note(
+    conn: &mut Conn,
+    event_id: &str,
+    reference: Uuid,
+    kind: &str,
+) -> LedgerResult<bool> {
+    let noted = sqlx::query(concat!(
+        "INSERT INTO payment_events (provider_event_id, payment_reference, kind, received_at)
+         VALUES ($1, $2, $3, ",
+        now!(),
+        ") ON CONFLICT (provider_event_id) DO NOTHING"
+    ))
+    .bind(event_id)
+    .bind(reference)
+    .bind(kind)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(noted.rows_affected() == 1)
 }
 
 pub(super) async fn set_refund(

@@ -100,19 +100,8 @@ impl LedgerTx for Conn {
         reference: Uuid,
         succeeded: bool,
     ) -> LedgerResult<bool> {
-        let claimed = sqlx::query(concat!(
-            "INSERT INTO payment_events (provider_event_id, payment_reference, kind, received_at)
-             VALUES ($1, $2, $3, ",
-            now!(),
-            ") ON CONFLICT (provider_event_id) DO NOTHING"
-        ))
-        .bind(provider_event_id)
-        .bind(reference)
-        .bind(if succeeded { "succeeded" } else { "failed" })
-        .execute(self)
-        .await
-        .map_err(db_error)?;
-        Ok(claimed.rows_affected() == 1)
+        let kind = if succeeded { "succeeded" } else { "failed" };
+        super::payments::note(self, provider_event_id, reference, kind).await
     }
 
     /// On PostgreSQL `FOR UPDATE SKIP LOCKED`: reapers on several replicas (and user requests)

@@ -165,3 +165,35 @@ async fn the_operator_console_runs_a_sale_in_headless_chromium() {
     println!("screenshots in {}", shots.display());
     app.stop().await;
 }
+
+/// The waiting page pays a Stripe sale through localstripe's Stripe.js
+/// (`tests/browser/stripe.mjs`): the amount on the page, Stripe's card form mounted from the
+/// sale's `js_url` under the page's policy, and the payment confirmed on the page by Stripe's
+/// webhook.
+#[tokio::test]
+async fn the_waiting_page_pays_a_stripe_sale_through_stripe_js() {
+    let stripe = crate::stripe::LocalStripe::start().await;
+    let app =
+        TestApp::spawn_on_with(Backend::Embedded, |c| crate::stripe::on_stripe(c, &stripe)).await;
+    stripe.register_webhook(&app).await;
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    let (base, stripe_url) = (app.base.clone(), stripe.url());
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg("stripe.mjs")
+            .current_dir(dir)
+            .env("SLUICE_URL", base)
+            .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
+            .env("SLUICE_USER_SECRET", USER_SECRET)
+            .env("STRIPE_URL", stripe_url)
+            .env("STRIPE_SECRET_KEY", crate::stripe::SECRET_KEY)
+            .output()
+            .expect("node is installed (scripts/tools)")
+    })
+    .await
+    .unwrap();
+    let log = crate::helpers::output_text(&out);
+    assert!(out.status.success(), "browser test failed:\n{log}");
+    assert!(log.contains("all checks passed"), "{log}");
+    app.stop().await;
+}

@@ -134,6 +134,7 @@ fn operation_ids_are_stable() {
         "payInSandbox",
         "readiness",
         "receivePaymentWebhook",
+        "receiveStripeWebhook",
         "refundAttempt",
         "releaseHold",
         "resumeSale",

@@ -193,8 +193,20 @@ async fn metrics_pass_promtool_and_every_dashboard_and_alert_metric_is_exported(
 
     let metrics = app.metrics().await;
     promtool(&["check", "metrics"], &root(), Some(&metrics));
+    // The payment provider's families come from a sluice that takes payments through Stripe
+    // (localstripe): a checkout calls it.
+    let stripe = crate::stripe::LocalStripe::start().await;
+    let paying = TestApp::spawn_on_with(backend, |c| crate::stripe::on_stripe(c, &stripe)).await;
+    let priced = paying
+        .create_sale(json!({ "currency": "KRW", "unit_price": 1000 }))
+        .await;
+    let attempt = paying.holding(&priced, "dana", 1).await;
+    assert_eq!(paying.checkout(&attempt, "dana").await.status(), 200);
+    let provider_metrics = paying.metrics().await;
+    promtool(&["check", "metrics"], &root(), Some(&provider_metrics));
     let exported: BTreeSet<&str> = metrics
         .lines()
+        .chain(provider_metrics.lines())
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
@@ -229,4 +241,5 @@ async fn metrics_pass_promtool_and_every_dashboard_and_alert_metric_is_exported(
     }
     assert!(missing.is_empty(), "named but not exported: {missing:?}");
     app.stop().await;
+    paying.stop().await;
 }

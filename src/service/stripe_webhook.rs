@@ -1,0 +1,147 @@
+//! Stripe's webhooks (`POST /v1/webhooks/stripe`), exactly as Stripe signs and sends them:
+//! `Stripe-Signature` over the raw body, then the event about a PaymentIntent sluice started.
+//! - `payment_intent.succeeded`: CONFIRMED, once per event id, when the intent's amount and
+//!   currency are the hold's (after expiry: refunded, see [`super::payment::refund_late`]);
+//! - `payment_intent.payment_failed`: the failure is recorded and the attempt stays payable
+//!   (the buyer may try another card until the deadline);
+//! - `payment_intent.canceled`: EXPIRED with the stock back;
+//! - `charge.refunded`: the refund is recorded.
+//!
+//! An event about an object sluice did not start, or of another type, is answered 2xx and
+//! changes nothing: Stripe retries every other answer for days.
+
+use super::payment::{apply, WebhookAck, WebhookResult};
+use super::{App, ServiceError, ServiceResult};
+use crate::domain::AttemptState;
+use crate::payments::provider::found;
+use crate::payments::stripe::{Event, Intent};
+use crate::payments::{Found, Provider};
+
+/// What a Stripe event did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StripeAck {
+    /// It moved (or, repeated, had moved) an attempt.
+    Attempt(WebhookAck),
+    /// Recorded on the payment: a failed try, a refund.
+    Recorded,
+    /// Not about a payment sluice started, or of a type sluice does not act on.
+    Ignored,
+}
+
+pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<StripeAck> {
+    let Provider::Stripe(stripe) = &app.provider else {
+        return Err(ServiceError::NotFound(
+            "the Stripe webhook (payments.provider is not stripe)",
+        ));
+    };
+    let now = chrono::Utc::now().timestamp();
+    if let Err(e) = stripe.verify(signature, body, now) {
+        count("bad_signature");
+        return Err(ServiceError::BadSignature(e.to_string()));
+    }
+    let event: Event = serde_json::from_slice(body)
+        .map_err(|e| ServiceError::validation("body", format!("not a Stripe event: {e}")))?;
+    let ack = match event.kind.as_str() {
+        "payment_intent.succeeded"
+        | "payment_intent.payment_failed"
+        | "payment_intent.canceled" => {
+            let intent: Intent =
+                serde_json::from_value(event.data.object.clone()).map_err(|e| {
+                    ServiceError::validation("data.object", format!("not a PaymentIntent: {e}"))
+                })?;
+            on_intent(app, &event, &intent).await?
+        }
+        "charge.refunded" => on_refund(app, &event).await?,
+        _ => StripeAck::Ignored,
+    };
+    count(match &ack {
+        StripeAck::Attempt(_) => "applied",
+        StripeAck::Recorded => "recorded",
+        StripeAck::Ignored => "ignored",
+    });
+    Ok(ack)
+}
+
+fn count(outcome: &'static str) {
+    metrics::counter!("sluice_provider_webhooks_total", "provider" => "stripe", "outcome" => outcome)
+        .increment(1);
+}
+
+async fn on_intent(app: &App, event: &Event, intent: &Intent) -> ServiceResult<StripeAck> {
+    let Some((attempt, reference)) = app
+        .ledger
+        .payment_by_provider_id("stripe", &intent.id)
+        .await?
+    else {
+        return Ok(StripeAck::Ignored);
+    };
+    match found(intent) {
+        Found::Paid(paid) => {
+            let record = app.ledger.attempt(attempt).await?;
+            let held = record
+                .as_ref()
+                .and_then(|r| r.hold.as_ref()?.amount.as_ref());
+            if held != Some(&paid) {
+                tracing::error!(%attempt, intent = %intent.id, ?held, ?paid,
+                    "a Stripe payment's amount is not the hold's: the attempt is not confirmed");
+                return Ok(StripeAck::Ignored);
+            }
+            Ok(attempt_ack(apply(app, &event.id, reference, true).await?))
+        }
+        Found::Canceled => Ok(attempt_ack(apply(app, &event.id, reference, false).await?)),
+        Found::Open { last_failure } => {
+            let failure = last_failure.unwrap_or_else(|| "the payment failed".into());
+            app.ledger.set_payment_failure(reference, &failure).await?;
+            app.ledger
+                .note_payment(&event.id, reference, "failed_try")
+                .await?;
+            Ok(StripeAck::Recorded)
+        }
+    }
+}
+
+fn attempt_ack(ack: Option<WebhookAck>) -> StripeAck {
+    ack.map(StripeAck::Attempt).unwrap_or(StripeAck::Ignored)
+}
+
+/// `charge.refunded`: the charge names its PaymentIntent; the refund is recorded on its
+/// payment (the operator's refund, or one made at Stripe's dashboard).
+async fn on_refund(app: &App, event: &Event) -> ServiceResult<StripeAck> {
+    let charge = &event.data.object;
+    let Some(intent) = charge["payment_intent"].as_str() else {
+        return Ok(StripeAck::Ignored);
+    };
+    let Some((attempt, _)) = app.ledger.payment_by_provider_id("stripe", intent).await? else {
+        return Ok(StripeAck::Ignored);
+    };
+    let refund = charge["refunds"]["data"][0]["id"]
+        .as_str()
+        .unwrap_or(event.id.as_str());
+    app.ledger.set_provider_refund(attempt, refund).await?;
+    tracing::info!(%attempt, refund, "Stripe reports a refund");
+    Ok(StripeAck::Recorded)
+}
+
+impl StripeAck {
+    /// The attempt's state after the event, when it was about one.
+    pub fn state(&self) -> Option<AttemptState> {
+        match self {
+            StripeAck::Attempt(ack) => Some(ack.state),
+            StripeAck::Recorded | StripeAck::Ignored => None,
+        }
+    }
+
+    /// The answer's word for it.
+    pub fn result(&self) -> &'static str {
+        match self {
+            StripeAck::Attempt(ack) => match ack.result {
+                WebhookResult::Applied => "applied",
+                WebhookResult::Duplicate => "duplicate",
+                WebhookResult::Ignored => "ignored",
+                WebhookResult::RefundRequired => "refund_required",
+            },
+            StripeAck::Recorded => "recorded",
+            StripeAck::Ignored => "ignored",
+        }
+    }
+}
