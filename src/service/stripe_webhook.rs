@@ -111,13 +111,17 @@ async fn on_refund(app: &App, event: &Event) -> ServiceResult<StripeAck> {
     let Some(intent) = charge["payment_intent"].as_str() else {
         return Ok(StripeAck::Ignored);
     };
-    let Some((attempt, _)) = app.ledger.payment_by_provider_id("stripe", intent).await? else {
+    let Some((attempt, reference)) = app.ledger.payment_by_provider_id("stripe", intent).await?
+    else {
         return Ok(StripeAck::Ignored);
     };
     let refund = charge["refunds"]["data"][0]["id"]
         .as_str()
         .unwrap_or(event.id.as_str());
     app.ledger.set_provider_refund(attempt, refund).await?;
+    app.ledger
+        .note_payment(&event.id, reference, "refunded")
+        .await?;
     tracing::info!(%attempt, refund, "Stripe reports a refund");
     Ok(StripeAck::Recorded)
 }

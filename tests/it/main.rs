@@ -6,6 +6,7 @@ mod helpers;
 mod adaptive;
 mod admin;
 mod catalogue;
+mod chaos;
 mod cli;
 mod connections;
 mod contention;

@@ -26,6 +26,7 @@ on_both_configurations!(
     a_success_after_the_attempt_expired_is_refunded_at_stripe,
     an_operators_refund_is_a_stripe_refund,
     a_refund_stripe_refuses_is_answered_noted_counted_and_changes_nothing,
+    a_canceled_intent_expires_its_attempt_and_a_refund_at_stripe_is_noted,
     forged_stale_or_foreign_signatures_change_nothing_and_five_deliveries_confirm_once,
     with_stripe_down_checkout_is_503_and_a_retry_pays,
     a_free_sale_confirms_at_checkout_without_calling_stripe,
@@ -487,6 +488,63 @@ async fn a_refund_stripe_refuses_is_answered_noted_counted_and_changes_nothing(b
         .await;
     assert_eq!(refused, 1.0);
     assert_eq!(t.stats(&sale).await["money"]["sold"], 55_000, "still sold");
+}
+
+/// The events localstripe does not send (`payment_intent.canceled`, `charge.refunded`), about
+/// its own objects, signed by the test.
+async fn a_canceled_intent_expires_its_attempt_and_a_refund_at_stripe_is_noted(backend: Backend) {
+    let (t, stripe) = spawn(backend, |_| {}).await;
+    let sale = priced_sale(&t, json!({ "quantity": 2 })).await;
+    let now = chrono::Utc::now().timestamp();
+    // Canceled at Stripe (its dashboard, or an expiry there): the attempt ends, its unit back.
+    let (gone, paying) = checked_out(&t, &sale, "canceled", 1).await;
+    let intent = intent_of(&paying);
+    let (status, canceled) = stripe
+        .api(
+            Method::POST,
+            &format!("/v1/payment_intents/{intent}/cancel"),
+            &[],
+        )
+        .await;
+    assert_eq!((status, &canceled["status"]), (200, &json!("canceled")));
+    let body = event("evt_canceled", "payment_intent.canceled", &canceled);
+    let resp = post_event(&t, &sign(WEBHOOK_SECRET, now, &body), &body).await;
+    assert_eq!(resp.json::<Value>().await.unwrap()["result"], "applied");
+    wait_state(&t, &gone, "canceled", "EXPIRED(payment_failed)").await;
+    assert_eq!(t.stats(&sale).await["remaining"], 2);
+
+    // A purchase refunded in Stripe's dashboard: noted in the attempt's file.
+    let (bought, paying) = checked_out(&t, &sale, "refunded-there", 1).await;
+    let intent = intent_of(&paying);
+    let (_, paid) = stripe.pay(&intent, "4242424242424242").await;
+    let body = event("evt_paid", "payment_intent.succeeded", &paid);
+    post_event(&t, &sign(WEBHOOK_SECRET, now, &body), &body).await;
+    wait_state(&t, &bought, "refunded-there", "CONFIRMED").await;
+    let (_, refund) = stripe
+        .api(
+            Method::POST,
+            "/v1/refunds",
+            &[("payment_intent", intent.as_str())],
+        )
+        .await;
+    let charge = json!({
+        "id": refund["charge"], "object": "charge", "payment_intent": intent, "refunded": true,
+        "refunds": { "data": [refund] },
+    });
+    let body = event("evt_refunded", "charge.refunded", &charge);
+    let resp = post_event(&t, &sign(WEBHOOK_SECRET, now, &body), &body).await;
+    assert_eq!(resp.json::<Value>().await.unwrap()["result"], "recorded");
+    let file = t
+        .admin_json(Method::GET, &format!("/v1/sales/{sale}/attempts/{bought}"))
+        .await;
+    assert!(
+        file["payment_events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "refunded" && e["provider_event_id"] == "evt_refunded"),
+        "{file}"
+    );
 }
 
 async fn forged_stale_or_foreign_signatures_change_nothing_and_five_deliveries_confirm_once(

@@ -460,7 +460,8 @@ pub struct PaymentEventOut {
     pub provider_event_id: String,
     /// `succeeded` or `failed` (the provider's final word), `failed_try` (a declined card;
     /// the buyer may try again), `refund_taken` or `refund_refused` (an operator's refund, as
-    /// the provider answered it).
+    /// the provider answered it), `refunded` (the provider reports a refund, e.g. one made in
+    /// its dashboard).
     pub kind: String,
     pub received_at: DateTime<Utc>,
 }
