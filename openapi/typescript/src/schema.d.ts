@@ -1490,7 +1490,8 @@ export interface components {
             /**
              * @description `succeeded` or `failed` (the provider's final word), `failed_try` (a declined card;
              *     the buyer may try again), `refund_taken` or `refund_refused` (an operator's refund, as
-             *     the provider answered it).
+             *     the provider answered it), `refunded` (the provider reports a refund, e.g. one made in
+             *     its dashboard).
              */
             kind: string;
             provider_event_id: string;
