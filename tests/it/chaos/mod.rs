@@ -231,7 +231,6 @@ async fn one_attempt(opening: &Arc<Opening>, user: &str, n: u64, rng: &mut Rng) 
     let path = format!("/v1/attempts/{attempt}");
     let mut state = String::new();
     let mut token = None;
-    let mut reference = None;
     let mut acted = false;
     while !opening.over() {
         let (status, answer) = opening
@@ -246,10 +245,6 @@ async fn one_attempt(opening: &Arc<Opening>, user: &str, n: u64, rng: &mut Rng) 
                 .as_str()
                 .map(str::to_owned)
                 .or(token);
-            reference = answer["payment"]["reference"]
-                .as_str()
-                .map(str::to_owned)
-                .or(reference);
         }
         match state.as_str() {
             "QUEUED" if rng.chance(2) => {
@@ -301,7 +296,6 @@ async fn one_attempt(opening: &Arc<Opening>, user: &str, n: u64, rng: &mut Rng) 
                         )
                         .await;
                     if let Some(r) = answer["payment"]["reference"].as_str() {
-                        reference = Some(r.to_owned());
                         pay(Arc::clone(opening), rng.clone(), n, r.to_owned());
                         rng.next();
                     }
@@ -310,7 +304,6 @@ async fn one_attempt(opening: &Arc<Opening>, user: &str, n: u64, rng: &mut Rng) 
             "CONFIRMED" | "EXPIRED" => return false,
             _ => {}
         }
-        let _ = &reference;
         tokio::time::sleep(Duration::from_millis(150 + rng.below(400))).await;
     }
     false
