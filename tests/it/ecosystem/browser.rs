@@ -34,6 +34,29 @@ fn png_size(bytes: &[u8]) -> (u32, u32) {
     (int(16), int(20))
 }
 
+/// Runs `script` of `tests/browser` with node against `app`, with its URL, the admin key, the
+/// user-token secret and `env`; asserts it ran every check.
+async fn run_script(app: &TestApp, script: &'static str, env: Vec<(&'static str, String)>) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    let base = app.base.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg(script)
+            .current_dir(dir)
+            .env("SLUICE_URL", base)
+            .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
+            .env("SLUICE_USER_SECRET", USER_SECRET)
+            .envs(env)
+            .output()
+            .expect("node is installed (scripts/tools)")
+    })
+    .await
+    .unwrap();
+    let log = crate::helpers::output_text(&out);
+    assert!(out.status.success(), "{script} failed:\n{log}");
+    assert!(log.contains("all checks passed"), "{log}");
+}
+
 #[tokio::test]
 async fn the_waiting_room_works_in_a_phone_sized_headless_chromium() {
     // The sandbox provider is on (embedded); the shop's look is configured.
@@ -44,26 +67,12 @@ async fn the_waiting_room_works_in_a_phone_sized_headless_chromium() {
     .await;
     let shots =
         std::env::temp_dir().join(format!("sluice-shots-{}", uuid::Uuid::new_v4().simple()));
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
-    let (base, out_dir) = (app.base.clone(), shots.clone());
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg("waiting-room.mjs")
-            .current_dir(dir)
-            .env("SLUICE_URL", base)
-            .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
-            .env("SLUICE_USER_SECRET", USER_SECRET)
-            .env("SHOTS", out_dir)
-            .env("SHOP_NAME", SHOP_NAME)
-            .env("SHOP_ACCENT_RGB", "rgb(179, 38, 30)")
-            .output()
-            .expect("node is installed (scripts/tools)")
-    })
-    .await
-    .unwrap();
-    let log = crate::helpers::output_text(&out);
-    assert!(out.status.success(), "browser test failed:\n{log}");
-    assert!(log.contains("all checks passed"), "{log}");
+    let env = vec![
+        ("SHOTS", shots.display().to_string()),
+        ("SHOP_NAME", SHOP_NAME.to_owned()),
+        ("SHOP_ACCENT_RGB", "rgb(179, 38, 30)".to_owned()),
+    ];
+    run_script(&app, "waiting-room.mjs", env).await;
 
     let mut seen = Vec::new();
     for state in STATES {
@@ -93,25 +102,11 @@ async fn a_page_on_a_listed_origin_calls_sluice_from_the_browser() {
         c.http.cors_allowed_origins = vec![format!("http://127.0.0.1:{shop}")];
     })
     .await;
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
-    let base = app.base.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg("cross-origin.mjs")
-            .current_dir(dir)
-            .env("SLUICE_URL", base)
-            .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
-            .env("SLUICE_USER_SECRET", USER_SECRET)
-            .env("SHOP_PORT", shop.to_string())
-            .env("OTHER_PORT", other.to_string())
-            .output()
-            .expect("node is installed (scripts/tools)")
-    })
-    .await
-    .unwrap();
-    let log = crate::helpers::output_text(&out);
-    assert!(out.status.success(), "browser test failed:\n{log}");
-    assert!(log.contains("all checks passed"), "{log}");
+    let env = vec![
+        ("SHOP_PORT", shop.to_string()),
+        ("OTHER_PORT", other.to_string()),
+    ];
+    run_script(&app, "cross-origin.mjs", env).await;
     app.stop().await;
 }
 
@@ -124,24 +119,12 @@ async fn the_operator_console_runs_a_sale_in_headless_chromium() {
     let app = TestApp::spawn_on_with(Backend::Embedded, |c| c.workers.figures_ms = 200).await;
     let shots =
         std::env::temp_dir().join(format!("sluice-console-{}", uuid::Uuid::new_v4().simple()));
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
-    let (base, out_dir) = (app.base.clone(), shots.clone());
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg("console.mjs")
-            .current_dir(dir)
-            .env("SLUICE_URL", base)
-            .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
-            .env("SLUICE_USER_SECRET", USER_SECRET)
-            .env("SHOTS", out_dir)
-            .output()
-            .expect("node is installed (scripts/tools)")
-    })
-    .await
-    .unwrap();
-    let log = crate::helpers::output_text(&out);
-    assert!(out.status.success(), "console test failed:\n{log}");
-    assert!(log.contains("all checks passed"), "{log}");
+    run_script(
+        &app,
+        "console.mjs",
+        vec![("SHOTS", shots.display().to_string())],
+    )
+    .await;
     let mut seen = Vec::new();
     for page in [
         "console-sales",
@@ -176,24 +159,10 @@ async fn the_waiting_page_pays_a_stripe_sale_through_stripe_js() {
     let app =
         TestApp::spawn_on_with(Backend::Embedded, |c| crate::stripe::on_stripe(c, &stripe)).await;
     stripe.register_webhook(&app).await;
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
-    let (base, stripe_url) = (app.base.clone(), stripe.url());
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg("stripe.mjs")
-            .current_dir(dir)
-            .env("SLUICE_URL", base)
-            .env("SLUICE_ADMIN_KEY", ADMIN_KEY)
-            .env("SLUICE_USER_SECRET", USER_SECRET)
-            .env("STRIPE_URL", stripe_url)
-            .env("STRIPE_SECRET_KEY", crate::stripe::SECRET_KEY)
-            .output()
-            .expect("node is installed (scripts/tools)")
-    })
-    .await
-    .unwrap();
-    let log = crate::helpers::output_text(&out);
-    assert!(out.status.success(), "browser test failed:\n{log}");
-    assert!(log.contains("all checks passed"), "{log}");
+    let env = vec![
+        ("STRIPE_URL", stripe.url()),
+        ("STRIPE_SECRET_KEY", crate::stripe::SECRET_KEY.to_owned()),
+    ];
+    run_script(&app, "stripe.mjs", env).await;
     app.stop().await;
 }
