@@ -119,6 +119,15 @@ pub enum AttemptEvent {
 }
 
 impl AttemptEvent {
+    /// The checkout of a hold that costs `amount`: one that costs nothing is claimed at once
+    /// (`ClaimFree`); any other waits for its payment (`Checkout`).
+    pub fn checkout_of(amount: Option<&super::Money>) -> AttemptEvent {
+        match amount {
+            Some(m) if m.amount == 0 => AttemptEvent::ClaimFree,
+            Some(_) | None => AttemptEvent::Checkout,
+        }
+    }
+
     pub const ALL: [AttemptEvent; 14] = [
         AttemptEvent::Admit,
         AttemptEvent::Leave,

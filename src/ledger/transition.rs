@@ -225,14 +225,11 @@ pub(crate) async fn apply_in<T: LedgerTx + ?Sized>(
         }
     }
     let after_expiry = expired_first.is_some().then(|| record.clone());
-    // Checking out a hold that costs nothing is claiming it: no payment to wait for.
-    let free = record
-        .hold
-        .as_ref()
-        .and_then(|h| h.amount.as_ref())
-        .is_some_and(|m| m.amount == 0);
+    // Which checkout it is depends on what the hold costs (the domain's rule).
     let event = match event {
-        AttemptEvent::Checkout if free => AttemptEvent::ClaimFree,
+        AttemptEvent::Checkout => {
+            AttemptEvent::checkout_of(record.hold.as_ref().and_then(|h| h.amount.as_ref()))
+        }
         other => other,
     };
     match write(tx, record, event, take).await {

@@ -3,9 +3,8 @@
 //! once, with no provider.
 
 use super::{App, AttemptView, ServiceError, ServiceResult};
-use crate::config::ProviderName;
 use crate::domain::{AttemptEvent, AttemptId, AttemptState, UserId};
-use crate::payments::{Order, PayWith, ProviderError};
+use crate::payments::{Order, ProviderError};
 use crate::telemetry::warn_throttled;
 
 /// The transition (the part a saved idempotent response stands for). The ledger makes the
@@ -18,15 +17,8 @@ pub async fn checkout(app: &App, attempt: AttemptId, user: &UserId) -> ServiceRe
 /// before) and puts what the page needs to pay it in `view`. Outside any ledger transaction;
 /// a provider that is down is a 503 and leaves the attempt as it was, payable by a retry.
 pub async fn start_payment(app: &App, view: &mut AttemptView) -> ServiceResult<()> {
-    if view.state != AttemptState::PaymentPending {
-        return Ok(());
-    }
-    match app.provider.name() {
-        ProviderName::Sandbox => view.pay = Some(PayWith::Sandbox),
-        ProviderName::Webhook => view.pay = Some(PayWith::Reference),
-        ProviderName::Stripe => {}
-    }
-    if !app.provider.has_api() {
+    // A provider without an API needs only the reference the answer carries.
+    if view.state != AttemptState::PaymentPending || !app.provider.has_api() {
         return Ok(());
     }
     let record = app
@@ -38,7 +30,7 @@ pub async fn start_payment(app: &App, view: &mut AttemptView) -> ServiceResult<(
         return Ok(());
     };
     let amount = record.hold.as_ref().and_then(|h| h.amount.as_ref());
-    if amount.is_none() && app.provider.has_api() {
+    if amount.is_none() {
         return Err(ServiceError::validation(
             "sale",
             format!(

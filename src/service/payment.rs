@@ -4,7 +4,7 @@
 
 use super::transition::settle;
 use super::{App, ServiceError, ServiceResult};
-use crate::domain::{AttemptState, Effect};
+use crate::domain::{AttemptId, AttemptState, Effect, Money};
 use crate::ledger::{AttemptRecord, PaymentApplied};
 use crate::payments::{PaymentWebhook, WebhookKind};
 
@@ -92,6 +92,25 @@ pub async fn apply(
             Ok(None)
         }
     }
+}
+
+/// The provider's word that the payment `reference` of `attempt` was paid `paid`: applied as a
+/// success (as [`apply`]) when it is the hold's amount `held`; any other amount is logged and
+/// changes nothing (`None`): an amount is always the hold's.
+pub async fn apply_paid(
+    app: &App,
+    event_id: &str,
+    reference: uuid::Uuid,
+    attempt: AttemptId,
+    held: Option<&Money>,
+    paid: &Money,
+) -> ServiceResult<Option<WebhookAck>> {
+    if held != Some(paid) {
+        tracing::error!(%attempt, ?held, ?paid,
+            "a payment's amount is not the hold's: the attempt is not confirmed");
+        return Ok(None);
+    }
+    apply(app, event_id, reference, true).await
 }
 
 /// Money that arrived after its attempt expired goes back through the provider when

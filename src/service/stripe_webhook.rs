@@ -10,7 +10,7 @@
 //! An event about an object sluice did not start, or of another type, is answered 2xx and
 //! changes nothing: Stripe retries every other answer for days.
 
-use super::payment::{apply, WebhookAck, WebhookResult};
+use super::payment::{apply, apply_paid, WebhookAck, WebhookResult};
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::AttemptState;
 use crate::payments::provider::found;
@@ -81,12 +81,8 @@ async fn on_intent(app: &App, event: &Event, intent: &Intent) -> ServiceResult<S
             let held = record
                 .as_ref()
                 .and_then(|r| r.hold.as_ref()?.amount.as_ref());
-            if held != Some(&paid) {
-                tracing::error!(%attempt, intent = %intent.id, ?held, ?paid,
-                    "a Stripe payment's amount is not the hold's: the attempt is not confirmed");
-                return Ok(StripeAck::Ignored);
-            }
-            Ok(attempt_ack(apply(app, &event.id, reference, true).await?))
+            let ack = apply_paid(app, &event.id, reference, attempt, held, &paid).await?;
+            Ok(attempt_ack(ack))
         }
         Found::Canceled => Ok(attempt_ack(apply(app, &event.id, reference, false).await?)),
         Found::Open { last_failure } => {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::ledger::OpenPayment;
 use crate::payments::Found;
-use crate::service::payment::apply;
+use crate::service::payment::{apply, apply_paid};
 use crate::service::App;
 
 /// Payments handled per pass at most; the next pass takes the rest.
@@ -97,16 +97,13 @@ async fn reconcile(app: &App, after: u64) {
 /// A payment the provider says is paid: CONFIRMED when it paid the hold's amount (each source
 /// applies it once by its event id; the machine makes a second source's word a repeat).
 async fn confirm(app: &App, payment: &OpenPayment, id: &str, paid: crate::domain::Money, by: &str) {
-    if payment.amount.as_ref() != Some(&paid) {
-        tracing::error!(attempt = %payment.attempt, held = ?payment.amount, ?paid,
-            "a payment's amount is not the hold's: the attempt is not confirmed");
-        return;
-    }
     let event = format!("{by}:paid:{id}");
-    match apply(app, &event, payment.reference, true).await {
-        Ok(_) => {
+    let held = payment.amount.as_ref();
+    match apply_paid(app, &event, payment.reference, payment.attempt, held, &paid).await {
+        Ok(Some(_)) => {
             tracing::info!(attempt = %payment.attempt, by, "a payment found paid at the provider is confirmed")
         }
+        Ok(None) => {}
         Err(e) => {
             tracing::warn!(attempt = %payment.attempt, error = %e, "a paid payment is not confirmed yet")
         }

@@ -10,7 +10,7 @@
 //   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… SHOTS=dir node console.mjs
 
 import { mkdirSync } from 'node:fs';
-import { check, launch, token } from './common.mjs';
+import { call, check, launch, token } from './common.mjs';
 
 const BASE = process.env.SLUICE_URL;
 const ADMIN_KEY = process.env.SLUICE_ADMIN_KEY;
@@ -18,16 +18,6 @@ const SHOTS = process.env.SHOTS;
 const LAPTOP = { width: 1280, height: 900 };
 mkdirSync(SHOTS, { recursive: true });
 
-async function call(headers, method, path, body) {
-  const res = await fetch(`${BASE}${path}`, {
-    method,
-    headers: { ...headers, 'Content-Type': 'application/json' },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const answer = await res.json().catch(() => null);
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
-  return answer;
-}
 const admin = (method, path, body) => call({ 'X-Admin-Key': ADMIN_KEY }, method, path, body);
 const asUser = (user, method, path, body) =>
   call({ Authorization: `Bearer ${token(user)}` }, method, path, body);

@@ -11,22 +11,12 @@
 //
 //   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… STRIPE_URL=… STRIPE_SECRET_KEY=… node stripe.mjs
 
-import { check, launch, token } from './common.mjs';
+import { call, check, launch, token } from './common.mjs';
 
 const BASE = process.env.SLUICE_URL;
 const STRIPE = process.env.STRIPE_URL;
 const SECRET = process.env.STRIPE_SECRET_KEY;
 
-async function call(headers, method, path, body) {
-  const res = await fetch(`${BASE}${path}`, {
-    method,
-    headers: { ...headers, 'Content-Type': 'application/json' },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const answer = await res.json().catch(() => null);
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
-  return answer;
-}
 const admin = (method, path, body) => call({ 'X-Admin-Key': process.env.SLUICE_ADMIN_KEY }, method, path, body);
 
 // Stripe's API with the shop's secret key.
