@@ -822,20 +822,26 @@ impl CuttableProxy {
     }
 }
 
-/// A TCP proxy to a loopback port that delays every byte by `delay` each way, as a server a
+/// A TCP proxy to a loopback port that delays every byte by its delay each way, as a server a
 /// few milliseconds away (throughput is not capped: chunks are timestamped, not queued behind
-/// each other's sleeps). Runs on the test's runtime.
+/// each other's sleeps). The delay can change while connections are open (`set_delay`): a
+/// network that slows down and recovers. Runs on the test's runtime.
 pub struct DelayProxy {
     pub port: u16,
+    /// The delay each way, in microseconds; read for every chunk.
+    delay_us: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl DelayProxy {
     pub async fn start(to: u16, delay: Duration) -> DelayProxy {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::sync::Arc;
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        // Copies `from` into `to`, each chunk `delay` after it was read.
-        async fn late<R, W>(mut from: R, mut to: W, delay: Duration)
+        let delay_us = Arc::new(AtomicU64::new(delay.as_micros() as u64));
+        // Copies `from` into `to`, each chunk the delay after it was read (in order).
+        async fn late<R, W>(mut from: R, mut to: W, delay_us: Arc<AtomicU64>)
         where
             R: tokio::io::AsyncRead + Unpin + Send + 'static,
             W: tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -851,6 +857,7 @@ impl DelayProxy {
             });
             let mut buf = vec![0u8; 64 * 1024];
             while let Ok(n) = from.read(&mut buf).await {
+                let delay = Duration::from_micros(delay_us.load(Ordering::Relaxed));
                 if n == 0
                     || tx
                         .send((Instant::now() + delay, buf[..n].to_vec()))
@@ -860,6 +867,7 @@ impl DelayProxy {
                 }
             }
         }
+        let delay = delay_us.clone();
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", to)).await else {
@@ -868,11 +876,19 @@ impl DelayProxy {
                 let _ = (client.set_nodelay(true), server.set_nodelay(true));
                 let (client_read, client_write) = client.into_split();
                 let (server_read, server_write) = server.into_split();
-                tokio::spawn(late(client_read, server_write, delay));
-                tokio::spawn(late(server_read, client_write, delay));
+                tokio::spawn(late(client_read, server_write, delay.clone()));
+                tokio::spawn(late(server_read, client_write, delay.clone()));
             }
         });
-        DelayProxy { port }
+        DelayProxy { port, delay_us }
+    }
+
+    /// From now on, every chunk read is delayed by `delay`.
+    pub fn set_delay(&self, delay: Duration) {
+        self.delay_us.store(
+            delay.as_micros() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 }
 

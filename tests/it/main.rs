@@ -28,6 +28,7 @@ mod prices;
 mod queue_store;
 mod reapers;
 mod rebuild;
+mod redis_cli;
 mod redis_outage;
 mod refunds;
 mod reliability;

@@ -1,17 +1,21 @@
 //! An opening under faults, checked by its history (`scripts/chaos` runs it longer).
 //!
-//! Two sluice processes share a PostgreSQL and a Redis of the test's own. Buyers, one after
+//! Two sluice processes share a PostgreSQL and a Redis Cluster of the test's own (three
+//! primaries, a replica each), every connection to them through a proxy that can slow it. Buyers, one after
 //! another from each of `CHAOS_USERS` clients, join through either replica, poll as they are
 //! told, abandon, hold, release, check out and pay; the
 //! payment provider (played by the test, signing its own webhooks) sends them duplicated,
 //! reordered and late; an operator pauses, adds stock and refunds. Meanwhile faults strike at
-//! random: Redis restarted empty, PostgreSQL restarted, a replica SIGKILLed and started again.
+//! random: the sale's Redis primary killed (its replica takes over), the sale's Redis nodes
+//! restarted empty, PostgreSQL restarted, a replica SIGKILLed and started again, and the
+//! network to Redis and PostgreSQL slowed by tens of milliseconds each way for a few seconds.
 //! Every answer is recorded; at the end the ledger and the store are read and
 //! [`history::check`] holds them to the invariants.
 //!
 //! Seeded and bounded: `CHAOS_SEED` (default 7), `CHAOS_SECS` (default 20, the opening's
 //! length), `CHAOS_USERS` (default 150). Loopback only.
 
+mod cluster;
 mod history;
 
 use std::sync::{Arc, Mutex};
@@ -23,8 +27,10 @@ use sha2::Sha256;
 use sqlx::{Connection, Row};
 
 use crate::helpers::{
-    free_port, test_config, PrivatePostgres, PrivateRedis, SluiceProcess, ADMIN_KEY, WEBHOOK_SECRET,
+    test_config, DelayProxy, PrivatePostgres, SluiceProcess, ADMIN_KEY, WEBHOOK_SECRET,
 };
+use crate::redis_cli::slot_of;
+use cluster::PrivateCluster;
 use history::{Ending, Fault, Record};
 
 /// A small seeded generator (xorshift64*): the run is the seed's.
@@ -404,7 +410,7 @@ async fn operator(opening: Arc<Opening>, mut rng: Rng) {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_opening_under_faults_keeps_every_invariant_of_its_history() {
     let seed = env("CHAOS_SEED", 7);
     let secs = env("CHAOS_SECS", 20);
@@ -412,14 +418,24 @@ async fn an_opening_under_faults_keeps_every_invariant_of_its_history() {
     let mut rng = Rng::new(seed);
 
     let pg = PrivatePostgres::start();
-    let redis_port = free_port();
-    let redis_dir =
-        std::env::temp_dir().join(format!("sluice-chaos-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&redis_dir).unwrap();
-    let mut redis = PrivateRedis::start(redis_port, &redis_dir);
+    let pg_port: u16 = pg
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let pg_proxy = DelayProxy::start(pg_port, Duration::ZERO).await;
+    let mut cluster = PrivateCluster::start().await;
     let mut config = test_config();
-    config.ledger.url = pg.url.clone();
-    config.queue.url = format!("redis://127.0.0.1:{redis_port}");
+    config.ledger.url = pg
+        .url
+        .replace(&pg_port.to_string(), &pg_proxy.port.to_string());
+    config.queue.url = cluster.urls();
+    config.queue.cluster = true;
     config.queue.key_prefix = format!("chaos{}", rng.below(1_000_000));
     let mut replicas = vec![
         SluiceProcess::start(config.clone(), "warn").await,
@@ -441,6 +457,10 @@ async fn an_opening_under_faults_keeps_every_invariant_of_its_history() {
         .await
         .unwrap();
     let sale = sale["id"].as_str().unwrap().to_owned();
+    let slot = slot_of(
+        &cluster.any_direct(),
+        sluice::domain::SaleId::parse(&sale).unwrap(),
+    );
     let began = Instant::now();
     let opening = Arc::new(Opening {
         http,
@@ -473,24 +493,37 @@ async fn an_opening_under_faults_keeps_every_invariant_of_its_history() {
             break;
         }
         let from = began.elapsed();
-        let what = match rng.below(4) {
+        // Each fault's own waits block (redis-cli, pg_ctl): off the clients' threads.
+        let what = match rng.below(6) {
             0 => {
-                redis.stop();
-                redis = PrivateRedis::start(redis_port, &redis_dir);
-                "redis restarted empty"
+                tokio::task::block_in_place(|| cluster.kill_primary(slot));
+                "redis primary killed"
             }
             1 => {
-                pg.stop();
-                tokio::time::sleep(Duration::from_millis(1000)).await;
-                pg.start_again();
-                "postgresql restarted"
+                tokio::task::block_in_place(|| cluster.restart_empty(slot));
+                "redis restarted empty"
             }
             2 => {
+                tokio::task::block_in_place(|| pg.stop());
+                tokio::time::sleep(Duration::from_millis(1000)).await;
+                tokio::task::block_in_place(|| pg.start_again());
+                "postgresql restarted"
+            }
+            3 => {
                 let which = rng.below(2) as usize;
                 replicas[which].kill();
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 replicas[which].spawn("warn").await;
                 "replica killed and restarted"
+            }
+            4 => {
+                let delay = Duration::from_millis(20 + rng.below(80));
+                cluster.set_delay(delay);
+                pg_proxy.set_delay(delay);
+                tokio::time::sleep(Duration::from_millis(2000 + rng.below(2000))).await;
+                cluster.set_delay(Duration::ZERO);
+                pg_proxy.set_delay(Duration::ZERO);
+                "network slowed"
             }
             _ => continue,
         };
@@ -512,11 +545,12 @@ async fn an_opening_under_faults_keeps_every_invariant_of_its_history() {
     while open_attempts(&pg.url).await > 0 && settle.elapsed() < Duration::from_secs(60) {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    let primary = tokio::task::block_in_place(|| cluster.primary_of(slot));
     let end = ending(
         &pg.url,
         &sale,
         &config.queue.key_prefix,
-        redis_port,
+        &primary,
         order_from,
     )
     .await;
@@ -557,7 +591,7 @@ async fn an_opening_under_faults_keeps_every_invariant_of_its_history() {
     for r in &mut replicas {
         r.kill();
     }
-    drop(redis);
+    drop(cluster);
 }
 
 async fn ledger(url: &str) -> sqlx::PgConnection {
@@ -589,7 +623,7 @@ async fn open_attempts(url: &str) -> i64 {
 }
 
 /// The ledger's and the store's end of the opening.
-async fn ending(url: &str, sale: &str, prefix: &str, redis_port: u16, order_from: i64) -> Ending {
+async fn ending(url: &str, sale: &str, prefix: &str, primary: &str, order_from: i64) -> Ending {
     let mut conn = ledger(url).await;
     let sale_id = sluice::domain::SaleId::parse(sale).unwrap();
     let id_of = |local: uuid::Uuid| {
@@ -688,7 +722,7 @@ async fn ending(url: &str, sale: &str, prefix: &str, redis_port: u16, order_from
     .unwrap();
     end.sold_claims = (sold as u64, units[2] as u64);
     // The store follows the ledger (queue-sync, drift repair): wait for it, then compare.
-    let redis = redis::Client::open(format!("redis://127.0.0.1:{redis_port}")).unwrap();
+    let redis = redis::Client::open(format!("redis://{primary}")).unwrap();
     let mut store = redis.get_multiplexed_async_connection().await.unwrap();
     let key = format!("{prefix}:{{sale:{sale}}}:stock");
     let mut store_free = 0;

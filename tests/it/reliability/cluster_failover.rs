@@ -7,7 +7,6 @@
 //! are sellable soon after it ends. Both disturb the shared cluster, so they run alone
 //! (`.config/nextest.toml`); the failover fails back at the end.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
@@ -16,78 +15,7 @@ use serde_json::json;
 use sluice::domain::SaleId;
 
 use crate::helpers::{redis_cluster_nodes, Backend, TestApp};
-
-/// `redis-cli` against one cluster node (`host:port`, or a `redis://` URL); its output.
-fn cli(node: &str, args: &[&str]) -> String {
-    let node = node.trim_start_matches("redis://");
-    let (host, port) = node.rsplit_once(':').unwrap();
-    let out = Command::new("redis-cli")
-        .args(["-h", host, "-p", port])
-        .args(args)
-        .output()
-        .expect("redis-cli is installed (scripts/services installs it)");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The hash slot of `sale`'s keys.
-fn slot_of(seed: &str, sale: SaleId) -> u16 {
-    cli(seed, &["cluster", "keyslot", &format!("{{sale:{sale}}}")])
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-/// The primary serving `slot` and, once the cluster's view shows one, a replica of it, as
-/// `host:port`. Right after a failover the demoted node's new role takes a moment of gossip to
-/// reach `seed`'s view, so this asks again (at most 30 s, 100 ms apart).
-fn primary_and_replica(seed: &str, slot: u16) -> (String, String) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let nodes = cli(seed, &["cluster", "nodes"]);
-        if let Some(found) = serving(&nodes, slot) {
-            return found;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no primary with a replica serves slot {slot}: {nodes}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// In `CLUSTER NODES` output, the primary serving `slot` and one of its replicas.
-fn serving(nodes: &str, slot: u16) -> Option<(String, String)> {
-    let lines: Vec<Vec<&str>> = nodes.lines().map(|l| l.split(' ').collect()).collect();
-    let address = |f: &[&str]| f[1].split('@').next().unwrap().to_owned();
-    let serves = |f: &[&str]| {
-        f[8..].iter().any(|range| {
-            let (lo, hi) = range.split_once('-').unwrap_or((range, range));
-            matches!((lo.parse::<u16>(), hi.parse::<u16>()), (Ok(lo), Ok(hi)) if (lo..=hi).contains(&slot))
-        })
-    };
-    let primary = lines
-        .iter()
-        .find(|f| f.len() > 8 && f[2].contains("master") && serves(f))?;
-    let replica = lines
-        .iter()
-        .find(|f| f.len() > 3 && f[2].contains("slave") && f[3] == primary[0])?;
-    Some((address(primary), address(replica)))
-}
-
-/// Waits until every node of the cluster says it is whole and `node` is a primary.
-fn wait_until_primary(node: &str, seeds: &[&str]) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let whole = seeds
-            .iter()
-            .all(|n| cli(n, &["cluster", "info"]).contains("cluster_state:ok"));
-        if whole && cli(node, &["role"]).starts_with("master") {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{node} did not become primary");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use crate::redis_cli::{cli, primary_and_replica, slot_of, wait_until_primary};
 
 /// Sends until the answer is not a 503 (the store or the cluster was failing over), at most
 /// 100 tries 100 ms apart.
