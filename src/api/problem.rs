@@ -160,7 +160,7 @@ problem_types! {
     ATTEMPT_EXPIRED = 410 "attempt-expired" "Attempt expired":
         "The attempt has ended EXPIRED.";
     REJOIN = 410 "rejoin" "Join again":
-        "The waiting room lost the attempt's place (the queue store was reset): join again.";
+        "The waiting room lost the attempt's place (the queue store was reset, or failed over before the join was kept): join again.";
     PAYLOAD_TOO_LARGE = 413 "payload-too-large" "Payload too large":
         "The body is larger than `http.body_limit_bytes` (or has no length).";
     UNSUPPORTED_MEDIA_TYPE = 415 "unsupported-media-type" "Unsupported media type":

@@ -194,9 +194,9 @@ pub(crate) async fn record_admissions<T: LedgerTx + ?Sized>(
     tx: &mut T,
     plan: &AdmissionPlan,
     admitted: &[Admitted],
-) -> LedgerResult<()> {
+) -> LedgerResult<Vec<AttemptId>> {
     if admitted.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let decision = decide(AttemptState::Queued, AttemptEvent::Admit)?;
     let inserted: HashSet<Uuid> = tx
@@ -216,7 +216,11 @@ pub(crate) async fn record_admissions<T: LedgerTx + ?Sized>(
             tx.insert_event(&event).await?;
         }
     }
-    Ok(())
+    Ok(admitted
+        .iter()
+        .filter(|a| !inserted.contains(&a.attempt.local))
+        .map(|a| a.attempt)
+        .collect())
 }
 
 /// Applies one provider event to the attempt its payment reference names, once: the attempt

@@ -350,12 +350,14 @@ pub trait Ledger:
     /// Just the free units (what a buyer may still choose).
     async fn free_stock(&self, id: SaleId) -> LedgerResult<crate::domain::Stock>;
 
-    /// Records attempts the queue store just admitted (QUEUED → ADMITTED).
+    /// Records attempts the queue store just admitted (QUEUED → ADMITTED). Returns those the
+    /// ledger had admitted before (a batch recorded twice, or an attempt the store admitted
+    /// again after a failover lost its first admission): they keep the state they have.
     async fn record_admissions(
         &self,
         plan: &AdmissionPlan,
         admitted: &[Admitted],
-    ) -> LedgerResult<()>;
+    ) -> LedgerResult<Vec<AttemptId>>;
 
     async fn attempt(&self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>>;
 

@@ -410,7 +410,10 @@ fn classify(e: ::redis::RedisError) -> QueueError {
         e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal();
     let server_gave_up =
         matches!(e.kind(), ::redis::ErrorKind::Server(_)) && e.is_unrecoverable_error();
-    if unreachable || server_gave_up {
+    // MOVED, ASK, TRYAGAIN or CLUSTERDOWN past the client's own retries: the cluster is moving
+    // the sale's slot (a failover) and answers again in a moment.
+    let cluster_moving = e.is_cluster_error();
+    if unreachable || server_gave_up || cluster_moving {
         QueueError::Unavailable(e.to_string())
     } else {
         QueueError::Protocol(e.to_string())

@@ -153,6 +153,14 @@ pub async fn from_store(
         // queue store's data (UUIDv7 ids carry their creation time).
         return Err(ServiceError::RejoinNeeded);
     }
+    if created_ms(attempt).is_some_and(|t| placed_here(attempt, t))
+        && app.queue.waiting_of(attempt.sale, user).await?.is_none()
+    {
+        // An id this sale may have given out, which neither store knows, asked about by a user
+        // who waits with no other attempt: a failover lost the join's write. (A user who waits
+        // with another attempt is asking about someone else's, or an old one: 404.)
+        return Err(ServiceError::RejoinNeeded);
+    }
     Err(ServiceError::NotFound("attempt"))
 }
 
@@ -224,7 +232,19 @@ pub fn best_rate(measured: f64, configured: f64) -> f64 {
     }
 }
 
+/// Whether an attempt created at `created` (ms) may be one this sale gave out: after the sale
+/// was created (its id is a UUIDv7 too) and not in the future. Any other id names nothing.
+fn placed_here(attempt: AttemptId, created: i64) -> bool {
+    v7_ms(&attempt.sale.0).is_some_and(|sale| sale <= created)
+        && created <= Utc::now().timestamp_millis()
+}
+
 fn created_ms(attempt: AttemptId) -> Option<i64> {
-    let (secs, nanos) = attempt.local.get_timestamp()?.to_unix();
+    v7_ms(&attempt.local)
+}
+
+/// The creation time (ms) a UUIDv7 carries.
+fn v7_ms(id: &uuid::Uuid) -> Option<i64> {
+    let (secs, nanos) = id.get_timestamp()?.to_unix();
     Some(secs as i64 * 1000 + nanos as i64 / 1_000_000)
 }

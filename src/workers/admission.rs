@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 use super::controller;
 use crate::domain::valve::Valve;
-use crate::domain::{AttemptEvent, SaleId, SaleStatus};
+use crate::domain::{AttemptEvent, AttemptState, SaleId, SaleStatus};
 use crate::ledger::AdmissionPlan;
 use crate::queue::{AdmitOutcome, Admitted, LotteryDraw};
 use crate::service::App;
@@ -199,6 +199,30 @@ async fn admit(
     Ok(())
 }
 
+/// An attempt the store admitted that the ledger had admitted before: a failover lost the
+/// store's first admission, so the attempt was still in line there. One the ledger has ended
+/// leaves the active set at once (its slot would otherwise stay taken until long past its new
+/// deadline; units of a hold the store still counts come back, as the ledger has them).
+async fn forget_readmitted(app: &App, attempt: crate::domain::AttemptId) -> anyhow::Result<()> {
+    let Some(record) = app.ledger.attempt(attempt).await? else {
+        return Ok(());
+    };
+    match record.state {
+        AttemptState::Expired { .. } => {
+            app.queue.restore(attempt, None).await?;
+            tracing::warn!(%attempt, "an attempt admitted again after a failover lost its admission, ended in the ledger, leaves the active set");
+        }
+        // Live: the slot is its own. Confirmed: its units stay sold; the slot frees at its
+        // deadline, with the entries whose reaper the store lost.
+        AttemptState::Queued
+        | AttemptState::Admitted
+        | AttemptState::Hold
+        | AttemptState::PaymentPending
+        | AttemptState::Confirmed => {}
+    }
+    Ok(())
+}
+
 /// Writes a batch the queue store admitted into the ledger (idempotent: a batch recorded before
 /// is not recorded twice), then tells the store it no longer needs keeping. If the ledger
 /// refuses, the batch goes back to its places in the queue.
@@ -207,12 +231,18 @@ async fn record(app: &App, plan: &AdmissionPlan, admitted: &[Admitted]) -> anyho
     let Some(first) = admitted.first() else {
         return Ok(());
     };
-    if let Err(e) = app.ledger.record_admissions(plan, admitted).await {
-        tracing::warn!(%sale, error = %e, count = admitted.len(), "admissions not recorded; putting them back in the queue");
-        app.queue.unadmit(sale, admitted).await?;
-        return Err(e.into());
-    }
+    let before = match app.ledger.record_admissions(plan, admitted).await {
+        Ok(before) => before,
+        Err(e) => {
+            tracing::warn!(%sale, error = %e, count = admitted.len(), "admissions not recorded; putting them back in the queue");
+            app.queue.unadmit(sale, admitted).await?;
+            return Err(e.into());
+        }
+    };
     app.queue.admissions_recorded(sale, first.attempt).await?;
+    for attempt in before {
+        forget_readmitted(app, attempt).await?;
+    }
     metrics::counter!("sluice_admitted_total", "sale" => sale.to_string())
         .increment(admitted.len() as u64);
     crate::service::transition::admitted(admitted.len() as u64);

@@ -21,6 +21,7 @@ crate::on_every_configuration!(
     a_hold_the_store_kept_after_the_ledger_ended_it_is_given_back,
     concurrent_holds_are_never_repaired_and_leave_no_drift,
     a_moving_store_is_not_read_whole_until_it_stands_still,
+    an_attempt_admitted_again_after_a_lost_admission_frees_its_slot_when_the_ledger_ended_it,
 );
 
 /// Checks every 100 ms; a difference must stand 2 s (twice a 1 s acquire timeout, which a
@@ -285,4 +286,39 @@ async fn a_sale_whose_check_fails_does_not_stop_the_others() {
     until_repaired(&t, id).await;
     assert_eq!(repaired(&t, &sale).await, 1.0);
     t.stop().await;
+}
+
+/// A failover can lose the store's admission of an attempt after the ledger recorded it: the
+/// attempt is still in line in the store, and the admitter admits it again. When the ledger
+/// has ended it meanwhile, that second admission must not keep a slot (with max_active 1, the
+/// next buyer would wait out its whole new deadline and the grace after it).
+async fn an_attempt_admitted_again_after_a_lost_admission_frees_its_slot_when_the_ledger_ended_it(
+    backend: Backend,
+) {
+    let t = TestApp::spawn_on_with(backend, |_| {}).await;
+    let sale = t
+        .create_sale(json!({ "max_active": 1, "rate_per_minute": 600, "admission_ttl_secs": 120 }))
+        .await;
+    let (first, _) = t.admitted(&sale, "first").await;
+    t.pass_deadline(&first, sluice::domain::AttemptEvent::AdmissionTimeout)
+        .await;
+    t.wait_state(&first, "first", "EXPIRED(admission_timeout)")
+        .await;
+    // The store "loses" its admission (as a failover that lost the write would): the attempt
+    // is back at its place in line, where the admitter takes it again.
+    let id = sluice::domain::AttemptId::parse(&first).unwrap();
+    let record = t.app.ledger.attempt(id).await.unwrap().unwrap();
+    let lost = sluice::queue::Admitted {
+        attempt: id,
+        seq: record.seq as u64,
+        user: record.user.clone(),
+        deadline_ms: 0,
+    };
+    t.app.queue.unadmit(id.sale, &[lost]).await.unwrap();
+    let joined = t.join(&sale, "second").await;
+    let second = joined["attempt_id"].as_str().unwrap();
+    t.wait_for(second, "second", "ADMITTED", Duration::from_secs(10))
+        .await;
+    let state = t.status(&first, "first").await;
+    assert_eq!(state["reason"], "admission_timeout", "{state}");
 }

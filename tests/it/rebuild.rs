@@ -243,3 +243,46 @@ async fn redis_flushed_mid_sale_oversells_nothing() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A failover can lose a join's write after its answer went out: the buyer's attempt is then
+/// in neither store. Their status says to join again (410 `/problems/rejoin`), as after a
+/// rebuild, not 404; joining again places them.
+#[tokio::test]
+async fn a_join_a_failover_lost_is_told_to_join_again() {
+    let t = TestApp::spawn_on(Backend::Servers).await;
+    let sale = t.create_sale(json!({ "quantity": 5 })).await;
+    // Paused: the buyer stays in line.
+    let paused = t
+        .admin(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(paused.status(), 200);
+    let joined = t.join(&sale, "lost").await;
+    let attempt = joined["attempt_id"].as_str().unwrap().to_owned();
+    // The store loses the user's waiting entry, as a replica promoted before the write
+    // reached it would not have it.
+    let redis = redis::Client::open(crate::helpers::redis_url()).unwrap();
+    let mut conn = redis.get_multiplexed_async_connection().await.unwrap();
+    let base = format!("{}:{{sale:{sale}}}", t.app.config.queue.key_prefix);
+    let dropped: i64 = redis::cmd("EVAL")
+        .arg(
+            "local b = KEYS[1] .. ':u:' .. (tonumber(string.sub(redis.sha1hex(ARGV[1]), 1, 5), 16) % 16384) \
+             return redis.call('HDEL', b, ARGV[1])",
+        )
+        .arg(1)
+        .arg(&base)
+        .arg("lost")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(dropped, 1);
+    let resp = t
+        .as_user(Method::GET, &format!("/v1/attempts/{attempt}"), "lost")
+        .send()
+        .await
+        .unwrap();
+    assert_problem(resp, 410, "/problems/rejoin").await;
+    let again = t.join(&sale, "lost").await;
+    assert_eq!(again["state"], "QUEUED", "{again}");
+}

@@ -212,7 +212,7 @@ impl Ledger for SqlLedger {
         &self,
         plan: &AdmissionPlan,
         admitted: &[Admitted],
-    ) -> LedgerResult<()> {
+    ) -> LedgerResult<Vec<AttemptId>> {
         let record = in_write!(self, |tx| flows::record_admissions(tx, plan, admitted));
         metered("record_admissions", record).await
     }
