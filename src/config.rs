@@ -48,6 +48,11 @@ pub struct PageConfig {
 pub struct HttpConfig {
     /// Address to serve on; port 0 picks a free port (the tests do).
     pub listen: SocketAddr,
+    /// sluice's address as buyers' browsers reach it (`https://queue.shop.example`, no path):
+    /// the base of the URLs a payment provider sends a buyer back to (Toss's success and fail
+    /// URLs). Empty (the default): those URLs are paths, which the page resolves against the
+    /// address it calls sluice at.
+    pub public_url: String,
     /// Largest request body accepted, in bytes; larger bodies get 413.
     pub body_limit_bytes: usize,
     /// Take the client's address from the first `X-Forwarded-For` entry (per-IP limits). Only
@@ -163,8 +168,9 @@ pub struct AuthConfig {
 pub struct PaymentsConfig {
     /// Who takes the payments: `sandbox` (the built-in test provider: pay at
     /// `/sandbox/payments/{reference}`), `webhook` (the shop's own payment service posts
-    /// `Sluice-Signature` webhooks to `/v1/webhooks/payments`) or `stripe`. Unset: `sandbox`
-    /// when `payments.sandbox` is on, `webhook` otherwise.
+    /// `Sluice-Signature` webhooks to `/v1/webhooks/payments`), `stripe`, `toss` (Toss
+    /// Payments) or `portone` (PortOne V2). Unset: `sandbox` when `payments.sandbox` is on,
+    /// `webhook` otherwise.
     pub provider: Option<ProviderName>,
     /// Shared HMAC-SHA256 secret of the `sandbox` and `webhook` providers' webhooks (at least
     /// 16 characters).
@@ -185,6 +191,8 @@ pub struct PaymentsConfig {
     /// The bound of one call to the provider (each retry its own).
     pub call_timeout_ms: u64,
     pub stripe: StripeConfig,
+    pub toss: TossConfig,
+    pub portone: PortOneConfig,
 }
 
 /// The payment providers sluice talks to.
@@ -194,6 +202,9 @@ pub enum ProviderName {
     Sandbox,
     Webhook,
     Stripe,
+    Toss,
+    #[serde(rename = "portone")]
+    PortOne,
 }
 
 impl ProviderName {
@@ -202,6 +213,8 @@ impl ProviderName {
             ProviderName::Sandbox => "sandbox",
             ProviderName::Webhook => "webhook",
             ProviderName::Stripe => "stripe",
+            ProviderName::Toss => "toss",
+            ProviderName::PortOne => "portone",
         }
     }
 }
@@ -220,6 +233,41 @@ pub struct StripeConfig {
     /// Stripe's API (the tests point it at a local server).
     pub api_base: String,
     /// Where the waiting page loads Stripe.js from.
+    pub js_url: String,
+}
+
+/// Toss Payments (`payments.provider = "toss"`): the buyer pays in Toss's payment window, comes
+/// back to sluice, and sluice confirms the payment with the secret key.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TossConfig {
+    /// The secret key (`live_sk_…`, `test_sk_…`; or a payment widget's `live_gsk_…`,
+    /// `test_gsk_…`): confirms, looks up and cancels payments.
+    pub secret_key: String,
+    /// The client key the page's SDK takes (`live_ck_…`, `test_ck_…`, `…_gck_…`).
+    pub client_key: String,
+    /// Toss's API (the tests point it at a stand-in).
+    pub api_base: String,
+    /// Where the waiting page loads Toss's SDK (v2 standard) from.
+    pub js_url: String,
+}
+
+/// PortOne V2 (`payments.provider = "portone"`): the buyer pays in PortOne's window; PortOne
+/// reports by a Standard Webhooks-signed webhook, and sluice reads the payment from its API.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortOneConfig {
+    /// The V2 API secret (console → 결제 연동 → 연동 정보 → V2 API).
+    pub api_secret: String,
+    /// The webhook's signing secret (`whsec_…`, or its base64 without the prefix).
+    pub webhook_secret: String,
+    /// The store id (`store-…`) the page's SDK pays into.
+    pub store_id: String,
+    /// The channel key (`channel-key-…`) of the PG channel the page's SDK pays through.
+    pub channel_key: String,
+    /// PortOne's API (the tests point it at a stand-in).
+    pub api_base: String,
+    /// Where the waiting page loads PortOne's browser SDK from.
     pub js_url: String,
 }
 
@@ -349,6 +397,7 @@ impl Default for Config {
             page: PageConfig::default(),
             http: HttpConfig {
                 listen: "127.0.0.1:8080".parse().expect("static address"),
+                public_url: String::new(),
                 body_limit_bytes: 64 * 1024,
                 trust_forwarded_for: false,
                 idle_timeout_secs: 60,
@@ -397,6 +446,20 @@ impl Default for Config {
                     webhook_secret: String::new(),
                     api_base: "https://api.stripe.com".into(),
                     js_url: "https://js.stripe.com/v3/".into(),
+                },
+                toss: TossConfig {
+                    secret_key: String::new(),
+                    client_key: String::new(),
+                    api_base: "https://api.tosspayments.com".into(),
+                    js_url: "https://js.tosspayments.com/v2/standard".into(),
+                },
+                portone: PortOneConfig {
+                    api_secret: String::new(),
+                    webhook_secret: String::new(),
+                    store_id: String::new(),
+                    channel_key: String::new(),
+                    api_base: "https://api.portone.io".into(),
+                    js_url: "https://cdn.portone.io/v2/browser-sdk.js".into(),
                 },
             },
             workers: WorkersConfig {
@@ -630,6 +693,80 @@ impl Config {
                     }
                 }
             }
+            ProviderName::Toss => {
+                let toss = &self.payments.toss;
+                let key_of = |k: &str, kind: &str| {
+                    ["live_", "test_"].iter().any(|m| {
+                        k.strip_prefix(m).is_some_and(|rest| {
+                            rest.starts_with(&format!("{kind}_"))
+                                || rest.starts_with(&format!("g{kind}_"))
+                        })
+                    })
+                };
+                if !key_of(&toss.secret_key, "sk") {
+                    return bad(
+                        "payments.toss.secret_key",
+                        "must be set: a secret key (live_sk_…, test_sk_…, or a widget's …_gsk_…)",
+                    );
+                }
+                if !key_of(&toss.client_key, "ck") {
+                    return bad(
+                        "payments.toss.client_key",
+                        "must be set: a client key (live_ck_…, test_ck_…, or a widget's …_gck_…)",
+                    );
+                }
+                for (key, url) in [
+                    ("payments.toss.api_base", &toss.api_base),
+                    ("payments.toss.js_url", &toss.js_url),
+                ] {
+                    if !(url.starts_with("https://") || url.starts_with("http://")) {
+                        return bad(key, "must be an http(s) URL");
+                    }
+                }
+            }
+            ProviderName::PortOne => {
+                let portone = &self.payments.portone;
+                if portone.api_secret.len() < 16 {
+                    return bad(
+                        "payments.portone.api_secret",
+                        "must be set: the store's V2 API secret",
+                    );
+                }
+                if crate::payments::standard_webhooks::secret_bytes(&portone.webhook_secret)
+                    .is_none()
+                {
+                    return bad(
+                        "payments.portone.webhook_secret",
+                        "must be set: the webhook's secret (whsec_… or its base64)",
+                    );
+                }
+                for (key, value) in [
+                    ("payments.portone.store_id", &portone.store_id),
+                    ("payments.portone.channel_key", &portone.channel_key),
+                ] {
+                    if value.is_empty() {
+                        return bad(key, "must be set (PortOne's console names it)");
+                    }
+                }
+                for (key, url) in [
+                    ("payments.portone.api_base", &portone.api_base),
+                    ("payments.portone.js_url", &portone.js_url),
+                ] {
+                    if !(url.starts_with("https://") || url.starts_with("http://")) {
+                        return bad(key, "must be an http(s) URL");
+                    }
+                }
+            }
+        }
+        let public = &self.http.public_url;
+        if !public.is_empty()
+            && !((public.starts_with("https://") || public.starts_with("http://"))
+                && public.matches('/').count() == 2)
+        {
+            return bad(
+                "http.public_url",
+                "empty, or an origin such as https://queue.shop.example (no path)",
+            );
         }
         if self.payments.call_timeout_ms == 0 {
             return bad("payments.call_timeout_ms", "must be at least 1");

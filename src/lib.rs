@@ -47,7 +47,8 @@
 //!   consumer.
 //! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), queue tickets
 //!   (HMAC: a waiting attempt's place in its line), admin keys (the configured one, and named
-//!   keys with a role, [`domain::Role`], kept as hashes); the provider's webhook signatures.
+//!   keys with a role, [`domain::Role`], kept as hashes); the payment providers sluice calls
+//!   (Stripe, Toss Payments, PortOne) behind one seam, and their webhook signatures.
 //! - [`config`], [`secrets`], [`telemetry`], [`server`]: layered configuration (a leaf: it
 //!   parses and validates), the embedded default's generated secrets (and [`secrets::load`],
 //!   the configuration start-up runs with), logs and metrics, start-up and the HTTP server (a

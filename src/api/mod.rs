@@ -20,6 +20,7 @@ mod security;
 mod serialized;
 pub mod spec;
 pub mod text;
+mod toss;
 mod webhooks;
 
 use std::net::IpAddr;
@@ -72,6 +73,7 @@ type Apis = (
     attempts::AttemptsApi,
     offer::OfferApi,
     webhooks::WebhooksApi,
+    toss::TossApi,
     ops::OpsApi,
     sandbox::SandboxApi,
     operators::OperatorsApi,
@@ -84,6 +86,7 @@ pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
             attempts::AttemptsApi { app: app.clone() },
             offer::OfferApi { app: app.clone() },
             webhooks::WebhooksApi { app: app.clone() },
+            toss::TossApi { app: app.clone() },
             ops::OpsApi { app: app.clone() },
             sandbox::SandboxApi { app: app.clone() },
             operators::OperatorsApi { app: app.clone() },

@@ -55,24 +55,51 @@ pub struct PaymentSources {
 }
 
 impl PaymentSources {
-    /// The sources the configured provider needs: Stripe's are where `payments.stripe.js_url`
-    /// and `api_base` point (and, for Stripe's own Stripe.js, its 3-D Secure frames).
+    /// The sources the configured provider needs: its script's origin (`js_url`), and for
+    /// Stripe its API and (Stripe's own Stripe.js) its 3-D Secure frames. Where the script is
+    /// the provider's own, the provider's other hosts its window uses (`*.tosspayments.com`,
+    /// `*.portone.io`).
     pub fn of(config: &crate::config::Config) -> Self {
-        if config.payment_provider() != crate::config::ProviderName::Stripe {
-            return PaymentSources::default();
-        }
-        let stripe = &config.payments.stripe;
-        let js = origin(&stripe.js_url).unwrap_or_default();
-        let api = origin(&stripe.api_base).unwrap_or_default();
-        let hooks = if js == "https://js.stripe.com" {
-            " https://hooks.stripe.com"
-        } else {
-            ""
+        use crate::config::ProviderName;
+        let payments = &config.payments;
+        let (js, extra) = match config.payment_provider() {
+            ProviderName::Sandbox | ProviderName::Webhook => return PaymentSources::default(),
+            ProviderName::Stripe => {
+                let js = origin(&payments.stripe.js_url).unwrap_or_default();
+                let api = origin(&payments.stripe.api_base).unwrap_or_default();
+                let hooks = if js == "https://js.stripe.com" {
+                    " https://hooks.stripe.com"
+                } else {
+                    ""
+                };
+                return PaymentSources {
+                    script: format!(" {js}"),
+                    frame: format!(" {js}{hooks}"),
+                    connect: format!(" {js} {api}"),
+                };
+            }
+            ProviderName::Toss => {
+                let js = origin(&payments.toss.js_url).unwrap_or_default();
+                let own = js == "https://js.tosspayments.com";
+                (
+                    js,
+                    if own {
+                        " https://*.tosspayments.com"
+                    } else {
+                        ""
+                    },
+                )
+            }
+            ProviderName::PortOne => {
+                let js = origin(&payments.portone.js_url).unwrap_or_default();
+                let own = js == "https://cdn.portone.io";
+                (js, if own { " https://*.portone.io" } else { "" })
+            }
         };
         PaymentSources {
-            script: format!(" {js}"),
-            frame: format!(" {js}{hooks}"),
-            connect: format!(" {js} {api}"),
+            script: format!(" {js}{extra}"),
+            frame: format!(" {js}{extra}"),
+            connect: format!(" {js}{extra}"),
         }
     }
 }

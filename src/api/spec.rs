@@ -79,6 +79,24 @@ pub const ERRORS: &[(&str, &[u16])] = &[
         "receiveStripeWebhook",
         &[400, 401, 404, 413, 415, 422, 500, 503],
     ),
+    // 401: a deposit callback whose secret is not its payment's.
+    (
+        "receiveTossWebhook",
+        &[400, 401, 404, 413, 415, 422, 500, 503],
+    ),
+    (
+        "receivePortOneWebhook",
+        &[400, 401, 404, 413, 415, 422, 500, 503],
+    ),
+    // A return for an order sluice knows always goes back to the page (303); the errors are
+    // those of one it does not know, or of a provider that is not toss.
+    ("tossSuccess", &[400, 404, 422, 500, 503]),
+    ("tossFail", &[400, 404, 500, 503]),
+    // 410: the attempt expired (nothing is charged); 502: Toss refused to confirm.
+    (
+        "confirmTossPayment",
+        &[400, 401, 404, 410, 413, 415, 422, 500, 502, 503],
+    ),
     ("payInSandbox", &[400, 404, 413, 415, 422, 500, 503]),
     ("liveness", &[]),
     // Its 503 is its own plain-text answer: a store is down, or the process drains.

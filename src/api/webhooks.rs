@@ -7,7 +7,8 @@ use poem_openapi::{ApiRequest, ApiResponse, Enum, Object, OpenApi};
 use super::attempts::types::AttemptStateName;
 use super::problem::ApiError;
 use super::ApiTags;
-use crate::service::payment::WebhookResult;
+use crate::payments::standard_webhooks::Delivery;
+use crate::service::payment::{ProviderAck, WebhookResult};
 use crate::service::{self, App};
 
 pub struct WebhooksApi {
@@ -99,39 +100,103 @@ impl WebhooksApi {
         &self,
         #[oai(name = "Stripe-Signature")] signature: Header<String>,
         body: WebhookBody,
-    ) -> Result<StripeWebhookResponse, ApiError> {
+    ) -> Result<ProviderWebhookResponse, ApiError> {
         let ack = service::stripe_webhook::receive(&self.app, &signature, body.bytes()).await?;
-        Ok(StripeWebhookResponse::Ok(Json(StripeAckOut {
+        Ok(ProviderWebhookResponse::Ok(Json(ack.into())))
+    }
+
+    /// Receive a Toss Payments webhook
+    ///
+    /// Register this URL in Toss's developer centre (웹훅) for `PAYMENT_STATUS_CHANGED` and,
+    /// with virtual accounts, `DEPOSIT_CALLBACK`. Toss does not sign its webhooks: sluice looks
+    /// the payment up (`GET /v1/payments/{paymentKey}`, or by order for a deposit, whose
+    /// `secret` must be the payment's) and acts on what Toss answers, never on the body. Each
+    /// word is applied once, however often Toss resends it. 404 unless `payments.provider` is
+    /// `toss`. E.g.:
+    ///
+    /// ```json
+    /// {"eventType": "PAYMENT_STATUS_CHANGED", "createdAt": "2026-12-05T20:00:07.000000",
+    ///  "data": {"paymentKey": "tviva20261205200001AbCd1", "orderId": "sluice-5f0c2a4e…",
+    ///   "status": "DONE", "totalAmount": 110000}}
+    /// ```
+    #[oai(
+        path = "/v1/webhooks/toss",
+        method = "post",
+        operation_id = "receiveTossWebhook"
+    )]
+    async fn receive_toss(&self, body: WebhookBody) -> Result<ProviderWebhookResponse, ApiError> {
+        let ack = service::toss::receive(&self.app, body.bytes()).await?;
+        Ok(ProviderWebhookResponse::Ok(Json(ack.into())))
+    }
+
+    /// Receive a PortOne webhook
+    ///
+    /// Register this URL in PortOne's console (결제 연동 → 웹훅, version 2024-04-25) and set
+    /// its secret as `payments.portone.webhook_secret`. The Standard Webhooks headers are
+    /// verified (every `v1` signature, constant-time, 300 s tolerance); the payment is then
+    /// read from PortOne (`GET /payments/{paymentId}`), and its amount and currency must be the
+    /// hold's. 404 unless `payments.provider` is `portone`. E.g.:
+    ///
+    /// ```json
+    /// {"type": "Transaction.Paid", "timestamp": "2026-12-05T11:00:07.000Z",
+    ///  "data": {"paymentId": "sluice-5f0c2a4e…", "storeId": "store-…", "transactionId": "…"}}
+    /// ```
+    #[oai(
+        path = "/v1/webhooks/portone",
+        method = "post",
+        operation_id = "receivePortOneWebhook"
+    )]
+    async fn receive_portone(
+        &self,
+        #[oai(name = "webhook-id")] id: Header<String>,
+        #[oai(name = "webhook-timestamp")] timestamp: Header<String>,
+        #[oai(name = "webhook-signature")] signature: Header<String>,
+        body: WebhookBody,
+    ) -> Result<ProviderWebhookResponse, ApiError> {
+        let delivery = Delivery {
+            id: &id,
+            timestamp: &timestamp,
+            signature: &signature,
+        };
+        let ack = service::portone_webhook::receive(&self.app, &delivery, body.bytes()).await?;
+        Ok(ProviderWebhookResponse::Ok(Json(ack.into())))
+    }
+}
+
+impl From<ProviderAck> for ProviderAckOut {
+    fn from(ack: ProviderAck) -> Self {
+        ProviderAckOut {
             result: ack.result().to_owned(),
             attempt_state: ack.state().map(Into::into),
-        })))
+        }
     }
 }
 
 #[derive(ApiResponse)]
-pub enum StripeWebhookResponse {
+pub enum ProviderWebhookResponse {
     /// Received: `result` says what it did. Every event sluice does not act on is answered
-    /// 200 too, so Stripe does not send it again.
+    /// 200 too, so the provider does not send it again.
     #[oai(status = 200)]
-    Ok(Json<StripeAckOut>),
+    Ok(Json<ProviderAckOut>),
 }
 
-/// A Stripe event's answer.
+/// What a payment provider's word did (a Stripe, Toss Payments or PortOne webhook, a buyer's
+/// return from Toss).
 #[derive(Debug, Clone, Object)]
 #[oai(example)]
-pub struct StripeAckOut {
-    /// `applied` (the attempt moved), `duplicate` (this event was applied before),
-    /// `refund_required` (paid after the attempt expired: refunded through Stripe when
+pub struct ProviderAckOut {
+    /// `applied` (the attempt moved), `duplicate` (this word was applied before),
+    /// `refund_required` (paid after the attempt expired: refunded through the provider when
     /// `payments.refund_late_payments` is on), `recorded` (a failed try or a refund, noted on
-    /// the payment), or `ignored` (not about a payment sluice started, or of another type).
+    /// the payment), or `ignored` (not about a payment sluice started, or of another kind).
     pub result: String,
     #[oai(skip_serializing_if_is_none)]
     pub attempt_state: Option<AttemptStateName>,
 }
 
-impl poem_openapi::types::Example for StripeAckOut {
+impl poem_openapi::types::Example for ProviderAckOut {
     fn example() -> Self {
-        StripeAckOut {
+        ProviderAckOut {
             result: "applied".into(),
             attempt_state: Some(AttemptStateName::Confirmed),
         }

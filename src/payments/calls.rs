@@ -18,6 +18,44 @@ pub enum ProviderError {
     Refused(String),
 }
 
+/// The HTTP client of a provider's API: every request bounded by `timeout`, connecting
+/// included.
+pub fn http_client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .timeout(timeout)
+        .build()?)
+}
+
+/// Sends `request` and reads the answer: a 2xx is the answer (JSON); a 4xx other than 429 a
+/// refusal in the provider's words (`words` reads them from its error body); anything else, or
+/// no answer, an outage. An error carries no URL (the request's details are not its place) and
+/// never the credentials, which travel in headers only.
+pub async fn exchange<T: serde::de::DeserializeOwned>(
+    request: reqwest::RequestBuilder,
+    words: fn(&[u8]) -> Option<String>,
+) -> Result<T, ProviderError> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| ProviderError::Unavailable(e.without_url().to_string()))?;
+    let status = response.status();
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| ProviderError::Unavailable(e.without_url().to_string()))?;
+    if status.is_success() {
+        return serde_json::from_slice(&body)
+            .map_err(|e| ProviderError::Unavailable(format!("unreadable answer: {e}")));
+    }
+    let detail = words(&body).unwrap_or_else(|| format!("HTTP {status}"));
+    if status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS {
+        Err(ProviderError::Refused(detail))
+    } else {
+        Err(ProviderError::Unavailable(detail))
+    }
+}
+
 /// Retries a call that may be repeated: this many attempts in all, the waits between them
 /// doubling from [`FIRST_BACKOFF`].
 const ATTEMPTS: u32 = 3;

@@ -1,11 +1,15 @@
 //! Payments: the seam to the provider that takes the money ([`provider`]), the calls made to
-//! it ([`calls`]), Stripe ([`stripe`]), and the signed webhooks of the `sandbox` and `webhook`
-//! providers ([`signature`], [`webhook`]).
+//! it ([`calls`]), Stripe ([`stripe`]), Toss Payments ([`toss`]), PortOne ([`portone`], its
+//! webhooks signed by [`standard_webhooks`]), and the signed webhooks of the `sandbox` and
+//! `webhook` providers ([`signature`], [`webhook`]).
 
 pub mod calls;
+pub mod portone;
 pub mod provider;
 pub mod signature;
+pub mod standard_webhooks;
 pub mod stripe;
+pub mod toss;
 pub mod webhook;
 
 pub use calls::ProviderError;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::calls::{call, ProviderError, Repeat};
+use super::calls::{call, exchange, http_client, ProviderError, Repeat};
 use super::signature::{SignatureError, WebhookSigner};
 use crate::config::StripeConfig;
 
@@ -101,10 +101,7 @@ impl Stripe {
         timeout: Duration,
         tolerance_secs: u64,
     ) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(timeout)
-            .timeout(timeout)
-            .build()?;
+        let http = http_client(timeout)?;
         let signer = WebhookSigner::new(&config.webhook_secret, tolerance_secs);
         Ok(Stripe {
             http,
@@ -127,9 +124,7 @@ impl Stripe {
         &self.config.js_url
     }
 
-    /// One request: 2xx is the answer, 4xx a refusal (Stripe's message), the rest or no answer
-    /// an outage. The secret key travels only in the `Authorization` header and is never in
-    /// an error.
+    /// One request ([`exchange`]); a refusal says Stripe's message.
     async fn send<T: for<'de> Deserialize<'de>>(
         &self,
         method: reqwest::Method,
@@ -148,28 +143,12 @@ impl Stripe {
         if let Some(key) = idempotency_key {
             request = request.header("Idempotency-Key", key);
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| ProviderError::Unavailable(without_url(e)))?;
-        let status = response.status();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| ProviderError::Unavailable(without_url(e)))?;
-        if status.is_success() {
-            return serde_json::from_slice(&body)
-                .map_err(|e| ProviderError::Unavailable(format!("unreadable answer: {e}")));
-        }
-        let detail = serde_json::from_slice::<ErrorBody>(&body)
-            .ok()
-            .and_then(|b| b.error.message.or(b.error.code))
-            .unwrap_or_else(|| format!("HTTP {status}"));
-        if status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS {
-            Err(ProviderError::Refused(detail))
-        } else {
-            Err(ProviderError::Unavailable(detail))
-        }
+        exchange(request, |body| {
+            serde_json::from_slice::<ErrorBody>(body)
+                .ok()
+                .and_then(|b| b.error.message.or(b.error.code))
+        })
+        .await
     }
 
     /// Creates the PaymentIntent of an attempt's payment (`key`: one per payment, so a retry
@@ -262,10 +241,4 @@ fn path_segment(id: &str) -> Result<&str, ProviderError> {
     } else {
         Err(ProviderError::Refused(format!("not a Stripe id: {id:?}")))
     }
-}
-
-/// A transport error without its URL (the URL holds no secret, but an error is not the place
-/// for request details either).
-fn without_url(e: reqwest::Error) -> String {
-    e.without_url().to_string()
 }

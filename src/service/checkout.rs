@@ -39,10 +39,16 @@ pub async fn start_payment(app: &App, view: &mut AttemptView) -> ServiceResult<(
             ),
         ));
     }
+    let sale = app
+        .ledger
+        .sale(view.attempt.sale)
+        .await?
+        .ok_or(ServiceError::NotFound("sale"))?;
     let order = Order {
         attempt: view.attempt,
         reference,
         amount,
+        name: sale.sale.name.as_str(),
     };
     let known = record.provider_payment_id.as_deref();
     let mut started = app

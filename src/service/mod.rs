@@ -22,6 +22,7 @@ pub mod line;
 pub mod offer;
 pub mod operators;
 pub mod payment;
+pub mod portone_webhook;
 pub mod refund;
 pub mod sales;
 pub mod sandbox;
@@ -29,6 +30,7 @@ pub mod status;
 pub mod status_stream;
 pub mod stripe_webhook;
 pub mod support;
+pub mod toss;
 pub mod transition;
 
 use std::sync::Arc;

@@ -6,7 +6,7 @@ use super::transition::settle;
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::{AttemptId, AttemptState, Effect, Money};
 use crate::ledger::{AttemptRecord, PaymentApplied};
-use crate::payments::{PaymentWebhook, WebhookKind};
+use crate::payments::{Found, PaymentWebhook, WebhookKind};
 
 /// What a webhook did, as the provider is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +25,57 @@ pub enum WebhookResult {
 pub struct WebhookAck {
     pub result: WebhookResult,
     pub state: AttemptState,
+}
+
+/// What a provider's word did (a Stripe, Toss or PortOne event, a buyer's return from Toss).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderAck {
+    /// It moved (or, repeated, had moved) an attempt.
+    Attempt(WebhookAck),
+    /// Recorded on the payment: a failed try, a refund.
+    Recorded,
+    /// Not about a payment sluice started, or of a kind sluice does not act on.
+    Ignored,
+}
+
+impl ProviderAck {
+    /// What [`apply`] or [`apply_paid`] answered; `None` (no such payment, or not the hold's
+    /// amount) is ignored.
+    pub fn of(ack: Option<WebhookAck>) -> Self {
+        ack.map(ProviderAck::Attempt)
+            .unwrap_or(ProviderAck::Ignored)
+    }
+
+    /// The attempt's state after it, when it was about one.
+    pub fn state(&self) -> Option<AttemptState> {
+        match self {
+            ProviderAck::Attempt(ack) => Some(ack.state),
+            ProviderAck::Recorded | ProviderAck::Ignored => None,
+        }
+    }
+
+    /// The answer's word for it.
+    pub fn result(&self) -> &'static str {
+        match self {
+            ProviderAck::Attempt(ack) => match ack.result {
+                WebhookResult::Applied => "applied",
+                WebhookResult::Duplicate => "duplicate",
+                WebhookResult::Ignored => "ignored",
+                WebhookResult::RefundRequired => "refund_required",
+            },
+            ProviderAck::Recorded => "recorded",
+            ProviderAck::Ignored => "ignored",
+        }
+    }
+
+    /// Its outcome in `sluice_provider_webhooks_total`.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            ProviderAck::Attempt(_) => "applied",
+            ProviderAck::Recorded => "recorded",
+            ProviderAck::Ignored => "ignored",
+        }
+    }
 }
 
 pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<WebhookAck> {
@@ -111,6 +162,39 @@ pub async fn apply_paid(
         return Ok(None);
     }
     apply(app, event_id, reference, true).await
+}
+
+/// What the provider says of the payment `reference` of `attempt`, applied once per
+/// `event_id`: paid → CONFIRMED when it is the hold's amount ([`apply_paid`]); canceled →
+/// EXPIRED with the stock back; a failed try → recorded on the payment (the buyer may try
+/// again until the deadline); still open → nothing.
+pub async fn apply_found(
+    app: &App,
+    event_id: &str,
+    found: Found,
+    attempt: AttemptId,
+    reference: uuid::Uuid,
+) -> ServiceResult<ProviderAck> {
+    Ok(match found {
+        Found::Paid(paid) => {
+            let record = app.ledger.attempt(attempt).await?;
+            let held = record
+                .as_ref()
+                .and_then(|r| r.hold.as_ref()?.amount.as_ref());
+            ProviderAck::of(apply_paid(app, event_id, reference, attempt, held, &paid).await?)
+        }
+        Found::Canceled => ProviderAck::of(apply(app, event_id, reference, false).await?),
+        Found::Open {
+            last_failure: Some(failure),
+        } => {
+            app.ledger.set_payment_failure(reference, &failure).await?;
+            app.ledger
+                .note_payment(event_id, reference, "failed_try")
+                .await?;
+            ProviderAck::Recorded
+        }
+        Found::Open { last_failure: None } => ProviderAck::Ignored,
+    })
 }
 
 /// Money that arrived after its attempt expired goes back through the provider when

@@ -10,25 +10,13 @@
 //! An event about an object sluice did not start, or of another type, is answered 2xx and
 //! changes nothing: Stripe retries every other answer for days.
 
-use super::payment::{apply, apply_paid, WebhookAck, WebhookResult};
+use super::payment::{apply_found, ProviderAck};
 use super::{App, ServiceError, ServiceResult};
-use crate::domain::AttemptState;
 use crate::payments::provider::found;
 use crate::payments::stripe::{Event, Intent};
 use crate::payments::{Found, Provider};
 
-/// What a Stripe event did.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StripeAck {
-    /// It moved (or, repeated, had moved) an attempt.
-    Attempt(WebhookAck),
-    /// Recorded on the payment: a failed try, a refund.
-    Recorded,
-    /// Not about a payment sluice started, or of a type sluice does not act on.
-    Ignored,
-}
-
-pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<StripeAck> {
+pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<ProviderAck> {
     let Provider::Stripe(stripe) = &app.provider else {
         return Err(ServiceError::NotFound(
             "the Stripe webhook (payments.provider is not stripe)",
@@ -52,13 +40,9 @@ pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<S
             on_intent(app, &event, &intent).await?
         }
         "charge.refunded" => on_refund(app, &event).await?,
-        _ => StripeAck::Ignored,
+        _ => ProviderAck::Ignored,
     };
-    count(match &ack {
-        StripeAck::Attempt(_) => "applied",
-        StripeAck::Recorded => "recorded",
-        StripeAck::Ignored => "ignored",
-    });
+    count(ack.outcome());
     Ok(ack)
 }
 
@@ -67,49 +51,34 @@ fn count(outcome: &'static str) {
         .increment(1);
 }
 
-async fn on_intent(app: &App, event: &Event, intent: &Intent) -> ServiceResult<StripeAck> {
+async fn on_intent(app: &App, event: &Event, intent: &Intent) -> ServiceResult<ProviderAck> {
     let Some((attempt, reference)) = app
         .ledger
         .payment_by_provider_id("stripe", &intent.id)
         .await?
     else {
-        return Ok(StripeAck::Ignored);
+        return Ok(ProviderAck::Ignored);
     };
-    match found(intent) {
-        Found::Paid(paid) => {
-            let record = app.ledger.attempt(attempt).await?;
-            let held = record
-                .as_ref()
-                .and_then(|r| r.hold.as_ref()?.amount.as_ref());
-            let ack = apply_paid(app, &event.id, reference, attempt, held, &paid).await?;
-            Ok(attempt_ack(ack))
-        }
-        Found::Canceled => Ok(attempt_ack(apply(app, &event.id, reference, false).await?)),
-        Found::Open { last_failure } => {
-            let failure = last_failure.unwrap_or_else(|| "the payment failed".into());
-            app.ledger.set_payment_failure(reference, &failure).await?;
-            app.ledger
-                .note_payment(&event.id, reference, "failed_try")
-                .await?;
-            Ok(StripeAck::Recorded)
-        }
-    }
-}
-
-fn attempt_ack(ack: Option<WebhookAck>) -> StripeAck {
-    ack.map(StripeAck::Attempt).unwrap_or(StripeAck::Ignored)
+    // A failed try always says why; when Stripe does not, it still is one.
+    let found = match found(intent) {
+        Found::Open { last_failure } => Found::Open {
+            last_failure: Some(last_failure.unwrap_or_else(|| "the payment failed".into())),
+        },
+        other => other,
+    };
+    apply_found(app, &event.id, found, attempt, reference).await
 }
 
 /// `charge.refunded`: the charge names its PaymentIntent; the refund is recorded on its
 /// payment (the operator's refund, or one made at Stripe's dashboard).
-async fn on_refund(app: &App, event: &Event) -> ServiceResult<StripeAck> {
+async fn on_refund(app: &App, event: &Event) -> ServiceResult<ProviderAck> {
     let charge = &event.data.object;
     let Some(intent) = charge["payment_intent"].as_str() else {
-        return Ok(StripeAck::Ignored);
+        return Ok(ProviderAck::Ignored);
     };
     let Some((attempt, reference)) = app.ledger.payment_by_provider_id("stripe", intent).await?
     else {
-        return Ok(StripeAck::Ignored);
+        return Ok(ProviderAck::Ignored);
     };
     let refund = charge["refunds"]["data"][0]["id"]
         .as_str()
@@ -119,29 +88,5 @@ async fn on_refund(app: &App, event: &Event) -> ServiceResult<StripeAck> {
         .note_payment(&event.id, reference, "refunded")
         .await?;
     tracing::info!(%attempt, refund, "Stripe reports a refund");
-    Ok(StripeAck::Recorded)
-}
-
-impl StripeAck {
-    /// The attempt's state after the event, when it was about one.
-    pub fn state(&self) -> Option<AttemptState> {
-        match self {
-            StripeAck::Attempt(ack) => Some(ack.state),
-            StripeAck::Recorded | StripeAck::Ignored => None,
-        }
-    }
-
-    /// The answer's word for it.
-    pub fn result(&self) -> &'static str {
-        match self {
-            StripeAck::Attempt(ack) => match ack.result {
-                WebhookResult::Applied => "applied",
-                WebhookResult::Duplicate => "duplicate",
-                WebhookResult::Ignored => "ignored",
-                WebhookResult::RefundRequired => "refund_required",
-            },
-            StripeAck::Recorded => "recorded",
-            StripeAck::Ignored => "ignored",
-        }
-    }
+    Ok(ProviderAck::Recorded)
 }

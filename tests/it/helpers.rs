@@ -622,6 +622,48 @@ impl TestApp {
 
     /// Moves the deadline that the timeout `event` judges a second into the past, by the
     /// ledger's clock (the next reaper pass or request expires the attempt).
+    /// Waits (at most 15 s) until the attempt's state, with its reason, is `want` (e.g.
+    /// `EXPIRED(payment_timeout)`); its status then.
+    pub async fn wait_state(&self, attempt: &str, user: &str, want: &str) -> Value {
+        for _ in 0..150 {
+            let status = self.status(attempt, user).await;
+            let now = match status["reason"].as_str() {
+                Some(reason) => format!("{}({reason})", status["state"].as_str().unwrap()),
+                None => status["state"].as_str().unwrap().to_owned(),
+            };
+            if now == want {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "{attempt} never reached {want}: {}",
+            self.status(attempt, user).await
+        );
+    }
+
+    /// Holds `units` and checks out: (attempt, checkout's answer).
+    pub async fn checked_out(&self, sale: &str, user: &str, units: u32) -> (String, Value) {
+        let attempt = self.holding(sale, user, units).await;
+        let resp = self.checkout(&attempt, user).await;
+        assert_eq!(resp.status(), 200);
+        (attempt, resp.json().await.unwrap())
+    }
+
+    /// An operator refunds the attempt: its file after (the answer must be 200).
+    pub async fn refund(&self, sale: &str, attempt: &str) -> Value {
+        let resp = self
+            .admin(
+                reqwest::Method::POST,
+                &format!("/v1/sales/{sale}/attempts/{attempt}/refund"),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        resp.json().await.unwrap()
+    }
+
     pub async fn pass_deadline(&self, attempt: &str, event: sluice::domain::AttemptEvent) {
         use sluice::domain::AttemptEvent as E;
         let column = match event {
@@ -1420,4 +1462,72 @@ pub async fn pause_sale_at(http: &reqwest::Client, base: &str, sale: &str) {
         .await
         .unwrap();
     assert!(paused.status().is_success(), "pause: {}", paused.status());
+}
+
+/// A provider's stand-in of `tests/standins/` (a Python script) on a free loopback port, for
+/// the test's life.
+pub struct StandIn {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl StandIn {
+    /// Runs `tests/standins/<script>` with the port first, then `args`; waits until it answers.
+    pub async fn start(script: &str, args: &[&str]) -> StandIn {
+        let port = free_port();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/standins")
+            .join(script);
+        let child = std::process::Command::new("python3")
+            .arg(path)
+            .arg(port.to_string())
+            .args(args)
+            .spawn()
+            .expect("python3 runs the stand-ins");
+        // Dropped (and so killed and waited for) however this ends.
+        let stand_in = StandIn { child, port };
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                return stand_in;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the stand-in {script} did not start");
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A call of the stand-in's own controls (`/_test/…`, `/_window/…`): its JSON answer.
+    pub async fn control(&self, path: &str, body: Value) -> Value {
+        let resp = reqwest::Client::new()
+            .post(format!("{}{path}", self.url()))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(resp.status().is_success(), "{path}: {}", resp.status());
+        resp.json().await.unwrap()
+    }
+
+    /// The API calls it received: `[{method, path, …}]`.
+    pub async fn calls(&self) -> Vec<Value> {
+        reqwest::get(format!("{}/_test/calls", self.url()))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -192,14 +192,6 @@ async fn priced_sale(t: &TestApp, extra: Value) -> String {
     t.create_sale(body).await
 }
 
-/// Holds `units` and checks out: (attempt, the checkout's answer).
-async fn checked_out(t: &TestApp, sale: &str, user: &str, units: u32) -> (String, Value) {
-    let attempt = t.holding(sale, user, units).await;
-    let resp = t.checkout(&attempt, user).await;
-    assert_eq!(resp.status(), 200);
-    (attempt, resp.json().await.unwrap())
-}
-
 /// The PaymentIntent id in a client secret (`pi_…_secret_…`).
 fn intent_of(answer: &Value) -> String {
     let secret = answer["payment"]["stripe"]["client_secret"]
@@ -210,25 +202,6 @@ fn intent_of(answer: &Value) -> String {
 
 async fn state_of(t: &TestApp, attempt: &str, user: &str) -> Value {
     t.status(attempt, user).await
-}
-
-/// Waits until the attempt's state (and reason) is `want`.
-async fn wait_state(t: &TestApp, attempt: &str, user: &str, want: &str) -> Value {
-    for _ in 0..150 {
-        let status = state_of(t, attempt, user).await;
-        let now = match status["reason"].as_str() {
-            Some(reason) => format!("{}({reason})", status["state"].as_str().unwrap()),
-            None => status["state"].as_str().unwrap().to_owned(),
-        };
-        if now == want {
-            return status;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!(
-        "{attempt} never reached {want}: {}",
-        state_of(t, attempt, user).await
-    );
 }
 
 /// `Stripe-Signature` as Stripe computes it: HMAC-SHA256 of `<t>.<body>` with the secret's
@@ -264,7 +237,7 @@ async fn checkout_creates_a_payment_intent_for_the_holds_amount_and_its_payment_
     let (t, stripe) = spawn(backend, |_| {}).await;
     stripe.register_webhook(&t).await;
     let sale = priced_sale(&t, json!({})).await;
-    let (attempt, paying) = checked_out(&t, &sale, "buyer", 2).await;
+    let (attempt, paying) = t.checked_out(&sale, "buyer", 2).await;
     assert_eq!(paying["state"], "PAYMENT_PENDING", "{paying}");
     let pay = &paying["payment"];
     assert_eq!(pay["provider"], "stripe");
@@ -290,7 +263,7 @@ async fn checkout_creates_a_payment_intent_for_the_holds_amount_and_its_payment_
 
     let (status, paid) = stripe.pay(&intent_id, "4242424242424242").await;
     assert_eq!((status, &paid["status"]), (200, &json!("succeeded")));
-    wait_state(&t, &attempt, "buyer", "CONFIRMED").await;
+    t.wait_state(&attempt, "buyer", "CONFIRMED").await;
     assert_eq!(t.stats(&sale).await["money"]["sold"], 110_000);
     let calls = t
         .counter(
@@ -309,7 +282,7 @@ async fn a_declined_card_leaves_the_attempt_payable_and_the_deadline_cancels_it(
     let (t, stripe) = spawn(backend, |_| {}).await;
     stripe.register_webhook(&t).await;
     let sale = priced_sale(&t, json!({ "quantity": 1 })).await;
-    let (attempt, paying) = checked_out(&t, &sale, "unlucky", 1).await;
+    let (attempt, paying) = t.checked_out(&sale, "unlucky", 1).await;
     let intent_id = intent_of(&paying);
     let (status, _) = stripe.pay(&intent_id, "4000000000000341").await;
     assert_eq!(status, 402, "the card is declined");
@@ -337,7 +310,8 @@ async fn a_declined_card_leaves_the_attempt_payable_and_the_deadline_cancels_it(
     );
     t.pass_deadline(&attempt, AttemptEvent::PaymentTimeout)
         .await;
-    wait_state(&t, &attempt, "unlucky", "EXPIRED(payment_timeout)").await;
+    t.wait_state(&attempt, "unlucky", "EXPIRED(payment_timeout)")
+        .await;
     assert_eq!(stripe.intent(&intent_id).await["status"], "canceled");
     assert_eq!(t.stats(&sale).await["remaining"], 1, "the unit is back");
 }
@@ -345,29 +319,36 @@ async fn a_declined_card_leaves_the_attempt_payable_and_the_deadline_cancels_it(
 async fn with_no_webhook_a_paid_attempt_is_confirmed_by_the_reconciler(backend: Backend) {
     let (t, stripe) = spawn(backend, |c| c.payments.reconcile_after_secs = 1).await;
     let sale = priced_sale(&t, json!({})).await;
-    let (attempt, paying) = checked_out(&t, &sale, "quiet", 1).await;
+    let (attempt, paying) = t.checked_out(&sale, "quiet", 1).await;
     let intent_id = intent_of(&paying);
     let (status, _) = stripe.pay(&intent_id, "4242424242424242").await;
     assert_eq!(status, 200);
-    wait_state(&t, &attempt, "quiet", "CONFIRMED").await;
-    assert_eq!(
-        t.counter("sluice_reconciler_lookups_total", &[("outcome", "paid")])
-            .await,
-        1.0
-    );
+    t.wait_state(&attempt, "quiet", "CONFIRMED").await;
+    // The reconciler counts its lookup once the confirmation it made has returned.
+    let mut lookups = 0.0;
+    for _ in 0..50 {
+        lookups = t
+            .counter("sluice_reconciler_lookups_total", &[("outcome", "paid")])
+            .await;
+        if lookups > 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(lookups, 1.0);
 
     // And at the deadline: a paid intent found there confirms its attempt as well.
-    let (late, paying) = checked_out(&t, &sale, "at-the-deadline", 1).await;
+    let (late, paying) = t.checked_out(&sale, "at-the-deadline", 1).await;
     let intent_id = intent_of(&paying);
     stripe.pay(&intent_id, "4242424242424242").await;
     t.pass_deadline(&late, AttemptEvent::PaymentTimeout).await;
-    wait_state(&t, &late, "at-the-deadline", "CONFIRMED").await;
+    t.wait_state(&late, "at-the-deadline", "CONFIRMED").await;
 }
 
 async fn a_success_after_the_attempt_expired_is_refunded_at_stripe(backend: Backend) {
     let (t, stripe) = spawn(backend, |_| {}).await;
     let sale = priced_sale(&t, json!({})).await;
-    let (attempt, paying) = checked_out(&t, &sale, "racer", 1).await;
+    let (attempt, paying) = t.checked_out(&sale, "racer", 1).await;
     let intent_id = intent_of(&paying);
     // The deadline wins the race in the ledger (its check at the provider came just before the
     // buyer paid): the attempt expires without asking Stripe again.
@@ -389,7 +370,8 @@ async fn a_success_after_the_attempt_expired_is_refunded_at_stripe(backend: Back
     assert_eq!(resp.status(), 200);
     let ack: Value = resp.json().await.unwrap();
     assert_eq!(ack["result"], "refund_required", "{ack}");
-    wait_state(&t, &attempt, "racer", "EXPIRED(payment_timeout)").await;
+    t.wait_state(&attempt, "racer", "EXPIRED(payment_timeout)")
+        .await;
     let charge = stripe.intent(&intent_id).await["latest_charge"].clone();
     let charge = match charge.as_str() {
         Some(id) => {
@@ -408,20 +390,11 @@ async fn an_operators_refund_is_a_stripe_refund(backend: Backend) {
     let (t, stripe) = spawn(backend, |_| {}).await;
     stripe.register_webhook(&t).await;
     let sale = priced_sale(&t, json!({})).await;
-    let (attempt, paying) = checked_out(&t, &sale, "regret", 2).await;
+    let (attempt, paying) = t.checked_out(&sale, "regret", 2).await;
     let intent_id = intent_of(&paying);
     stripe.pay(&intent_id, "4242424242424242").await;
-    wait_state(&t, &attempt, "regret", "CONFIRMED").await;
-    let resp = t
-        .admin(
-            Method::POST,
-            &format!("/v1/sales/{sale}/attempts/{attempt}/refund"),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let file: Value = resp.json().await.unwrap();
+    t.wait_state(&attempt, "regret", "CONFIRMED").await;
+    let file = t.refund(&sale, &attempt).await;
     assert_eq!(file["attempt"]["reason"], "refunded", "{file}");
     let kinds: Vec<&str> = file["payment_events"]
         .as_array()
@@ -449,9 +422,9 @@ async fn a_refund_stripe_refuses_is_answered_noted_counted_and_changes_nothing(b
     let (t, mut stripe) = spawn(backend, |_| {}).await;
     stripe.register_webhook(&t).await;
     let sale = priced_sale(&t, json!({})).await;
-    let (attempt, paying) = checked_out(&t, &sale, "kept", 1).await;
+    let (attempt, paying) = t.checked_out(&sale, "kept", 1).await;
     stripe.pay(&intent_of(&paying), "4242424242424242").await;
-    wait_state(&t, &attempt, "kept", "CONFIRMED").await;
+    t.wait_state(&attempt, "kept", "CONFIRMED").await;
     // Stripe no longer knows the payment (a localstripe started afresh): it refuses the refund.
     stripe.stop();
     stripe.restart().await;
@@ -497,7 +470,7 @@ async fn a_canceled_intent_expires_its_attempt_and_a_refund_at_stripe_is_noted(b
     let sale = priced_sale(&t, json!({ "quantity": 2 })).await;
     let now = chrono::Utc::now().timestamp();
     // Canceled at Stripe (its dashboard, or an expiry there): the attempt ends, its unit back.
-    let (gone, paying) = checked_out(&t, &sale, "canceled", 1).await;
+    let (gone, paying) = t.checked_out(&sale, "canceled", 1).await;
     let intent = intent_of(&paying);
     let (status, canceled) = stripe
         .api(
@@ -510,16 +483,17 @@ async fn a_canceled_intent_expires_its_attempt_and_a_refund_at_stripe_is_noted(b
     let body = event("evt_canceled", "payment_intent.canceled", &canceled);
     let resp = post_event(&t, &sign(WEBHOOK_SECRET, now, &body), &body).await;
     assert_eq!(resp.json::<Value>().await.unwrap()["result"], "applied");
-    wait_state(&t, &gone, "canceled", "EXPIRED(payment_failed)").await;
+    t.wait_state(&gone, "canceled", "EXPIRED(payment_failed)")
+        .await;
     assert_eq!(t.stats(&sale).await["remaining"], 2);
 
     // A purchase refunded in Stripe's dashboard: noted in the attempt's file.
-    let (bought, paying) = checked_out(&t, &sale, "refunded-there", 1).await;
+    let (bought, paying) = t.checked_out(&sale, "refunded-there", 1).await;
     let intent = intent_of(&paying);
     let (_, paid) = stripe.pay(&intent, "4242424242424242").await;
     let body = event("evt_paid", "payment_intent.succeeded", &paid);
     post_event(&t, &sign(WEBHOOK_SECRET, now, &body), &body).await;
-    wait_state(&t, &bought, "refunded-there", "CONFIRMED").await;
+    t.wait_state(&bought, "refunded-there", "CONFIRMED").await;
     let (_, refund) = stripe
         .api(
             Method::POST,
@@ -552,7 +526,7 @@ async fn forged_stale_or_foreign_signatures_change_nothing_and_five_deliveries_c
 ) {
     let (t, stripe) = spawn(backend, |_| {}).await;
     let sale = priced_sale(&t, json!({})).await;
-    let (attempt, paying) = checked_out(&t, &sale, "careful", 1).await;
+    let (attempt, paying) = t.checked_out(&sale, "careful", 1).await;
     let intent_id = intent_of(&paying);
     let (_, paid) = stripe.pay(&intent_id, "4242424242424242").await;
     let body = event("evt_once", "payment_intent.succeeded", &paid);
@@ -649,7 +623,7 @@ async fn with_stripe_down_checkout_is_503_and_a_retry_pays(backend: Backend) {
     let paying: Value = retried.json().await.unwrap();
     let (status, _) = stripe.pay(&intent_of(&paying), "4242424242424242").await;
     assert_eq!(status, 200);
-    wait_state(&t, &attempt, "patient", "CONFIRMED").await;
+    t.wait_state(&attempt, "patient", "CONFIRMED").await;
 }
 
 async fn a_free_sale_confirms_at_checkout_without_calling_stripe(backend: Backend) {
@@ -657,7 +631,7 @@ async fn a_free_sale_confirms_at_checkout_without_calling_stripe(backend: Backen
     let sale = t
         .create_sale(json!({ "currency": "KRW", "unit_price": 0 }))
         .await;
-    let (_, claimed) = checked_out(&t, &sale, "lucky", 1).await;
+    let (_, claimed) = t.checked_out(&sale, "lucky", 1).await;
     assert_eq!(claimed["state"], "CONFIRMED", "{claimed}");
     let metrics = t.metrics().await;
     assert!(

@@ -281,6 +281,76 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/attempts/{attempt_id}/payment/toss": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm a Toss payment
+         * @description For a shop whose own page is Toss's success URL: post what Toss gave it. sluice
+         *     confirms the payment with Toss when `order_id` is this attempt's and `amount` the hold's
+         *     (422 otherwise, and nothing is confirmed); a confirm whose answer is lost is looked up.
+         *     Repeating it answers `duplicate`.
+         */
+        post: operations["confirmTossPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/payments/toss/fail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Come back from Toss: not paid
+         * @description Checkout's `payment.toss.fail_url`: Toss sends the buyer here with `code`, `message`
+         *     and `orderId` when the payment did not go through. The reason is written on the payment
+         *     (the buyer may try again until its deadline), and the buyer goes on to the waiting page.
+         */
+        get: operations["tossFail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/payments/toss/success": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Come back from Toss: paid
+         * @description Checkout's `payment.toss.success_url`: Toss sends the buyer here with `paymentKey`,
+         *     `orderId` and `amount`. sluice confirms the payment with Toss (`POST
+         *     /v1/payments/confirm`, its `Idempotency-Key` from the order) when the amount is the
+         *     hold's, and sends the buyer on to the waiting page. A refusal (a tampered amount,
+         *     Toss's no) is written on the payment, where the page shows it. 404 unless
+         *     `payments.provider` is `toss`.
+         */
+        get: operations["tossSuccess"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/public/sales/{sale_id}/offer": {
         parameters: {
             query?: never;
@@ -666,6 +736,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/portone": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a PortOne webhook
+         * @description Register this URL in PortOne's console (결제 연동 → 웹훅, version 2024-04-25) and set
+         *     its secret as `payments.portone.webhook_secret`. The Standard Webhooks headers are
+         *     verified (every `v1` signature, constant-time, 300 s tolerance); the payment is then
+         *     read from PortOne (`GET /payments/{paymentId}`), and its amount and currency must be the
+         *     hold's. 404 unless `payments.provider` is `portone`. E.g.:
+         *
+         *     ```json
+         *     {"type": "Transaction.Paid", "timestamp": "2026-12-05T11:00:07.000Z",
+         *     "data": {"paymentId": "sluice-5f0c2a4e…", "storeId": "store-…", "transactionId": "…"}}
+         *     ```
+         */
+        post: operations["receivePortOneWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/stripe": {
         parameters: {
             query?: never;
@@ -692,6 +791,37 @@ export interface paths {
          *     ```
          */
         post: operations["receiveStripeWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/toss": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a Toss Payments webhook
+         * @description Register this URL in Toss's developer centre (웹훅) for `PAYMENT_STATUS_CHANGED` and,
+         *     with virtual accounts, `DEPOSIT_CALLBACK`. Toss does not sign its webhooks: sluice looks
+         *     the payment up (`GET /v1/payments/{paymentKey}`, or by order for a deposit, whose
+         *     `secret` must be the payment's) and acts on what Toss answers, never on the body. Each
+         *     word is applied once, however often Toss resends it. 404 unless `payments.provider` is
+         *     `toss`. E.g.:
+         *
+         *     ```json
+         *     {"eventType": "PAYMENT_STATUS_CHANGED", "createdAt": "2026-12-05T20:00:07.000000",
+         *     "data": {"paymentKey": "tviva20261205200001AbCd1", "orderId": "sluice-5f0c2a4e…",
+         *     "status": "DONE", "totalAmount": 110000}}
+         *     ```
+         */
+        post: operations["receiveTossWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1513,9 +1643,10 @@ export interface components {
              *     `expires_at`.
              */
             last_failure?: string;
+            portone?: components["schemas"]["PortOnePaymentOut"];
             /**
-             * @description Who takes the payment: `sandbox`, `webhook` (the shop's own payment service) or
-             *     `stripe`.
+             * @description Who takes the payment: `sandbox`, `webhook` (the shop's own payment service),
+             *     `stripe`, `toss` or `portone`.
              */
             provider?: string;
             /** @description Pass it to the payment provider; its webhook names it. */
@@ -1523,6 +1654,29 @@ export interface components {
             /** @description Sandbox only: POST `{"outcome": "approve"}` (or `"decline"`) here to pay. */
             sandbox_url?: string;
             stripe?: components["schemas"]["StripePaymentOut"];
+            toss?: components["schemas"]["TossPaymentOut"];
+        };
+        /**
+         * PortOnePaymentOut
+         * @description What PortOne's payment window needs: load the SDK from `js_url`, then
+         *     `PortOne.requestPayment({storeId: store_id, channelKey: channel_key, paymentId: payment_id,
+         *     orderName: order_name, totalAmount: amount, currency: "CURRENCY_" + currency, payMethod})`.
+         *     PortOne then reports to `receivePortOneWebhook`.
+         */
+        PortOnePaymentOut: {
+            /**
+             * Format: uint64
+             * @description The hold's amount, in minor units (whole won for KRW).
+             */
+            amount: number;
+            channel_key: string;
+            currency: string;
+            js_url: string;
+            /** @description The sale's name, cut to 100 characters. */
+            order_name: string;
+            /** @description The attempt's payment id at PortOne. */
+            payment_id: string;
+            store_id: string;
         };
         /**
          * Problem
@@ -1572,6 +1726,25 @@ export interface components {
              * @description Zero bits a join's hash needs: 0 (off) to 32. Each step doubles a join's work.
              */
             difficulty_bits: number;
+        };
+        /**
+         * ProviderAckOut
+         * @description What a payment provider's word did (a Stripe, Toss Payments or PortOne webhook, a buyer's
+         *     return from Toss).
+         * @example {
+         *       "attempt_state": "CONFIRMED",
+         *       "result": "applied"
+         *     }
+         */
+        ProviderAckOut: {
+            attempt_state?: components["schemas"]["AttemptStateName"];
+            /**
+             * @description `applied` (the attempt moved), `duplicate` (this word was applied before),
+             *     `refund_required` (paid after the attempt expired: refunded through the provider when
+             *     `payments.refund_late_payments` is on), `recorded` (a failed try or a refund, noted on
+             *     the payment), or `ignored` (not about a payment sluice started, or of another kind).
+             */
+            result: string;
         };
         /**
          * @description What the controller's last tick did to the rate.
@@ -1906,24 +2079,6 @@ export interface components {
          */
         StoredSaleStatus: "open" | "paused" | "closed";
         /**
-         * StripeAckOut
-         * @description A Stripe event's answer.
-         * @example {
-         *       "attempt_state": "CONFIRMED",
-         *       "result": "applied"
-         *     }
-         */
-        StripeAckOut: {
-            attempt_state?: components["schemas"]["AttemptStateName"];
-            /**
-             * @description `applied` (the attempt moved), `duplicate` (this event was applied before),
-             *     `refund_required` (paid after the attempt expired: refunded through Stripe when
-             *     `payments.refund_late_payments` is on), `recorded` (a failed try or a refund, noted on
-             *     the payment), or `ignored` (not about a payment sluice started, or of another type).
-             */
-            result: string;
-        };
-        /**
          * StripePaymentOut
          * @description What Stripe.js needs to take the payment: load it from `js_url`, then
          *     `Stripe(publishable_key).elements({clientSecret: client_secret})`.
@@ -1932,6 +2087,51 @@ export interface components {
             client_secret: string;
             js_url: string;
             publishable_key: string;
+        };
+        /**
+         * TossPaymentIn
+         * @description What Toss's window gave the shop's success page (its query parameters).
+         * @example {
+         *       "amount": 110000,
+         *       "order_id": "sluice-5f0c2a4e9b1d4c7e8f0a1b2c3d4e5f60",
+         *       "payment_key": "tviva20261205200001AbCd1"
+         *     }
+         */
+        TossPaymentIn: {
+            /**
+             * Format: uint64
+             * @description `amount` from the success URL; it must be the hold's, or nothing is confirmed.
+             */
+            amount: number;
+            /** @description `orderId` from the success URL: the attempt's, as checkout gave it. */
+            order_id: string;
+            /** @description `paymentKey` from the success URL. */
+            payment_key: string;
+        };
+        /**
+         * TossPaymentOut
+         * @description What Toss's payment window needs: load the SDK from `js_url`, then
+         *     `TossPayments(client_key).payment({customerKey}).requestPayment({method, amount: {currency,
+         *     value: amount}, orderId: order_id, orderName: order_name, successUrl: success_url,
+         *     failUrl: fail_url})`. The URLs are sluice's; when they are paths, resolve them against the
+         *     address sluice is called at. A shop whose own page is the success URL posts what Toss gives
+         *     it to `confirmTossPayment` instead.
+         */
+        TossPaymentOut: {
+            /**
+             * Format: uint64
+             * @description The hold's amount, in minor units (whole won for KRW).
+             */
+            amount: number;
+            client_key: string;
+            currency: string;
+            fail_url: string;
+            js_url: string;
+            /** @description The attempt's order id (6-64 characters of `[A-Za-z0-9_-]`). */
+            order_id: string;
+            /** @description The sale's name, cut to Toss's 100 characters. */
+            order_name: string;
+            success_url: string;
         };
         /**
          * TransitionOut
@@ -3126,6 +3326,261 @@ export interface operations {
             };
             /** @description The attempt or its admission has expired. */
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    confirmTossPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                attempt_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["TossPaymentIn"];
+            };
+        };
+        responses: {
+            /**
+             * @description Received: `result` says what it did. Every event sluice does not act on is answered
+             *     200 too, so the provider does not send it again.
+             */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["ProviderAckOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The attempt or its admission has expired. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The payment provider refused the call; nothing changed. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    tossFail: {
+        parameters: {
+            query: {
+                orderId: string;
+                code?: string;
+                message?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description To the waiting page, which shows the attempt as it now is (CONFIRMED, or still to pay
+             *     with the reason the payment did not go through).
+             */
+            303: {
+                headers: {
+                    LOCATION: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    tossSuccess: {
+        parameters: {
+            query: {
+                paymentKey: string;
+                orderId: string;
+                amount: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description To the waiting page, which shows the attempt as it now is (CONFIRMED, or still to pay
+             *     with the reason the payment did not go through).
+             */
+            303: {
+                headers: {
+                    LOCATION: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4966,6 +5421,113 @@ export interface operations {
             };
         };
     };
+    receivePortOneWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The raw body, whatever its declared type: the signature is over the exact bytes. */
+        requestBody: {
+            content: {
+                "application/json": string;
+                "application/json; charset=utf-8": string;
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /**
+             * @description Received: `result` says what it did. Every event sluice does not act on is answered
+             *     200 too, so the provider does not send it again.
+             */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["ProviderAckOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     receiveStripeWebhook: {
         parameters: {
             query?: never;
@@ -4986,14 +5548,117 @@ export interface operations {
         responses: {
             /**
              * @description Received: `result` says what it did. Every event sluice does not act on is answered
-             *     200 too, so Stripe does not send it again.
+             *     200 too, so the provider does not send it again.
              */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json; charset=utf-8": components["schemas"]["StripeAckOut"];
+                    "application/json; charset=utf-8": components["schemas"]["ProviderAckOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    receiveTossWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The raw body, whatever its declared type: the signature is over the exact bytes. */
+        requestBody: {
+            content: {
+                "application/json": string;
+                "application/json; charset=utf-8": string;
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /**
+             * @description Received: `result` says what it did. Every event sluice does not act on is answered
+             *     200 too, so the provider does not send it again.
+             */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["ProviderAckOut"];
                 };
             };
             /** @description The request is malformed (not JSON, wrong types, bad path parameter). */

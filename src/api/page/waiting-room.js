@@ -20,8 +20,16 @@
   }
   const token = sessionStorage.getItem('sluice.token');
   const attemptKey = `sluice.attempt.${saleId}`;
+  // Back from a payment provider's window (`?attempt=`): that attempt is the one to show, even
+  // if this page, ending as it left, had let go of it.
+  if (params.get('attempt')) {
+    sessionStorage.setItem(attemptKey, params.get('attempt'));
+    params.delete('attempt');
+    history.replaceState(null, '', `${location.pathname}?${params}`);
+  }
   const STEPS = ['join', 'proving', 'queued', 'admitted', 'held', 'paying', 'done'];
   const ENDED = ['CONFIRMED', 'EXPIRED'];
+  const WINDOWS = ['toss', 'portone']; // providers that take the payment in a window of theirs
 
   // ---- the visitor's language ----------------------------------------------------------------
 
@@ -85,6 +93,15 @@
         sale_closed: 'The sale closed before your turn came. Nothing was charged.',
         refunded: 'Your purchase was cancelled and refunded; the tickets went back on sale.',
       },
+      // What a payment provider's codes mean (Toss Payments', and sluice's own refusal).
+      providerErrors: {
+        PAY_PROCESS_CANCELED: 'You closed the payment window before paying.',
+        PAY_PROCESS_ABORTED: 'The payment was stopped before it went through.',
+        REJECT_CARD_COMPANY: 'Your card company declined the payment.',
+        INVALID_CARD_EXPIRATION: 'The card has expired.',
+        EXCEED_MAX_DAILY_PAYMENT_COUNT: 'This card has reached its number of payments for today.',
+        NOT_AVAILABLE_PAYMENT: 'Payments cannot be taken at this hour; try again shortly.',
+      },
     },
     ko: {
       language: '언어', waitingRoom: '대기실', loading: '불러오는 중…',
@@ -144,6 +161,14 @@
         payment_timeout: '결제 시간이 초과되어 티켓이 다시 판매됩니다.',
         sale_closed: '차례가 오기 전에 판매가 종료되었습니다. 결제된 금액은 없습니다.',
         refunded: '구매가 취소되어 환불되었습니다. 티켓은 다시 판매됩니다.',
+      },
+      providerErrors: {
+        PAY_PROCESS_CANCELED: '결제 전에 결제창을 닫았습니다.',
+        PAY_PROCESS_ABORTED: '결제가 완료되기 전에 중단되었습니다.',
+        REJECT_CARD_COMPANY: '카드사에서 결제를 거절했습니다.',
+        INVALID_CARD_EXPIRATION: '카드 유효기간이 지났습니다.',
+        EXCEED_MAX_DAILY_PAYMENT_COUNT: '이 카드의 오늘 결제 횟수를 넘었습니다.',
+        NOT_AVAILABLE_PAYMENT: '지금은 결제할 수 없는 시간입니다. 잠시 후 다시 시도해 주세요.',
       },
     },
   };
@@ -410,22 +435,26 @@
 
   let stripeMounted = null; // the client secret of the payment form on the page
   let stripeMounting = null; // the mounting under way: answers that arrive meanwhile wait for it
-  let stripeLoaded = null; // Stripe.js, loading or loaded
   let stripePay = null; // confirms the payment with what the buyer entered
 
-  /// Stripe.js, loaded once from where checkout says (`payment.stripe.js_url`).
-  function loadStripe(url) {
-    stripeLoaded ??= new Promise((resolve, reject) => {
-      const script = document.createElement('script');
-      script.src = url;
-      script.onload = resolve;
-      script.onerror = () => {
-        stripeLoaded = null;
-        reject(new Error(t('paymentUnavailable')));
-      };
-      document.head.append(script);
-    });
-    return stripeLoaded;
+  const scripts = new Map(); // the provider's scripts, loading or loaded, by URL
+
+  /// The provider's script (Stripe.js, Toss's or PortOne's SDK), loaded once from where
+  /// checkout says (`payment.<provider>.js_url`).
+  function loadScript(url) {
+    if (!scripts.has(url)) {
+      scripts.set(url, new Promise((resolve, reject) => {
+        const script = document.createElement('script');
+        script.src = url;
+        script.onload = resolve;
+        script.onerror = () => {
+          scripts.delete(url);
+          reject(new Error(t('paymentUnavailable')));
+        };
+        document.head.append(script);
+      }));
+    }
+    return scripts.get(url);
   }
 
   /// Mounts Stripe's Payment Element for the attempt's PaymentIntent (its client secret comes
@@ -441,7 +470,7 @@
     if (!pay && stripeMounted) return;
     if (!pay) pay = (await api('POST', `/v1/attempts/${next.attempt_id}/checkout`)).payment.stripe;
     if (!pay || stripeMounted === pay.client_secret) return;
-    await loadStripe(pay.js_url);
+    await loadScript(pay.js_url);
     const stripe = window.Stripe(pay.publishable_key);
     const slot = $('stripe-element');
     slot.replaceChildren();
@@ -459,9 +488,48 @@
     stripeMounted = pay.client_secret;
   }
 
+  // ---- paying in Toss's or PortOne's window -------------------------------------------------
+
+  /// Opens the provider's payment window for the attempt (what it needs comes with checkout's
+  /// answer; a page opened later asks checkout again, which answers the same payment). Toss
+  /// sends the buyer back to sluice, which confirms and brings them back here; PortOne answers
+  /// here, and reports to sluice by its webhook.
+  async function payInWindow(next) {
+    const provider = next.payment.provider;
+    let pay = next.payment[provider];
+    if (!pay) pay = (await api('POST', `/v1/attempts/${next.attempt_id}/checkout`)).payment[provider];
+    await loadScript(pay.js_url);
+    if (provider === 'toss') {
+      const toss = window.TossPayments(pay.client_key);
+      await toss.payment({ customerKey: window.TossPayments.ANONYMOUS || 'ANONYMOUS' }).requestPayment({
+        method: 'CARD', amount: { currency: pay.currency, value: pay.amount },
+        orderId: pay.order_id, orderName: pay.order_name,
+        // Paths when sluice has no http.public_url: they are this page's origin's.
+        successUrl: new URL(pay.success_url, location.href).href,
+        failUrl: new URL(pay.fail_url, location.href).href,
+      });
+      return false;
+    }
+    const result = await window.PortOne.requestPayment({
+      storeId: pay.store_id, channelKey: pay.channel_key, paymentId: pay.payment_id,
+      orderName: pay.order_name, totalAmount: pay.amount, currency: `CURRENCY_${pay.currency}`,
+      payMethod: 'CARD', locale: lang === 'ko' ? 'KO_KR' : 'EN_US',
+    });
+    if (result && result.code) {
+      showFailure(`${result.code}: ${result.message || ''}`);
+      return false;
+    }
+    return true;
+  }
+
+  /// The last failed try, in the visitor's language: a provider's code the page knows is said
+  /// in words (the code kept after them); any other reason as the provider gave it.
   function showFailure(failure) {
     $('payment-failure').hidden = !failure;
-    $('payment-failure').textContent = failure ? t('lastFailure', failure) : '';
+    if (!failure) return;
+    const code = /^([A-Z][A-Z0-9_]+): /.exec(failure);
+    const known = code && MESSAGES[lang].providerErrors[code[1]];
+    $('payment-failure').textContent = t('lastFailure', known ? `${known} (${code[1]})` : failure);
   }
 
   function show(next) {
@@ -510,10 +578,9 @@
         $('paying-what').textContent = t('payingWhat', describeHold(next.hold).toLowerCase());
         $('sandbox').hidden = !(next.payment && next.payment.sandbox_url);
         $('stripe').hidden = !(next.payment && next.payment.provider === 'stripe');
-        if (next.payment && next.payment.provider === 'stripe') {
-          showFailure(next.payment.last_failure);
-          mountStripe(next).catch(handleProblem);
-        }
+        $('provider-window').hidden = !(next.payment && WINDOWS.includes(next.payment.provider));
+        if (next.payment) showFailure(next.payment.last_failure);
+        if (next.payment && next.payment.provider === 'stripe') mountStripe(next).catch(handleProblem);
         countdown('payment-countdown', next.payment && next.payment.expires_at);
         say(t('payingSay'));
         break;
@@ -696,6 +763,16 @@
         showFailure(result.error.message || String(result.error));
         return null;
       }
+      if (ENDED.includes(attempt.state)) return null;
+      say(t('paymentSent'));
+      follow();
+      return null;
+    });
+  });
+  $('provider-window').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    act($('provider-pay'), async () => {
+      if (!(await payInWindow(attempt))) return null;
       if (ENDED.includes(attempt.state)) return null;
       say(t('paymentSent'));
       follow();

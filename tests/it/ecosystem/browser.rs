@@ -166,3 +166,15 @@ async fn the_waiting_page_pays_a_stripe_sale_through_stripe_js() {
     run_script(&app, "stripe.mjs", env).await;
     app.stop().await;
 }
+
+/// The waiting page, in Korean, pays a Toss Payments sale through the Toss stand-in's SDK
+/// (`tests/browser/toss.mjs`): the buyer pays in "Toss's window", comes back to sluice's success
+/// URL, and the page says the purchase is complete.
+#[tokio::test]
+async fn the_waiting_page_in_korean_pays_a_toss_sale_to_confirmed() {
+    let toss =
+        crate::helpers::StandIn::start("toss/toss_standin.py", &[crate::toss::SECRET_KEY]).await;
+    let app = TestApp::spawn_on_with(Backend::Embedded, |c| crate::toss::on_toss(c, &toss)).await;
+    run_script(&app, "toss.mjs", vec![("TOSS_URL", toss.url())]).await;
+    app.stop().await;
+}

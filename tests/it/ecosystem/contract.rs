@@ -110,6 +110,7 @@ fn operation_ids_are_stable() {
         "changeStock",
         "checkout",
         "closeSale",
+        "confirmTossPayment",
         "createAdminKey",
         "createSale",
         "getAdminSelf",
@@ -134,7 +135,9 @@ fn operation_ids_are_stable() {
         "payInSandbox",
         "readiness",
         "receivePaymentWebhook",
+        "receivePortOneWebhook",
         "receiveStripeWebhook",
+        "receiveTossWebhook",
         "refundAttempt",
         "releaseHold",
         "resumeSale",
@@ -142,6 +145,8 @@ fn operation_ids_are_stable() {
         "setAdmission",
         "setProofOfWork",
         "streamAttempt",
+        "tossFail",
+        "tossSuccess",
         "updateSale",
     ];
     assert_eq!(ids, expected, "operation ids changed: add, never rename");
