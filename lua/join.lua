@@ -24,6 +24,14 @@ local closes_at = tonumber(meta[3] or '0')
 -- another user by now: no sign of life is written for it (lua/lottery.lua).
 local drawn_to = meta[8] and tonumber(meta[9]) or -1
 local head = head_of(meta[4])
+-- The line's figures, read once and carried through the joins: the last serial (taken in one
+-- write at the end, not an INCR a join) and how many left out of turn (no join changes it).
+local last = last_serial(KEYS[2])
+local gone = redis.call('ZCARD', KEYS[3])
+local first_new
+-- The new serials' names (serial, user, ...) and the signs of life (ms, serial, ...), each
+-- written once at the end.
+local names, seen = {}, {}
 local reply, n = {}, 0
 -- (inline, no helper functions: a script's functions are made anew on every call)
 for i = 2, #ARGV, 3 do
@@ -35,8 +43,16 @@ for i = 2, #ARGV, 3 do
   elseif meta[2] == 'closed' or (closes_at > 0 and tonumber(now) >= closes_at) then
     status = 'closed'
   else
-    local serial, admitted
-    attempt, serial = waiting_entry(user, head)
+    -- A new user's place is taken in one write (no lookup first); a user already in the
+    -- bucket is read instead. An entry below the head waits no more (see waiting_entry).
+    local bucket = user_bucket(user)
+    local value = waiting_value(ARGV[i + 1], last + 1)
+    local serial, stale, admitted
+    attempt = nil
+    if redis.call('HSETNX', bucket, user, value) == 0 then
+      attempt, serial = parse_waiting(redis.call('HGET', bucket, user))
+      if serial < head then attempt, serial, stale = nil, nil, true end
+    end
     if not attempt then
       admitted = redis.call('HGET', KEYS[4], user)
       if admitted and not redis.call('ZSCORE', KEYS[5], admitted)
@@ -45,22 +61,46 @@ for i = 2, #ARGV, 3 do
       end
     end
     if admitted then
-      status, attempt, waiting = 'active', admitted, waiting_count(head, KEYS[2], KEYS[3])
+      -- Not waiting: the place just taken is given back.
+      if not stale then redis.call('HDEL', bucket, user) end
+      status, attempt = 'active', admitted
     else
       if not attempt then
         -- The serial is a service-issued sequence, never a clock: FIFO even across replicas.
-        attempt, serial = ARGV[i + 1], redis.call('INCR', KEYS[2])
-        put_waiting(user, attempt, serial)
+        last = last + 1
+        attempt, serial = ARGV[i + 1], last
+        if stale then redis.call('HSET', bucket, user, value) end
+        first_new = first_new or serial
+        names[#names + 1], names[#names + 2] = serial, user
       end
-      if ARGV[1] == '1' and serial > drawn_to then redis.call('ZADD', KEYS[6], now, serial) end
-      status, position, place = 'queued', position_of(head, serial, KEYS[3]), serial
-      waiting, measured, configured = waiting_count(head, KEYS[2], KEYS[3]), meta[5] or '0',
-        meta[6] or '0'
+      if ARGV[1] == '1' and serial > drawn_to then
+        seen[#seen + 1], seen[#seen + 2] = now, serial
+      end
+      -- A serial taken in this call is at the back: nobody ahead of it left since.
+      if first_new and serial >= first_new then
+        position = serial - head + 1 - gone
+      else
+        position = position_of(head, serial, KEYS[3])
+      end
+      status, place, measured, configured = 'queued', serial, meta[5] or '0', meta[6] or '0'
     end
+    waiting = last - head + 1 - gone
   end
   reply[n + 1], reply[n + 2], reply[n + 3] = status, attempt, position
   reply[n + 4], reply[n + 5], reply[n + 6] = waiting, measured, configured
   reply[n + 7], reply[n + 8] = place, meta[7] or ''
   n = n + 8
 end
+if first_new then
+  redis.call('SET', KEYS[2], last)
+  -- One write per serial bucket the new serials fall in (consecutive: one or two).
+  local from = 1
+  while from <= #names do
+    local bucket, to = serial_bucket(names[from]), from
+    while names[to + 2] and serial_bucket(names[to + 2]) == bucket do to = to + 2 end
+    redis.call('HSET', bucket, unpack(names, from, to + 1))
+    from = to + 2
+  end
+end
+if #seen > 0 then redis.call('ZADD', KEYS[6], unpack(seen)) end
 return reply

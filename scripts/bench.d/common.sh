@@ -59,6 +59,19 @@ raw_rps() { redis-benchmark -c "$CONNECTIONS" -q "$@" | awk '{for (i=1;i<=NF;i++
 # where sluice sends those that arrive together), user id, attempt id (32 hex), now (ms).
 JOIN_SRC=$(cat lua/lib/queue.lua lua/join.lua)
 join_keys() { echo 7 "$1:meta" "$1:seq" "$1:gone" "$1:users" "$1:active" "$1:seen" "$1:bought"; }
+# join_cost <redis port> <join sha> <batch>: Redis's own CPU per join of the join script, each
+# call carrying <batch> joins of new users (as sluice sends the joins of one sale that arrive
+# together), from INFO commandstats: "<µs per join> <joins a second one Redis thread takes>".
+join_cost() {
+  local port=$1 sha=$2 batch=$3 base="joincost$RANDOM:{sale:joincost$RANDOM}" args=() i
+  redis-cli -p "$port" HSET "$base:meta" stock_initialised 1 status open >/dev/null
+  for i in $(seq 1 "$batch"); do args+=("u$i:__rand_int__" "a000000000000000000$i:__rand_int__" 0); done
+  redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
+  redis-benchmark -p "$port" -c 50 -n $((300000 / batch)) -r 100000000 -q EVALSHA "$sha" \
+    $(join_keys "$base") 0 "${args[@]}" >/dev/null
+  redis-cli -p "$port" INFO commandstats | tr -d '\r' | awk -F'[=,]' -v b="$batch" '
+    /^cmdstat_evalsha:/ { us = $6 / b; printf "%.2f %d\n", us, (us > 0 ? 1e6 / us : 0) }'
+}
 # queued_in <redis-cli args...> <key base>: how many wait in the sale (lua/stats.lua).
 STATS_SRC=$(cat lua/lib/queue.lua lua/stats.lua)
 queued_in() {
