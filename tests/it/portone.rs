@@ -13,6 +13,7 @@ on_both_configurations!(
     a_paid_payment_confirms_its_attempt_for_the_holds_amount,
     a_payment_of_another_amount_confirms_nothing,
     a_webhook_whose_lookup_disagrees_is_ignored,
+    a_webhook_whose_lookup_is_answered_late_is_answered_503_and_applied_once_when_resent,
     a_paid_payment_confirms_at_the_deadline_and_an_unpaid_one_expires,
     an_operators_refund_cancels_at_portone,
     seven_deliveries_of_one_webhook_apply_once,
@@ -217,4 +218,32 @@ async fn forged_and_stale_signatures_change_nothing(backend: Backend) {
         json!([200])
     );
     assert_eq!(t.status(&attempt, "target").await["state"], "CONFIRMED");
+}
+
+async fn a_webhook_whose_lookup_is_answered_late_is_answered_503_and_applied_once_when_resent(
+    backend: Backend,
+) {
+    let (t, portone) = spawn(backend, |_| {}).await;
+    let sale = priced_sale(&t).await;
+    let (attempt, pay) = checked_out(&t, &sale, "patient", 1).await;
+    // PortOne reads the payment later than sluice's call timeout (1 s): nothing is guessed,
+    // the webhook is answered 503, and PortOne sends it again.
+    portone
+        .control("/_test/config", json!({ "read_delay_ms": 1500 }))
+        .await;
+    assert_eq!(pays(&portone, &pay, 55_000, 1).await, json!([503]));
+    assert_eq!(
+        t.status(&attempt, "patient").await["state"],
+        "PAYMENT_PENDING"
+    );
+    portone
+        .control("/_test/config", json!({ "read_delay_ms": 0 }))
+        .await;
+    let again = json!({ "paymentId": pay["payment_id"], "type": "Transaction.Paid", "times": 2 });
+    assert_eq!(
+        portone.control("/_test/webhook", again).await["answers"],
+        json!([200, 200])
+    );
+    assert_eq!(t.status(&attempt, "patient").await["state"], "CONFIRMED");
+    assert_eq!(t.stats(&sale).await["money"]["sold"], 55_000);
 }

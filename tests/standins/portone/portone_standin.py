@@ -13,7 +13,8 @@ The buyer's side (what PortOne's window does), CORS open:
     GET  /v2/browser-sdk.js              the SDK: PortOne.requestPayment({...})
     POST /_window/pay                    {storeId, paymentId, totalAmount, currency}: PAID + webhook
 The test's controls:
-    POST /_test/config                   {webhook_url}: where its webhooks go
+    POST /_test/config                   {webhook_url, read_delay_ms}: where its webhooks go; how
+                                         late a read of a payment is answered
     POST /_test/pay                      {paymentId, amount, currency?, status?, times?}: the payment
                                          is made (PAID, or status FAILED) and its webhook sent
                                          `times` times (one webhook-id)
@@ -26,6 +27,7 @@ The test's controls:
 import json
 import sys
 import threading
+import time
 import urllib.request
 import os
 import uuid
@@ -38,7 +40,7 @@ from standardwebhooks.webhooks import Webhook
 
 PAYMENTS = {}
 CALLS = []
-CONFIG = {"webhook_url": None}
+CONFIG = {"webhook_url": None, "read_delay_ms": 0}
 LOCK = threading.Lock()
 
 SDK = r"""
@@ -131,6 +133,7 @@ class Handler(JsonHandler):
             return
         if not path.startswith("/payments/"):
             return self.error(404, "NOT_FOUND", "없는 경로입니다.")
+        time.sleep(CONFIG["read_delay_ms"] / 1000)
         with LOCK:
             p = PAYMENTS.get(path[len("/payments/"):])
             if p is None:
