@@ -156,8 +156,18 @@ pub struct AuthConfig {
     /// Ed25519 or RSA public key (PEM) of the customer's identity provider.
     pub user_jwt_public_key_pem: Option<String>,
     /// When set, every user token must name this issuer in `iss` (a string, or an array that
-    /// holds it).
+    /// holds it). With `user_oidc_issuer`, that issuer unless this says otherwise.
     pub user_jwt_issuer: Option<String>,
+    /// The identity provider's OpenID Connect issuer (`https://shop.eu.auth0.com/`): its keys
+    /// are read from the `jwks_uri` of `<issuer>/.well-known/openid-configuration`, kept in
+    /// memory, and fetched again as their caching allows or when a token names a new `kid`.
+    pub user_oidc_issuer: Option<String>,
+    /// Or the URL of the identity provider's JWKS itself.
+    pub user_jwks_url: Option<String>,
+    /// When set, every user token must name this audience in `aud` (a string, or an array that
+    /// holds it): the identifier the identity provider gives sluice (an API's audience, a
+    /// client id). Unset: a token that carries an `aud` is refused.
+    pub user_jwt_audience: Option<String>,
     /// 32-byte Ed25519 seed (hex) that signs admission tokens. Every replica needs the same one;
     /// when unset a key is generated at start (fine for one process, not for replicas).
     pub admission_key_seed_hex: Option<String>,
@@ -430,6 +440,9 @@ impl Default for Config {
                 user_jwt_hs256_secret: None,
                 user_jwt_public_key_pem: None,
                 user_jwt_issuer: None,
+                user_oidc_issuer: None,
+                user_jwks_url: None,
+                user_jwt_audience: None,
                 admission_key_seed_hex: None,
             },
             payments: PaymentsConfig {
@@ -771,14 +784,26 @@ impl Config {
         if self.payments.call_timeout_ms == 0 {
             return bad("payments.call_timeout_ms", "must be at least 1");
         }
+        for (key, url) in [
+            ("auth.user_oidc_issuer", &self.auth.user_oidc_issuer),
+            ("auth.user_jwks_url", &self.auth.user_jwks_url),
+        ] {
+            if url
+                .as_ref()
+                .is_some_and(|u| !(u.starts_with("https://") || u.starts_with("http://")))
+            {
+                return bad(key, "must be an http(s) URL");
+            }
+        }
+        let published = self.auth.user_oidc_issuer.is_some() || self.auth.user_jwks_url.is_some();
         match (
             &self.auth.user_jwt_hs256_secret,
             &self.auth.user_jwt_public_key_pem,
         ) {
-            (None, None) => {
+            (None, None) if !published => {
                 return bad(
                     "auth.user_jwt_hs256_secret",
-                    "set it or auth.user_jwt_public_key_pem to verify user tokens",
+                    "set it, auth.user_jwt_public_key_pem, auth.user_jwks_url or auth.user_oidc_issuer to verify user tokens",
                 )
             }
             (Some(s), _) if s.len() < 16 => {

@@ -7,6 +7,7 @@ use poem_openapi::SecurityScheme;
 use poem::IntoResponse;
 
 use super::problem::{problem_response, ApiError};
+use crate::auth::user_token::UserTokenError;
 use crate::domain::{Operator, Role, UserId};
 use crate::service::{self, App};
 
@@ -17,7 +18,16 @@ pub struct UserAuth(pub UserId);
 
 async fn check_user(req: &Request, bearer: Bearer) -> poem::Result<UserId> {
     let app = req.data::<App>().expect("App is attached to every route");
-    app.users.verify(&bearer.token).map_err(|e| {
+    let mut verified = app.users.verify(&bearer.token);
+    // A key the provider's keys in memory lack (a rotation): fetched again (rate-limited).
+    if matches!(verified, Err(UserTokenError::UnknownKey)) {
+        if let Some(jwks) = app.users.jwks() {
+            if jwks.refetch_for_unknown_kid().await {
+                verified = app.users.verify(&bearer.token);
+            }
+        }
+    }
+    verified.map_err(|e| {
         poem::Error::from_response(problem_response(
             poem::http::StatusCode::UNAUTHORIZED,
             e.to_string(),

@@ -1,8 +1,9 @@
-//! Who may do what: the customer's user tokens, sluice's own admission tokens and queue
-//! tickets, the admin key.
+//! Who may do what: the customer's user tokens (and its identity provider's published keys),
+//! sluice's own admission tokens and queue tickets, the admin key.
 
 pub mod admin_key;
 pub mod admission_token;
+pub mod jwks;
 pub mod queue_ticket;
 pub mod user_token;
 

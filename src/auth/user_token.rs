@@ -1,5 +1,7 @@
 //! User tokens: JWTs from the customer's identity provider, verified with an HS256 secret or an
-//! Ed25519 / RSA public key from configuration. `sub` is the user id.
+//! Ed25519 / RSA public key from configuration, or with the provider's published keys (a JWKS
+//! by URL or by OpenID Connect discovery, [`super::jwks`], chosen by the token's `kid`). `sub` is
+//! the user id.
 //!
 //! Every status poll of every waiting user carries one, so a token is read once: the signature
 //! over `header.payload` first (with an HS256 secret, under an HMAC key set up once at start;
@@ -8,7 +10,8 @@
 //! - `exp` and `sub` are required; a token expired more than [`LEEWAY_SECS`] ago is refused;
 //! - `iss`, when an issuer is configured, is required and must name it (a string, or an array
 //!   that contains it);
-//! - a token with an `aud` is refused: sluice names no audience of its own (RFC 7519 4.1.3).
+//! - `aud`, when an audience is configured, is required and must name it; without one, a token
+//!   with an `aud` is refused: sluice names no audience of its own (RFC 7519 4.1.3).
 //!
 //! Minting (`sluice dev-token`, the tests) goes through jsonwebtoken.
 
@@ -19,9 +22,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
 use ring::hmac;
-use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
+use super::jwks::{Jwks, Source};
 use crate::config::AuthConfig;
 use crate::domain::UserId;
 
@@ -42,6 +45,8 @@ struct MintedClaims<'a> {
 #[derive(Deserialize)]
 struct TokenHeader {
     alg: Algorithm,
+    #[serde(default)]
+    kid: Option<String>,
 }
 
 /// The claims a check reads; strings are borrowed from the decoded payload where they have no
@@ -54,7 +59,9 @@ struct TokenClaims<'a> {
     exp: Option<f64>,
     #[serde(borrow)]
     iss: Option<Issuer<'a>>,
-    aud: Option<IgnoredAny>,
+    /// One audience or several (RFC 7519 4.1.3): read as the issuer's names are.
+    #[serde(borrow)]
+    aud: Option<Issuer<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +87,9 @@ enum SignatureCheck {
     Hs256(hmac::Key),
     /// Ed25519 or RSA, by jsonwebtoken.
     PublicKey(DecodingKey),
+    /// The identity provider's published keys, by the token's `kid`; each key's algorithm is
+    /// the only one a token signed with it may name.
+    Jwks(Arc<Jwks>),
 }
 
 #[derive(Clone)]
@@ -91,10 +101,16 @@ pub struct UserTokens {
     encoding: Option<EncodingKey>,
     /// The `iss` every token must carry, when configured.
     issuer: Option<String>,
-    /// The first header segment a token verified with, and its algorithm: an identity provider
-    /// writes the same header on every token, so a token with that segment skips its decoding.
-    usual_header: Arc<OnceLock<(Box<str>, Algorithm)>>,
+    /// The `aud` every token must carry, when configured.
+    audience: Option<String>,
+    /// The first header segment a token verified with, its algorithm and key id: an identity
+    /// provider writes the same header on every token (until it rotates its key), so a token
+    /// with that segment skips its decoding.
+    usual_header: Arc<OnceLock<UsualHeader>>,
 }
+
+/// A header segment as it came, with the algorithm and the key id it names.
+type UsualHeader = (Box<str>, Algorithm, Option<String>);
 
 #[derive(Debug, thiserror::Error)]
 pub enum UserTokenError {
@@ -104,6 +120,10 @@ pub enum UserTokenError {
     BadSubject,
     #[error("this deployment verifies user tokens with a public key and cannot mint them")]
     CannotMint,
+    /// Signed with a key (`kid`) the identity provider's keys in memory do not hold: fetching
+    /// them again may find it (a rotation).
+    #[error("the token is not valid: signed with a key sluice does not know (kid)")]
+    UnknownKey,
 }
 
 use UserTokenError::Invalid;
@@ -113,36 +133,70 @@ impl UserTokens {
         const HS256: &[Algorithm] = &[Algorithm::HS256];
         const EDDSA: &[Algorithm] = &[Algorithm::EdDSA];
         const RSA: &[Algorithm] = &[Algorithm::RS256, Algorithm::RS384, Algorithm::RS512];
-        let (check, algorithms, encoding) =
-            match (&auth.user_jwt_hs256_secret, &auth.user_jwt_public_key_pem) {
-                (Some(secret), _) => (
-                    SignatureCheck::Hs256(hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes())),
-                    HS256,
-                    Some(EncodingKey::from_secret(secret.as_bytes())),
-                ),
-                (None, Some(pem)) => match DecodingKey::from_ed_pem(pem.as_bytes()) {
-                    Ok(key) => (SignatureCheck::PublicKey(key), EDDSA, None),
-                    Err(_) => (
-                        SignatureCheck::PublicKey(
-                            DecodingKey::from_rsa_pem(pem.as_bytes()).map_err(|e| {
-                                anyhow::anyhow!("auth.user_jwt_public_key_pem: {e}")
-                            })?,
-                        ),
-                        RSA,
-                        None,
+        const PUBLISHED: &[Algorithm] = &[
+            Algorithm::RS256,
+            Algorithm::RS384,
+            Algorithm::RS512,
+            Algorithm::PS256,
+            Algorithm::PS384,
+            Algorithm::PS512,
+            Algorithm::ES256,
+            Algorithm::ES384,
+            Algorithm::EdDSA,
+        ];
+        let published = match (&auth.user_oidc_issuer, &auth.user_jwks_url) {
+            (Some(issuer), _) => Some(Source::Issuer(issuer.clone())),
+            (None, Some(url)) => Some(Source::Url(url.clone())),
+            (None, None) => None,
+        };
+        let (check, algorithms, encoding) = match (
+            &auth.user_jwt_hs256_secret,
+            &auth.user_jwt_public_key_pem,
+            published,
+        ) {
+            (_, _, Some(source)) => (SignatureCheck::Jwks(Jwks::new(source)?), PUBLISHED, None),
+            (Some(secret), _, None) => (
+                SignatureCheck::Hs256(hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes())),
+                HS256,
+                Some(EncodingKey::from_secret(secret.as_bytes())),
+            ),
+            (None, Some(pem), None) => match DecodingKey::from_ed_pem(pem.as_bytes()) {
+                Ok(key) => (SignatureCheck::PublicKey(key), EDDSA, None),
+                Err(_) => (
+                    SignatureCheck::PublicKey(
+                        DecodingKey::from_rsa_pem(pem.as_bytes())
+                            .map_err(|e| anyhow::anyhow!("auth.user_jwt_public_key_pem: {e}"))?,
                     ),
-                },
-                (None, None) => anyhow::bail!(
-                    "auth.user_jwt_hs256_secret or auth.user_jwt_public_key_pem is required"
+                    RSA,
+                    None,
                 ),
-            };
+            },
+            (None, None, None) => anyhow::bail!(
+                "auth.user_jwt_hs256_secret, auth.user_jwt_public_key_pem, auth.user_jwks_url or auth.user_oidc_issuer is required"
+            ),
+        };
+        // Discovery names the issuer: its tokens must say so.
+        let issuer = auth
+            .user_jwt_issuer
+            .clone()
+            .or_else(|| auth.user_oidc_issuer.clone());
         Ok(UserTokens {
             check,
             algorithms,
             encoding,
-            issuer: auth.user_jwt_issuer.clone(),
+            issuer,
+            audience: auth.user_jwt_audience.clone(),
             usual_header: Arc::default(),
         })
+    }
+
+    /// The identity provider's published keys, when tokens are checked with them: the server
+    /// keeps them fresh ([`Jwks::run`]).
+    pub fn jwks(&self) -> Option<Arc<Jwks>> {
+        match &self.check {
+            SignatureCheck::Jwks(jwks) => Some(Arc::clone(jwks)),
+            SignatureCheck::Hs256(_) | SignatureCheck::PublicKey(_) => None,
+        }
     }
 
     /// The user a token names, if it is signed by the configured key and its claims hold now.
@@ -153,18 +207,18 @@ impl UserTokens {
     fn verify_at(&self, token: &str, now: i64) -> Result<UserId, UserTokenError> {
         let (signed, signature) = token.rsplit_once('.').ok_or(Invalid("malformed"))?;
         let (header, payload) = signed.split_once('.').ok_or(Invalid("malformed"))?;
-        let alg = match self.usual_header.get() {
-            Some((usual, alg)) if **usual == *header => *alg,
-            _ => header_alg(header)?,
+        let (alg, kid) = match self.usual_header.get() {
+            Some((usual, alg, kid)) if **usual == *header => (*alg, kid.clone()),
+            _ => header_of(header)?,
         };
         if !self.algorithms.contains(&alg) {
             return Err(Invalid("its algorithm is not the configured key's"));
         }
-        if !self.signature_holds(signed, signature, alg) {
+        if !self.signature_holds(signed, signature, alg, kid.as_deref())? {
             return Err(Invalid("the signature does not verify"));
         }
         if self.usual_header.get().is_none() {
-            let _ = self.usual_header.set((header.into(), alg));
+            let _ = self.usual_header.set((header.into(), alg, kid));
         }
         let payload = URL_SAFE_NO_PAD
             .decode(payload)
@@ -183,15 +237,24 @@ impl UserTokens {
                 return Err(Invalid("not from the expected issuer (iss)"));
             }
         }
-        if claims.aud.is_some() {
-            return Err(Invalid("meant for an audience (aud) sluice is not"));
+        match (&self.audience, claims.aud) {
+            (Some(expected), Some(aud)) if aud.names(expected) => {}
+            (Some(_), _) => return Err(Invalid("not for sluice's audience (aud)")),
+            (None, Some(_)) => return Err(Invalid("meant for an audience (aud) sluice is not")),
+            (None, None) => {}
         }
         let sub = claims.sub.ok_or(Invalid("no subject (sub)"))?;
         UserId::parse(&sub).map_err(|_| UserTokenError::BadSubject)
     }
 
-    fn signature_holds(&self, signed: &str, signature: &str, alg: Algorithm) -> bool {
-        match &self.check {
+    fn signature_holds(
+        &self,
+        signed: &str,
+        signature: &str,
+        alg: Algorithm,
+        kid: Option<&str>,
+    ) -> Result<bool, UserTokenError> {
+        Ok(match &self.check {
             SignatureCheck::Hs256(key) => URL_SAFE_NO_PAD
                 .decode(signature)
                 .is_ok_and(|mac| hmac::verify(key, signed.as_bytes(), &mac).is_ok()),
@@ -199,7 +262,15 @@ impl UserTokens {
                 jsonwebtoken::crypto::verify(signature, signed.as_bytes(), key, alg)
                     .unwrap_or(false)
             }
-        }
+            SignatureCheck::Jwks(jwks) => {
+                let key = jwks.key(kid).ok_or(UserTokenError::UnknownKey)?;
+                if key.alg != alg {
+                    return Err(Invalid("its algorithm is not its key's"));
+                }
+                jsonwebtoken::crypto::verify(signature, signed.as_bytes(), &key.key, alg)
+                    .unwrap_or(false)
+            }
+        })
     }
 
     /// Mints a token for `user` valid for `ttl_secs` (HS256 deployments only).
@@ -215,14 +286,14 @@ impl UserTokens {
     }
 }
 
-/// The algorithm a token's base64url JSON header names.
-fn header_alg(header: &str) -> Result<Algorithm, UserTokenError> {
+/// The algorithm and key id a token's base64url JSON header names.
+fn header_of(header: &str) -> Result<(Algorithm, Option<String>), UserTokenError> {
     let bytes = URL_SAFE_NO_PAD
         .decode(header)
         .map_err(|_| Invalid("malformed"))?;
     let header: TokenHeader =
         serde_json::from_slice(&bytes).map_err(|_| Invalid("malformed header"))?;
-    Ok(header.alg)
+    Ok((header.alg, header.kid))
 }
 
 #[cfg(test)]

@@ -13,6 +13,9 @@ fn config(issuer: Option<&str>) -> AuthConfig {
         user_jwt_hs256_secret: Some(SECRET.into()),
         user_jwt_public_key_pem: None,
         user_jwt_issuer: issuer.map(str::to_owned),
+        user_oidc_issuer: None,
+        user_jwks_url: None,
+        user_jwt_audience: None,
         admission_key_seed_hex: None,
     }
 }
@@ -107,6 +110,24 @@ fn a_token_not_signed_by_the_configured_secret_is_refused() {
         &good[1..],
     ] {
         assert!(user(garbage, &tokens).is_none(), "{garbage}");
+    }
+}
+
+#[test]
+fn an_audience_when_configured_must_be_named_and_otherwise_none_is_taken() {
+    let mut with = config(Some("idp"));
+    with.user_jwt_audience = Some("sluice".into());
+    let with = UserTokens::from_config(&with).unwrap();
+    for aud in [json!("sluice"), json!(["other", "sluice"])] {
+        let token = hs256(json!({"sub": "alice", "exp": NOW + 60, "iss": "idp", "aud": aud}));
+        assert_eq!(user(&token, &with).as_deref(), Some("alice"), "{aud}");
+    }
+    for aud in [Some(json!("other")), Some(json!(["other"])), None] {
+        let mut claims = json!({"sub": "alice", "exp": NOW + 60, "iss": "idp"});
+        if let Some(aud) = &aud {
+            claims["aud"] = aud.clone();
+        }
+        assert!(user(&hs256(claims), &with).is_none(), "{aud:?}");
     }
 }
 

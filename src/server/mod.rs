@@ -21,6 +21,9 @@ pub struct Running {
     pub app: App,
     server: JoinHandle<()>,
     workers: Option<Workers>,
+    /// Keeps the identity provider's published keys fresh (when user tokens are checked with
+    /// them): stopped with the process.
+    jwks: Option<JoinHandle<()>>,
 }
 
 /// Connections the kernel completes and queues before sluice accepts them. A sale's opening
@@ -62,6 +65,15 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         Duration::from_secs(app.config.http.drain_delay_secs),
         app.drain.subscribe(),
     ));
+    // The identity provider's published keys: fetched before the first request (a provider
+    // that does not answer leaves them to the next try), then kept fresh.
+    let jwks = match app.users.jwks() {
+        Some(jwks) => {
+            jwks.fetch().await;
+            Some(tokio::spawn(jwks.run()))
+        }
+        None => None,
+    };
     let workers = if app.config.workers.enabled {
         Some(Workers::start(&app).await?)
     } else {
@@ -86,6 +98,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         app,
         server,
         workers,
+        jwks,
     })
 }
 
@@ -101,6 +114,9 @@ impl Running {
         let started = Instant::now();
         self.app.drain.start();
         let mut server = self.server;
+        if let Some(jwks) = &self.jwks {
+            jwks.abort();
+        }
         let workers = async {
             if let Some(workers) = self.workers {
                 workers.stop(bound).await;

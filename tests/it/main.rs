@@ -23,6 +23,7 @@ mod ledger;
 mod lifecycle;
 mod line;
 mod model;
+mod oidc;
 mod operators;
 mod portone;
 mod prices;
