@@ -168,9 +168,29 @@ pub struct AuthConfig {
     /// holds it): the identifier the identity provider gives sluice (an API's audience, a
     /// client id). Unset: a token that carries an `aud` is refused.
     pub user_jwt_audience: Option<String>,
+    /// More identity providers trusted at once (a shop's own accounts and Kakao Login, say),
+    /// each `{issuer, audience, user_prefix, jwks_url}`: a token is checked by the one its
+    /// `iss` names, with that issuer's published keys (OIDC discovery, or `jwks_url`), and its
+    /// user id is `user_prefix` + `sub`, so two providers' users cannot collide.
+    #[serde(default)]
+    pub user_issuers: Vec<TrustedIssuer>,
     /// 32-byte Ed25519 seed (hex) that signs admission tokens. Every replica needs the same one;
     /// when unset a key is generated at start (fine for one process, not for replicas).
     pub admission_key_seed_hex: Option<String>,
+}
+
+/// One more identity provider whose user tokens sluice takes (`auth.user_issuers`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustedIssuer {
+    /// Its `iss`, and where its OpenID configuration is found.
+    pub issuer: String,
+    /// The `aud` its tokens must name, when set (else a token with an `aud` is refused).
+    pub audience: Option<String>,
+    /// Put before each token's `sub` to make the user id (e.g. `kakao:`); required.
+    pub user_prefix: String,
+    /// Its JWKS, when not found by discovery.
+    pub jwks_url: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -443,6 +463,7 @@ impl Default for Config {
                 user_oidc_issuer: None,
                 user_jwks_url: None,
                 user_jwt_audience: None,
+                user_issuers: Vec::new(),
                 admission_key_seed_hex: None,
             },
             payments: PaymentsConfig {
@@ -795,7 +816,28 @@ impl Config {
                 return bad(key, "must be an http(s) URL");
             }
         }
-        let published = self.auth.user_oidc_issuer.is_some() || self.auth.user_jwks_url.is_some();
+        let mut prefixes = std::collections::HashSet::new();
+        for more in &self.auth.user_issuers {
+            let urls = std::iter::once(&more.issuer).chain(more.jwks_url.as_ref());
+            if urls
+                .into_iter()
+                .any(|u| !(u.starts_with("https://") || u.starts_with("http://")))
+            {
+                return bad(
+                    "auth.user_issuers",
+                    "each issuer (and jwks_url) is an http(s) URL",
+                );
+            }
+            if more.user_prefix.is_empty() || !prefixes.insert(more.user_prefix.as_str()) {
+                return bad(
+                    "auth.user_issuers",
+                    "each issuer needs a user_prefix of its own (e.g. \"kakao:\")",
+                );
+            }
+        }
+        let published = self.auth.user_oidc_issuer.is_some()
+            || self.auth.user_jwks_url.is_some()
+            || !self.auth.user_issuers.is_empty();
         match (
             &self.auth.user_jwt_hs256_secret,
             &self.auth.user_jwt_public_key_pem,

@@ -20,8 +20,8 @@ async fn check_user(req: &Request, bearer: Bearer) -> poem::Result<UserId> {
     let app = req.data::<App>().expect("App is attached to every route");
     let mut verified = app.users.verify(&bearer.token);
     // A key the provider's keys in memory lack (a rotation): fetched again (rate-limited).
-    if matches!(verified, Err(UserTokenError::UnknownKey)) {
-        if let Some(jwks) = app.users.jwks() {
+    if let Err(UserTokenError::UnknownKey(issuer)) = verified {
+        if let Some(jwks) = app.users.jwks_of(issuer) {
             if jwks.refetch_for_unknown_kid().await {
                 verified = app.users.verify(&bearer.token);
             }

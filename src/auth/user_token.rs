@@ -94,15 +94,25 @@ enum SignatureCheck {
 
 #[derive(Clone)]
 pub struct UserTokens {
+    /// The issuers trusted: the one of the simple settings first (if any), then
+    /// `auth.user_issuers`. With one, every token is its; with several, a token's `iss` picks.
+    issuers: Vec<Trusted>,
+    /// Present with an HS256 secret: lets `sluice dev-token` and the tests mint tokens.
+    encoding: Option<EncodingKey>,
+}
+
+/// One trusted issuer: how its tokens are checked and whose users they name.
+#[derive(Clone)]
+struct Trusted {
     check: SignatureCheck,
     /// The algorithms a token's header may name: those of the configured key.
     algorithms: &'static [Algorithm],
-    /// Present with an HS256 secret: lets `sluice dev-token` and the tests mint tokens.
-    encoding: Option<EncodingKey>,
     /// The `iss` every token must carry, when configured.
     issuer: Option<String>,
     /// The `aud` every token must carry, when configured.
     audience: Option<String>,
+    /// Put before `sub` to make the user id, so two issuers' users cannot collide.
+    prefix: String,
     /// The first header segment a token verified with, its algorithm and key id: an identity
     /// provider writes the same header on every token (until it rotates its key), so a token
     /// with that segment skips its decoding.
@@ -120,10 +130,10 @@ pub enum UserTokenError {
     BadSubject,
     #[error("this deployment verifies user tokens with a public key and cannot mint them")]
     CannotMint,
-    /// Signed with a key (`kid`) the identity provider's keys in memory do not hold: fetching
-    /// them again may find it (a rotation).
+    /// Signed with a key (`kid`) the keys in memory of the issuer (its index among the trusted)
+    /// do not hold: fetching them again may find it (a rotation).
     #[error("the token is not valid: signed with a key sluice does not know (kid)")]
-    UnknownKey,
+    UnknownKey(usize),
 }
 
 use UserTokenError::Invalid;
@@ -149,18 +159,20 @@ impl UserTokens {
             (None, Some(url)) => Some(Source::Url(url.clone())),
             (None, None) => None,
         };
-        let (check, algorithms, encoding) = match (
+        let simple = match (
             &auth.user_jwt_hs256_secret,
             &auth.user_jwt_public_key_pem,
             published,
         ) {
-            (_, _, Some(source)) => (SignatureCheck::Jwks(Jwks::new(source)?), PUBLISHED, None),
-            (Some(secret), _, None) => (
+            (_, _, Some(source)) => {
+                Some((SignatureCheck::Jwks(Jwks::new(source)?), PUBLISHED, None))
+            }
+            (Some(secret), _, None) => Some((
                 SignatureCheck::Hs256(hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes())),
                 HS256,
                 Some(EncodingKey::from_secret(secret.as_bytes())),
-            ),
-            (None, Some(pem), None) => match DecodingKey::from_ed_pem(pem.as_bytes()) {
+            )),
+            (None, Some(pem), None) => Some(match DecodingKey::from_ed_pem(pem.as_bytes()) {
                 Ok(key) => (SignatureCheck::PublicKey(key), EDDSA, None),
                 Err(_) => (
                     SignatureCheck::PublicKey(
@@ -170,30 +182,59 @@ impl UserTokens {
                     RSA,
                     None,
                 ),
-            },
-            (None, None, None) => anyhow::bail!(
-                "auth.user_jwt_hs256_secret, auth.user_jwt_public_key_pem, auth.user_jwks_url or auth.user_oidc_issuer is required"
-            ),
+            }),
+            (None, None, None) => None,
         };
-        // Discovery names the issuer: its tokens must say so.
-        let issuer = auth
-            .user_jwt_issuer
-            .clone()
-            .or_else(|| auth.user_oidc_issuer.clone());
-        Ok(UserTokens {
-            check,
-            algorithms,
-            encoding,
-            issuer,
-            audience: auth.user_jwt_audience.clone(),
-            usual_header: Arc::default(),
-        })
+        let mut issuers = Vec::new();
+        let mut encoding = None;
+        if let Some((check, algorithms, minting)) = simple {
+            encoding = minting;
+            issuers.push(Trusted {
+                check,
+                algorithms,
+                // Discovery names the issuer: its tokens must say so.
+                issuer: auth
+                    .user_jwt_issuer
+                    .clone()
+                    .or_else(|| auth.user_oidc_issuer.clone()),
+                audience: auth.user_jwt_audience.clone(),
+                prefix: String::new(),
+                usual_header: Arc::default(),
+            });
+        }
+        for more in &auth.user_issuers {
+            let source = match &more.jwks_url {
+                Some(url) => Source::Url(url.clone()),
+                None => Source::Issuer(more.issuer.clone()),
+            };
+            issuers.push(Trusted {
+                check: SignatureCheck::Jwks(Jwks::new(source)?),
+                algorithms: PUBLISHED,
+                issuer: Some(more.issuer.clone()),
+                audience: more.audience.clone(),
+                prefix: more.user_prefix.clone(),
+                usual_header: Arc::default(),
+            });
+        }
+        if issuers.is_empty() {
+            anyhow::bail!(
+                "auth.user_jwt_hs256_secret, auth.user_jwt_public_key_pem, auth.user_jwks_url, auth.user_oidc_issuer or auth.user_issuers is required"
+            );
+        }
+        Ok(UserTokens { issuers, encoding })
     }
 
-    /// The identity provider's published keys, when tokens are checked with them: the server
+    /// The published keys of each trusted issuer whose tokens are checked with them: the server
     /// keeps them fresh ([`Jwks::run`]).
-    pub fn jwks(&self) -> Option<Arc<Jwks>> {
-        match &self.check {
+    pub fn jwks(&self) -> Vec<Arc<Jwks>> {
+        (0..self.issuers.len())
+            .filter_map(|i| self.jwks_of(i))
+            .collect()
+    }
+
+    /// The published keys of the trusted issuer `index`, if its tokens are checked with them.
+    pub fn jwks_of(&self, index: usize) -> Option<Arc<Jwks>> {
+        match &self.issuers.get(index)?.check {
             SignatureCheck::Jwks(jwks) => Some(Arc::clone(jwks)),
             SignatureCheck::Hs256(_) | SignatureCheck::PublicKey(_) => None,
         }
@@ -205,6 +246,46 @@ impl UserTokens {
     }
 
     fn verify_at(&self, token: &str, now: i64) -> Result<UserId, UserTokenError> {
+        match self.issuers.as_slice() {
+            [one] => one.verify_at(token, now, 0),
+            many => {
+                // Several issuers: the token's own `iss` says whose keys check it.
+                let payload = token.split('.').nth(1).ok_or(Invalid("malformed"))?;
+                let payload = URL_SAFE_NO_PAD
+                    .decode(payload)
+                    .map_err(|_| Invalid("malformed"))?;
+                let claims: TokenClaims =
+                    serde_json::from_slice(&payload).map_err(|_| Invalid("malformed claims"))?;
+                let named = |t: &Trusted| match (&t.issuer, &claims.iss) {
+                    (Some(expected), Some(iss)) => iss.names(expected),
+                    _ => false,
+                };
+                let index = many
+                    .iter()
+                    .position(named)
+                    .or_else(|| many.iter().position(|t| t.issuer.is_none()))
+                    .ok_or(Invalid("not from a trusted issuer (iss)"))?;
+                many[index].verify_at(token, now, index)
+            }
+        }
+    }
+
+    /// Mints a token for `user` valid for `ttl_secs` (HS256 deployments only).
+    pub fn mint(&self, user: &UserId, ttl_secs: i64) -> Result<String, UserTokenError> {
+        let key = self.encoding.as_ref().ok_or(UserTokenError::CannotMint)?;
+        let claims = MintedClaims {
+            sub: user.as_str(),
+            exp: chrono::Utc::now().timestamp() + ttl_secs,
+            iss: self.issuers.first().and_then(|t| t.issuer.as_deref()),
+        };
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, key)
+            .map_err(|_| Invalid("could not be minted"))
+    }
+}
+
+impl Trusted {
+    /// The user a token of this issuer names (`index`: its place among the trusted).
+    fn verify_at(&self, token: &str, now: i64, index: usize) -> Result<UserId, UserTokenError> {
         let (signed, signature) = token.rsplit_once('.').ok_or(Invalid("malformed"))?;
         let (header, payload) = signed.split_once('.').ok_or(Invalid("malformed"))?;
         let (alg, kid) = match self.usual_header.get() {
@@ -214,7 +295,7 @@ impl UserTokens {
         if !self.algorithms.contains(&alg) {
             return Err(Invalid("its algorithm is not the configured key's"));
         }
-        if !self.signature_holds(signed, signature, alg, kid.as_deref())? {
+        if !self.signature_holds(signed, signature, alg, kid.as_deref(), index)? {
             return Err(Invalid("the signature does not verify"));
         }
         if self.usual_header.get().is_none() {
@@ -244,7 +325,12 @@ impl UserTokens {
             (None, None) => {}
         }
         let sub = claims.sub.ok_or(Invalid("no subject (sub)"))?;
-        UserId::parse(&sub).map_err(|_| UserTokenError::BadSubject)
+        if self.prefix.is_empty() {
+            UserId::parse(&sub)
+        } else {
+            UserId::parse(&format!("{}{sub}", self.prefix))
+        }
+        .map_err(|_| UserTokenError::BadSubject)
     }
 
     fn signature_holds(
@@ -253,6 +339,7 @@ impl UserTokens {
         signature: &str,
         alg: Algorithm,
         kid: Option<&str>,
+        index: usize,
     ) -> Result<bool, UserTokenError> {
         Ok(match &self.check {
             SignatureCheck::Hs256(key) => URL_SAFE_NO_PAD
@@ -263,7 +350,7 @@ impl UserTokens {
                     .unwrap_or(false)
             }
             SignatureCheck::Jwks(jwks) => {
-                let key = jwks.key(kid).ok_or(UserTokenError::UnknownKey)?;
+                let key = jwks.key(kid).ok_or(UserTokenError::UnknownKey(index))?;
                 if key.alg != alg {
                     return Err(Invalid("its algorithm is not its key's"));
                 }
@@ -271,18 +358,6 @@ impl UserTokens {
                     .unwrap_or(false)
             }
         })
-    }
-
-    /// Mints a token for `user` valid for `ttl_secs` (HS256 deployments only).
-    pub fn mint(&self, user: &UserId, ttl_secs: i64) -> Result<String, UserTokenError> {
-        let key = self.encoding.as_ref().ok_or(UserTokenError::CannotMint)?;
-        let claims = MintedClaims {
-            sub: user.as_str(),
-            exp: chrono::Utc::now().timestamp() + ttl_secs,
-            iss: self.issuer.as_deref(),
-        };
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, key)
-            .map_err(|_| Invalid("could not be minted"))
     }
 }
 

@@ -16,6 +16,7 @@ fn config(issuer: Option<&str>) -> AuthConfig {
         user_oidc_issuer: None,
         user_jwks_url: None,
         user_jwt_audience: None,
+        user_issuers: Vec::new(),
         admission_key_seed_hex: None,
     }
 }

@@ -21,9 +21,9 @@ pub struct Running {
     pub app: App,
     server: JoinHandle<()>,
     workers: Option<Workers>,
-    /// Keeps the identity provider's published keys fresh (when user tokens are checked with
+    /// Keep each identity provider's published keys fresh (when user tokens are checked with
     /// them): stopped with the process.
-    jwks: Option<JoinHandle<()>>,
+    jwks: Vec<JoinHandle<()>>,
 }
 
 /// Connections the kernel completes and queues before sluice accepts them. A sale's opening
@@ -67,13 +67,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     ));
     // The identity provider's published keys: fetched before the first request (a provider
     // that does not answer leaves them to the next try), then kept fresh.
-    let jwks = match app.users.jwks() {
-        Some(jwks) => {
-            jwks.fetch().await;
-            Some(tokio::spawn(jwks.run()))
-        }
-        None => None,
-    };
+    let mut jwks = Vec::new();
+    for keys in app.users.jwks() {
+        keys.fetch().await;
+        jwks.push(tokio::spawn(keys.run()));
+    }
     let workers = if app.config.workers.enabled {
         Some(Workers::start(&app).await?)
     } else {
@@ -114,8 +112,8 @@ impl Running {
         let started = Instant::now();
         self.app.drain.start();
         let mut server = self.server;
-        if let Some(jwks) = &self.jwks {
-            jwks.abort();
+        for keys in &self.jwks {
+            keys.abort();
         }
         let workers = async {
             if let Some(workers) = self.workers {

@@ -109,16 +109,24 @@ async fn trusting(provider: &OidcProvider) -> TestApp {
     .await
 }
 
-/// A join with `token`: its status.
-async fn join_with(t: &TestApp, sale: &str, token: &str) -> u16 {
-    t.http
+/// A join with `token`: its status and answer.
+async fn joined(t: &TestApp, sale: &str, token: &str) -> (u16, Value) {
+    let resp = t
+        .http
         .post(t.url(&format!("/v1/sales/{sale}/attempts")))
         .bearer_auth(token)
         .send()
         .await
-        .unwrap()
-        .status()
-        .as_u16()
+        .unwrap();
+    (
+        resp.status().as_u16(),
+        resp.json().await.unwrap_or(Value::Null),
+    )
+}
+
+/// A join with `token`: its status.
+async fn join_with(t: &TestApp, sale: &str, token: &str) -> u16 {
+    joined(t, sale, token).await.0
 }
 
 #[tokio::test]
@@ -238,6 +246,45 @@ async fn forged_kids_do_not_make_sluice_hammer_the_provider() {
         )
         .await
             >= 19.0
+    );
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn several_issuers_are_trusted_at_once_and_their_users_do_not_collide() {
+    let shop = OidcProvider::start("rsa-1").await;
+    let kakao = OidcProvider::start("ec-1").await;
+    let stranger = OidcProvider::start("rsa-1").await;
+    let (shop_issuer, kakao_issuer) = (shop.issuer(), kakao.issuer());
+    let t = TestApp::spawn_on_with(Backend::Embedded, |c| {
+        c.auth.user_jwt_hs256_secret = None;
+        c.auth.user_oidc_issuer = Some(shop_issuer);
+        c.auth.user_jwt_audience = Some(AUDIENCE.into());
+        c.auth.user_issuers = vec![sluice::config::TrustedIssuer {
+            issuer: kakao_issuer,
+            audience: Some(AUDIENCE.into()),
+            user_prefix: "kakao:".into(),
+            jwks_url: None,
+        }];
+    })
+    .await;
+    let sale = t.create_sale(json!({})).await;
+    let mut attempts = Vec::new();
+    for provider in [&shop, &kakao] {
+        let token = provider.token("alice", AUDIENCE).await;
+        let (status, answer) = joined(&t, &sale, &token).await;
+        assert_eq!(status, 202, "{answer}");
+        attempts.push(answer["attempt_id"].as_str().unwrap().to_owned());
+    }
+    assert_ne!(
+        attempts[0], attempts[1],
+        "two providers' alices are two users"
+    );
+    let foreign = stranger.token("alice", AUDIENCE).await;
+    assert_eq!(
+        join_with(&t, &sale, &foreign).await,
+        401,
+        "an issuer not trusted"
     );
     t.stop().await;
 }
