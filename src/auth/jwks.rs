@@ -48,7 +48,7 @@ pub enum Source {
 pub struct Jwks {
     source: Source,
     http: reqwest::Client,
-    keys: ArcSwap<Vec<Key>>,
+    keys: ArcSwap<Vec<Arc<Key>>>,
     /// When the last fetch was tried (ms since the epoch; 0: never).
     tried_ms: AtomicI64,
     /// When the next scheduled fetch is due (ms since the epoch).
@@ -80,7 +80,7 @@ impl Jwks {
     }
 
     /// The key a token's header names: by `kid`, or the only key when the token names none.
-    pub fn key(&self, kid: Option<&str>) -> Option<Key> {
+    pub fn key(&self, kid: Option<&str>) -> Option<Arc<Key>> {
         let keys = self.keys.load();
         match kid {
             Some(kid) => keys.iter().find(|k| k.kid.as_deref() == Some(kid)).cloned(),
@@ -147,7 +147,7 @@ impl Jwks {
         }
     }
 
-    async fn read(&self) -> anyhow::Result<(Vec<Key>, Duration)> {
+    async fn read(&self) -> anyhow::Result<(Vec<Arc<Key>>, Duration)> {
         let url = match &self.source {
             Source::Url(url) => url.clone(),
             Source::Issuer(issuer) => {
@@ -174,9 +174,9 @@ impl Jwks {
                 .and_then(|v| v.to_str().ok()),
         );
         let set: serde_json::Value = response.json().await?;
-        let keys: Vec<Key> = set["keys"]
+        let keys: Vec<Arc<Key>> = set["keys"]
             .as_array()
-            .map(|keys| keys.iter().filter_map(usable).collect())
+            .map(|keys| keys.iter().filter_map(usable).map(Arc::new).collect())
             .unwrap_or_default();
         if keys.is_empty() {
             anyhow::bail!("the JWKS holds no key sluice can verify with");
