@@ -84,11 +84,7 @@ struct ErrorBody {
 
 /// PortOne's payment ids, as one path segment: sluice's own are `sluice-<32 hex>`.
 pub fn is_payment_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 200
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    super::is_url_safe_id(id, 1..=200)
 }
 
 /// The PortOne API with one store's secret.

@@ -61,19 +61,12 @@ impl Failure {
 
 /// Toss's order ids: 6-64 characters of `[A-Za-z0-9_-]`.
 pub fn is_order_id(id: &str) -> bool {
-    (6..=64).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    super::is_url_safe_id(id, 6..=64)
 }
 
 /// Toss's payment keys, as one path segment: at most 200 characters of `[A-Za-z0-9_-]`.
 pub fn is_payment_key(key: &str) -> bool {
-    !key.is_empty()
-        && key.len() <= 200
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    super::is_url_safe_id(key, 1..=200)
 }
 
 /// The Toss API with one shop's keys.

@@ -78,6 +78,13 @@ impl ProviderAck {
     }
 }
 
+/// Counts one webhook of `provider` by what it did (`sluice_provider_webhooks_total`).
+pub fn count_webhook(provider: &'static str, outcome: &'static str) {
+    metrics::counter!("sluice_provider_webhooks_total", "provider" => provider,
+        "outcome" => outcome)
+    .increment(1);
+}
+
 pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<WebhookAck> {
     // A provider with an API of its own reports at its own route, in its own format.
     if app.provider.has_api() {

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use super::payment::{apply_found, ProviderAck};
+use super::payment::{apply_found, count_webhook, ProviderAck};
 use super::{App, ServiceError, ServiceResult};
 use crate::payments::portone::is_payment_id;
 use crate::payments::provider::found_at_portone;
@@ -41,13 +41,13 @@ pub async fn receive(
     };
     let now = chrono::Utc::now().timestamp();
     if let Err(e) = portone.verify(delivery, body, now) {
-        count("bad_signature");
+        count_webhook("portone", "bad_signature");
         return Err(ServiceError::BadSignature(e.to_string()));
     }
     let hook: Webhook = serde_json::from_slice(body)
         .map_err(|e| ServiceError::validation("body", format!("not a PortOne webhook: {e}")))?;
     let ack = on_webhook(app, portone, &hook).await?;
-    count(ack.outcome());
+    count_webhook("portone", ack.outcome());
     Ok(ack)
 }
 
@@ -74,10 +74,4 @@ async fn on_webhook(
     };
     let event = format!("portone:{}:{}", payment.id, payment.status);
     apply_found(app, &event, found_at_portone(&payment), attempt, reference).await
-}
-
-fn count(outcome: &'static str) {
-    metrics::counter!("sluice_provider_webhooks_total", "provider" => "portone",
-        "outcome" => outcome)
-    .increment(1);
 }

@@ -10,7 +10,7 @@
 //! An event about an object sluice did not start, or of another type, is answered 2xx and
 //! changes nothing: Stripe retries every other answer for days.
 
-use super::payment::{apply_found, ProviderAck};
+use super::payment::{apply_found, count_webhook, ProviderAck};
 use super::{App, ServiceError, ServiceResult};
 use crate::payments::provider::found;
 use crate::payments::stripe::{Event, Intent};
@@ -24,7 +24,7 @@ pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<P
     };
     let now = chrono::Utc::now().timestamp();
     if let Err(e) = stripe.verify(signature, body, now) {
-        count("bad_signature");
+        count_webhook("stripe", "bad_signature");
         return Err(ServiceError::BadSignature(e.to_string()));
     }
     let event: Event = serde_json::from_slice(body)
@@ -42,13 +42,8 @@ pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<P
         "charge.refunded" => on_refund(app, &event).await?,
         _ => ProviderAck::Ignored,
     };
-    count(ack.outcome());
+    count_webhook("stripe", ack.outcome());
     Ok(ack)
-}
-
-fn count(outcome: &'static str) {
-    metrics::counter!("sluice_provider_webhooks_total", "provider" => "stripe", "outcome" => outcome)
-        .increment(1);
 }
 
 async fn on_intent(app: &App, event: &Event, intent: &Intent) -> ServiceResult<ProviderAck> {

@@ -11,7 +11,8 @@
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-use super::payment::{apply_found, ProviderAck, WebhookAck, WebhookResult};
+use super::checkout::provider_error;
+use super::payment::{apply_found, count_webhook, ProviderAck, WebhookAck, WebhookResult};
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::{AttemptId, AttemptState, UserId};
 use crate::payments::provider::found_at_toss;
@@ -170,6 +171,12 @@ pub async fn failed(
 /// own). Acted on only as the lookup says; anything else is answered and ignored.
 pub async fn receive(app: &App, body: &[u8]) -> ServiceResult<ProviderAck> {
     let toss = toss(app)?;
+    let ack = on_webhook(app, toss, body).await?;
+    count_webhook("toss", ack.outcome());
+    Ok(ack)
+}
+
+async fn on_webhook(app: &App, toss: &Toss, body: &[u8]) -> ServiceResult<ProviderAck> {
     let hook: serde_json::Value = serde_json::from_slice(body)
         .map_err(|e| ServiceError::validation("body", format!("not JSON: {e}")))?;
     let looked_up = if hook["eventType"] == "PAYMENT_STATUS_CHANGED" {
@@ -183,46 +190,36 @@ pub async fn receive(app: &App, body: &[u8]) -> ServiceResult<ProviderAck> {
         match toss.payment(key).await {
             Ok(payment) => payment,
             // No such payment at Toss: not one to act on.
-            Err(ProviderError::Refused(_)) => return Ok(count(ProviderAck::Ignored)),
-            Err(e) => return Err(unavailable(e)),
+            Err(ProviderError::Refused(_)) => return Ok(ProviderAck::Ignored),
+            // Not looked up: answered 503, and Toss sends the webhook again.
+            Err(e) => return Err(provider_error(e)),
         }
     } else if hook.get("secret").is_some() && hook.get("orderId").is_some() {
         let order_id = hook["orderId"].as_str().unwrap_or_default();
         if !is_order_id(order_id) {
-            return Ok(count(ProviderAck::Ignored));
+            return Ok(ProviderAck::Ignored);
         }
-        let Some(payment) = toss.payment_of_order(order_id).await.map_err(unavailable)? else {
-            return Ok(count(ProviderAck::Ignored));
+        let Some(payment) = toss
+            .payment_of_order(order_id)
+            .await
+            .map_err(provider_error)?
+        else {
+            return Ok(ProviderAck::Ignored);
         };
         let sent = hook["secret"].as_str().unwrap_or_default().as_bytes();
         let own = payment.secret.as_deref().unwrap_or_default().as_bytes();
         if own.is_empty() || !bool::from(sent.ct_eq(own)) {
-            metrics::counter!("sluice_provider_webhooks_total", "provider" => "toss",
-                "outcome" => "bad_secret")
-            .increment(1);
+            count_webhook("toss", "bad_secret");
             return Err(ServiceError::BadSignature(
                 "the deposit callback's secret is not its payment's".into(),
             ));
         }
         payment
     } else {
-        return Ok(count(ProviderAck::Ignored));
+        return Ok(ProviderAck::Ignored);
     };
     let Some((attempt, reference)) = order(app, &looked_up.order_id).await? else {
-        return Ok(count(ProviderAck::Ignored));
+        return Ok(ProviderAck::Ignored);
     };
-    let ack = on_payment(app, &looked_up, attempt, reference).await?;
-    Ok(count(ack))
-}
-
-fn unavailable(e: ProviderError) -> ServiceError {
-    // Not looked up: answered 503, and Toss sends the webhook again.
-    super::checkout::provider_error(e)
-}
-
-fn count(ack: ProviderAck) -> ProviderAck {
-    metrics::counter!("sluice_provider_webhooks_total", "provider" => "toss",
-        "outcome" => ack.outcome())
-    .increment(1);
-    ack
+    on_payment(app, &looked_up, attempt, reference).await
 }
