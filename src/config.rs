@@ -26,6 +26,7 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub events: EventsConfig,
     pub valve: ValveConfig,
+    pub notify: NotifyConfig,
 }
 
 /// How the waiting-room page at `/` looks for the shop (each empty: sluice's own look).
@@ -360,6 +361,49 @@ pub struct EventsConfig {
     pub max_tries: u32,
 }
 
+/// "It's your turn": the messages that tell an admitted user who left the waiting page. Each
+/// channel is off until configured.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// Web Push: the server's VAPID private key, base64url of the raw P-256 scalar, as
+    /// `npx web-push generate-vapid-keys` prints it. Empty: no Web Push.
+    pub vapid_private_key: String,
+    /// The VAPID public key printed beside it (the page subscribes with it).
+    pub vapid_public_key: String,
+    /// The contact a push service may reach the sender at: `mailto:…` or `https://…`.
+    pub vapid_subject: String,
+    /// The push services sluice sends to: a host, or `*.` and a domain for its subdomains. A
+    /// subscription naming another host is refused, so a client cannot make sluice post to a
+    /// host of its choosing.
+    pub web_push_hosts: Vec<String>,
+    /// The shop's webhook for `attempt.admitted` (`https://…`). Empty: none.
+    pub webhook_url: String,
+    /// Signs the webhook (`Sluice-Signature`); at least 16 characters.
+    pub webhook_secret: String,
+    /// Most messages a second, per channel.
+    pub max_per_second: u32,
+}
+
+impl NotifyConfig {
+    pub fn any_channel(&self) -> bool {
+        !self.vapid_private_key.is_empty() || !self.webhook_url.is_empty()
+    }
+
+    /// The VAPID keys, when Web Push is on (checked to be one pair at start).
+    pub fn vapid(&self) -> Option<crate::notify::web_push::Vapid> {
+        if self.vapid_private_key.is_empty() {
+            return None;
+        }
+        crate::notify::web_push::Vapid::new(
+            &self.vapid_private_key,
+            &self.vapid_public_key,
+            &self.vapid_subject,
+        )
+        .ok()
+    }
+}
+
 /// The adaptive admission controller (sales in `adaptive` mode; manual sales ignore it).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -517,6 +561,22 @@ impl Default for Config {
                 partitions: 6,
                 max_message_bytes: 1_000_000,
                 max_tries: 5,
+            },
+            notify: NotifyConfig {
+                vapid_private_key: String::new(),
+                vapid_public_key: String::new(),
+                vapid_subject: String::new(),
+                web_push_hosts: [
+                    "fcm.googleapis.com",
+                    "updates.push.services.mozilla.com",
+                    "web.push.apple.com",
+                    "*.notify.windows.com",
+                ]
+                .map(String::from)
+                .to_vec(),
+                webhook_url: String::new(),
+                webhook_secret: String::new(),
+                max_per_second: 200,
             },
             valve: ValveConfig {
                 prometheus_url: String::new(),
@@ -914,6 +974,7 @@ impl Config {
         if self.workers.reaper_cron.split_whitespace().count() != 6 {
             return bad("workers.reaper_cron", "needs six fields, seconds first");
         }
+        self.validate_notify()?;
         self.validate_valve()
     }
 
@@ -969,6 +1030,46 @@ impl Config {
                     "`{origin}` is not an origin: scheme://host[:port], no path, e.g. https://shop.example"
                 ));
             }
+        }
+        Ok(())
+    }
+
+    fn validate_notify(&self) -> Result<(), ConfigError> {
+        let n = &self.notify;
+        let bad = |key, message: &str| {
+            Err(ConfigError::Invalid {
+                key,
+                message: message.into(),
+            })
+        };
+        if !n.vapid_private_key.is_empty() {
+            if let Err(e) = crate::notify::web_push::Vapid::new(
+                &n.vapid_private_key,
+                &n.vapid_public_key,
+                &n.vapid_subject,
+            ) {
+                return bad("notify.vapid_private_key", &e.to_string());
+            }
+            if !(n.vapid_subject.starts_with("mailto:") || n.vapid_subject.starts_with("https://"))
+            {
+                return bad("notify.vapid_subject", "mailto:… or https://…");
+            }
+        }
+        if !n.webhook_url.is_empty() {
+            if !(n.webhook_url.starts_with("https://") || n.webhook_url.starts_with("http://"))
+                || reqwest::Url::parse(&n.webhook_url).is_err()
+            {
+                return bad("notify.webhook_url", "an http(s) URL");
+            }
+            if n.webhook_secret.len() < 16 {
+                return bad(
+                    "notify.webhook_secret",
+                    "must be set, at least 16 characters",
+                );
+            }
+        }
+        if n.max_per_second == 0 {
+            return bad("notify.max_per_second", "at least 1");
         }
         Ok(())
     }

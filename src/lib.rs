@@ -43,6 +43,9 @@
 //!   reapers (cron) and the outbox relay (one at a time, by a lease in the ledger).
 //! - [`signals`]: the back end's pressure for the adaptive valve ([`domain::valve`]) — PromQL
 //!   through the Prometheus HTTP API, or the process's own metrics.
+//! - [`notify`]: "it's your turn" — the admitting replica's Web Push message (RFC 8291 and
+//!   8292 on `ring`) and the shop's signed `attempt.admitted` webhook, once per attempt and
+//!   bounded in rate.
 //! - [`events`]: where relayed events go — Kafka, or a JSON lines file — and the reference
 //!   consumer.
 //! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), queue tickets
@@ -68,6 +71,7 @@ pub mod config;
 pub mod domain;
 pub mod events;
 pub mod ledger;
+pub mod notify;
 pub mod payments;
 pub mod queue;
 pub mod secrets;

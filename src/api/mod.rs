@@ -8,6 +8,7 @@ mod console;
 mod cors;
 mod event_stream;
 mod exposure;
+mod notifications;
 mod offer;
 mod operators;
 mod ops;
@@ -77,6 +78,7 @@ type Apis = (
     ops::OpsApi,
     sandbox::SandboxApi,
     operators::OperatorsApi,
+    notifications::NotificationsApi,
 );
 
 pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
@@ -90,6 +92,7 @@ pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
             ops::OpsApi { app: app.clone() },
             sandbox::SandboxApi { app: app.clone() },
             operators::OperatorsApi { app: app.clone() },
+            notifications::NotificationsApi { app: app.clone() },
         ),
         "sluice",
         env!("CARGO_PKG_VERSION"),

@@ -144,6 +144,8 @@ pub struct OfferOut {
     pub stock_kind: StockKindName,
     /// Most units one user may hold or buy.
     pub per_user_limit: u32,
+    /// How long a user whose turn comes has to come back and hold, in seconds.
+    pub admission_ttl_secs: u32,
     /// Units free to hold now.
     pub remaining: u32,
     /// Seats still free (seated sales only).
@@ -178,6 +180,7 @@ impl poem_openapi::types::Example for OfferOut {
             opens_at: example_time(),
             stock_kind: StockKindName::Seats,
             per_user_limit: 4,
+            admission_ttl_secs: 300,
             remaining: 3,
             free_seats: Some(vec!["A-1".into(), "A-2".into(), "B-7".into()]),
             proof_of_work: Some(ProofOfWorkOut {
@@ -201,6 +204,7 @@ impl From<Offer> for OfferOut {
             opens_at: sale.opens_at,
             stock_kind: sale.stock_kind,
             per_user_limit: sale.per_user_limit,
+            admission_ttl_secs: sale.admission_ttl_secs,
             remaining: sale.remaining,
             free_seats: offer.free_seats,
             proof_of_work: pow.is_on().then(|| ProofOfWorkOut {

@@ -20,6 +20,7 @@ use crate::service::App;
 const INDEX: &str = include_str!("page/index.html");
 const SCRIPT: &str = include_str!("page/waiting-room.js");
 const WORKER: &str = include_str!("page/proof-of-work.js");
+const SERVICE_WORKER: &str = include_str!("page/sw.js");
 const STYLE: &str = include_str!("page/waiting-room.css");
 const FAVICON: &str = include_str!("page/favicon.svg");
 
@@ -181,6 +182,7 @@ pub fn asset(Path(name): Path<String>, app: Data<&App>) -> Response {
     match name.as_str() {
         "waiting-room.js" => file(SCRIPT, "text/javascript; charset=utf-8", page),
         "proof-of-work.js" => file(WORKER, "text/javascript; charset=utf-8", page),
+        "sw.js" => file(SERVICE_WORKER, "text/javascript; charset=utf-8", page),
         "waiting-room.css" => file(STYLE, "text/css; charset=utf-8", page),
         "favicon.svg" => file(FAVICON, "image/svg+xml", page),
         "brand.css" => file(brand_css(page), "text/css; charset=utf-8", page),

@@ -149,6 +149,8 @@ problem_types! {
         "The sale takes no more joins, or is closed.";
     NOT_ADMITTED = 409 "not-admitted" "Not admitted":
         "The attempt is still waiting in the queue.";
+    NOT_WAITING = 409 "not-waiting" "Not waiting":
+        "The attempt no longer waits in the queue: its turn came, or it ended.";
     STOCK_IN_USE = 409 "stock-in-use" "Units not free":
         "Units or seats to withdraw are held or sold (nothing was withdrawn).";
     NAME_TAKEN = 409 "name-taken" "Name already used":
@@ -244,6 +246,7 @@ impl From<ServiceError> for ApiError {
                 ApiError::Conflict(problem(LIMIT_REACHED, detail, None))
             }
             ServiceError::NotAdmitted => ApiError::Conflict(problem(NOT_ADMITTED, detail, None)),
+            ServiceError::NotWaiting => ApiError::Conflict(problem(NOT_WAITING, detail, None)),
             ServiceError::BadSignature(_) => {
                 ApiError::Unauthorized(problem(BAD_SIGNATURE, detail, None))
             }

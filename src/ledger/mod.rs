@@ -9,6 +9,7 @@ mod idempotency;
 mod outbox;
 mod payments;
 pub mod postgres;
+mod push;
 mod queue_sync;
 pub mod sql_types;
 pub mod sqlite;
@@ -18,6 +19,7 @@ mod transition;
 pub use idempotency::{IdempotencyLedger, SavedResponse};
 pub use outbox::{OutboxEvent, OutboxLedger, RelayLease};
 pub use payments::{OpenPayment, PaymentLedger};
+pub use push::PushLedger;
 pub use queue_sync::QueueSyncLedger;
 pub(crate) use queue_sync::{sale_versions_from, sync_rows_from};
 pub use support::{
@@ -307,6 +309,7 @@ pub trait Ledger:
     + OutboxLedger
     + QueueSyncLedger
     + PaymentLedger
+    + PushLedger
     + Send
     + Sync
     + 'static

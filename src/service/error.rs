@@ -40,6 +40,8 @@ pub enum ServiceError {
     LimitReached { already: u32 },
     #[error("the attempt is not admitted")]
     NotAdmitted,
+    #[error("the attempt no longer waits in the queue")]
+    NotWaiting,
     #[error("this Idempotency-Key was used with a different request")]
     IdempotencyKeyReused,
     /// The sale asks joins for proof of work and this one has none (or not enough).

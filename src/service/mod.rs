@@ -32,6 +32,7 @@ pub mod stripe_webhook;
 pub mod support;
 pub mod toss;
 pub mod transition;
+pub mod web_push;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,6 +98,9 @@ pub struct AppParts {
     /// Holds taken in the queue store and not yet settled in the ledger, by sale: the drift
     /// checker leaves those sales alone.
     pub holds_in_flight: in_flight::InFlight,
+    /// Attempts whose turn came, handed from the admission loop to the sender of the
+    /// "it's your turn" messages (`crate::notify`).
+    pub turns: crate::notify::Turns,
 }
 
 impl App {
@@ -136,6 +140,7 @@ impl App {
             offers: Arc::default(),
             drain: drain::Drain::default(),
             holds_in_flight: Default::default(),
+            turns: crate::notify::Turns::new(&config.notify),
             queue,
             ledger,
             config: Arc::new(config),

@@ -240,6 +240,17 @@ async fn record(app: &App, plan: &AdmissionPlan, admitted: &[Admitted]) -> anyho
         }
     };
     app.queue.admissions_recorded(sale, first.attempt).await?;
+    // The turn came for those the ledger had not admitted before: tell them once.
+    app.turns.admitted(
+        admitted
+            .iter()
+            .filter(|a| !before.contains(&a.attempt))
+            .map(|a| crate::notify::Turn {
+                attempt: a.attempt,
+                user: a.user.clone(),
+                until_ms: a.deadline_ms,
+            }),
+    );
     for attempt in before {
         forget_readmitted(app, attempt).await?;
     }

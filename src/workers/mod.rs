@@ -49,6 +49,7 @@ impl Workers {
             tasks.push(tokio::spawn(figures::run(app.clone(), every)));
         }
         tasks.push(tokio::spawn(payments::run(app.clone())));
+        tasks.push(tokio::spawn(crate::notify::run(app.clone())));
         let reapers = reapers::start(app.clone()).await?;
         Ok(Workers {
             draining: vec![admission, relay],

@@ -68,4 +68,8 @@ pub async fn reap(app: &App) {
     {
         tracing::warn!(error = %e, "idempotency purge failed");
     }
+    // A subscription whose turn has not come within a day is of an attempt that is gone.
+    if let Err(e) = app.ledger.purge_push_subscriptions(24 * 3600).await {
+        tracing::warn!(error = %e, "push subscription purge failed");
+    }
 }

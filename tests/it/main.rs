@@ -23,6 +23,7 @@ mod ledger;
 mod lifecycle;
 mod line;
 mod model;
+mod notify;
 mod oidc;
 mod operators;
 mod portone;

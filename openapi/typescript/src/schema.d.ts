@@ -304,6 +304,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/attempts/{attempt_id}/web-push": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Be told when it is your turn
+         * @description Leaves a Web Push subscription with a waiting attempt: when the attempt is admitted,
+         *     the replica that admits sends one push message (`attempt.admitted`, the attempt, when
+         *     its admission ends and the page to come back to), even with the tab suspended. A second
+         *     subscription replaces the first. 409 when the attempt no longer waits.
+         */
+        put: operations["subscribeWebPush"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/payments/toss/fail": {
         parameters: {
             query?: never;
@@ -698,6 +721,27 @@ export interface paths {
          *     queue store follows the ledger. Written to the admin audit log.
          */
         post: operations["changeStock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/web-push/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The Web Push key
+         * @description The server key a page subscribes to Web Push with; 404 when this sluice sends no Web
+         *     Push (`notify.vapid_private_key` unset).
+         */
+        get: operations["getWebPushKey"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1545,9 +1589,15 @@ export interface components {
             sold: number;
         };
         /**
+         * @description The language the notification is worded in.
+         * @enum {string}
+         */
+        NotificationLanguage: "en" | "ko";
+        /**
          * OfferOut
          * @description A sale as a buyer sees it.
          * @example {
+         *       "admission_ttl_secs": 300,
          *       "free_seats": [
          *         "A-1",
          *         "A-2",
@@ -1568,6 +1618,11 @@ export interface components {
          *     }
          */
         OfferOut: {
+            /**
+             * Format: uint32
+             * @description How long a user whose turn comes has to come back and hold, in seconds.
+             */
+            admission_ttl_secs: number;
             /** @description Seats still free (seated sales only). */
             free_seats?: string[];
             /**
@@ -1745,6 +1800,43 @@ export interface components {
              *     the payment), or `ignored` (not about a payment sluice started, or of another kind).
              */
             result: string;
+        };
+        /**
+         * PushKeysIn
+         * @description The keys of a push subscription, as the browser gives them.
+         */
+        PushKeysIn: {
+            /** @description The browser's authentication secret, base64url. */
+            auth: string;
+            /** @description The browser's P-256 public key, base64url. */
+            p256dh: string;
+        };
+        /**
+         * PushSubscriptionIn
+         * @description A browser's push subscription: `PushSubscription.toJSON()`, and the page's language.
+         * @example {
+         *       "endpoint": "https://fcm.googleapis.com/fcm/send/dXx2q9Yk1dE:APA91bH4",
+         *       "expirationTime": null,
+         *       "keys": {
+         *         "auth": "BTBZMqHH6r4Tts7J_aSIgg",
+         *         "p256dh": "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
+         *       },
+         *       "lang": "ko"
+         *     }
+         */
+        PushSubscriptionIn: {
+            /**
+             * @description The push service's URL; it must be on a push service this sluice sends to
+             *     (`notify.web_push_hosts`).
+             */
+            endpoint: string;
+            /**
+             * Format: double
+             * @description Ignored: a push service that ends the subscription answers 410, and nothing is sent.
+             */
+            expirationTime?: number;
+            keys: components["schemas"]["PushKeysIn"];
+            lang?: components["schemas"]["NotificationLanguage"];
         };
         /**
          * @description What the controller's last tick did to the rate.
@@ -2207,6 +2299,19 @@ export interface components {
              * @description How many wait in the sale.
              */
             waiting: number;
+        };
+        /**
+         * WebPushKeyOut
+         * @example {
+         *       "public_key": "BNbxGYNMhEIi9zrneh7mqV4oUanjLUK3m-mYZBc62frMKrEoMk88r3Lk596T0ck9xlT-aHXgpq0Ewa1DR3Q1W-Y"
+         *     }
+         */
+        WebPushKeyOut: {
+            /**
+             * @description The VAPID public key (base64url, uncompressed P-256): `applicationServerKey` of
+             *     `PushManager.subscribe`.
+             */
+            public_key: string;
         };
         /**
          * WebhookAckOut
@@ -3455,6 +3560,131 @@ export interface operations {
             };
             /** @description The payment provider refused the call; nothing changed. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    subscribeWebPush: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                attempt_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["PushSubscriptionIn"];
+            };
+        };
+        responses: {
+            /** @description Kept: the push message goes out when the attempt is admitted, once. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The attempt or its admission has expired. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests; retry after the given seconds. */
+            429: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5311,6 +5541,43 @@ export interface operations {
             503: {
                 headers: {
                     "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWebPushKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["WebPushKeyOut"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -64,6 +64,14 @@
       underAMinute: 'under a minute', aboutOneMinute: 'about 1 minute', aboutMinutes: (m) => `about ${m} minutes`,
       placeSay: (n, wait) => `You are number ${n} in line. Estimated wait: ${wait}.`,
       turnSay: 'It is your turn. Choose your tickets and hold them before the time runs out.',
+      notifyMe: "Tell me when it's my turn",
+      notifyOn: 'We will tell you when it is your turn, even while you are in another tab.',
+      notifyBlocked: 'Notifications are blocked in this browser: keep an eye on this tab.',
+      comeBack: (d) => `When your turn comes, you will have ${d} to come back and choose.`,
+      turnNotice: (d) => `Come back within ${d} to choose your tickets.`,
+      titleFlash: '▶ Your turn!',
+      seconds: (n) => (n === 1 ? '1 second' : `${n} seconds`),
+      minutesLong: (n) => (n === 1 ? '1 minute' : `${n} minutes`),
       upTo: (n) => `(up to ${n})`,
       oneTicket: '1 ticket', tickets: (n) => `${n} tickets`, seats: (list) => `Seats ${list}`,
       lastFailure: (why) => `The last try did not go through: ${why} You can try again.`,
@@ -133,6 +141,14 @@
       underAMinute: '1분 미만', aboutOneMinute: '약 1분', aboutMinutes: (m) => `약 ${m}분`,
       placeSay: (n, wait) => `현재 대기 순서는 ${n}번입니다. 예상 대기 시간: ${wait}.`,
       turnSay: '내 차례입니다. 시간이 끝나기 전에 티켓을 선택해 확보하세요.',
+      notifyMe: '내 차례가 되면 알려 주세요',
+      notifyOn: '다른 탭을 보고 있어도 차례가 되면 알려 드립니다.',
+      notifyBlocked: '이 브라우저에서 알림이 차단되어 있습니다. 이 탭을 계속 확인해 주세요.',
+      comeBack: (d) => `차례가 되면 ${d} 안에 돌아와 선택해야 합니다.`,
+      turnNotice: (d) => `${d} 안에 돌아와 티켓을 선택하세요.`,
+      titleFlash: '▶ 내 차례입니다!',
+      seconds: (n) => `${n}초`,
+      minutesLong: (n) => `${n}분`,
       upTo: (n) => `(최대 ${n}장)`,
       oneTicket: '티켓 1장', tickets: (n) => `티켓 ${n}장`, seats: (list) => `좌석 ${list}`,
       lastFailure: (why) => `마지막 결제가 완료되지 않았습니다: ${why} 다시 시도할 수 있습니다.`,
@@ -206,6 +222,8 @@
   let following = null; // AbortController of the live status
   let shownStep = null;
   let redraw = null; // draws the step on screen again (after a change of language)
+  let titleNow = ''; // the tab's title for the step on screen
+  let flashing = null; // the timer flashing the tab's title when the turn came
 
   // ---- talking to sluice -------------------------------------------------------------------
 
@@ -373,7 +391,9 @@
     for (const s of STEPS) $(`step-${s}`).hidden = s !== name;
     $('status').classList.toggle('sr-only', name === 'done');
     $('title').textContent = title;
-    document.title = `${title} — ${offer ? offer.name : t('waitingRoom')}`;
+    titleNow = `${title} — ${offer ? offer.name : t('waitingRoom')}`;
+    if (name !== 'admitted') stopFlashing();
+    if (!flashing) document.title = titleNow;
     if (shownStep !== name) {
       shownStep = name;
       $('title').focus(); // keyboard and screen-reader users land on the new step
@@ -534,6 +554,7 @@
 
   function show(next) {
     const moved = !attempt || attempt.state !== next.state || attempt.position !== next.position;
+    const turnCame = attempt && attempt.state === 'QUEUED' && next.state === 'ADMITTED';
     attempt = next;
     sessionStorage.setItem(attemptKey, next.attempt_id);
     alertUser('');
@@ -557,6 +578,7 @@
         const done = firstPosition > 1 ? (firstPosition - next.position) / (firstPosition - 1) : 0;
         $('progress').value = Math.round(done * 100);
         showLeft();
+        showNotify();
         // Read out when the place changes, not on every push of the same figures.
         if (moved) say(t('placeSay', next.position, minutes(next.estimated_wait_secs)));
         break;
@@ -566,6 +588,7 @@
         prepareChoice();
         countdown('admission-countdown', next.admission_expires_at);
         say(t('turnSay'));
+        if (turnCame) tellTurn(next);
         break;
       case 'HOLD':
         step('held', t('heldTitle'));
@@ -720,6 +743,7 @@
     redraw();
     say('');
   });
+  $('notify').addEventListener('click', () => askToNotify().catch(() => showNotify()));
   $('leave').addEventListener('click', (ev) => act(ev.currentTarget,
     () => api('DELETE', `/v1/attempts/${attempt.attempt_id}`)));
   $('hold-form').addEventListener('submit', (ev) => {
@@ -786,6 +810,76 @@
     if (offer) $('sale-name').textContent = offer.name;
     if (redraw) redraw();
   });
+
+  // ---- being told when the turn comes ---------------------------------------------------------
+
+  // Asked once, on a click: the answer is remembered for every sale of this site.
+  const NOTIFY_KEY = 'sluice.notify';
+  const canNotify = () => 'Notification' in window;
+
+  function duration(secs) {
+    return secs < 60 ? t('seconds', secs) : t('minutesLong', Math.round(secs / 60));
+  }
+
+  /// While waiting: how long the user will have when the turn comes, and the offer to be told.
+  function showNotify() {
+    $('come-back').textContent = offer ? t('comeBack', duration(offer.admission_ttl_secs)) : '';
+    const permission = canNotify() ? Notification.permission : 'unsupported';
+    const on = permission === 'granted' && localStorage.getItem(NOTIFY_KEY) === '1';
+    $('notify').hidden = !canNotify() || permission === 'denied' || on;
+    const state = on ? t('notifyOn') : permission === 'denied' ? t('notifyBlocked') : '';
+    $('notify-state').textContent = state;
+    $('notify-state').hidden = !state;
+  }
+
+  async function askToNotify() {
+    const permission = await Notification.requestPermission();
+    if (permission === 'granted') {
+      localStorage.setItem(NOTIFY_KEY, '1');
+      // The page's own notification works without it (the tab must stay alive).
+      subscribePush().catch(() => {});
+    }
+    showNotify();
+  }
+
+  /// Web Push, when this sluice sends it and the browser has it: the turn is told even with
+  /// the tab suspended. The service worker shows it (sw.js).
+  async function subscribePush() {
+    if (!attempt || !('serviceWorker' in navigator) || !('PushManager' in window)) return;
+    const res = await fetch('/v1/web-push/key');
+    if (!res.ok) return; // no Web Push here
+    const { public_key: key } = await res.json();
+    const registration = await navigator.serviceWorker.register('/waiting-room/sw.js', { scope: '/waiting-room/' });
+    const subscription = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+    await api('PUT', `/v1/attempts/${attempt.attempt_id}/web-push`, { ...subscription.toJSON(), lang });
+  }
+
+  /// The turn came while this page waited: a system notification (when allowed) and the tab's
+  /// title flashing until the user is back.
+  function tellTurn(next) {
+    if (canNotify() && Notification.permission === 'granted' && localStorage.getItem(NOTIFY_KEY) === '1') {
+      const secs = Math.max(0, Math.round((Date.parse(next.admission_expires_at) - Date.now()) / 1000));
+      try {
+        // Tagged with the attempt: the push message of the same turn is replaced, not doubled.
+        const note = new Notification(t('yourTurn'), { body: t('turnNotice', duration(secs)), tag: next.attempt_id });
+        note.onclick = () => { window.focus(); note.close(); };
+      } catch (e) { /* a browser that shows notifications from service workers only */ }
+    }
+    if (flashing) return;
+    let lit = false;
+    flashing = setInterval(() => {
+      lit = !lit;
+      document.title = lit ? t('titleFlash') : titleNow;
+    }, 1000);
+    for (const event of ['focus', 'pointerdown', 'keydown']) window.addEventListener(event, stopFlashing, { once: true });
+  }
+
+  function stopFlashing() {
+    if (!flashing) return;
+    clearInterval(flashing);
+    flashing = null;
+    document.title = titleNow;
+  }
 
   // ---- start -------------------------------------------------------------------------------
 

@@ -102,13 +102,5 @@ pub(super) async fn save(
 }
 
 pub(super) async fn purge(conn: &mut Conn, older_than_secs: u64) -> LedgerResult<u64> {
-    let done = sqlx::query(concat!(
-        "DELETE FROM idempotency_keys WHERE created_at < ",
-        ms_before_now!("$1")
-    ))
-    .bind(older_than_secs as i64 * 1000)
-    .execute(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(done.rows_affected())
+    super::purge_older(conn, "idempotency_keys", older_than_secs).await
 }

@@ -8,6 +8,7 @@
 //! Layout: this file (the pool, connections behind the breaker, the [`Ledger`] impl);
 //! `tx.rs` (the statements of `LedgerTx` that the shared transitions and flows run);
 //! `attempts.rs`, `sales.rs`, `figures.rs` (a sale's figures over time), `idempotency.rs`,
+//! `push.rs` (Web Push subscriptions),
 //! `operators.rs` (admin keys and the admin audit log), `outbox.rs`, `queue_sync.rs`,
 //! `support.rs` (support's reads).
 
@@ -31,6 +32,7 @@ mod idempotency;
 mod operators;
 mod outbox;
 mod payments;
+mod push;
 mod queue_sync;
 mod sales;
 mod support;
@@ -59,8 +61,8 @@ use crate::ledger::{
     flows, metered, transition, AdminKeyRow, AdmissionPlan, Applied, AttemptQuery, AttemptRecord,
     Audit, AuditQuery, IdempotencyLedger, Ledger, LedgerError, LedgerResult, LedgerStats,
     OpenPayment, OutboxEvent, OutboxLedger, PaymentApplied, PaymentEventRow, PaymentLedger,
-    PendingSync, QueueSyncLedger, RelayLease, SaleChange, SaleFigures, SaleRecord, SaleSummary,
-    SavedResponse, SupportLedger, TransitionRow,
+    PendingSync, PushLedger, QueueSyncLedger, RelayLease, SaleChange, SaleFigures, SaleRecord,
+    SaleSummary, SavedResponse, SupportLedger, TransitionRow,
 };
 use crate::queue::Admitted;
 
@@ -373,6 +375,31 @@ impl IdempotencyLedger for SqlLedger {
 }
 
 #[async_trait]
+impl PushLedger for SqlLedger {
+    async fn save_push_subscription(
+        &self,
+        attempt: AttemptId,
+        subscription: &crate::notify::web_push::Subscription,
+    ) -> LedgerResult<()> {
+        push::save(&mut *self.conn().await?, attempt, subscription).await
+    }
+
+    async fn take_push_subscriptions(
+        &self,
+        attempts: &[AttemptId],
+    ) -> LedgerResult<Vec<(AttemptId, crate::notify::web_push::Subscription)>> {
+        if attempts.is_empty() {
+            return Ok(Vec::new());
+        }
+        push::take(&mut *self.conn().await?, attempts).await
+    }
+
+    async fn purge_push_subscriptions(&self, older_than_secs: u64) -> LedgerResult<u64> {
+        push::purge(&mut *self.conn().await?, older_than_secs).await
+    }
+}
+
+#[async_trait]
 impl OutboxLedger for SqlLedger {
     async fn pending_events(
         &self,
@@ -490,6 +517,25 @@ impl QueueSyncLedger for SqlLedger {
 
 /// A backlog from a `(count, oldest)` row: the count and the oldest's age in seconds, by this
 /// process's clock.
+/// Deletes the rows of `table` (one of this ledger's own, never a caller's word) created more
+/// than `older_than_secs` ago.
+async fn purge_older(
+    conn: &mut Conn,
+    table: &'static str,
+    older_than_secs: u64,
+) -> LedgerResult<u64> {
+    let statement = format!(
+        "DELETE FROM {table} WHERE created_at < {}",
+        ms_before_now!("$1")
+    );
+    let done = sqlx::query(&statement)
+        .bind(older_than_secs as i64 * 1000)
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+    Ok(done.rows_affected())
+}
+
 fn backlog_of((count, oldest): (i64, Option<crate::ledger::sql_types::At>)) -> (u64, f64) {
     let age = oldest.map(|t| (Utc::now() - t.0).num_milliseconds().max(0) as f64 / 1000.0);
     (count as u64, age.unwrap_or(0.0))

@@ -178,3 +178,13 @@ async fn the_waiting_page_in_korean_pays_a_toss_sale_to_confirmed() {
     run_script(&app, "toss.mjs", vec![("TOSS_URL", toss.url())]).await;
     app.stop().await;
 }
+
+/// "It's your turn" on the waiting page (`tests/browser/notify.mjs`), in English and Korean,
+/// Chromium with the notification permission granted: asked once on a click, the time to come
+/// back said, and at admission a system notification and a flashing tab title.
+#[tokio::test]
+async fn the_waiting_page_tells_the_turn_with_a_notification() {
+    let app = TestApp::spawn_on(Backend::Embedded).await;
+    run_script(&app, "notify.mjs", Vec::new()).await;
+    app.stop().await;
+}
