@@ -60,7 +60,7 @@ pub struct PushSubscriptionIn {
     pub endpoint: Text,
     pub keys: PushKeysIn,
     /// Ignored: a push service that ends the subscription answers 410, and nothing is sent.
-    #[oai(rename = "expirationTime")]
+    #[oai(rename = "expirationTime", skip_serializing_if_is_none)]
     pub expiration_time: Option<f64>,
     #[oai(default)]
     pub lang: NotificationLanguage,

@@ -161,6 +161,19 @@ pub struct OfferOut {
     /// (hex) of `<lottery_seed>:<user id>`, ascending.
     #[oai(skip_serializing_if_is_none)]
     pub lottery_seed: Option<String>,
+    /// The sale's phases (a member presale, then the general sale), in order: who each lets
+    /// in and from when. Empty: everyone, from `opens_at`.
+    pub phases: Vec<OfferPhaseOut>,
+}
+
+/// A phase as a buyer sees it.
+#[derive(Debug, Clone, Object)]
+pub struct OfferPhaseOut {
+    pub name: String,
+    pub starts_at: DateTime<Utc>,
+    /// `everyone`; `list` (members the shop listed); `codes` (a join sends its access code as
+    /// `Sluice-Access-Code`).
+    pub audience: super::sales::phases::AudienceName,
 }
 
 /// The work a join must show, when the sale asks for it (`getOffer` only): find a nonce making SHA-256 of `<salt>:<sale id>:<user id>:<nonce>`
@@ -189,6 +202,11 @@ impl poem_openapi::types::Example for OfferOut {
             }),
             opening: OpeningName::Fifo,
             lottery_seed: None,
+            phases: vec![OfferPhaseOut {
+                name: "General sale".into(),
+                starts_at: example_time(),
+                audience: super::sales::phases::AudienceName::Everyone,
+            }],
         }
     }
 }
@@ -196,6 +214,15 @@ impl poem_openapi::types::Example for OfferOut {
 impl From<Offer> for OfferOut {
     fn from(offer: Offer) -> Self {
         let pow = offer.sale.proof_of_work.clone();
+        let phases = offer
+            .phases
+            .iter()
+            .map(|p| OfferPhaseOut {
+                name: p.name.clone(),
+                starts_at: p.starts_at,
+                audience: p.audience.into(),
+            })
+            .collect();
         let sale = SaleOut::of(offer.sale, offer.remaining);
         OfferOut {
             sale_id: sale.id,
@@ -213,6 +240,7 @@ impl From<Offer> for OfferOut {
             }),
             opening: sale.opening,
             lottery_seed: sale.lottery_seed,
+            phases,
         }
     }
 }

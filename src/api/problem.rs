@@ -24,6 +24,10 @@ pub struct Problem {
     /// The request field at fault, for validation problems.
     #[oai(skip_serializing_if_is_none)]
     pub field: Option<String>,
+    /// `not-in-phase`, `access-code`: when the next phase of the sale the user may join in
+    /// starts (`detail` names it; the offer's `phases` has it).
+    #[oai(skip_serializing_if_is_none)]
+    pub next_phase_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl poem_openapi::types::Example for Problem {
@@ -34,6 +38,7 @@ impl poem_openapi::types::Example for Problem {
             status: 409,
             detail: "sold out: 0 left".into(),
             field: None,
+            next_phase_at: None,
         }
     }
 }
@@ -131,6 +136,10 @@ problem_types! {
         "The credentials do not allow this route.";
     ADMISSION_TOKEN_INVALID = 403 "admission-token-invalid" "Admission token not valid":
         "The admission token is not this attempt's, or not valid.";
+    NOT_IN_PHASE = 403 "not-in-phase" "Not open to you yet":
+        "The sale's phase running now lets in others (a member list, access codes): `next_phase_at` says when this user may join.";
+    ACCESS_CODE = 403 "access-code" "Access code not accepted":
+        "The access code is not one of this phase's, or other users used it up.";
     ROLE = 403 "role" "Role too low":
         "The admin key's role does not allow this operation.";
     NOT_FOUND = 404 "not-found" "Not found":
@@ -191,6 +200,7 @@ fn problem(kind: ProblemType, detail: String, field: Option<&str>) -> Json<Probl
         status: kind.status,
         detail,
         field: field.map(str::to_owned),
+        next_phase_at: None,
     })
 }
 
@@ -247,6 +257,18 @@ impl From<ServiceError> for ApiError {
             }
             ServiceError::NotAdmitted => ApiError::Conflict(problem(NOT_ADMITTED, detail, None)),
             ServiceError::NotWaiting => ApiError::Conflict(problem(NOT_WAITING, detail, None)),
+            ServiceError::NotInPhase {
+                code_refused, next, ..
+            } => {
+                let (kind, field) = if code_refused {
+                    (ACCESS_CODE, Some("Sluice-Access-Code"))
+                } else {
+                    (NOT_IN_PHASE, None)
+                };
+                let mut body = problem(kind, detail, field);
+                body.next_phase_at = next.map(|(_, at)| at);
+                ApiError::Forbidden(body)
+            }
             ServiceError::BadSignature(_) => {
                 ApiError::Unauthorized(problem(BAD_SIGNATURE, detail, None))
             }

@@ -6,6 +6,7 @@ pub mod events;
 pub mod holding;
 pub mod ids;
 pub mod operator;
+pub mod phase;
 pub mod price;
 pub mod proof_of_work;
 pub mod sale;

@@ -126,7 +126,7 @@ pub(crate) async fn change_stock<T: LedgerTx + ?Sized>(
 }
 
 /// One entry of the admin audit log and its event, in the caller's transaction.
-async fn record_admin_action<T: LedgerTx + ?Sized>(
+pub(crate) async fn record_admin_action<T: LedgerTx + ?Sized>(
     tx: &mut T,
     action: &AdminAction,
 ) -> LedgerResult<()> {

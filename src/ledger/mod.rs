@@ -8,6 +8,7 @@ mod flows;
 mod idempotency;
 mod outbox;
 mod payments;
+mod phases;
 pub mod postgres;
 mod push;
 mod queue_sync;
@@ -19,6 +20,7 @@ mod transition;
 pub use idempotency::{IdempotencyLedger, SavedResponse};
 pub use outbox::{OutboxEvent, OutboxLedger, RelayLease};
 pub use payments::{OpenPayment, PaymentLedger};
+pub use phases::{AccessCode, PhaseCounts, PhaseLedger, Redeemed};
 pub use push::PushLedger;
 pub use queue_sync::QueueSyncLedger;
 pub(crate) use queue_sync::{sale_versions_from, sync_rows_from};
@@ -310,6 +312,7 @@ pub trait Ledger:
     + QueueSyncLedger
     + PaymentLedger
     + PushLedger
+    + PhaseLedger
     + Send
     + Sync
     + 'static

@@ -42,6 +42,14 @@ pub enum ServiceError {
     NotAdmitted,
     #[error("the attempt no longer waits in the queue")]
     NotWaiting,
+    /// The phase running now does not let the user in (or the access code given is not one
+    /// of its codes with a use left); `next` is the next phase that does, and its start.
+    #[error("{}", not_in_phase(phase, *code_refused, next.as_ref()))]
+    NotInPhase {
+        phase: String,
+        code_refused: bool,
+        next: Option<(String, chrono::DateTime<chrono::Utc>)>,
+    },
     #[error("this Idempotency-Key was used with a different request")]
     IdempotencyKeyReused,
     /// The sale asks joins for proof of work and this one has none (or not enough).
@@ -74,6 +82,25 @@ pub enum ServiceError {
     ProviderRefused(String),
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+fn not_in_phase(
+    phase: &str,
+    code_refused: bool,
+    next: Option<&(String, chrono::DateTime<chrono::Utc>)>,
+) -> String {
+    let now = if code_refused {
+        format!("the access code is not one of {phase:?}'s with a use left")
+    } else {
+        format!("{phase:?} is not open to this user")
+    };
+    match next {
+        Some((name, at)) => format!(
+            "{now}; {name:?} lets them in from {}",
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+        None => format!("{now}, nor is any later phase"),
+    }
 }
 
 impl ServiceError {

@@ -8,20 +8,29 @@ use crate::auth::Ticket;
 use crate::domain::{SaleId, UserId};
 use crate::queue::JoinOutcome;
 
-/// Joins `sale`; `work` is the proof-of-work nonce, needed when the sale asks for one.
+/// Joins `sale`; `work` is the proof-of-work nonce, needed when the sale asks for one;
+/// `code` an access code, for a phase open to holders of codes.
 pub async fn join(
     app: &App,
     sale: SaleId,
     user: &UserId,
     work: Option<&str>,
+    code: Option<&str>,
 ) -> ServiceResult<AttemptView> {
-    if let Some(pow) = super::offer::proof_of_work(app, sale).await {
-        if !pow.verify(sale, user, work.unwrap_or("")) {
+    if let Some(rules) = super::offer::join_rules(app, sale).await {
+        let pow = &rules.sale.proof_of_work;
+        if pow.is_on() && !pow.verify(sale, user, work.unwrap_or("")) {
             metrics::counter!("sluice_joins_total", "outcome" => "no_proof_of_work").increment(1);
             return Err(ServiceError::ProofOfWorkRequired {
                 bits: pow.bits,
-                salt: pow.salt,
+                salt: pow.salt.clone(),
             });
+        }
+        if !rules.phases.is_empty() {
+            if let Err(e) = super::phases::gate(app, sale, user, code, &rules.phases).await {
+                metrics::counter!("sluice_joins_total", "outcome" => "not_in_phase").increment(1);
+                return Err(e);
+            }
         }
     }
     let now_ms = Utc::now().timestamp_millis();

@@ -22,6 +22,7 @@ pub mod line;
 pub mod offer;
 pub mod operators;
 pub mod payment;
+pub mod phases;
 pub mod portone_webhook;
 pub mod refund;
 pub mod sales;

@@ -17,7 +17,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio::time::Instant;
 
 use super::{App, ServiceError, ServiceResult};
-use crate::domain::{ProofOfWork, Sale, SaleId, Stock};
+use crate::domain::{Sale, SaleId, Stock};
 
 /// How long an offer is served from memory: remaining stock may be this stale.
 const FRESH_FOR: Duration = Duration::from_secs(1);
@@ -38,19 +38,22 @@ pub struct Offer {
     pub remaining: u32,
     /// Seats still free (seated sales only).
     pub free_seats: Option<Vec<String>>,
+    /// The sale's phases (none: one phase, everyone).
+    pub phases: Vec<crate::domain::phase::Phase>,
 }
 
 pub async fn offer(app: &App, id: SaleId) -> ServiceResult<Arc<Offer>> {
     app.offers.get(id, || read(app, id)).await
 }
 
-/// The work a join to `id` must show. From the offer kept in memory, even a stale one: the
-/// join does not wait for its refresh, which runs apart (a join's time is the queue store's
-/// call alone, not also the offer's read of the ledger and of the store's counter, each with
-/// its own timeout). Only with no offer kept does the join wait for the read; when the ledger
-/// cannot be read, none is asked (joins keep answering from the queue store alone while the
-/// ledger is down, and stop asking for work rather than stop taking joins).
-pub async fn proof_of_work(app: &App, id: SaleId) -> Option<ProofOfWork> {
+/// What a join to `id` follows: the proof of work it must show and the sale's phases. From
+/// the offer kept in memory, even a stale one: the join does not wait for its refresh, which
+/// runs apart (a join's time is the queue store's call alone, not also the offer's read of the
+/// ledger and of the store's counter, each with its own timeout). Only with no offer kept does
+/// the join wait for the read; when the ledger cannot be read, `None`: no work is asked (joins
+/// keep answering from the queue store alone while the ledger is down, and stop asking for
+/// work rather than stop taking joins).
+pub async fn join_rules(app: &App, id: SaleId) -> Option<Arc<Offer>> {
     if let Some((at, kept)) = app.offers.kept(id) {
         if at.elapsed() >= FRESH_FOR {
             let app = app.clone();
@@ -60,13 +63,13 @@ pub async fn proof_of_work(app: &App, id: SaleId) -> Option<ProofOfWork> {
                 }
             });
         }
-        return Some(kept.sale.proof_of_work.clone());
+        return Some(kept);
     }
     match offer(app, id).await {
-        Ok(offer) => Some(offer.sale.proof_of_work.clone()),
+        Ok(offer) => Some(offer),
         Err(ServiceError::NotFound(_)) => None,
         Err(e) => {
-            tracing::debug!(sale = %id, error = %e, "no offer kept and none readable: no proof of work asked");
+            tracing::debug!(sale = %id, error = %e, "no offer kept and none readable: no proof of work or phase asked");
             None
         }
     }
@@ -104,7 +107,7 @@ impl OfferCache {
         };
         let offer = Arc::new(read().await?);
         let mut offers = self.offers.lock().expect("not poisoned");
-        // Old entries stay a while: the fallback of `proof_of_work` while the ledger is down.
+        // Old entries stay a while: the fallback of `join_rules` while the ledger is down.
         offers.retain(|_, (at, _)| at.elapsed() < KEEP_FOR);
         offers.insert(id, (Instant::now(), Arc::clone(&offer)));
         Ok(offer)
@@ -156,10 +159,12 @@ async fn read(app: &App, id: SaleId) -> ServiceResult<Offer> {
             Stock::Quantity(_) => (0, Some(Vec::new())),
         },
     };
+    let phases = app.ledger.phases(id).await?;
     Ok(Offer {
         sale,
         remaining,
         free_seats,
+        phases,
     })
 }
 
@@ -198,6 +203,7 @@ mod tests {
             sale,
             remaining,
             free_seats: None,
+            phases: Vec::new(),
         }
     }
 

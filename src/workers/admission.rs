@@ -115,6 +115,11 @@ async fn admit(
     let Some(lease) = app.queue.lease(sale, &app.instance_id, ttl_ms).await? else {
         return Ok(()); // another replica admits for this sale
     };
+    // A phase whose time came begins: its rate applies from the next tick on.
+    let offer = crate::service::offer::offer(app, sale).await?;
+    if !offer.phases.is_empty() {
+        crate::service::phases::follow(app, sale, &offer.phases).await?;
+    }
     if plan.closes_at.is_some_and(|t| t <= chrono::Utc::now()) && stats.waiting == 0 {
         // Past its closing time nobody joins; once nobody waits either, the sale is over:
         // closed as an admin would close it (its event, the offer's status), and it leaves the

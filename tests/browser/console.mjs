@@ -3,7 +3,8 @@
 // the sale's figures and takings, look a buyer up by user id (the purchase with its amount)
 // and refund the purchase behind a confirmation;
 // then a viewer key sees the sale and the buyer but no control, and a waiting buyer's place in
-// the queue; a Korean browser gets the
+// the queue; a sale in phases shows its timeline, takes a member list and makes and exports
+// access codes; a Korean browser gets the
 // console in Korean. Each page is screenshotted into
 // $SHOTS (the Rust test checks the images).
 //
@@ -135,7 +136,51 @@ try {
     await shot(page, 'console-viewer');
     await context.close();
   }
-  // 5. A Korean browser gets the console in Korean.
+  // 5. A sale in phases: the timeline with each phase's figures; a member list uploaded as a
+  // CSV file; access codes generated and exported as a CSV download.
+  {
+    const opens = new Date(Date.now() + 3600 * 1000);
+    opens.setMilliseconds(0);
+    const presale = 'Presale in phases';
+    const phased = (await admin('POST', '/v1/sales', {
+      name: presale, quantity: 50, per_user_limit: 2, rate_per_minute: 600, max_active: 100,
+      opens_at: opens.toISOString(),
+    })).id;
+    const phase = (name, hours, audience) => ({
+      name, starts_at: new Date(opens.getTime() + hours * 3600 * 1000).toISOString(), audience,
+      rate_per_minute: 600, max_active: 100, per_user_limit: 2,
+    });
+    await admin('PUT', `/v1/sales/${phased}/phases`, { phases: [
+      phase('Fan club', 0, 'list'), phase('Card holders', 1, 'codes'), phase('Everyone', 2, 'everyone')] });
+    const { page, context } = await signedIn(ADMIN_KEY);
+    await page.goto(`${BASE}/admin#/sales/${phased}`);
+    await page.locator('#phases').waitFor({ state: 'visible' });
+    const bands = await page.locator('#timeline li').allTextContents();
+    check(bands.length === 3 && bands[0].startsWith('Fan club') && bands[2].startsWith('Everyone'),
+      `the phases on a timeline: ${bands.join(' | ')}`);
+    await page.locator('input.list-upload').setInputFiles({
+      name: 'members.csv', mimeType: 'text/csv', buffer: Buffer.from('user_id\nfan-1\nfan-2\nfan-3\n'),
+    });
+    await waitText(page.locator('#message'), 'List: 3 added, 3 in all.', 'the list is uploaded');
+    await waitText(page.locator('#phase-rows'), '3 on the list', 'the phase counts its list');
+    await page.getByLabel('Codes').fill('4');
+    await page.getByRole('button', { name: 'Generate' }).click();
+    await waitText(page.locator('#message'), '4 codes generated.', 'codes are generated');
+    await waitText(page.locator('#phase-rows'), '4 codes, 0 redeemed', 'the phase counts its codes');
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export codes (CSV)' }).click(),
+    ]);
+    const exported = (await (await download.createReadStream()).toArray()).join('').trim().split('\n');
+    check(exported.length === 5 && exported[0] === 'code,max_uses,used' && /^[2-9A-Z]{4}-[2-9A-Z]{4}-[2-9A-Z]{4},1,0$/.test(exported[1]),
+      `the codes are exported: ${exported.join(' | ')}`);
+    const figures = await page.locator('#phase-rows tr').first().locator('td').allTextContents();
+    check(figures[0] === 'Fan club (upcoming)' && figures[3] === '0' && figures[4] === '0' && figures[5] === '0',
+      `per phase its state, joined, admitted, bought: ${figures.join(' | ')}`);
+    await shot(page, 'console-phases');
+    await context.close();
+  }
+  // 6. A Korean browser gets the console in Korean.
   {
     const context = await browser.newContext({ viewport: LAPTOP, deviceScaleFactor: 1, locale: 'ko-KR' });
     const page = await context.newPage();

@@ -26,6 +26,7 @@ mod model;
 mod notify;
 mod oidc;
 mod operators;
+mod phases;
 mod portone;
 mod prices;
 mod queue_store;

@@ -500,6 +500,8 @@ export interface paths {
          *     after buying (CONFIRMED) answers that same attempt; only after an attempt EXPIRED does a
          *     join make a new one, at the back of the line. Joins before `opens_at` wait for the
          *     opening; a closed sale answers 409. A sale may ask for proof of work (428 without it).
+         *     A sale with phases lets in, while each runs, only its audience: others get 403
+         *     `not-in-phase` with the next phase open to them (named in `detail`; `next_phase_at`).
          */
         post: operations["joinSale"];
         delete?: never;
@@ -636,6 +638,101 @@ export interface paths {
          * @description Stops admitting; joins are still taken and waiting users keep their place.
          */
         post: operations["pauseSale"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}/phases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a sale's phases
+         * @description The sale's phases on their timeline: who each lets in, the settings it runs with,
+         *     whether it has begun and runs now, and what it counted (joined, admitted, bought; its
+         *     list's size; its codes and their redemptions). Empty for a sale without phases.
+         */
+        get: operations["getPhases"];
+        /**
+         * Set a sale's phases
+         * @description Replaces the sale's phases, before it opens: e.g. a member presale from 19:00 (a
+         *     `list`), then the general sale from 20:00 (`everyone`). The first begins when the sale
+         *     opens (`starts_at` = the sale's `opens_at`) and opens as the sale does (FIFO or its
+         *     lottery); each later one begins at its `starts_at`, when its rate, cap and per-user
+         *     limit replace the sale's. The stock is the sale's: what one phase leaves, the next
+         *     sells. While a phase runs, a join of a user it does not let in answers 403
+         *     `not-in-phase` with the next phase open to them.
+         */
+        put: operations["setPhases"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}/phases/{position}/codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export a codes phase's access codes
+         * @description A page of the phase's codes in code order, each with its uses; pass `next_cursor` as
+         *     `after` for the next. Operators only: a code lets someone in.
+         */
+        get: operations["listAccessCodes"];
+        put?: never;
+        /**
+         * Generate access codes
+         * @description Makes `count` new codes for the `codes` phase at `position`, each letting in up to
+         *     `max_uses` users, each once: a code is bound to each user who redeems it (a join with
+         *     `Sluice-Access-Code`), and that user joins the phase again without it. Hand them out
+         *     as you like; `listAccessCodes` exports them with their use.
+         */
+        post: operations["generateAccessCodes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sales/{sale_id}/phases/{position}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a list phase's user ids
+         * @description A page of the list, in user id order; pass `next_cursor` as `after` for the next.
+         */
+        get: operations["listPhaseMembers"];
+        put?: never;
+        /**
+         * Add user ids to a list phase
+         * @description User ids added to the list of the `list` phase at `position`: as JSON (`user_ids`), or
+         *     a CSV file's bytes as `application/octet-stream`, one id a line (a first line `user_id`
+         *     is a header; blank lines are skipped). Idempotent: an id on the list already counts
+         *     once, so a failed upload is sent again whole. A list holds up to a million ids; one
+         *     request may carry them all (up to 40 MiB). A bad id refuses the whole upload, naming
+         *     its line.
+         *
+         *     ```csv
+         *     user_id
+         *     kakao:3012345678
+         *     shop:u-1029
+         *     ```
+         */
+        post: operations["addPhaseMembers"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1269,6 +1366,11 @@ export interface components {
             user_id: string;
         };
         /**
+         * @description Who may join while a phase runs.
+         * @enum {string}
+         */
+        AudienceName: "everyone" | "list" | "codes";
+        /**
          * CategoryIn
          * @description A seat category of a new sale.
          */
@@ -1295,6 +1397,47 @@ export interface components {
              * @description A seat's price in the category, in the currency's smallest unit.
              */
             unit_price: number;
+        };
+        /** CodeOut */
+        CodeOut: {
+            code: string;
+            /** Format: uint32 */
+            max_uses: number;
+            /**
+             * Format: uint32
+             * @description Users who redeemed it.
+             */
+            used: number;
+        };
+        /**
+         * CodePage
+         * @example {
+         *       "codes": [
+         *         {
+         *           "code": "K7QX-3MPD-9TRA",
+         *           "max_uses": 1,
+         *           "used": 1
+         *         }
+         *       ]
+         *     }
+         */
+        CodePage: {
+            /** @description In code order. */
+            codes: components["schemas"]["CodeOut"][];
+            /** @description Pass as `after` for the next page; absent on the last page. */
+            next_cursor?: string;
+        };
+        /**
+         * CodesCreated
+         * @example {
+         *       "codes": [
+         *         "K7QX-3MPD-9TRA",
+         *         "H4WN-8ZCE-2FJB"
+         *       ]
+         *     }
+         */
+        CodesCreated: {
+            codes: string[];
         };
         /**
          * ControllerOut
@@ -1527,6 +1670,26 @@ export interface components {
             waiting: number;
         };
         /**
+         * GenerateCodes
+         * @example {
+         *       "count": 500,
+         *       "max_uses": 1
+         *     }
+         */
+        GenerateCodes: {
+            /**
+             * Format: uint32
+             * @description How many codes to make.
+             */
+            count: number;
+            /**
+             * Format: uint32
+             * @description How many users each code lets in (each once); 1: single-use.
+             * @default 1
+             */
+            max_uses?: number;
+        };
+        /**
          * HoldOut
          * @description What an attempt holds.
          */
@@ -1573,6 +1736,54 @@ export interface components {
             seat_ids?: string[];
         };
         /**
+         * MemberPage
+         * @example {
+         *       "next_cursor": "shop:u-1029",
+         *       "user_ids": [
+         *         "kakao:3012345678",
+         *         "shop:u-1029"
+         *       ]
+         *     }
+         */
+        MemberPage: {
+            /** @description Pass as `after` for the next page; absent on the last page. */
+            next_cursor?: string;
+            /** @description In user id order. */
+            user_ids: string[];
+        };
+        /**
+         * MembersAdded
+         * @example {
+         *       "added": 24980,
+         *       "total": 25000
+         *     }
+         */
+        MembersAdded: {
+            /**
+             * Format: uint64
+             * @description User ids new to the list (those on it before count once).
+             */
+            added: number;
+            /**
+             * Format: uint64
+             * @description User ids the list holds now.
+             */
+            total: number;
+        };
+        /**
+         * MembersIn
+         * @description User ids to add to a list.
+         * @example {
+         *       "user_ids": [
+         *         "kakao:3012345678",
+         *         "shop:u-1029"
+         *       ]
+         *     }
+         */
+        MembersIn: {
+            user_ids: string[];
+        };
+        /**
          * MoneyCounts
          * @description A priced sale's money by state, in `currency`'s smallest unit: the amounts of the holds of
          *     attempts in HOLD (`held`), PAYMENT_PENDING (`paying`), CONFIRMED (`sold`), and refunded.
@@ -1607,6 +1818,13 @@ export interface components {
          *       "opening": "fifo",
          *       "opens_at": "2026-07-25T17:20:00+00:00",
          *       "per_user_limit": 4,
+         *       "phases": [
+         *         {
+         *           "audience": "everyone",
+         *           "name": "General sale",
+         *           "starts_at": "2026-07-25T17:20:00+00:00"
+         *         }
+         *       ],
          *       "proof_of_work": {
          *         "difficulty_bits": 16,
          *         "salt": "9f2c41d07be35a18c6e0f4a2d1b87c3e"
@@ -1639,6 +1857,11 @@ export interface components {
              * @description Most units one user may hold or buy.
              */
             per_user_limit: number;
+            /**
+             * @description The sale's phases (a member presale, then the general sale), in order: who each lets
+             *     in and from when. Empty: everyone, from `opens_at`.
+             */
+            phases: components["schemas"]["OfferPhaseOut"][];
             proof_of_work?: components["schemas"]["ProofOfWorkOut"];
             /**
              * Format: uint32
@@ -1648,6 +1871,16 @@ export interface components {
             sale_id: string;
             status: components["schemas"]["SaleStatusName"];
             stock_kind: components["schemas"]["StockKindName"];
+        };
+        /**
+         * OfferPhaseOut
+         * @description A phase as a buyer sees it.
+         */
+        OfferPhaseOut: {
+            audience: components["schemas"]["AudienceName"];
+            name: string;
+            /** Format: date-time */
+            starts_at: string;
         };
         /**
          * @description How a sale's queue opens. Default: `fifo`.
@@ -1712,6 +1945,147 @@ export interface components {
             toss?: components["schemas"]["TossPaymentOut"];
         };
         /**
+         * PhaseIn
+         * @description One phase as an operator sets it.
+         */
+        PhaseIn: {
+            audience: components["schemas"]["AudienceName"];
+            /**
+             * Format: uint32
+             * @description The cap on admitted, holding and paying users while it runs.
+             */
+            max_active: number;
+            name: string;
+            /**
+             * Format: uint32
+             * @description Most units one user may hold or buy while it runs.
+             */
+            per_user_limit: number;
+            /**
+             * Format: uint32
+             * @description The admission rate while it runs, users per minute.
+             */
+            rate_per_minute: number;
+            /**
+             * Format: date-time
+             * @description When it begins; the first phase begins when the sale opens (its `opens_at`).
+             */
+            starts_at: string;
+        };
+        /**
+         * PhaseOut
+         * @description A phase on the sale's timeline, with what it counted.
+         */
+        PhaseOut: {
+            /**
+             * Format: uint64
+             * @description Of those, admitted, and bought (CONFIRMED).
+             */
+            admitted: number;
+            audience: components["schemas"]["AudienceName"];
+            /** @description Its settings took effect (the first phase: when the phases were set). */
+            begun: boolean;
+            /** Format: uint64 */
+            bought: number;
+            /**
+             * Format: uint64
+             * @description A codes phase: its codes, and the redemptions of them.
+             */
+            codes: number;
+            /** Format: uint64 */
+            codes_redeemed: number;
+            /** @description Joins follow it now. */
+            in_effect: boolean;
+            /**
+             * Format: uint64
+             * @description Users who joined the line while it ran (absent before it began).
+             */
+            joined?: number;
+            /** Format: uint32 */
+            max_active: number;
+            /**
+             * Format: uint64
+             * @description A list phase: user ids on its list.
+             */
+            members: number;
+            name: string;
+            opening: components["schemas"]["OpeningName"];
+            /** Format: uint32 */
+            per_user_limit: number;
+            /**
+             * Format: uint32
+             * @description Its place on the timeline (0 first); the `position` of its members and codes.
+             */
+            position: number;
+            /** Format: uint32 */
+            rate_per_minute: number;
+            /** Format: date-time */
+            starts_at: string;
+        };
+        /**
+         * PhasesIn
+         * @description A sale's phases, in order of start.
+         * @example {
+         *       "phases": [
+         *         {
+         *           "audience": "list",
+         *           "max_active": 200,
+         *           "name": "Fan club presale",
+         *           "per_user_limit": 2,
+         *           "rate_per_minute": 600,
+         *           "starts_at": "2026-07-25T17:20:00+00:00"
+         *         },
+         *         {
+         *           "audience": "codes",
+         *           "max_active": 200,
+         *           "name": "Card holders",
+         *           "per_user_limit": 2,
+         *           "rate_per_minute": 600,
+         *           "starts_at": "2026-07-25T18:20:00+00:00"
+         *         },
+         *         {
+         *           "audience": "everyone",
+         *           "max_active": 200,
+         *           "name": "General sale",
+         *           "per_user_limit": 4,
+         *           "rate_per_minute": 600,
+         *           "starts_at": "2026-07-25T19:20:00+00:00"
+         *         }
+         *       ]
+         *     }
+         */
+        PhasesIn: {
+            phases: components["schemas"]["PhaseIn"][];
+        };
+        /**
+         * PhasesOut
+         * @example {
+         *       "phases": [
+         *         {
+         *           "admitted": 612,
+         *           "audience": "list",
+         *           "begun": true,
+         *           "bought": 430,
+         *           "codes": 0,
+         *           "codes_redeemed": 0,
+         *           "in_effect": true,
+         *           "joined": 1840,
+         *           "max_active": 200,
+         *           "members": 25000,
+         *           "name": "Fan club presale",
+         *           "opening": "fifo",
+         *           "per_user_limit": 2,
+         *           "position": 0,
+         *           "rate_per_minute": 600,
+         *           "starts_at": "2026-07-25T17:20:00+00:00"
+         *         }
+         *       ]
+         *     }
+         */
+        PhasesOut: {
+            phases: components["schemas"]["PhaseOut"][];
+        };
+        /**
          * PortOnePaymentOut
          * @description What PortOne's payment window needs: load the SDK from `js_url`, then
          *     `PortOne.requestPayment({storeId: store_id, channelKey: channel_key, paymentId: payment_id,
@@ -1748,6 +2122,12 @@ export interface components {
             detail: string;
             /** @description The request field at fault, for validation problems. */
             field?: string;
+            /**
+             * Format: date-time
+             * @description `not-in-phase`, `access-code`: when the next phase of the sale the user may join in
+             *     starts (`detail` names it; the offer's `phases` has it).
+             */
+            next_phase_at?: string;
             /**
              * Format: uint16
              * @description The HTTP status code.
@@ -1816,7 +2196,6 @@ export interface components {
          * @description A browser's push subscription: `PushSubscription.toJSON()`, and the page's language.
          * @example {
          *       "endpoint": "https://fcm.googleapis.com/fcm/send/dXx2q9Yk1dE:APA91bH4",
-         *       "expirationTime": null,
          *       "keys": {
          *         "auth": "BTBZMqHH6r4Tts7J_aSIgg",
          *         "p256dh": "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
@@ -4537,6 +4916,11 @@ export interface operations {
                  *     `<salt>:<sale id>:<user id>:<nonce>` start with the asked number of zero bits.
                  */
                 "Sluice-Proof-Of-Work"?: string;
+                /**
+                 * @description In a phase open to holders of access codes: one of its codes. Redeemed once per
+                 *     user and bound to the user; a user who redeemed one joins again without it.
+                 */
+                "Sluice-Access-Code"?: string;
             };
             path: {
                 sale_id: string;
@@ -4567,6 +4951,15 @@ export interface operations {
             };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5137,6 +5530,567 @@ export interface operations {
             };
             /** @description The request body is larger than the limit. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getPhases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["PhasesOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setPhases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["PhasesIn"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["PhasesOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAccessCodes: {
+        parameters: {
+            query?: {
+                after?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                sale_id: string;
+                position: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["CodePage"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    generateAccessCodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+                position: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["GenerateCodes"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["CodesCreated"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listPhaseMembers: {
+        parameters: {
+            query?: {
+                after?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                sale_id: string;
+                position: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["MemberPage"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    addPhaseMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sale_id: string;
+                position: number;
+            };
+            cookie?: never;
+        };
+        /** @description User ids as JSON, or a CSV file's bytes (one id a line; an optional `user_id` header line). */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MembersIn"];
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["MembersAdded"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

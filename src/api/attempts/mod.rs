@@ -95,6 +95,8 @@ impl AttemptsApi {
     /// after buying (CONFIRMED) answers that same attempt; only after an attempt EXPIRED does a
     /// join make a new one, at the back of the line. Joins before `opens_at` wait for the
     /// opening; a closed sale answers 409. A sale may ask for proof of work (428 without it).
+    /// A sale with phases lets in, while each runs, only its audience: others get 403
+    /// `not-in-phase` with the next phase open to them (named in `detail`; `next_phase_at`).
     #[oai(
         path = "/v1/sales/:sale_id/attempts",
         method = "post",
@@ -108,10 +110,24 @@ impl AttemptsApi {
         /// `<salt>:<sale id>:<user id>:<nonce>` start with the asked number of zero bits.
         #[oai(name = "Sluice-Proof-Of-Work")]
         work: Header<Option<Text>>,
+        /// In a phase open to holders of access codes: one of its codes. Redeemed once per
+        /// user and bound to the user; a user who redeemed one joins again without it.
+        #[oai(
+            name = "Sluice-Access-Code",
+            validator(min_length = 1, max_length = 64)
+        )]
+        code: Header<Option<Text>>,
     ) -> Result<JoinResponse, ApiError> {
         let sale = parse_sale_id(&sale_id)?;
         limit(&self.app, Limited::Join, &auth.0)?;
-        let view = service::join::join(&self.app, sale, &auth.0, work.0.as_deref()).await?;
+        let view = service::join::join(
+            &self.app,
+            sale,
+            &auth.0,
+            work.0.as_deref(),
+            code.0.as_deref(),
+        )
+        .await?;
         let retry = retry_after_secs(&view);
         let location = format!("/v1/attempts/{}", view.attempt);
         Ok(JoinResponse::Accepted(

@@ -42,6 +42,14 @@
       noAttempt: (user) => `No attempt of ${user} in this sale.`,
       place: (position, waiting) => `waiting: place ${position} of ${waiting}`,
       takings: (sold, pending, refunded) => `sold ${sold}, held or paying ${pending}, refunded ${refunded}`,
+      phases: 'Phases', colPhase: 'Phase', colStarts: 'Starts', colWho: 'Who joins', colJoined: 'Joined',
+      colAdmitted: 'Admitted', colBought: 'Bought', colAccess: 'List / codes',
+      everyone: 'everyone', list: 'member list', codes: 'access codes',
+      running: 'now', begun: 'ended', upcoming: 'upcoming',
+      members: (n) => `${n} on the list`, codesOf: (n, used) => `${n} codes, ${used} redeemed`,
+      uploadList: 'Upload list (CSV)', uploaded: (added, total) => `List: ${added} added, ${total} in all.`,
+      generate: 'Generate', howMany: 'Codes', uses: 'Uses each', generated: (n) => `${n} codes generated.`,
+      exportCodes: 'Export codes (CSV)',
     },
     ko: {
       title: 'sluice 콘솔', signOut: '로그아웃', signInTitle: '로그인', adminKey: '관리자 키',
@@ -71,6 +79,14 @@
       noAttempt: (user) => `이 판매에 ${user}님의 시도가 없습니다.`,
       place: (position, waiting) => `대기 중: ${waiting}명 중 ${position}번째`,
       takings: (sold, pending, refunded) => `판매 ${sold}, 확보·결제 중 ${pending}, 환불 ${refunded}`,
+      phases: '판매 단계', colPhase: '단계', colStarts: '시작', colWho: '참여 대상', colJoined: '대기 참여',
+      colAdmitted: '입장', colBought: '구매', colAccess: '명단 / 코드',
+      everyone: '모두', list: '회원 명단', codes: '참여 코드',
+      running: '진행 중', begun: '끝남', upcoming: '예정',
+      members: (n) => `명단 ${n}명`, codesOf: (n, used) => `코드 ${n}개, ${used}개 사용`,
+      uploadList: '명단 올리기 (CSV)', uploaded: (added, total) => `명단: ${added}명 추가, 모두 ${total}명.`,
+      generate: '만들기', howMany: '코드 수', uses: '코드당 사용', generated: (n) => `코드 ${n}개를 만들었습니다.`,
+      exportCodes: '코드 내보내기 (CSV)',
     },
   };
   const LANG = MESSAGES[document.documentElement.lang] ? document.documentElement.lang : 'en';
@@ -224,13 +240,123 @@
     form.max_rate_per_minute.value = sale.max_rate_per_minute || '';
     $('proof-of-work').difficulty_bits.value = sale.proof_of_work_bits;
     $('sale').dataset.sale = id;
+    await phasesView(id);
     timer = setInterval(() => draw().catch((e) => say(e.message, true)), 2000);
   }
 
+  // ---- a sale's phases: the timeline, figures, the list uploaded, codes made and exported ----
+
+  const at = (iso) => new Date(iso).toLocaleString(LANG, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+
+  async function phasesView(id) {
+    const { phases } = await api('GET', `/v1/sales/${id}/phases`);
+    $('phases').hidden = phases.length === 0;
+    if (!phases.length) return;
+    // The timeline: one band a phase, as wide as its share of the time from the first start
+    // to the last (the last one a fixed share).
+    const first = Date.parse(phases[0].starts_at);
+    const span = Math.max(1, Date.parse(phases[phases.length - 1].starts_at) - first);
+    const bands = phases.map((p, i) => {
+      const li = document.createElement('li');
+      const next = phases[i + 1];
+      const share = next ? (Date.parse(next.starts_at) - Date.parse(p.starts_at)) / span : 0.25;
+      li.style.flexGrow = String(Math.max(0.08, share));
+      li.className = p.in_effect ? 'now' : phases.slice(i + 1).some((q) => q.begun || q.in_effect) ? 'begun' : '';
+      li.textContent = `${p.name} · ${at(p.starts_at)}`;
+      return li;
+    });
+    $('timeline').replaceChildren(...bands);
+    const rows = phases.map((p, i) => {
+      const tr = document.createElement('tr');
+      const over = phases.slice(i + 1).some((q) => q.begun || q.in_effect);
+      const state = p.in_effect ? t('running') : over ? t('begun') : t('upcoming');
+      const access = p.audience === 'list' ? t('members', p.members)
+        : p.audience === 'codes' ? t('codesOf', p.codes, p.codes_redeemed) : '';
+      tr.append(cell(`${p.name} (${state})`), cell(at(p.starts_at)), cell(t(p.audience)),
+        cell(p.joined ?? '–', true), cell(p.admitted, true), cell(p.bought, true), cell(access));
+      const tools = document.createElement('td');
+      if (p.audience === 'list' && may('operator')) tools.append(listUpload(id, p.position));
+      if (p.audience === 'codes' && may('operator')) tools.append(...codeTools(id, p.position));
+      tr.append(tools);
+      return tr;
+    });
+    $('phase-rows').replaceChildren(...rows);
+  }
+
+  /// A CSV file of user ids, sent as it is to addPhaseMembers.
+  function listUpload(id, position) {
+    const label = document.createElement('label');
+    const input = document.createElement('input');
+    input.type = 'file';
+    input.accept = '.csv,text/csv,text/plain';
+    input.className = 'list-upload';
+    label.append(t('uploadList'), ' ', input);
+    input.addEventListener('change', () => {
+      const file = input.files[0];
+      if (!file) return;
+      act(async () => {
+        const res = await fetch(`/v1/sales/${id}/phases/${position}/members`, {
+          method: 'POST',
+          headers: { 'X-Admin-Key': sessionStorage.getItem(KEY), 'Content-Type': 'application/octet-stream' },
+          body: file,
+        });
+        const body = await res.json().catch(() => ({}));
+        if (!res.ok) throw new Error(body.detail || `HTTP ${res.status}`);
+        await phasesView(id);
+        return t('uploaded', body.added, body.total);
+      });
+    });
+    return label;
+  }
+
+  /// Generating a phase's codes, and exporting them all as a CSV download.
+  function codeTools(id, position) {
+    const form = document.createElement('form');
+    form.className = 'codes';
+    form.innerHTML = '<label><span></span> <input name="count" type="number" min="1" max="10000" value="100" required></label>'
+      + '<label><span></span> <input name="max_uses" type="number" min="1" value="1" required></label><button type="submit"></button>';
+    const [count, uses] = form.querySelectorAll('span');
+    count.textContent = t('howMany');
+    uses.textContent = t('uses');
+    form.querySelector('button').textContent = t('generate');
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      const body = { count: Number(form.count.value), max_uses: Number(form.max_uses.value) };
+      act(async () => {
+        const made = await api('POST', `/v1/sales/${id}/phases/${position}/codes`, body);
+        await phasesView(id);
+        return t('generated', made.codes.length);
+      });
+    });
+    const exporter = document.createElement('button');
+    exporter.type = 'button';
+    exporter.className = 'export-codes';
+    exporter.textContent = t('exportCodes');
+    exporter.addEventListener('click', () => act(async () => {
+      const lines = ['code,max_uses,used'];
+      let after = '';
+      for (;;) {
+        const page = await api('GET', `/v1/sales/${id}/phases/${position}/codes?limit=1000${after ? `&after=${encodeURIComponent(after)}` : ''}`);
+        for (const c of page.codes) lines.push(`${c.code},${c.max_uses},${c.used}`);
+        if (!page.next_cursor) break;
+        after = page.next_cursor;
+      }
+      const link = document.createElement('a');
+      link.href = URL.createObjectURL(new Blob([`${lines.join('\n')}\n`], { type: 'text/csv' }));
+      link.download = `codes-${id}-phase-${position}.csv`;
+      link.click();
+      URL.revokeObjectURL(link.href);
+      return '';
+    }));
+    return [form, exporter];
+  }
+
+  /// Runs an operator's change and says what it did: `what`, or what `work` returns.
   async function act(what, work) {
+    if (typeof what === 'function') [what, work] = [null, what];
     try {
-      await work();
-      say(what);
+      const said = await work();
+      say(what ?? said);
     } catch (e) {
       say(e.message, true);
     }

@@ -64,6 +64,12 @@
       underAMinute: 'under a minute', aboutOneMinute: 'about 1 minute', aboutMinutes: (m) => `about ${m} minutes`,
       placeSay: (n, wait) => `You are number ${n} in line. Estimated wait: ${wait}.`,
       turnSay: 'It is your turn. Choose your tickets and hold them before the time runs out.',
+      accessCode: 'Access code',
+      phaseFrom: (name, at) => `${name} from ${at}`,
+      notInPhase: (phase, next, at) => (next
+        ? `Right now “${phase}” is open to others. You can join in “${next}” from ${at}.`
+        : `Right now “${phase}” is open to others, and no later part of this sale is open to you.`),
+      codeRefused: 'That access code is not valid, or it has been used up.',
       notifyMe: "Tell me when it's my turn",
       notifyOn: 'We will tell you when it is your turn, even while you are in another tab.',
       notifyBlocked: 'Notifications are blocked in this browser: keep an eye on this tab.',
@@ -141,6 +147,12 @@
       underAMinute: '1분 미만', aboutOneMinute: '약 1분', aboutMinutes: (m) => `약 ${m}분`,
       placeSay: (n, wait) => `현재 대기 순서는 ${n}번입니다. 예상 대기 시간: ${wait}.`,
       turnSay: '내 차례입니다. 시간이 끝나기 전에 티켓을 선택해 확보하세요.',
+      accessCode: '참여 코드',
+      phaseFrom: (name, at) => `${name} ${at}부터`,
+      notInPhase: (phase, next, at) => (next
+        ? `지금은 “${phase}” 대상자만 참여할 수 있습니다. “${next}”에 ${at}부터 참여할 수 있습니다.`
+        : `지금은 “${phase}” 대상자만 참여할 수 있으며, 이후에 참여할 수 있는 판매가 없습니다.`),
+      codeRefused: '참여 코드가 올바르지 않거나 이미 모두 사용되었습니다.',
       notifyMe: '내 차례가 되면 알려 주세요',
       notifyOn: '다른 탭을 보고 있어도 차례가 되면 알려 드립니다.',
       notifyBlocked: '이 브라우저에서 알림이 차단되어 있습니다. 이 탭을 계속 확인해 주세요.',
@@ -233,6 +245,7 @@
       this.status = status;
       this.type = body.type || '';
       this.retryAfter = retryAfter;
+      this.body = body;
     }
   }
 
@@ -367,6 +380,8 @@
     for (let round = 0; round < 3; round++) {
       const pow = offer && offer.proof_of_work;
       const headers = pow ? { 'Sluice-Proof-Of-Work': await prove(pow) } : {};
+      const code = $('access-code').value.trim();
+      if (code) headers['Sluice-Access-Code'] = code;
       try {
         return await api('POST', `/v1/sales/${saleId}/attempts`, undefined, headers);
       } catch (e) {
@@ -413,8 +428,35 @@
     return m === 1 ? t('aboutOneMinute') : t('aboutMinutes', m);
   }
 
+  /// A time of today or another day, in the visitor's language.
+  function when(iso) {
+    const d = new Date(iso);
+    const sameDay = d.toDateString() === new Date().toDateString();
+    return sameDay ? d.toLocaleTimeString(lang, { hour: '2-digit', minute: '2-digit' })
+      : d.toLocaleString(lang, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  }
+
+  /// The sale's phase joins follow now (the first before the opening), if it has phases.
+  function phaseNow() {
+    const phases = (offer && offer.phases) || [];
+    let current = phases[0] || null;
+    for (const p of phases) if (Date.parse(p.starts_at) <= Date.now()) current = p;
+    return current;
+  }
+
+  /// The join step's timeline of phases, and the access code field when the phase running
+  /// now lets in holders of codes.
+  function showPhases() {
+    const phases = (offer && offer.phases) || [];
+    $('phases-note').hidden = phases.length < 2;
+    $('phases-note').textContent = phases.map((p) => t('phaseFrom', p.name, when(p.starts_at))).join(' · ');
+    const now = phaseNow();
+    $('access-code-field').hidden = !(now && now.audience === 'codes');
+  }
+
   /// What is left, when the offer knows it, on the steps before the turn.
   function showLeft() {
+    showPhases();
     const known = offer && typeof offer.remaining === 'number';
     for (const id of ['join-left', 'queued-left']) {
       $(id).hidden = !known;
@@ -682,6 +724,15 @@
         step('join', t('joinAgainTitle'));
         alertUser(t('rejoinText'));
         return;
+      case '/problems/not-in-phase':
+      case '/problems/access-code': {
+        const nextAt = e.body.next_phase_at;
+        const next = nextAt && ((offer && offer.phases) || []).find((p) => Date.parse(p.starts_at) === Date.parse(nextAt));
+        const now = phaseNow();
+        alertUser(e.type === '/problems/access-code' ? t('codeRefused')
+          : t('notInPhase', now ? now.name : '', next ? next.name : null, nextAt ? when(nextAt) : ''));
+        return;
+      }
       case '/problems/admission-expired':
         finish(false, t('timesUp'), t('reasons').admission_timeout);
         return;

@@ -20,6 +20,7 @@ use types::{
     SaleFiguresOut, SaleOut, SalePage, SaleStatsOut, StockChangeIn, StoredSaleStatus, UpdateSale,
 };
 
+pub mod phases;
 pub mod types;
 
 pub struct SalesApi {

@@ -8,7 +8,7 @@
 //! Layout: this file (the pool, connections behind the breaker, the [`Ledger`] impl);
 //! `tx.rs` (the statements of `LedgerTx` that the shared transitions and flows run);
 //! `attempts.rs`, `sales.rs`, `figures.rs` (a sale's figures over time), `idempotency.rs`,
-//! `push.rs` (Web Push subscriptions),
+//! `push.rs` (Web Push subscriptions), `phases.rs` (a sale's phases, lists and codes),
 //! `operators.rs` (admin keys and the admin audit log), `outbox.rs`, `queue_sync.rs`,
 //! `support.rs` (support's reads).
 
@@ -32,6 +32,7 @@ mod idempotency;
 mod operators;
 mod outbox;
 mod payments;
+mod phases;
 mod push;
 mod queue_sync;
 mod sales;
@@ -61,8 +62,8 @@ use crate::ledger::{
     flows, metered, transition, AdminKeyRow, AdmissionPlan, Applied, AttemptQuery, AttemptRecord,
     Audit, AuditQuery, IdempotencyLedger, Ledger, LedgerError, LedgerResult, LedgerStats,
     OpenPayment, OutboxEvent, OutboxLedger, PaymentApplied, PaymentEventRow, PaymentLedger,
-    PendingSync, PushLedger, QueueSyncLedger, RelayLease, SaleChange, SaleFigures, SaleRecord,
-    SaleSummary, SavedResponse, SupportLedger, TransitionRow,
+    PendingSync, PhaseLedger, PushLedger, QueueSyncLedger, RelayLease, SaleChange, SaleFigures,
+    SaleRecord, SaleSummary, SavedResponse, SupportLedger, TransitionRow,
 };
 use crate::queue::Admitted;
 
@@ -371,6 +372,136 @@ impl IdempotencyLedger for SqlLedger {
 
     async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64> {
         idempotency::purge(&mut *self.conn().await?, older_than_secs).await
+    }
+}
+
+#[async_trait]
+impl PhaseLedger for SqlLedger {
+    async fn phases(&self, sale: SaleId) -> LedgerResult<Vec<crate::domain::phase::Phase>> {
+        phases::load(&mut *self.conn().await?, sale).await
+    }
+
+    async fn set_phases(
+        &self,
+        sale: SaleId,
+        list: &[crate::domain::phase::Phase],
+        entry: &AdminAction,
+    ) -> LedgerResult<()> {
+        in_write!(self, |tx| async {
+            phases::replace(&mut *tx, sale, list).await?;
+            flows::record_admin_action(&mut *tx, entry).await
+        })
+        .await
+    }
+
+    async fn begin_phase(
+        &self,
+        sale: SaleId,
+        position: u32,
+        first_serial: u64,
+        admission: &crate::domain::Admission,
+        per_user_limit: u32,
+    ) -> LedgerResult<bool> {
+        in_write!(self, |tx| async {
+            if !phases::mark_begun(&mut *tx, sale, position, first_serial).await? {
+                return Ok::<_, LedgerError>(false);
+            }
+            sales::write_admission(&mut *tx, sale, *admission).await?;
+            phases::write_per_user_limit(&mut *tx, sale, per_user_limit).await?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn add_members(
+        &self,
+        sale: SaleId,
+        position: u32,
+        users: &[String],
+        entry: &AdminAction,
+    ) -> LedgerResult<(u64, u64)> {
+        in_write!(self, |tx| async {
+            let mut added = 0;
+            // In chunks: one statement binds a chunk as one list.
+            for chunk in users.chunks(50_000) {
+                added += phases::add_members(&mut *tx, sale, position, chunk).await?;
+            }
+            flows::record_admin_action(&mut *tx, entry).await?;
+            let total = phases::count_members(&mut *tx, sale, position).await?;
+            Ok::<_, LedgerError>((added, total))
+        })
+        .await
+    }
+
+    async fn members(
+        &self,
+        sale: SaleId,
+        position: u32,
+        after: Option<&str>,
+        limit: u32,
+    ) -> LedgerResult<Vec<String>> {
+        phases::members(&mut *self.conn().await?, sale, position, after, limit).await
+    }
+
+    async fn is_member(&self, sale: SaleId, position: u32, user: &UserId) -> LedgerResult<bool> {
+        phases::is_member(&mut *self.conn().await?, sale, position, user).await
+    }
+
+    async fn add_codes(
+        &self,
+        sale: SaleId,
+        position: u32,
+        codes: &[String],
+        max_uses: u32,
+        entry: &AdminAction,
+    ) -> LedgerResult<()> {
+        in_write!(self, |tx| async {
+            phases::add_codes(&mut *tx, sale, position, codes, max_uses).await?;
+            flows::record_admin_action(&mut *tx, entry).await
+        })
+        .await
+    }
+
+    async fn codes(
+        &self,
+        sale: SaleId,
+        position: u32,
+        after: Option<&str>,
+        limit: u32,
+    ) -> LedgerResult<Vec<crate::ledger::AccessCode>> {
+        phases::codes(&mut *self.conn().await?, sale, position, after, limit).await
+    }
+
+    async fn redeem(
+        &self,
+        sale: SaleId,
+        position: u32,
+        user: &UserId,
+        code: Option<&str>,
+    ) -> LedgerResult<crate::ledger::Redeemed> {
+        use crate::ledger::Redeemed;
+        // A user who redeemed before joins again without a write.
+        if phases::redeemed_before(&mut *self.conn().await?, sale, position, user).await? {
+            return Ok(Redeemed::Yes);
+        }
+        let Some(code) = code else {
+            return Ok(Redeemed::No);
+        };
+        in_write!(self, |tx| async {
+            if phases::redeemed_before(&mut *tx, sale, position, user).await? {
+                return Ok::<_, LedgerError>(Redeemed::Yes);
+            }
+            phases::take_use(&mut *tx, sale, position, user, code).await
+        })
+        .await
+    }
+
+    async fn phase_counts(
+        &self,
+        sale: SaleId,
+        ranges: &[Option<(u64, u64)>],
+    ) -> LedgerResult<Vec<crate::ledger::PhaseCounts>> {
+        phases::counts(&mut *self.conn().await?, sale, ranges).await
     }
 }
 

@@ -112,8 +112,9 @@ async fn a_page_on_a_listed_origin_calls_sluice_from_the_browser() {
 
 /// The operator console in headless Chromium (`tests/browser/console.mjs`): sign in, a sale
 /// found in the list, its rate changed and seen in the figures, a buyer looked up and refunded
-/// behind a confirmation, a viewer shown no control, the console in Korean for a Korean
-/// browser; a screenshot of each page.
+/// behind a confirmation, a viewer shown no control, a sale's phases (timeline, list upload,
+/// codes generated and exported), the console in Korean for a Korean browser; a screenshot of
+/// each page.
 #[tokio::test]
 async fn the_operator_console_runs_a_sale_in_headless_chromium() {
     let app = TestApp::spawn_on_with(Backend::Embedded, |c| c.workers.figures_ms = 200).await;
@@ -131,6 +132,7 @@ async fn the_operator_console_runs_a_sale_in_headless_chromium() {
         "console-sale",
         "console-refund",
         "console-viewer",
+        "console-phases",
     ] {
         let path = shots.join(format!("{page}.png"));
         let bytes = std::fs::read(&path).unwrap_or_else(|_| panic!("no screenshot {path:?}"));
@@ -186,5 +188,15 @@ async fn the_waiting_page_in_korean_pays_a_toss_sale_to_confirmed() {
 async fn the_waiting_page_tells_the_turn_with_a_notification() {
     let app = TestApp::spawn_on(Backend::Embedded).await;
     run_script(&app, "notify.mjs", Vec::new()).await;
+    app.stop().await;
+}
+
+/// A sale in phases on the waiting page (`tests/browser/presale.mjs`), in English and Korean:
+/// the phases' timeline, the access code field, a refused join told when it may join, a wrong
+/// code named, and a good code let in.
+#[tokio::test]
+async fn the_waiting_page_runs_a_presale_with_access_codes() {
+    let app = TestApp::spawn_on(Backend::Embedded).await;
+    run_script(&app, "presale.mjs", Vec::new()).await;
     app.stop().await;
 }

@@ -1,0 +1,334 @@
+//! A sale's phases, member lists and access codes (`crate::ledger::PhaseLedger`).
+
+use sqlx::Row;
+
+use super::{db_error, Conn};
+use crate::domain::phase::{Audience, Phase};
+use crate::domain::{Admission, SaleId, UserId};
+use crate::ledger::sql_types::{At, TextList};
+use crate::ledger::{AccessCode, LedgerError, LedgerResult, PhaseCounts, Redeemed};
+
+pub(super) async fn load(conn: &mut Conn, sale: SaleId) -> LedgerResult<Vec<Phase>> {
+    let rows = sqlx::query(
+        "SELECT name, starts_at, audience, rate_per_minute, max_active, per_user_limit,
+                first_serial
+         FROM sale_phases WHERE sale_id = $1 ORDER BY position",
+    )
+    .bind(sale.0)
+    .fetch_all(conn)
+    .await
+    .map_err(db_error)?;
+    rows.iter()
+        .map(|r| {
+            let int = |name: &str| r.get::<i32, _>(name) as u32;
+            let bad = || LedgerError::Other("bad row in sale_phases".into());
+            Ok(Phase {
+                name: r.get("name"),
+                starts_at: r.get::<At, _>("starts_at").0,
+                audience: Audience::parse(r.get("audience")).ok_or_else(bad)?,
+                admission: Admission::parse(int("rate_per_minute"), int("max_active"), None)
+                    .map_err(|_| bad())?,
+                per_user_limit: int("per_user_limit"),
+                first_serial: r.get::<Option<i64>, _>("first_serial").map(|s| s as u64),
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn replace(conn: &mut Conn, sale: SaleId, phases: &[Phase]) -> LedgerResult<()> {
+    sqlx::query("DELETE FROM sale_phases WHERE sale_id = $1")
+        .bind(sale.0)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    for (position, p) in phases.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO sale_phases (sale_id, position, name, starts_at, audience,
+                rate_per_minute, max_active, per_user_limit, first_serial)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(sale.0)
+        .bind(position as i32)
+        .bind(&p.name)
+        .bind(At(p.starts_at))
+        .bind(p.audience.as_str())
+        .bind(p.admission.rate_per_minute as i32)
+        .bind(p.admission.max_active as i32)
+        .bind(p.per_user_limit as i32)
+        .bind(p.first_serial.map(|s| s as i64))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    }
+    Ok(())
+}
+
+/// Marks the phase begun; true when this call did.
+pub(super) async fn mark_begun(
+    conn: &mut Conn,
+    sale: SaleId,
+    position: u32,
+    first_serial: u64,
+) -> LedgerResult<bool> {
+    let done = sqlx::query(
+        "UPDATE sale_phases SET first_serial = $3
+         WHERE sale_id = $1 AND position = $2 AND first_serial IS NULL",
+    )
+    .bind(sale.0)
+    .bind(position as i32)
+    .bind(first_serial as i64)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub(super) async fn write_per_user_limit(
+    conn: &mut Conn,
+    sale: SaleId,
+    limit: u32,
+) -> LedgerResult<()> {
+    sqlx::query(
+        "UPDATE sales SET per_user_limit = $2, settings_version = settings_version + 1
+         WHERE id = $1",
+    )
+    .bind(sale.0)
+    .bind(limit as i32)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+pub(super) async fn add_members(
+    conn: &mut Conn,
+    sale: SaleId,
+    position: u32,
+    users: &[String],
+) -> LedgerResult<u64> {
+    let added = sqlx::query(concat!(
+        "INSERT INTO phase_members (sale_id, position, user_id) SELECT $1, $2, value FROM ",
+        each_text!("$3"),
+        " WHERE true ON CONFLICT (sale_id, position, user_id) DO NOTHING"
+    ))
+    .bind(sale.0)
+    .bind(position as i32)
+    .bind(TextList(users))
+    .execute(conn)
+    .await
+    .map_err(db_error)?
+    .rows_affected();
+    Ok(added)
+}
+
+pub(super) async fn count_members(
+    conn: &mut Conn,
+    sale: SaleId,
+    position: u32,
+) -> LedgerResult<u64> {
+    let total: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM phase_members WHERE sale_id = $1 AND position = $2",
+    )
+    .bind(sale.0)
+    .bind(position as i32)
+    .fetch_one(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(total as u64)
+}
+
+pub(super) async fn members(
+    conn: &mut Conn,
+    sale: SaleId,
+    position: u32,
+    after: Option<&str>,
+    limit: u32,
+) -> LedgerResult<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT user_id FROM phase_members
+         WHERE sale_id = $1 AND position = $2 AND user_id > $3
+         ORDER BY user_id LIMIT $4",
+    )
+    .bind(sale.0)
+    .bind(position as i32)
+    .bind(after.unwrap_or(""))
+    .bind(limit as i64)
+    .fetch_all(conn)
+    .await
+    .map_err(db_error)
+}
+
+pub(super) async fn is_member(
+    conn: &mut Conn,
+    sale: SaleId,
+    position: u32,
+    user: &UserId,
+) -> LedgerResult<bool> {
+    user_in(conn, "phase_members", sale, position, user).await
+}
+
+/// Whether `table` (one of this ledger's, never a caller's word) has a row of the user in
+/// the phase.
+async fn user_in(
+    conn: &mut Conn,
+    table: &'static str,
+    sale: SaleId,
+    position: u32,
+    user: &UserId,
+) -> LedgerResult<bool> {
+    let statement = format!(
+        "SELECT 1 FROM {table} WHERE sale_id = $1 AND position = $2 AND user_id = $3 LIMIT 1"
+    );
+    let found: Option<i32> = sqlx::query_scalar(&statement)
+        .bind(sale.0)
+        .bind(position as i32)
+        .bind(user.as_str())
+        .fetch_optional(conn)
+        .await
+        .map_err(db_error)?;
+    Ok(found.is_some())
+}
+
+pub(super) async fn add_codes(
+    conn: &mut Conn,
+    sale: SaleId,
+    position: u32,
+    codes: &[String],
+    max_uses: u32,
+) -> LedgerResult<()> {
+    sqlx::query(concat!(
+        "INSERT INTO access_codes (sale_id, code, position, max_uses, used)
+         SELECT $1, value, $2, $3, 0 FROM ",
+        each_text!("$4")
+    ))
+    .bind(sale.0)
+    .bind(position as i32)
+    .bind(max_uses as i32)
+    .bind(TextList(codes))
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+pub(super) async fn codes(
+    conn: &mut Conn,
+    sale: SaleId,
+    position: u32,
+    after: Option<&str>,
+    limit: u32,
+) -> LedgerResult<Vec<AccessCode>> {
+    let rows = sqlx::query(
+        "SELECT code, max_uses, used FROM access_codes
+         WHERE sale_id = $1 AND position = $2 AND code > $3
+         ORDER BY code LIMIT $4",
+    )
+    .bind(sale.0)
+    .bind(position as i32)
+    .bind(after.unwrap_or(""))
+    .bind(limit as i64)
+    .fetch_all(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(rows
+        .iter()
+        .map(|r| AccessCode {
+            code: r.get("code"),
+            max_uses: r.get::<i32, _>("max_uses") as u32,
+            used: r.get::<i32, _>("used") as u32,
+        })
+        .collect())
+}
+
+/// Whether the user redeemed one of the phase's codes before.
+pub(super) async fn redeemed_before(
+    conn: &mut Conn,
+    sale: SaleId,
+    position: u32,
+    user: &UserId,
+) -> LedgerResult<bool> {
+    user_in(conn, "code_redemptions", sale, position, user).await
+}
+
+/// Takes a use of `code` for `user`, in the caller's write transaction: the use counted only
+/// if one is left, then the redemption written.
+pub(super) async fn take_use(
+    conn: &mut Conn,
+    sale: SaleId,
+    position: u32,
+    user: &UserId,
+    code: &str,
+) -> LedgerResult<Redeemed> {
+    let taken = sqlx::query(
+        "UPDATE access_codes SET used = used + 1
+         WHERE sale_id = $1 AND code = $2 AND position = $3 AND used < max_uses",
+    )
+    .bind(sale.0)
+    .bind(code)
+    .bind(position as i32)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    if taken.rows_affected() == 0 {
+        return Ok(Redeemed::No);
+    }
+    sqlx::query(concat!(
+        "INSERT INTO code_redemptions (sale_id, code, user_id, position, redeemed_at)
+         VALUES ($1, $2, $3, $4, ",
+        now!(),
+        ")"
+    ))
+    .bind(sale.0)
+    .bind(code)
+    .bind(user.as_str())
+    .bind(position as i32)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(Redeemed::Yes)
+}
+
+pub(super) async fn counts(
+    conn: &mut Conn,
+    sale: SaleId,
+    ranges: &[Option<(u64, u64)>],
+) -> LedgerResult<Vec<PhaseCounts>> {
+    let mut out = Vec::with_capacity(ranges.len());
+    for (position, range) in ranges.iter().enumerate() {
+        let mut counts = PhaseCounts::default();
+        if let Some((from, to)) = range {
+            let row = sqlx::query(
+                "SELECT count(*) AS admitted,
+                        CAST(coalesce(sum(CASE WHEN state = 'CONFIRMED' THEN 1 ELSE 0 END), 0)
+                             AS BIGINT) AS bought
+                 FROM attempts WHERE sale_id = $1 AND seq >= $2 AND seq < $3",
+            )
+            .bind(sale.0)
+            .bind(*from as i64)
+            .bind(*to as i64)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            counts.admitted = row.get::<i64, _>("admitted") as u64;
+            counts.bought = row.get::<i64, _>("bought") as u64;
+        }
+        let row = sqlx::query(
+            "SELECT (SELECT count(*) FROM phase_members WHERE sale_id = $1 AND position = $2)
+                        AS members,
+                    (SELECT count(*) FROM access_codes WHERE sale_id = $1 AND position = $2)
+                        AS codes,
+                    (SELECT count(*) FROM code_redemptions WHERE sale_id = $1 AND position = $2)
+                        AS redeemed",
+        )
+        .bind(sale.0)
+        .bind(position as i32)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_error)?;
+        counts.members = row.get::<i64, _>("members") as u64;
+        counts.codes = row.get::<i64, _>("codes") as u64;
+        counts.redeemed = row.get::<i64, _>("redeemed") as u64;
+        out.push(counts);
+    }
+    Ok(out)
+}

@@ -1,0 +1,435 @@
+//! A sale run in phases (`sluice::service::phases`), on both configurations: a member presale
+//! from a list, then holders of access codes, then everyone, with the stock carried from one
+//! phase to the next and each phase's admission settings applied when it begins.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::{Backend, TestApp};
+use crate::on_both_configurations;
+
+on_both_configurations!(
+    a_presale_then_the_general_sale_runs_end_to_end,
+    a_multi_use_code_lets_in_as_many_users_as_it_has_uses_once_each,
+    phases_lists_and_codes_refuse_what_they_cannot_take_and_change_nothing,
+);
+
+/// Seconds from the sale's opening to each later phase.
+const CODES_AT: i64 = 3;
+const GENERAL_AT: i64 = 6;
+
+async fn join_with(t: &TestApp, sale: &str, user: &str, code: Option<&str>) -> reqwest::Response {
+    let mut request = t.as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), user);
+    if let Some(code) = code {
+        request = request.header("Sluice-Access-Code", code);
+    }
+    request.send().await.unwrap()
+}
+
+async fn put_phases(t: &TestApp, sale: &str, phases: Value) -> reqwest::Response {
+    t.admin(Method::PUT, &format!("/v1/sales/{sale}/phases"))
+        .json(&json!({ "phases": phases }))
+        .send()
+        .await
+        .unwrap()
+}
+
+fn phase(name: &str, at: DateTime<Utc>, audience: &str, limit: u32) -> Value {
+    json!({ "name": name, "starts_at": at, "audience": audience, "rate_per_minute": 600000,
+            "max_active": 1000, "per_user_limit": limit })
+}
+
+async fn upload(t: &TestApp, sale: &str, position: u32, csv: &str) -> reqwest::Response {
+    t.admin(
+        Method::POST,
+        &format!("/v1/sales/{sale}/phases/{position}/members"),
+    )
+    .header("Content-Type", "application/octet-stream")
+    .body(csv.to_owned())
+    .send()
+    .await
+    .unwrap()
+}
+
+async fn codes(t: &TestApp, sale: &str, position: u32, count: u32, uses: u32) -> Vec<String> {
+    let resp = t
+        .admin(
+            Method::POST,
+            &format!("/v1/sales/{sale}/phases/{position}/codes"),
+        )
+        .json(&json!({ "count": count, "max_uses": uses }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let body: Value = resp.json().await.unwrap();
+    body["codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A time to the millisecond, as the embedded ledger keeps it.
+fn at_ms(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap()
+}
+
+async fn problem_of(resp: reqwest::Response, status: u16) -> Value {
+    let got = resp.status();
+    if got != status {
+        panic!("{got} (not {status}): {}", resp.text().await.unwrap());
+    }
+    assert!(resp.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/problem+json"));
+    resp.json().await.unwrap()
+}
+
+async fn sleep_until(at: DateTime<Utc>) {
+    let left = (at - Utc::now()).num_milliseconds() + 300;
+    if left > 0 {
+        tokio::time::sleep(Duration::from_millis(left as u64)).await;
+    }
+}
+
+/// Holds `units`, checks out and pays: CONFIRMED.
+async fn buys(t: &TestApp, sale: &str, user: &str, units: u32) -> String {
+    let (attempt, payment) = t.paying(sale, user, units).await;
+    let reference = payment["reference"].as_str().unwrap();
+    let event = format!("evt-{user}");
+    assert_eq!(
+        t.webhook(&event, "payment.succeeded", reference)
+            .await
+            .status(),
+        200
+    );
+    t.wait_for(&attempt, user, "CONFIRMED", Duration::from_secs(5))
+        .await;
+    attempt
+}
+
+async fn a_presale_then_the_general_sale_runs_end_to_end(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let opens = at_ms(Utc::now() + chrono::Duration::seconds(2));
+    let sale = t
+        .create_sale(json!({ "quantity": 6, "opens_at": opens, "per_user_limit": 4 }))
+        .await;
+    let codes_at = opens + chrono::Duration::seconds(CODES_AT);
+    let general_at = opens + chrono::Duration::seconds(GENERAL_AT);
+    let resp = put_phases(
+        &t,
+        &sale,
+        json!([
+            phase("Fan club presale", opens, "list", 2),
+            phase("Card holders", codes_at, "codes", 1),
+            phase("General sale", general_at, "everyone", 1),
+        ]),
+    )
+    .await;
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+
+    // The list, uploaded twice: the second changes nothing. Listed by page.
+    let csv = "user_id\nfan-1\nfan-2\n\n";
+    let first: Value = upload(&t, &sale, 0, csv).await.json().await.unwrap();
+    assert_eq!(
+        (first["added"].as_u64(), first["total"].as_u64()),
+        (Some(2), Some(2))
+    );
+    let again: Value = upload(&t, &sale, 0, csv).await.json().await.unwrap();
+    assert_eq!(
+        (again["added"].as_u64(), again["total"].as_u64()),
+        (Some(0), Some(2))
+    );
+    let page = t
+        .admin_json(
+            Method::GET,
+            &format!("/v1/sales/{sale}/phases/0/members?limit=1"),
+        )
+        .await;
+    assert_eq!(page["user_ids"], json!(["fan-1"]));
+    let next = t
+        .admin_json(
+            Method::GET,
+            &format!("/v1/sales/{sale}/phases/0/members?limit=1&after=fan-1"),
+        )
+        .await;
+    assert_eq!(next["user_ids"], json!(["fan-2"]));
+    let card_codes = codes(&t, &sale, 1, 2, 1).await;
+
+    // Before the opening, a member waits; a stranger is told when the general sale opens.
+    let member = join_with(&t, &sale, "fan-1", None).await;
+    assert_eq!(member.status(), 202);
+    let member: Value = member.json().await.unwrap();
+    let stranger = problem_of(join_with(&t, &sale, "stranger", None).await, 403).await;
+    assert_eq!(stranger["type"], "/problems/not-in-phase");
+    assert!(
+        stranger["detail"]
+            .as_str()
+            .unwrap()
+            .contains("\"General sale\""),
+        "{stranger}"
+    );
+    let told = DateTime::parse_from_rfc3339(stranger["next_phase_at"].as_str().unwrap()).unwrap();
+    assert_eq!(told, general_at);
+
+    // The presale: the member buys two (its limit), and no more.
+    let attempt = member["attempt_id"].as_str().unwrap();
+    t.wait_for(attempt, "fan-1", "ADMITTED", Duration::from_secs(10))
+        .await;
+    let fan = buys(&t, &sale, "fan-1", 2).await;
+    assert_eq!(fan, attempt);
+
+    // Card holders: a code works once, for its user, who joins again without it.
+    sleep_until(codes_at).await;
+    let phases = t
+        .admin_json(Method::GET, &format!("/v1/sales/{sale}/phases"))
+        .await;
+    assert_eq!(phases["phases"][1]["in_effect"], true, "{phases}");
+    assert_eq!(phases["phases"][1]["begun"], true, "{phases}");
+    let without = problem_of(join_with(&t, &sale, "card-1", None).await, 403).await;
+    assert_eq!(without["type"], "/problems/not-in-phase");
+    let code = card_codes[0].as_str();
+    assert_eq!(
+        join_with(&t, &sale, "card-1", Some(code)).await.status(),
+        202
+    );
+    let taken = problem_of(join_with(&t, &sale, "card-2", Some(code)).await, 403).await;
+    assert_eq!(taken["type"], "/problems/access-code");
+    assert_eq!(taken["field"], "Sluice-Access-Code");
+    assert!(taken["next_phase_at"].is_string(), "{taken}");
+    assert_eq!(join_with(&t, &sale, "card-1", None).await.status(), 202);
+    // This phase's limit is one unit.
+    let (card, token) = t.admitted(&sale, "card-1").await;
+    let two = t
+        .hold(
+            &card,
+            "card-1",
+            json!({ "admission_token": token, "quantity": 2 }),
+        )
+        .await;
+    assert_eq!(
+        problem_of(two, 409).await["type"],
+        "/problems/limit-reached"
+    );
+    let one = t
+        .hold(
+            &card,
+            "card-1",
+            json!({ "admission_token": token, "quantity": 1 }),
+        )
+        .await;
+    assert_eq!(one.status(), 200);
+    let paying: Value = t.checkout(&card, "card-1").await.json().await.unwrap();
+    let reference = paying["payment"]["reference"].as_str().unwrap();
+    let paid = t
+        .webhook("evt-card-1", "payment.succeeded", reference)
+        .await;
+    assert_eq!(paid.status(), 200);
+    t.wait_for(&card, "card-1", "CONFIRMED", Duration::from_secs(5))
+        .await;
+
+    // Everyone: what the presales left (3 of 6) sells, and no more.
+    sleep_until(general_at).await;
+    let mut sold_out = 0;
+    let mut bought = 0;
+    for i in 0..4 {
+        let user = format!("fan-of-everyone-{i}");
+        let (attempt, token) = t.admitted(&sale, &user).await;
+        let held = t
+            .hold(
+                &attempt,
+                &user,
+                json!({ "admission_token": token, "quantity": 1 }),
+            )
+            .await;
+        match held.status().as_u16() {
+            200 => bought += 1,
+            409 => sold_out += 1,
+            other => panic!("hold answered {other}"),
+        }
+    }
+    assert_eq!(
+        (bought, sold_out),
+        (3, 1),
+        "the stock carried over: 3 left for everyone"
+    );
+    t.assert_stock_conserved(sluice::domain::SaleId::parse(&sale).unwrap(), 6)
+        .await;
+    let stats = t.stats(&sale).await;
+    assert_eq!(stats["units"]["sold"], 3, "{stats}");
+
+    // Each phase's figures.
+    let phases = t
+        .admin_json(Method::GET, &format!("/v1/sales/{sale}/phases"))
+        .await;
+    let p = &phases["phases"];
+    assert_eq!(p[2]["in_effect"], true);
+    assert_eq!(
+        (p[0]["admitted"].as_u64(), p[0]["bought"].as_u64()),
+        (Some(1), Some(1)),
+        "{p}"
+    );
+    assert_eq!(p[0]["members"], 2);
+    assert_eq!(p[1]["bought"], 1, "{p}");
+    assert_eq!(
+        (p[1]["codes"].as_u64(), p[1]["codes_redeemed"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(p[2]["admitted"], 4, "{p}");
+    assert_eq!(p[2]["joined"], 4, "{p}");
+    assert_eq!(p[2]["per_user_limit"], 1);
+    // The operators' changes are in the admin audit log.
+    let log = t
+        .admin_json(Method::GET, &format!("/v1/admin/actions?sale_id={sale}"))
+        .await;
+    let actions: Vec<&str> = log["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["action"].as_str().unwrap())
+        .collect();
+    for action in ["setPhases", "addPhaseMembers", "generateAccessCodes"] {
+        assert!(actions.contains(&action), "{action} not in {actions:?}");
+    }
+}
+
+async fn a_multi_use_code_lets_in_as_many_users_as_it_has_uses_once_each(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let opens = at_ms(Utc::now() + chrono::Duration::seconds(30));
+    let sale = t.create_sale(json!({ "opens_at": opens })).await;
+    let resp = put_phases(
+        &t,
+        &sale,
+        json!([
+            phase("Invitations", opens, "codes", 2),
+            phase(
+                "Everyone",
+                opens + chrono::Duration::hours(1),
+                "everyone",
+                2
+            )
+        ]),
+    )
+    .await;
+    assert_eq!(resp.status(), 200);
+    let code = codes(&t, &sale, 0, 1, 2).await.remove(0);
+    assert_eq!(join_with(&t, &sale, "a", Some(&code)).await.status(), 202);
+    assert_eq!(join_with(&t, &sale, "a", Some(&code)).await.status(), 202);
+    assert_eq!(join_with(&t, &sale, "b", Some(&code)).await.status(), 202);
+    let c = problem_of(join_with(&t, &sale, "c", Some(&code)).await, 403).await;
+    assert_eq!(c["type"], "/problems/access-code");
+    let unknown = problem_of(join_with(&t, &sale, "d", Some("NOPE-NOPE-NOPE")).await, 403).await;
+    assert_eq!(unknown["type"], "/problems/access-code");
+    let export = t
+        .admin_json(Method::GET, &format!("/v1/sales/{sale}/phases/0/codes"))
+        .await;
+    assert_eq!(
+        export["codes"],
+        json!([{ "code": code, "max_uses": 2, "used": 2 }])
+    );
+    // The buyer's offer says who each phase lets in.
+    let offer = t
+        .user_json(Method::GET, &format!("/v1/sales/{sale}/offer"), "c")
+        .await;
+    assert_eq!(offer["phases"][0]["audience"], "codes", "{offer}");
+    assert_eq!(offer["phases"][1]["name"], "Everyone");
+}
+
+async fn phases_lists_and_codes_refuse_what_they_cannot_take_and_change_nothing(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let opens = at_ms(Utc::now() + chrono::Duration::seconds(60));
+    let sale = t.create_sale(json!({ "opens_at": opens })).await;
+    let later = opens + chrono::Duration::hours(1);
+    let cases = [
+        (
+            json!([phase("A", later, "everyone", 1)]),
+            "phases.starts_at",
+        ),
+        (
+            json!([
+                phase("A", opens, "list", 1),
+                phase("B", opens, "everyone", 1)
+            ]),
+            "phases.starts_at",
+        ),
+        (
+            json!([
+                phase("A", opens, "list", 1),
+                phase("A", later, "everyone", 1)
+            ]),
+            "phases.name",
+        ),
+        (json!([phase("A", opens, "list", 0)]), "per_user_limit"),
+        (json!([phase("", opens, "list", 1)]), "name"),
+    ];
+    for (phases, field) in cases {
+        let problem = problem_of(put_phases(&t, &sale, phases.clone()).await, 422).await;
+        assert!(
+            problem["field"].as_str().unwrap().ends_with(field),
+            "{phases} → {problem}"
+        );
+    }
+    let none = t
+        .admin_json(Method::GET, &format!("/v1/sales/{sale}/phases"))
+        .await;
+    assert_eq!(none["phases"], json!([]), "nothing was set");
+    let ok = put_phases(
+        &t,
+        &sale,
+        json!([
+            phase("Members", opens, "list", 1),
+            phase("All", later, "everyone", 1)
+        ]),
+    )
+    .await;
+    assert_eq!(ok.status(), 200);
+    // A bad line names itself, and nothing of the upload is kept.
+    let bad = problem_of(upload(&t, &sale, 0, "ok-1\nbad\u{7}id\n").await, 422).await;
+    assert!(bad["detail"].as_str().unwrap().contains("line 2"), "{bad}");
+    let json_ids = t
+        .admin(Method::POST, &format!("/v1/sales/{sale}/phases/0/members"))
+        .json(&json!({ "user_ids": ["ok-2", "tab\there"] }))
+        .send()
+        .await
+        .unwrap();
+    let bad_json = problem_of(json_ids, 422).await;
+    assert!(
+        bad_json["detail"].as_str().unwrap().contains("user_ids[1]"),
+        "{bad_json}"
+    );
+    let members = t
+        .admin_json(Method::GET, &format!("/v1/sales/{sale}/phases/0/members"))
+        .await;
+    assert_eq!(members["user_ids"], json!([]));
+    // As JSON, as a generated client sends it.
+    let ok = t
+        .admin(Method::POST, &format!("/v1/sales/{sale}/phases/0/members"))
+        .json(&json!({ "user_ids": ["ok-2", "ok-1"] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let members = t
+        .admin_json(Method::GET, &format!("/v1/sales/{sale}/phases/0/members"))
+        .await;
+    assert_eq!(members["user_ids"], json!(["ok-1", "ok-2"]));
+    // Codes are for a codes phase, a list for a list phase; a phase that is not there is not found.
+    let wrong = t
+        .admin(Method::POST, &format!("/v1/sales/{sale}/phases/1/codes"))
+        .json(&json!({ "count": 1 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(problem_of(wrong, 422).await["field"], "position");
+    assert_eq!(upload(&t, &sale, 1, "x\n").await.status(), 422);
+    assert_eq!(upload(&t, &sale, 5, "x\n").await.status(), 404);
+    // A support key reads, an operator's changes need an operator.
+    let unknown_sale = put_phases(&t, &"0".repeat(32), json!([phase("A", opens, "list", 1)])).await;
+    assert_eq!(unknown_sale.status(), 404);
+}
