@@ -1,6 +1,8 @@
 //! The client side of `scripts/bench`'s waiting-room figures (wrk drives the HTTP load):
 //!
 //! - `tokens <hs256 secret> <count> <file>`: user tokens, one per line (users `bench-<i>`);
+//! - `tokens-rs256 <RSA private key PEM file> <kid> <count> <file>`: the same, signed RS256 as
+//!   an identity provider signs them (users `jwks-<i>`);
 //! - `join-all <base url> <sale> <tokens file> <pairs file>`: joins every user (64 at a time)
 //!   and writes `<attempt> <token> <queue ticket>` lines for the status benchmark;
 //! - `sse <base url> <pairs file> <streams> <server pid> [h2]`: opens that many status streams
@@ -20,6 +22,7 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("tokens") => tokens(&args[2], args[3].parse()?, &args[4]),
+        Some("tokens-rs256") => tokens_rs256(&args[2], &args[3], args[4].parse()?, &args[5]),
         Some("join-all") => join_all(&args[2], &args[3], &args[4], &args[5]).await,
         Some("sse") => {
             let h2 = args.get(6).is_some_and(|a| a == "h2");
@@ -38,6 +41,20 @@ fn tokens(secret: &str, count: usize, file: &str) -> anyhow::Result<()> {
     for i in 0..count {
         let user = sluice::domain::UserId::parse(&format!("bench-{i}"))?;
         writeln!(out, "{}", users.mint(&user, 24 * 3600)?)?;
+    }
+    Ok(())
+}
+
+fn tokens_rs256(pem: &str, kid: &str, count: usize, file: &str) -> anyhow::Result<()> {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header};
+    let key = EncodingKey::from_rsa_pem(&std::fs::read(pem)?)?;
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some(kid.to_owned());
+    let exp = chrono::Utc::now().timestamp() + 24 * 3600;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(file)?);
+    for i in 0..count {
+        let claims = serde_json::json!({ "sub": format!("jwks-{i}"), "exp": exp });
+        writeln!(out, "{}", jsonwebtoken::encode(&header, &claims, &key)?)?;
     }
     Ok(())
 }

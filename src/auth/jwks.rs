@@ -29,11 +29,12 @@ const MIN_MAX_AGE: Duration = Duration::from_secs(60);
 const MAX_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 
 /// One usable key.
-#[derive(Clone)]
 pub struct Key {
     pub kid: Option<String>,
     pub alg: Algorithm,
     pub key: DecodingKey,
+    /// The tokens this key has verified, so that the same token is not verified again.
+    pub verified: super::verified::Verified,
 }
 
 /// Where the keys come from.
@@ -210,6 +211,7 @@ fn usable(jwk: &serde_json::Value) -> Option<Key> {
         kid: jwk.common.key_id.clone(),
         alg,
         key: DecodingKey::from_jwk(&jwk).ok()?,
+        verified: Default::default(),
     })
 }
 

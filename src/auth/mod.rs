@@ -6,6 +6,7 @@ pub mod admission_token;
 pub mod jwks;
 pub mod queue_ticket;
 pub mod user_token;
+pub mod verified;
 
 pub use admin_key::AdminKey;
 pub use admission_token::{AdmissionClaims, AdmissionTokens};

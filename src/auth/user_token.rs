@@ -85,8 +85,8 @@ impl Issuer<'_> {
 enum SignatureCheck {
     /// HS256 under a key whose HMAC state ring computed once.
     Hs256(hmac::Key),
-    /// Ed25519 or RSA, by jsonwebtoken.
-    PublicKey(DecodingKey),
+    /// Ed25519 or RSA, by jsonwebtoken, with the tokens it verified.
+    PublicKey(DecodingKey, Arc<crate::auth::verified::Verified>),
     /// The identity provider's published keys, by the token's `kid`; each key's algorithm is
     /// the only one a token signed with it may name.
     Jwks(Arc<Jwks>),
@@ -173,11 +173,12 @@ impl UserTokens {
                 Some(EncodingKey::from_secret(secret.as_bytes())),
             )),
             (None, Some(pem), None) => Some(match DecodingKey::from_ed_pem(pem.as_bytes()) {
-                Ok(key) => (SignatureCheck::PublicKey(key), EDDSA, None),
+                Ok(key) => (SignatureCheck::PublicKey(key, Arc::default()), EDDSA, None),
                 Err(_) => (
                     SignatureCheck::PublicKey(
                         DecodingKey::from_rsa_pem(pem.as_bytes())
                             .map_err(|e| anyhow::anyhow!("auth.user_jwt_public_key_pem: {e}"))?,
+                        Arc::default(),
                     ),
                     RSA,
                     None,
@@ -236,7 +237,7 @@ impl UserTokens {
     pub fn jwks_of(&self, index: usize) -> Option<Arc<Jwks>> {
         match &self.issuers.get(index)?.check {
             SignatureCheck::Jwks(jwks) => Some(Arc::clone(jwks)),
-            SignatureCheck::Hs256(_) | SignatureCheck::PublicKey(_) => None,
+            SignatureCheck::Hs256(_) | SignatureCheck::PublicKey(..) => None,
         }
     }
 
@@ -354,17 +355,19 @@ impl Trusted {
             SignatureCheck::Hs256(key) => URL_SAFE_NO_PAD
                 .decode(signature)
                 .is_ok_and(|mac| hmac::verify(key, signed.as_bytes(), &mac).is_ok()),
-            SignatureCheck::PublicKey(key) => {
+            SignatureCheck::PublicKey(key, verified) => verified.check(signed, signature, || {
                 jsonwebtoken::crypto::verify(signature, signed.as_bytes(), key, alg)
                     .unwrap_or(false)
-            }
+            }),
             SignatureCheck::Jwks(jwks) => {
                 let key = jwks.key(kid).ok_or(UserTokenError::UnknownKey(index))?;
                 if key.alg != alg {
                     return Err(Invalid("its algorithm is not its key's"));
                 }
-                jsonwebtoken::crypto::verify(signature, signed.as_bytes(), &key.key, alg)
-                    .unwrap_or(false)
+                key.verified.check(signed, signature, || {
+                    jsonwebtoken::crypto::verify(signature, signed.as_bytes(), &key.key, alg)
+                        .unwrap_or(false)
+                })
             }
         })
     }

@@ -180,6 +180,15 @@ fn an_ed25519_identity_provider_is_verified_with_its_public_key() {
     let key = EncodingKey::from_ed_der(pkcs8.as_ref());
     let token = encode(&Header::new(Algorithm::EdDSA), &claims, &key).unwrap();
     assert_eq!(user(&token, &tokens).as_deref(), Some("alice"));
+    // Verified once, kept: its claims still hold only until it expires.
+    assert_eq!(user(&token, &tokens).as_deref(), Some("alice"));
+    assert!(tokens
+        .verify_at(&token, NOW + 60 + LEEWAY_SECS + 1)
+        .is_err());
+    // The same claims under another signature are not the token kept.
+    let (signed_part, _) = token.rsplit_once('.').unwrap();
+    let forged = format!("{signed_part}.{}", "A".repeat(86));
+    assert!(user(&forged, &tokens).is_none());
     // An HS256 token signed with the public key's bytes as the secret (the classic confusion).
     let confused = signed(
         Algorithm::HS256,
