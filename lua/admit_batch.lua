@@ -6,11 +6,13 @@
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 active (zset attempt -> deadline ms), 5 owners (attempt ->
 --       user), 6 users (user -> attempt), 7 lease, 8 seen, 9 unrecorded (list: attempt,
 --       serial, user, deadline, ...)
--- ARGV: lease, wanted, admission_ttl_ms, grace_ms, measured_rate
+-- ARGV: lease, wanted, admission_ttl_ms, grace_ms, measured_rate, below
 -- REPLY: status, admitted...: [attempt, serial, user, deadline_ms]
 -- Arguments: 1 lease value "<fence>:<holder>" (fencing: a stale admitter admits nobody),
 --       2 how many are wanted, 3 admission ttl (ms), 4 grace (ms) before a forgotten active
---       entry is dropped, 5 measured admissions per minute (for the status ETA)
+--       entry is dropped, 5 measured admissions per minute (for the status ETA), 6 the serial
+--       below which the admitted are taken (0: any; a later phase's pre-queue waits for its
+--       start)
 -- Returns {'lease_lost'}, {'ok', attempt1, serial1, user1, deadline, attempt2, ...}, or
 -- {'unrecorded', ...same...}: an earlier batch still to be recorded (nothing new admitted).
 if redis.call('GET', KEYS[7]) ~= ARGV[1] then return {'lease_lost'} end
@@ -34,6 +36,8 @@ local out = {'ok'}
 if n <= 0 then return out end
 local deadline = now + tonumber(ARGV[3])
 local head, last = queue_head(), last_serial(KEYS[2])
+local below = tonumber(ARGV[6] or '0')
+if below > 0 then last = math.min(last, below - 1) end
 -- A bucket at a time: its serials read in one call, those passed removed in one call.
 while n > 0 and head <= last do
   local bucket = serial_bucket(head)

@@ -1,4 +1,5 @@
--- lottery: at the opening of a lottery sale, once, everyone waiting is put in the order of
+-- lottery: at the opening of a lottery sale (or of a lottery phase: those who joined from
+-- ARGV[3] on), once, everyone waiting is put in the order of
 -- SHA-1 of `<seed>:<user id>` (users cannot choose their id, the seed was published in
 -- advance: anyone can re-derive the order); later joins come after. The drawn keep the places
 -- they hold between them (the serials of the line as it stood at the opening, less those gone
@@ -27,16 +28,19 @@
 --          entries and signs of life rewritten, each one's old serial mapped to its new one in
 --          <base>:renumbered; the last one ends the draw.
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 seen
--- ARGV: seed, chunk
+-- ARGV: seed, chunk, from
 -- REPLY: drawn
--- Arguments: 1 seed, 2 how many serials (scan) or users (place) a call takes
+-- Arguments: 1 seed, 2 how many serials (scan) or users (place) a call takes, 3 the first
+--       serial the draw orders (0: the whole line); meta.lottery_drawn keeps the last draw's
+--       from + 1, so each draw is made once
 -- Returns -1 if the draw was made before (or the sale closed), -2 while it is being made, or
 -- how many were ordered when this call made it.
 local order, slots_key, signs = draw_keys()
 local renumbered = BASE .. ':renumbered'
 local state = redis.call('HMGET', KEYS[1], 'lottery_drawn', 'status', 'drawing', 'draw_from',
   'draw_to', 'draw_cursor')
-if state[1] then return -1 end
+local wanted_from = tonumber(ARGV[3] or '0')
+if state[1] and tonumber(state[1]) >= wanted_from + 1 then return -1 end
 if state[2] == 'closed' then
   -- Closed during the draw: nobody waits any more (forget_waiting), nothing to order.
   drop_draw()
@@ -45,7 +49,7 @@ end
 local chunk = tonumber(ARGV[2])
 
 if not state[3] then
-  local head, last = queue_head(), last_serial(KEYS[2])
+  local head, last = math.max(queue_head(), wanted_from), last_serial(KEYS[2])
   redis.call('DEL', order, slots_key, signs, renumbered)
   redis.call('HSET', KEYS[1], 'drawing', 'scan', 'draw_from', head, 'draw_to', last,
     'draw_cursor', math.floor(head / SERIALS_PER_BUCKET), 'drawn', 0, 'draw_started_ms', now_ms(),
@@ -135,7 +139,7 @@ local before = redis.call('HGET', KEYS[1], 'epoch') or ''
 new_epoch()
 -- No sign of life was written meanwhile: the abandonment reaper does not count its time.
 local now = now_ms()
-redis.call('HSET', KEYS[1], 'lottery_drawn', 1, 'renumbered',
+redis.call('HSET', KEYS[1], 'lottery_drawn', wanted_from + 1, 'renumbered',
   before .. ' ' .. redis.call('HGET', KEYS[1], 'epoch') .. ' ' .. from .. ' ' .. to,
   'drawn_at_ms', now, 'draw_took_ms', now - started)
 return total

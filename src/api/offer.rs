@@ -174,6 +174,14 @@ pub struct OfferPhaseOut {
     /// `everyone`; `list` (members the shop listed); `codes` (a join sends its access code as
     /// `Sluice-Access-Code`).
     pub audience: super::sales::phases::AudienceName,
+    /// `lottery_at_open`: a later phase whose pre-queue (from `joins_from`) is drawn at
+    /// `starts_at` by SHA-1 (hex) of `<lottery_seed>:<user id>`; joining early in it gives no
+    /// advantage. The first phase opens as the sale does (`opening`).
+    pub opening: OpeningName,
+    #[oai(skip_serializing_if_is_none)]
+    pub lottery_seed: Option<String>,
+    #[oai(skip_serializing_if_is_none)]
+    pub joins_from: Option<DateTime<Utc>>,
 }
 
 /// The work a join must show, when the sale asks for it (`getOffer` only): find a nonce making SHA-256 of `<salt>:<sale id>:<user id>:<nonce>`
@@ -206,6 +214,9 @@ impl poem_openapi::types::Example for OfferOut {
                 name: "General sale".into(),
                 starts_at: example_time(),
                 audience: super::sales::phases::AudienceName::Everyone,
+                opening: OpeningName::Fifo,
+                lottery_seed: None,
+                joins_from: None,
             }],
         }
     }
@@ -221,6 +232,13 @@ impl From<Offer> for OfferOut {
                 name: p.name.clone(),
                 starts_at: p.starts_at,
                 audience: p.audience.into(),
+                opening: if p.lottery_seed.is_some() {
+                    OpeningName::LotteryAtOpen
+                } else {
+                    OpeningName::Fifo
+                },
+                lottery_seed: p.lottery_seed.clone(),
+                joins_from: p.joins_from,
             })
             .collect();
         let sale = SaleOut::of(offer.sale, offer.remaining);

@@ -2,8 +2,10 @@
 //! says who may join while it runs and the admission rate, the cap on active users and the
 //! per-user limit it runs with; the stock is the sale's, so what one phase leaves the next one
 //! sells. The first phase starts when the sale opens and opens as the sale does (FIFO, or the
-//! lottery drawn at the opening); a later phase's joins follow the line as it stands (FIFO):
-//! the line is one, and a later phase's pre-queue would be admitted during the phase before it.
+//! lottery drawn at the opening). A later phase opens FIFO (its joins queue behind the line as
+//! it stands), or by lottery: its audience joins a pre-queue from `joins_from`, which the
+//! admitter does not reach until the phase starts (those still waiting from before are
+//! admitted first), and at the start the pre-queue is drawn.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -51,9 +53,23 @@ pub struct Phase {
     /// The rate and cap the sale admits at while the phase runs (manual).
     pub admission: Admission,
     pub per_user_limit: u32,
-    /// The first serial of the line joined in this phase, written when the phase began (the
-    /// first phase: 0): the phase's joins, admissions and sales are counted by it.
+    /// A later phase drawn by lottery: its seed (the order is SHA-1 of `<seed>:<user id>`).
+    pub lottery_seed: Option<String>,
+    /// A lottery phase: when its audience starts joining its pre-queue (before `starts_at`).
+    pub joins_from: Option<DateTime<Utc>>,
+    /// The first serial of the line joined in this phase, written when its joins began (the
+    /// first phase: 0): the phase's joins, admissions and sales are counted by it, and a
+    /// lottery phase's pre-queue is fenced and drawn from it.
     pub first_serial: Option<u64>,
+    /// Its settings are the sale's (it has started).
+    pub applied: bool,
+}
+
+impl Phase {
+    /// When its audience may start joining.
+    pub fn joins_at(&self) -> DateTime<Utc> {
+        self.joins_from.unwrap_or(self.starts_at)
+    }
 }
 
 /// A phase refused: the field at fault (`phases.<name>`) and why, naming the phase.
@@ -80,6 +96,9 @@ pub struct NewPhase {
     pub rate_per_minute: u32,
     pub max_active: u32,
     pub per_user_limit: u32,
+    /// Drawn by lottery (a later phase only), with this seed (`None`: one is drawn).
+    pub lottery: Option<Option<String>>,
+    pub joins_from: Option<DateTime<Utc>>,
 }
 
 /// Checks a sale's phases: 1 to [`MAX_PHASES`], named, in order of start, the first starting
@@ -137,32 +156,118 @@ pub fn parse(new: Vec<NewPhase>, sale: &Sale) -> Result<Vec<Phase>, PhaseError> 
                 format!("phase {i}: must be between 1 and 1000"),
             ));
         }
+        let lottery_seed = match (i, p.lottery) {
+            (_, None) => None,
+            (0, Some(_)) => return Err(PhaseError::new(
+                "phases.lottery",
+                "the first phase opens as the sale does: give the sale `opening: lottery_at_open`",
+            )),
+            (_, Some(Some(seed)))
+                if seed.is_empty() || seed.len() > 64 || seed.chars().any(is_unprintable) =>
+            {
+                return Err(PhaseError::new(
+                    "phases.lottery_seed",
+                    format!("phase {i}: 1 to 64 printable characters"),
+                ))
+            }
+            (_, Some(seed)) => {
+                Some(seed.unwrap_or_else(|| hex::encode(rand::random::<[u8; 16]>())))
+            }
+        };
+        match (&lottery_seed, p.joins_from, phases.last()) {
+            (None, Some(_), _) => {
+                return Err(PhaseError::new(
+                    "phases.joins_from",
+                    format!("phase {i}: only a lottery phase has a pre-queue (joins_from)"),
+                ))
+            }
+            (Some(_), None, _) => {
+                return Err(PhaseError::new(
+                    "phases.joins_from",
+                    format!(
+                        "phase {i}: a lottery phase needs joins_from, when its pre-queue opens"
+                    ),
+                ))
+            }
+            (Some(_), Some(from), Some(before))
+                if from <= before.starts_at || from >= p.starts_at =>
+            {
+                return Err(PhaseError::new(
+                    "phases.joins_from",
+                    format!(
+                        "phase {i}: after phase {} starts and before this one does",
+                        i - 1
+                    ),
+                ))
+            }
+            _ => {}
+        }
         phases.push(Phase {
             name,
             starts_at,
             audience: p.audience,
             admission,
             per_user_limit: p.per_user_limit,
+            lottery_seed,
+            joins_from: p.joins_from,
             first_serial: None,
+            applied: false,
         });
     }
     Ok(phases)
 }
 
-/// The phase joins follow at `now`: the last one started, or the first before the opening
-/// (joins before it wait for it, as a sale's do).
+/// The phase joins follow at `now`: the last one whose joins began, or the first before the
+/// opening (joins before it wait for it, as a sale's do). A lottery phase's joins begin when
+/// the admitter has opened its pre-queue (its first serial written), at `joins_from`.
 pub fn in_effect(phases: &[Phase], now: DateTime<Utc>) -> Option<usize> {
     if phases.is_empty() {
         return None;
     }
-    Some(phases.iter().rposition(|p| p.starts_at <= now).unwrap_or(0))
+    let joining =
+        |p: &Phase| p.joins_at() <= now && (p.lottery_seed.is_none() || p.first_serial.is_some());
+    Some(phases.iter().rposition(joining).unwrap_or(0))
 }
 
-/// The phase to begin at `now`: one that has started and has not begun yet (its settings not
-/// applied). The first phase begins with the sale.
-pub fn due(phases: &[Phase], now: DateTime<Utc>) -> Option<usize> {
-    let i = phases.iter().rposition(|p| p.starts_at <= now)?;
-    (i > 0 && phases[i].first_serial.is_none()).then_some(i)
+/// What the sale's admitter does for its phases at a tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// Phase `i` starts: its settings become the sale's (and its first serial is written).
+    Begin(usize),
+    /// Lottery phase `i`'s pre-queue opens: its first serial is written.
+    Prequeue(usize),
+}
+
+/// What is due at `now`, the earliest first. The first phase begins with the sale.
+pub fn due(phases: &[Phase], now: DateTime<Utc>) -> Option<Due> {
+    phases.iter().enumerate().skip(1).find_map(|(i, p)| {
+        if p.starts_at <= now && !p.applied {
+            Some(Due::Begin(i))
+        } else if p.lottery_seed.is_some() && p.joins_at() <= now && p.first_serial.is_none() {
+            Some(Due::Prequeue(i))
+        } else {
+            None
+        }
+    })
+}
+
+/// The serial admission stops below at `now`: a lottery phase's pre-queue, until it starts.
+pub fn fence(phases: &[Phase], now: DateTime<Utc>) -> Option<u64> {
+    phases
+        .iter()
+        .filter(|p| p.lottery_seed.is_some() && now < p.starts_at)
+        .find_map(|p| p.first_serial)
+}
+
+/// The draw due at `now`: the last lottery phase that has started, its seed and first serial.
+pub fn draw(phases: &[Phase], now: DateTime<Utc>) -> Option<(&str, u64)> {
+    phases
+        .iter()
+        .rev()
+        .find_map(|p| match (&p.lottery_seed, p.first_serial) {
+            (Some(seed), Some(from)) if p.starts_at <= now => Some((seed.as_str(), from)),
+            _ => None,
+        })
 }
 
 /// The first phase after `from` that `may_join` lets the user into: when they can join.
@@ -206,7 +311,10 @@ mod tests {
             audience,
             admission: Admission::parse(60, 10, None).unwrap(),
             per_user_limit: 2,
+            lottery_seed: None,
+            joins_from: None,
             first_serial: None,
+            applied: false,
         }
     }
 
@@ -226,9 +334,10 @@ mod tests {
             None,
             "the first begins with the sale"
         );
-        assert_eq!(due(&phases, t + Duration::hours(2)), Some(1));
+        assert_eq!(due(&phases, t + Duration::hours(2)), Some(Due::Begin(1)));
         let mut begun = phases.clone();
         begun[1].first_serial = Some(41);
+        begun[1].applied = true;
         assert_eq!(due(&begun, t + Duration::hours(2)), None);
         assert_eq!(
             next_for(&phases, 0, |_, p| p.audience == Audience::Everyone).map(|p| &p.name),
@@ -239,5 +348,33 @@ mod tests {
             vec![Some((0, 41)), Some((41, 101))]
         );
         assert_eq!(serial_ranges(&phases, 100), vec![Some((0, 101)), None]);
+    }
+
+    #[test]
+    fn a_lottery_phase_fences_its_pre_queue_until_it_starts_then_draws_it() {
+        let t = Utc::now();
+        let mut phases = vec![
+            phase("members", t, Audience::List),
+            phase("general", t + Duration::hours(1), Audience::Everyone),
+        ];
+        phases[1].lottery_seed = Some("s".into());
+        phases[1].joins_from = Some(t + Duration::minutes(30));
+        let (before, during, after) = (
+            t + Duration::minutes(10),
+            t + Duration::minutes(40),
+            t + Duration::hours(2),
+        );
+        assert_eq!(due(&phases, before), None);
+        assert_eq!(due(&phases, during), Some(Due::Prequeue(1)));
+        // Until the pre-queue is opened, joins follow the members' phase.
+        assert_eq!(in_effect(&phases, during), Some(0));
+        phases[1].first_serial = Some(500);
+        assert_eq!(in_effect(&phases, during), Some(1));
+        assert_eq!(fence(&phases, during), Some(500));
+        assert_eq!(draw(&phases, during), None);
+        assert_eq!(due(&phases, after), Some(Due::Begin(1)));
+        phases[1].applied = true;
+        assert_eq!(fence(&phases, after), None);
+        assert_eq!(draw(&phases, after), Some(("s", 500)));
     }
 }

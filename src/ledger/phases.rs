@@ -47,8 +47,9 @@ pub trait PhaseLedger: Send + Sync {
         entry: &AdminAction,
     ) -> LedgerResult<()>;
 
-    /// Begins phase `position`: its first serial written and the sale's admission and per-user
-    /// limit set to the phase's, in one transaction. False when it had begun before.
+    /// Starts phase `position`: its first serial written (unless its pre-queue wrote it) and
+    /// the sale's admission and per-user limit set to the phase's, in one transaction. False
+    /// when it had started before.
     async fn begin_phase(
         &self,
         sale: SaleId,
@@ -56,6 +57,15 @@ pub trait PhaseLedger: Send + Sync {
         first_serial: u64,
         admission: &Admission,
         per_user_limit: u32,
+    ) -> LedgerResult<bool>;
+
+    /// Opens lottery phase `position`'s pre-queue: its first serial written. False when it
+    /// was open before.
+    async fn open_prequeue(
+        &self,
+        sale: SaleId,
+        position: u32,
+        first_serial: u64,
     ) -> LedgerResult<bool>;
 
     /// Adds user ids to a list phase (those on it already stay once), in one transaction with

@@ -392,6 +392,20 @@ pub trait QueueStore: Send + Sync + 'static {
         wanted: u32,
         admission_ttl_ms: u64,
         measured_rate: f64,
+    ) -> QueueResult<AdmitOutcome> {
+        self.admit_batch_below(sale, lease, wanted, admission_ttl_ms, measured_rate, None)
+            .await
+    }
+    /// [`QueueStore::admit_batch`], admitting only serials below `below` when given: a later
+    /// lottery phase's pre-queue waits there until the phase starts.
+    async fn admit_batch_below(
+        &self,
+        sale: SaleId,
+        lease: &Lease,
+        wanted: u32,
+        admission_ttl_ms: u64,
+        measured_rate: f64,
+        below: Option<u64>,
     ) -> QueueResult<AdmitOutcome>;
     /// The ledger has the batch that starts with `first`: it is no longer handed back by
     /// `admit_batch` as unrecorded.
@@ -460,6 +474,18 @@ pub trait QueueStore: Send + Sync + 'static {
         &self,
         sale: SaleId,
         seed: &str,
+        budget: Duration,
+    ) -> QueueResult<LotteryDraw> {
+        self.draw_lottery_from(sale, seed, 0, budget).await
+    }
+    /// [`QueueStore::draw_lottery`] of the waiting from serial `from` on (a lottery phase's
+    /// pre-queue), the places before it left as they are. Each draw is made once: a draw from
+    /// a serial at or before the last one drawn from is [`LotteryDraw::DrawnBefore`].
+    async fn draw_lottery_from(
+        &self,
+        sale: SaleId,
+        seed: &str,
+        from: u64,
         budget: Duration,
     ) -> QueueResult<LotteryDraw>;
 

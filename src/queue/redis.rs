@@ -682,13 +682,14 @@ impl QueueStore for RedisQueue {
         Ok(value.as_deref().and_then(Lease::parse))
     }
 
-    async fn admit_batch(
+    async fn admit_batch_below(
         &self,
         sale: SaleId,
         lease: &Lease,
         wanted: u32,
         admission_ttl_ms: u64,
         measured_rate: f64,
+        below: Option<u64>,
     ) -> QueueResult<AdmitOutcome> {
         let args = AdmitArgs {
             lease: lease.value.clone(),
@@ -696,6 +697,7 @@ impl QueueStore for RedisQueue {
             admission_ttl_ms,
             grace_ms: FORGOTTEN_ACTIVE_GRACE_MS,
             measured_rate: format!("{measured_rate:.3}"),
+            below: below.unwrap_or(0),
         };
         let reply = self.call("admit", &ADMIT_BATCH, sale, &args).await?;
         let fresh = match reply.status.as_str() {
@@ -957,15 +959,17 @@ impl QueueStore for RedisQueue {
         Ok(self.call("abandon", &ABANDON, sale, &args).await?.abandoned)
     }
 
-    async fn draw_lottery(
+    async fn draw_lottery_from(
         &self,
         sale: SaleId,
         seed: &str,
+        from: u64,
         budget: Duration,
     ) -> QueueResult<LotteryDraw> {
         let args = LotteryArgs {
             seed: seed.to_owned(),
             chunk: LOTTERY_CHUNK,
+            from,
         };
         // A step a call until the draw is made or the budget is spent: each call makes
         // progress (or finds the draw made).

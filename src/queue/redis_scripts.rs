@@ -252,6 +252,9 @@ args!(
         grace_ms: u64,
         /// Admissions per minute, for the status answers' expected wait.
         measured_rate: String,
+        /// Only serials below this one are admitted (0: any): a later phase's pre-queue waits
+        /// for the phase's start.
+        below: u64,
     }
 );
 reply!(
@@ -337,6 +340,8 @@ args!(
         seed: String,
         /// Serials (the scan) or users (the placing) a call takes.
         chunk: u32,
+        /// The draw orders the serials from this one on (0: the whole line).
+        from: u64,
     }
 );
 reply!(

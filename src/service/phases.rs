@@ -42,9 +42,8 @@ pub async fn set(
             "phases are set before the sale opens (its opens_at has passed)",
         ));
     }
-    let mut phases = phase::parse(new, &record.sale)
+    let phases = phase::parse(new, &record.sale)
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
-    phases[0].first_serial = None;
     let entry = entry(operator, "setPhases", sale, shown(&phases));
     app.ledger.set_phases(sale, &phases, &entry).await?;
     let first = &phases[0];
@@ -110,7 +109,7 @@ pub async fn gate(
     Err(ServiceError::NotInPhase {
         phase: p.name.clone(),
         code_refused: p.audience == Audience::Codes && code.is_some(),
-        next: next.map(|n| (n.name.clone(), n.starts_at)),
+        next: next.map(|n| (n.name.clone(), n.joins_at())),
     })
 }
 
@@ -130,25 +129,52 @@ async fn may_join(
     })
 }
 
-/// Begins the phase whose time has come, if one has (the sale's admitter, each tick): its
-/// first serial is the line's next, its settings the sale's, in the ledger and then the queue
-/// store.
-pub async fn follow(app: &App, sale: SaleId, phases: &[Phase]) -> ServiceResult<()> {
-    let Some(due) = phase::due(phases, Utc::now()) else {
-        return Ok(());
-    };
-    let p = &phases[due];
-    let last = app.queue.refresh(sale, "", 0, &[]).await?.figures.last;
-    let begun = app
-        .ledger
-        .begin_phase(sale, due as u32, last + 1, &p.admission, p.per_user_limit)
-        .await?;
-    app.offers.forget(sale);
-    if begun {
-        tracing::info!(%sale, phase = %p.name, first_serial = last + 1, "phase begun");
-        sales::follow_in_queue(app, sale).await?;
+/// What the sale's admitter does for the phases at this tick: admit only below `below` (a
+/// lottery phase's pre-queue before it starts), and make the `draw` (its seed and first serial)
+/// once it has.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Steps {
+    pub below: Option<u64>,
+    pub draw: Option<(String, u64)>,
+}
+
+/// Does what the phases' times call for (the sale's admitter, each tick): a lottery phase's
+/// pre-queue opened (its first serial the line's next), or a phase started (its first serial
+/// and its settings the sale's, in the ledger and then the queue store); and says what
+/// admission does meanwhile.
+pub async fn follow(app: &App, sale: SaleId, phases: &[Phase]) -> ServiceResult<Steps> {
+    let now = Utc::now();
+    let mut phases = phases.to_vec();
+    match phase::due(&phases, now) {
+        None => {}
+        Some(phase::Due::Prequeue(i)) => {
+            let first = app.queue.refresh(sale, "", 0, &[]).await?.figures.last + 1;
+            if app.ledger.open_prequeue(sale, i as u32, first).await? {
+                tracing::info!(%sale, phase = %phases[i].name, first_serial = first, "a lottery phase's pre-queue opened");
+            }
+            app.offers.forget(sale);
+            phases[i].first_serial.get_or_insert(first);
+        }
+        Some(phase::Due::Begin(i)) => {
+            let p = &phases[i];
+            let first = app.queue.refresh(sale, "", 0, &[]).await?.figures.last + 1;
+            let begun = app
+                .ledger
+                .begin_phase(sale, i as u32, first, &p.admission, p.per_user_limit)
+                .await?;
+            app.offers.forget(sale);
+            if begun {
+                tracing::info!(%sale, phase = %p.name, "phase begun");
+                sales::follow_in_queue(app, sale).await?;
+            }
+            phases[i].first_serial.get_or_insert(first);
+            phases[i].applied = true;
+        }
     }
-    Ok(())
+    Ok(Steps {
+        below: phase::fence(&phases, now),
+        draw: phase::draw(&phases, now).map(|(seed, from)| (seed.to_owned(), from)),
+    })
 }
 
 /// The admin audit log's entry of an operator's change to a sale's phases.
@@ -168,6 +194,8 @@ fn shown(phases: &[Phase]) -> serde_json::Value {
                 "rate_per_minute": p.admission.rate_per_minute,
                 "max_active": p.admission.max_active,
                 "per_user_limit": p.per_user_limit,
+                "lottery_seed": p.lottery_seed,
+                "joins_from": p.joins_from,
             })
         })
         .collect()

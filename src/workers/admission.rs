@@ -115,11 +115,14 @@ async fn admit(
     let Some(lease) = app.queue.lease(sale, &app.instance_id, ttl_ms).await? else {
         return Ok(()); // another replica admits for this sale
     };
-    // A phase whose time came begins: its rate applies from the next tick on.
+    // A phase whose time came begins (its rate applies from the next tick on), or a lottery
+    // phase's pre-queue opens (fenced until the phase starts, then drawn).
     let offer = crate::service::offer::offer(app, sale).await?;
-    if !offer.phases.is_empty() {
-        crate::service::phases::follow(app, sale, &offer.phases).await?;
-    }
+    let phases = if offer.phases.is_empty() {
+        crate::service::phases::Steps::default()
+    } else {
+        crate::service::phases::follow(app, sale, &offer.phases).await?
+    };
     if plan.closes_at.is_some_and(|t| t <= chrono::Utc::now()) && stats.waiting == 0 {
         // Past its closing time nobody joins; once nobody waits either, the sale is over:
         // closed as an admin would close it (its event, the offer's status), and it leaves the
@@ -128,21 +131,17 @@ async fn admit(
         tracing::info!(%sale, "sale closed: past its closing time and nobody waiting");
         return Ok(());
     }
-    if let Some(seed) = plan.opening.seed() {
-        // A tick's time at most, so that the other sales' admission goes on while a large
-        // draw is made; nobody is admitted here until it is.
-        let since = *ticker
-            .drawing_since
-            .get_or_insert_with(std::time::Instant::now);
-        match app.queue.draw_lottery(sale, seed, tick).await? {
-            LotteryDraw::UnderWay => return Ok(()),
-            LotteryDraw::Drawn(n) => {
-                let took_ms = since.elapsed().as_millis() as u64;
-                tracing::info!(%sale, ordered = n, took_ms, "lottery drawn at the opening");
-            }
-            LotteryDraw::DrawnBefore => {}
+    // The sale's lottery at its opening (from the first serial), then a lottery phase's at
+    // its start (from its pre-queue's); each made once. Nobody is admitted while one is made.
+    let opening = plan.opening.seed().map(|seed| (seed, 0));
+    let phase = phases
+        .draw
+        .as_ref()
+        .map(|(seed, from)| (seed.as_str(), *from));
+    for (seed, from) in opening.into_iter().chain(phase) {
+        if !drawn(app, sale, ticker, seed, from, tick).await? {
+            return Ok(());
         }
-        ticker.drawing_since = None;
     }
     if app.config.workers.abandon_after_secs > 0 {
         let abandoned = app.queue.abandon(sale, ABANDON_PER_TICK).await?;
@@ -171,7 +170,14 @@ async fn admit(
         let want = (wanted - admitted).min(MAX_BATCH);
         let outcome = app
             .queue
-            .admit_batch(sale, &lease, want, admission_ttl_ms, ticker.measured_rate)
+            .admit_batch_below(
+                sale,
+                &lease,
+                want,
+                admission_ttl_ms,
+                ticker.measured_rate,
+                phases.below,
+            )
             .await?;
         let batch = match outcome {
             AdmitOutcome::Admitted(batch) => batch,
@@ -202,6 +208,32 @@ async fn admit(
         };
     }
     Ok(())
+}
+
+/// Makes (or finds made) the lottery draw of the line from serial `from`: whether it is made.
+/// A tick's time at most, so that the other sales' admission goes on while a large draw is
+/// made.
+async fn drawn(
+    app: &App,
+    sale: SaleId,
+    ticker: &mut SaleTicker,
+    seed: &str,
+    from: u64,
+    tick: Duration,
+) -> anyhow::Result<bool> {
+    let since = *ticker
+        .drawing_since
+        .get_or_insert_with(std::time::Instant::now);
+    match app.queue.draw_lottery_from(sale, seed, from, tick).await? {
+        LotteryDraw::UnderWay => return Ok(false),
+        LotteryDraw::Drawn(n) => {
+            let took_ms = since.elapsed().as_millis() as u64;
+            tracing::info!(%sale, ordered = n, from, took_ms, "lottery drawn");
+        }
+        LotteryDraw::DrawnBefore => {}
+    }
+    ticker.drawing_since = None;
+    Ok(true)
 }
 
 /// An attempt the store admitted that the ledger had admitted before: a failover lost the

@@ -14,6 +14,7 @@ use crate::on_both_configurations;
 on_both_configurations!(
     a_presale_then_the_general_sale_runs_end_to_end,
     a_multi_use_code_lets_in_as_many_users_as_it_has_uses_once_each,
+    a_general_sale_by_lottery_after_a_presale_draws_its_pre_queue_after_the_members,
     phases_lists_and_codes_refuse_what_they_cannot_take_and_change_nothing,
 );
 
@@ -297,6 +298,115 @@ async fn a_presale_then_the_general_sale_runs_end_to_end(backend: Backend) {
     for action in ["setPhases", "addPhaseMembers", "generateAccessCodes"] {
         assert!(actions.contains(&action), "{action} not in {actions:?}");
     }
+}
+
+async fn a_general_sale_by_lottery_after_a_presale_draws_its_pre_queue_after_the_members(
+    backend: Backend,
+) {
+    let t = TestApp::spawn_on(backend).await;
+    let opens = at_ms(Utc::now() + chrono::Duration::milliseconds(1500));
+    let sale = t
+        .create_sale(json!({ "quantity": 50, "opens_at": opens }))
+        .await;
+    let prequeue = opens + chrono::Duration::milliseconds(2500);
+    let draw_at = opens + chrono::Duration::seconds(5);
+    let mut members = phase("Members", opens, "list", 2);
+    members["rate_per_minute"] = json!(60); // one a second: some still wait at the pre-queue
+    let mut general = phase("General draw", draw_at, "everyone", 2);
+    general["lottery"] = json!(true);
+    general["lottery_seed"] = json!("gen-seed");
+    general["joins_from"] = json!(prequeue);
+    let resp = put_phases(&t, &sale, json!([members, general])).await;
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    upload(&t, &sale, 0, "m0\nm1\nm2\nm3\n").await;
+    let mut member_attempts = Vec::new();
+    for m in ["m0", "m1", "m2", "m3"] {
+        member_attempts.push(attempt_of_join(join_with(&t, &sale, m, None).await).await);
+    }
+    // Before the pre-queue opens, a buyer is told when it does.
+    let early = problem_of(join_with(&t, &sale, "g-early", None).await, 403).await;
+    let told = DateTime::parse_from_rfc3339(early["next_phase_at"].as_str().unwrap()).unwrap();
+    assert_eq!(told, prequeue);
+    let offer = t
+        .user_json(Method::GET, &format!("/v1/sales/{sale}/offer"), "g-early")
+        .await;
+    assert_eq!(offer["phases"][1]["opening"], "lottery_at_open", "{offer}");
+    assert_eq!(offer["phases"][1]["lottery_seed"], "gen-seed");
+
+    // The pre-queue: once it is open, everyone joins it.
+    sleep_until(prequeue).await;
+    let general_users: Vec<String> = (0..6).map(|i| format!("g{i}")).collect();
+    let mut general_attempts = Vec::new();
+    for g in &general_users {
+        let mut joined = join_with(&t, &sale, g, None).await;
+        for _ in 0..50 {
+            if joined.status() == 202 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            joined = join_with(&t, &sale, g, None).await;
+        }
+        general_attempts.push(attempt_of_join(joined).await);
+    }
+    // Just before the draw, nobody of the pre-queue is admitted, though the members' rate
+    // has room for them.
+    sleep_until(draw_at - chrono::Duration::milliseconds(700)).await;
+    for (g, attempt) in general_users.iter().zip(&general_attempts) {
+        assert_eq!(t.status(attempt, g).await["state"], "QUEUED", "{g}");
+    }
+    // At the draw: every member before anyone of the pre-queue, which is in the draw's order.
+    for (m, attempt) in ["m0", "m1", "m2", "m3"].iter().zip(&member_attempts) {
+        t.wait_for(attempt, m, "ADMITTED", Duration::from_secs(10))
+            .await;
+    }
+    for (g, attempt) in general_users.iter().zip(&general_attempts) {
+        t.wait_for(attempt, g, "ADMITTED", Duration::from_secs(10))
+            .await;
+    }
+    let seq = |attempt: &str| {
+        let app = t.app.clone();
+        let id = sluice::domain::AttemptId::parse(attempt).unwrap();
+        async move { app.ledger.attempt(id).await.unwrap().unwrap().seq }
+    };
+    let mut member_seqs = Vec::new();
+    for attempt in &member_attempts {
+        member_seqs.push(seq(attempt).await);
+    }
+    let mut drawn = Vec::new();
+    for (g, attempt) in general_users.iter().zip(&general_attempts) {
+        drawn.push((seq(attempt).await, g.clone()));
+    }
+    assert!(
+        member_seqs.iter().max() < drawn.iter().map(|(s, _)| s).min(),
+        "members first: {member_seqs:?} {drawn:?}"
+    );
+    drawn.sort();
+    let order: Vec<String> = drawn.into_iter().map(|(_, g)| g).collect();
+    let mut expected = general_users.clone();
+    expected.sort_by_key(|g| {
+        let digest = ring::digest::digest(
+            &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+            format!("gen-seed:{g}").as_bytes(),
+        );
+        hex::encode(digest.as_ref())
+    });
+    assert_eq!(
+        order, expected,
+        "the pre-queue in the order of SHA-1(seed:user)"
+    );
+    let phases = t
+        .admin_json(Method::GET, &format!("/v1/sales/{sale}/phases"))
+        .await;
+    assert_eq!(phases["phases"][1]["joined"], 6, "{phases}");
+    assert_eq!(phases["phases"][1]["admitted"], 6, "{phases}");
+    assert_eq!(phases["phases"][0]["admitted"], 4, "{phases}");
+}
+
+async fn attempt_of_join(resp: reqwest::Response) -> String {
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(status, 202, "{body}");
+    body["attempt_id"].as_str().unwrap().to_owned()
 }
 
 async fn a_multi_use_code_lets_in_as_many_users_as_it_has_uses_once_each(backend: Backend) {

@@ -67,6 +67,7 @@ on_every_queue_store!(
     init_keeps_a_live_sale_and_rebuilds_from_a_snapshot,
     controller_state_expires_unless_renewed,
     a_lottery_draw_orders_the_waiting_once_by_the_seed,
+    a_phases_pre_queue_waits_behind_a_fence_and_is_drawn_from_its_first_serial,
     a_lottery_draw_over_thousands_gives_every_place_once,
     a_lottery_draw_tells_what_each_serial_of_before_it_became,
     a_waiting_user_is_found_with_their_place,
@@ -853,6 +854,72 @@ async fn a_lottery_draw_orders_the_waiting_once_by_the_seed(q: Arc<dyn QueueStor
         JoinOutcome::Queued { position, .. } => assert_eq!(position, 11),
         other => panic!("{other:?}"),
     }
+}
+
+/// A later lottery phase: those who joined from its first serial on are not admitted while
+/// the fence holds (those before are), then its draw orders them alone, once; the line before
+/// them keeps its order.
+async fn a_phases_pre_queue_waits_behind_a_fence_and_is_drawn_from_its_first_serial(
+    q: Arc<dyn QueueStore>,
+) {
+    let s = sale(Stock::Quantity(5), 100);
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let members: Vec<String> = (0..3).map(|i| format!("m{i}")).collect();
+    queued(&q, &s, &members).await;
+    let first = q.refresh(s.id, "", 0, &[]).await.unwrap().figures.last + 1;
+    let general: Vec<String> = (0..8).map(|i| format!("g{i}")).collect();
+    let attempts = queued(&q, &s, &general).await;
+    let lease = q.lease(s.id, "me", 5000).await.unwrap().expect("lease");
+    let admitted = match q
+        .admit_batch_below(s.id, &lease, 100, 60_000, 0.0, Some(first))
+        .await
+        .unwrap()
+    {
+        AdmitOutcome::Admitted(a) => a,
+        other => panic!("{other:?}"),
+    };
+    let names: Vec<&str> = admitted.iter().map(|a| a.user.as_str()).collect();
+    assert_eq!(
+        names,
+        ["m0", "m1", "m2"],
+        "the members only: the fence holds"
+    );
+    q.admissions_recorded(s.id, admitted[0].attempt)
+        .await
+        .unwrap();
+    let ordered = loop {
+        match q
+            .draw_lottery_from(
+                s.id,
+                "phase-seed",
+                first,
+                std::time::Duration::from_millis(50),
+            )
+            .await
+            .unwrap()
+        {
+            LotteryDraw::UnderWay => continue,
+            done => break done,
+        }
+    };
+    assert_eq!(ordered, LotteryDraw::Drawn(8));
+    let again = q
+        .draw_lottery_from(s.id, "phase-seed", first, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(again, LotteryDraw::DrawnBefore, "once");
+    let mut expected = general.clone();
+    expected.sort_by_key(|n| draw_key("phase-seed", n));
+    let waiting: Vec<_> = general.iter().cloned().zip(attempts).collect();
+    assert_eq!(by_place(&q, &waiting).await, expected);
+    let admitted = admit_all(&q, &s, 100).await;
+    let names: Vec<String> = admitted
+        .iter()
+        .map(|a| a.user.as_str().to_owned())
+        .collect();
+    assert_eq!(names, expected, "admitted in the draw's order");
 }
 
 /// The lottery's draw, called until it is made; what the last call said.

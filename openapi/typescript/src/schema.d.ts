@@ -664,7 +664,8 @@ export interface paths {
          *     `list`), then the general sale from 20:00 (`everyone`). The first begins when the sale
          *     opens (`starts_at` = the sale's `opens_at`) and opens as the sale does (FIFO or its
          *     lottery); each later one begins at its `starts_at`, when its rate, cap and per-user
-         *     limit replace the sale's. The stock is the sale's: what one phase leaves, the next
+         *     limit replace the sale's, and opens in join order or by lottery (`lottery`: its
+         *     audience joins a pre-queue from `joins_from`, drawn at `starts_at`). The stock is the sale's: what one phase leaves, the next
          *     sells. While a phase runs, a join of a user it does not let in answers 403
          *     `not-in-phase` with the next phase open to them.
          */
@@ -1822,6 +1823,7 @@ export interface components {
          *         {
          *           "audience": "everyone",
          *           "name": "General sale",
+         *           "opening": "fifo",
          *           "starts_at": "2026-07-25T17:20:00+00:00"
          *         }
          *       ],
@@ -1878,7 +1880,11 @@ export interface components {
          */
         OfferPhaseOut: {
             audience: components["schemas"]["AudienceName"];
+            /** Format: date-time */
+            joins_from?: string;
+            lottery_seed?: string;
             name: string;
+            opening: components["schemas"]["OpeningName"];
             /** Format: date-time */
             starts_at: string;
         };
@@ -1951,6 +1957,21 @@ export interface components {
         PhaseIn: {
             audience: components["schemas"]["AudienceName"];
             /**
+             * Format: date-time
+             * @description A lottery phase: when its pre-queue opens, after the phase before it starts.
+             */
+            joins_from?: string;
+            /**
+             * @description A later phase opened by lottery: its audience joins a pre-queue from `joins_from`,
+             *     which is not admitted before `starts_at` (those still waiting from the phase before go
+             *     first); at `starts_at` it is drawn in the order of SHA-1 (hex) of
+             *     `<lottery_seed>:<user id>`. The first phase opens as the sale does (its `opening`).
+             * @default false
+             */
+            lottery?: boolean;
+            /** @description The lottery's seed, published with the phase (default: drawn now). */
+            lottery_seed?: string;
+            /**
              * Format: uint32
              * @description The cap on admitted, holding and paying users while it runs.
              */
@@ -2001,6 +2022,13 @@ export interface components {
              * @description Users who joined the line while it ran (absent before it began).
              */
             joined?: number;
+            /**
+             * Format: date-time
+             * @description A later lottery phase: when its pre-queue opens.
+             */
+            joins_from?: string;
+            /** @description A later lottery phase's seed. */
+            lottery_seed?: string;
             /** Format: uint32 */
             max_active: number;
             /**
@@ -2029,6 +2057,7 @@ export interface components {
          *       "phases": [
          *         {
          *           "audience": "list",
+         *           "lottery": false,
          *           "max_active": 200,
          *           "name": "Fan club presale",
          *           "per_user_limit": 2,
@@ -2037,6 +2066,7 @@ export interface components {
          *         },
          *         {
          *           "audience": "codes",
+         *           "lottery": false,
          *           "max_active": 200,
          *           "name": "Card holders",
          *           "per_user_limit": 2,
@@ -2045,6 +2075,9 @@ export interface components {
          *         },
          *         {
          *           "audience": "everyone",
+         *           "joins_from": "2026-07-25T18:50:00+00:00",
+         *           "lottery": true,
+         *           "lottery_seed": "2026-12-05-general",
          *           "max_active": 200,
          *           "name": "General sale",
          *           "per_user_limit": 4,

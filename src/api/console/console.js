@@ -49,7 +49,7 @@
       members: (n) => `${n} on the list`, codesOf: (n, used) => `${n} codes, ${used} redeemed`,
       uploadList: 'Upload list (CSV)', uploaded: (added, total) => `List: ${added} added, ${total} in all.`,
       generate: 'Generate', howMany: 'Codes', uses: 'Uses each', generated: (n) => `${n} codes generated.`,
-      exportCodes: 'Export codes (CSV)',
+      exportCodes: 'Export codes (CSV)', drawn: (from) => `by lottery, pre-queue from ${from}`,
     },
     ko: {
       title: 'sluice 콘솔', signOut: '로그아웃', signInTitle: '로그인', adminKey: '관리자 키',
@@ -86,7 +86,7 @@
       members: (n) => `명단 ${n}명`, codesOf: (n, used) => `코드 ${n}개, ${used}개 사용`,
       uploadList: '명단 올리기 (CSV)', uploaded: (added, total) => `명단: ${added}명 추가, 모두 ${total}명.`,
       generate: '만들기', howMany: '코드 수', uses: '코드당 사용', generated: (n) => `코드 ${n}개를 만들었습니다.`,
-      exportCodes: '코드 내보내기 (CSV)',
+      exportCodes: '코드 내보내기 (CSV)', drawn: (from) => `추첨, 사전 대기 ${from}부터`,
     },
   };
   const LANG = MESSAGES[document.documentElement.lang] ? document.documentElement.lang : 'en';
@@ -272,7 +272,9 @@
       const state = p.in_effect ? t('running') : over ? t('begun') : t('upcoming');
       const access = p.audience === 'list' ? t('members', p.members)
         : p.audience === 'codes' ? t('codesOf', p.codes, p.codes_redeemed) : '';
-      tr.append(cell(`${p.name} (${state})`), cell(at(p.starts_at)), cell(t(p.audience)),
+      const who = p.position > 0 && p.opening === 'lottery_at_open'
+        ? `${t(p.audience)} · ${t('drawn', at(p.joins_from))}` : t(p.audience);
+      tr.append(cell(`${p.name} (${state})`), cell(at(p.starts_at)), cell(who),
         cell(p.joined ?? '–', true), cell(p.admitted, true), cell(p.bought, true), cell(access));
       const tools = document.createElement('td');
       if (p.audience === 'list' && may('operator')) tools.append(listUpload(id, p.position));

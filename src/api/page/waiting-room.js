@@ -221,8 +221,12 @@
   /// A lottery sale before its opening: the order is drawn then, so joining early gives no
   /// advantage, and the place shown until then is not yet the one that counts.
   function lotteryTexts() {
-    const ahead = offer && offer.opening === 'lottery_at_open' && Date.now() < Date.parse(offer.opens_at);
-    const at = ahead ? new Date(offer.opens_at).toLocaleTimeString(lang, { hour: '2-digit', minute: '2-digit' }) : '';
+    // A later lottery phase's pre-queue is drawn at that phase's start; else the sale's opening.
+    const phase = phaseNow();
+    const [opening, drawAt] = phase && phase.joins_from ? [phase.opening, phase.starts_at]
+      : [offer && offer.opening, offer && offer.opens_at];
+    const ahead = opening === 'lottery_at_open' && Date.now() < Date.parse(drawAt);
+    const at = ahead ? new Date(drawAt).toLocaleTimeString(lang, { hour: '2-digit', minute: '2-digit' }) : '';
     $('join-intro').textContent = ahead ? t('joinIntroLottery', at) : t('joinIntro');
     $('lottery-note').textContent = ahead ? t('lotteryNote', at) : '';
     $('lottery-note').hidden = !ahead;
@@ -440,7 +444,7 @@
   function phaseNow() {
     const phases = (offer && offer.phases) || [];
     let current = phases[0] || null;
-    for (const p of phases) if (Date.parse(p.starts_at) <= Date.now()) current = p;
+    for (const p of phases) if (Date.parse(p.joins_from || p.starts_at) <= Date.now()) current = p;
     return current;
   }
 

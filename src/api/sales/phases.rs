@@ -16,7 +16,7 @@ use crate::api::{parse_sale_id, ApiTags, DEFAULT_PAGE};
 use crate::domain::phase::{Audience, NewPhase};
 use crate::domain::Role;
 use crate::service::phases::PhaseView;
-use crate::service::{self, App};
+use crate::service::{self, App, ServiceError};
 
 pub struct PhasesApi {
     pub app: App,
@@ -72,6 +72,21 @@ pub struct PhaseIn {
     /// Most units one user may hold or buy while it runs.
     #[oai(validator(minimum(value = "1"), maximum(value = "1000")))]
     pub per_user_limit: u32,
+    /// A later phase opened by lottery: its audience joins a pre-queue from `joins_from`,
+    /// which is not admitted before `starts_at` (those still waiting from the phase before go
+    /// first); at `starts_at` it is drawn in the order of SHA-1 (hex) of
+    /// `<lottery_seed>:<user id>`. The first phase opens as the sale does (its `opening`).
+    #[oai(default)]
+    pub lottery: bool,
+    /// The lottery's seed, published with the phase (default: drawn now).
+    #[oai(
+        validator(min_length = 1, max_length = 64),
+        skip_serializing_if_is_none
+    )]
+    pub lottery_seed: Option<Text>,
+    /// A lottery phase: when its pre-queue opens, after the phase before it starts.
+    #[oai(skip_serializing_if_is_none)]
+    pub joins_from: Option<DateTime<Utc>>,
 }
 
 /// A sale's phases, in order of start.
@@ -93,8 +108,15 @@ pub struct PhaseOut {
     pub rate_per_minute: u32,
     pub max_active: u32,
     pub per_user_limit: u32,
-    /// How its line opens: the first phase's as the sale's; a later one's joins queue in order.
+    /// How its line opens: the first phase's as the sale's; a later one's in join order, or
+    /// drawn (`lottery_at_open`) at its start.
     pub opening: OpeningName,
+    /// A later lottery phase's seed.
+    #[oai(skip_serializing_if_is_none)]
+    pub lottery_seed: Option<String>,
+    /// A later lottery phase: when its pre-queue opens.
+    #[oai(skip_serializing_if_is_none)]
+    pub joins_from: Option<DateTime<Utc>>,
     /// Its settings took effect (the first phase: when the phases were set).
     pub begun: bool,
     /// Joins follow it now.
@@ -133,12 +155,14 @@ fn phase_out(position: usize, view: PhaseView, opening: OpeningName) -> PhaseOut
         rate_per_minute: phase.admission.rate_per_minute,
         max_active: phase.admission.max_active,
         per_user_limit: phase.per_user_limit,
-        opening: if position == 0 {
-            opening
-        } else {
-            OpeningName::Fifo
+        opening: match (position, &phase.lottery_seed) {
+            (0, _) => opening,
+            (_, Some(_)) => OpeningName::LotteryAtOpen,
+            (_, None) => OpeningName::Fifo,
         },
-        begun: phase.first_serial.is_some(),
+        lottery_seed: phase.lottery_seed,
+        joins_from: phase.joins_from,
+        begun: phase.applied,
         in_effect,
         joined,
         admitted: counts.admitted,
@@ -158,12 +182,19 @@ impl poem_openapi::types::Example for PhasesIn {
             rate_per_minute: 600,
             max_active: 200,
             per_user_limit: limit,
+            lottery: false,
+            lottery_seed: None,
+            joins_from: None,
         };
+        let mut general = phase("General sale", 2, AudienceName::Everyone, 4);
+        general.lottery = true;
+        general.lottery_seed = Some(Text::from("2026-12-05-general"));
+        general.joins_from = Some(example_time() + chrono::Duration::minutes(90));
         PhasesIn {
             phases: vec![
                 phase("Fan club presale", 0, AudienceName::List, 2),
                 phase("Card holders", 1, AudienceName::Codes, 2),
-                phase("General sale", 2, AudienceName::Everyone, 4),
+                general,
             ],
         }
     }
@@ -181,6 +212,8 @@ impl poem_openapi::types::Example for PhasesOut {
                 max_active: 200,
                 per_user_limit: 2,
                 opening: OpeningName::Fifo,
+                lottery_seed: None,
+                joins_from: None,
                 begun: true,
                 in_effect: true,
                 joined: Some(1840),
@@ -386,7 +419,8 @@ impl PhasesApi {
     /// `list`), then the general sale from 20:00 (`everyone`). The first begins when the sale
     /// opens (`starts_at` = the sale's `opens_at`) and opens as the sale does (FIFO or its
     /// lottery); each later one begins at its `starts_at`, when its rate, cap and per-user
-    /// limit replace the sale's. The stock is the sale's: what one phase leaves, the next
+    /// limit replace the sale's, and opens in join order or by lottery (`lottery`: its
+    /// audience joins a pre-queue from `joins_from`, drawn at `starts_at`). The stock is the sale's: what one phase leaves, the next
     /// sells. While a phase runs, a join of a user it does not let in answers 403
     /// `not-in-phase` with the next phase open to them.
     #[oai(path = "/:sale_id/phases", method = "put", operation_id = "setPhases")]
@@ -398,19 +432,24 @@ impl PhasesApi {
     ) -> Result<PhasesResponse, ApiError> {
         let operator = auth.allows(Role::Operator)?;
         let sale = parse_sale_id(&sale_id)?;
-        let new = body
-            .0
-            .phases
-            .into_iter()
-            .map(|p| NewPhase {
+        let mut new = Vec::new();
+        for p in body.0.phases {
+            let seed = p.lottery_seed.map(Text::into_inner);
+            if seed.is_some() && !p.lottery {
+                let e = ServiceError::validation("phases.lottery_seed", "for a lottery phase");
+                return Err(e.into());
+            }
+            new.push(NewPhase {
                 name: p.name.into_inner(),
                 starts_at: p.starts_at,
                 audience: p.audience.into(),
                 rate_per_minute: p.rate_per_minute,
                 max_active: p.max_active,
                 per_user_limit: p.per_user_limit,
-            })
-            .collect();
+                lottery: p.lottery.then_some(seed),
+                joins_from: p.joins_from,
+            });
+        }
         let views = service::phases::set(&self.app, sale, new, operator).await?;
         self.answer(sale, views).await
     }

@@ -413,6 +413,21 @@ impl PhaseLedger for SqlLedger {
         .await
     }
 
+    async fn open_prequeue(
+        &self,
+        sale: SaleId,
+        position: u32,
+        first_serial: u64,
+    ) -> LedgerResult<bool> {
+        in_write!(self, |tx| phases::open_prequeue(
+            tx,
+            sale,
+            position,
+            first_serial
+        ))
+        .await
+    }
+
     async fn add_members(
         &self,
         sale: SaleId,

@@ -11,7 +11,7 @@ use crate::ledger::{AccessCode, LedgerError, LedgerResult, PhaseCounts, Redeemed
 pub(super) async fn load(conn: &mut Conn, sale: SaleId) -> LedgerResult<Vec<Phase>> {
     let rows = sqlx::query(
         "SELECT name, starts_at, audience, rate_per_minute, max_active, per_user_limit,
-                first_serial
+                first_serial, lottery_seed, joins_from, applied
          FROM sale_phases WHERE sale_id = $1 ORDER BY position",
     )
     .bind(sale.0)
@@ -29,7 +29,10 @@ pub(super) async fn load(conn: &mut Conn, sale: SaleId) -> LedgerResult<Vec<Phas
                 admission: Admission::parse(int("rate_per_minute"), int("max_active"), None)
                     .map_err(|_| bad())?,
                 per_user_limit: int("per_user_limit"),
+                lottery_seed: r.get("lottery_seed"),
+                joins_from: r.get::<Option<At>, _>("joins_from").map(|t| t.0),
                 first_serial: r.get::<Option<i64>, _>("first_serial").map(|s| s as u64),
+                applied: r.get("applied"),
             })
         })
         .collect()
@@ -44,8 +47,9 @@ pub(super) async fn replace(conn: &mut Conn, sale: SaleId, phases: &[Phase]) -> 
     for (position, p) in phases.iter().enumerate() {
         sqlx::query(
             "INSERT INTO sale_phases (sale_id, position, name, starts_at, audience,
-                rate_per_minute, max_active, per_user_limit, first_serial)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                rate_per_minute, max_active, per_user_limit, first_serial, lottery_seed,
+                joins_from, applied)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(sale.0)
         .bind(position as i32)
@@ -56,6 +60,9 @@ pub(super) async fn replace(conn: &mut Conn, sale: SaleId, phases: &[Phase]) -> 
         .bind(p.admission.max_active as i32)
         .bind(p.per_user_limit as i32)
         .bind(p.first_serial.map(|s| s as i64))
+        .bind(&p.lottery_seed)
+        .bind(At::of(p.joins_from))
+        .bind(p.applied)
         .execute(&mut *conn)
         .await
         .map_err(db_error)?;
@@ -63,8 +70,29 @@ pub(super) async fn replace(conn: &mut Conn, sale: SaleId, phases: &[Phase]) -> 
     Ok(())
 }
 
-/// Marks the phase begun; true when this call did.
+/// Marks the phase started (its first serial written unless its pre-queue wrote it); true
+/// when this call did.
 pub(super) async fn mark_begun(
+    conn: &mut Conn,
+    sale: SaleId,
+    position: u32,
+    first_serial: u64,
+) -> LedgerResult<bool> {
+    let done = sqlx::query(
+        "UPDATE sale_phases SET first_serial = coalesce(first_serial, $3), applied = true
+         WHERE sale_id = $1 AND position = $2 AND NOT applied",
+    )
+    .bind(sale.0)
+    .bind(position as i32)
+    .bind(first_serial as i64)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Opens a lottery phase's pre-queue: its first serial written; true when this call did.
+pub(super) async fn open_prequeue(
     conn: &mut Conn,
     sale: SaleId,
     position: u32,

@@ -35,6 +35,8 @@ pub(super) enum Record {
         epoch: String,
         seq: u64,
         drawn: bool,
+        #[serde(default)]
+        drawn_from: Option<u64>,
         waiting: Vec<(u64, Uuid, String)>,
     },
     /// A user joined (or came back to their place) at `seq`.
@@ -59,6 +61,8 @@ pub(super) struct SavedLine {
     pub epoch: String,
     pub seq: u64,
     pub drawn: bool,
+    /// The serial the last draw ordered from (none in a journal of before the phases).
+    pub drawn_from: Option<u64>,
     /// Serial → (attempt, user), in the line's order.
     pub waiting: BTreeMap<u64, (Uuid, UserId)>,
 }
@@ -71,6 +75,7 @@ impl SavedLine {
                 epoch,
                 seq,
                 drawn,
+                drawn_from,
                 waiting,
             } => {
                 let waiting = waiting
@@ -85,6 +90,7 @@ impl SavedLine {
                         epoch,
                         seq,
                         drawn,
+                        drawn_from,
                         waiting,
                     },
                 );
@@ -121,6 +127,7 @@ impl SavedLine {
             epoch: self.epoch.clone(),
             seq: self.seq,
             drawn: self.drawn,
+            drawn_from: self.drawn_from,
             waiting: self
                 .waiting
                 .iter()

@@ -87,8 +87,9 @@ struct SaleQueue {
     /// their place for want of one.
     seen: Presence,
     abandoned: HashSet<Uuid>,
-    /// A lottery sale's draw was made.
-    lottery_drawn: bool,
+    /// The serial the last lottery draw ordered the line from (0: the sale's opening; a later
+    /// lottery phase's pre-queue), once a draw was made.
+    lottery_drawn: Option<u64>,
     /// The line's numbering (as `meta.epoch`): new with the sale and at the lottery's draw.
     epoch: String,
     /// What the lottery's draw made of the serials before it (as `<base>:renumbered`): the
@@ -248,7 +249,8 @@ impl SaleQueue {
         SavedLine {
             epoch: self.epoch.clone(),
             seq: self.seq,
-            drawn: self.lottery_drawn,
+            drawn: self.lottery_drawn.is_some(),
+            drawn_from: self.lottery_drawn,
             waiting: self
                 .queue
                 .iter()
@@ -271,7 +273,8 @@ impl SaleQueue {
     fn put_back(&mut self, line: SavedLine, now_ms: i64, track: bool) {
         self.epoch = line.epoch;
         self.seq = line.seq;
-        self.lottery_drawn = line.drawn;
+        // A journal of before the phases' draws: its one draw was the whole line's.
+        self.lottery_drawn = line.drawn_from.or(line.drawn.then_some(0));
         for (serial, (attempt, user)) in line.waiting {
             if self.active.contains_key(&attempt) || self.sold.contains_key(&attempt) {
                 self.journal_gone(attempt);
@@ -319,7 +322,7 @@ impl SaleQueue {
             controller: None,
             seen: Presence::default(),
             abandoned: HashSet::new(),
-            lottery_drawn: false,
+            lottery_drawn: None,
             epoch: new_epoch(),
             renumbered: None,
             departed: Vec::new(),
@@ -823,13 +826,14 @@ impl QueueStore for MemoryQueue {
         Ok(lease.flatten())
     }
 
-    async fn admit_batch(
+    async fn admit_batch_below(
         &self,
         sale: SaleId,
         lease: &Lease,
         wanted: u32,
         admission_ttl_ms: u64,
         measured_rate: f64,
+        below: Option<u64>,
     ) -> QueueResult<AdmitOutcome> {
         let _timer = CallTimer::start("admit");
         let now = now_ms();
@@ -855,6 +859,9 @@ impl QueueStore for MemoryQueue {
             let deadline = now + admission_ttl_ms as i64;
             let mut admitted = Vec::with_capacity(n);
             for _ in 0..n {
+                if below.is_some_and(|b| q.queue.first_key_value().is_some_and(|(s, _)| *s >= b)) {
+                    break;
+                }
                 let Some((seq, local)) = q.queue.pop_first() else { break };
                 q.queued.remove(&local);
                 q.seen.forget(local);
@@ -1091,21 +1098,22 @@ impl QueueStore for MemoryQueue {
         Ok(n.unwrap_or(0))
     }
 
-    async fn draw_lottery(
+    async fn draw_lottery_from(
         &self,
         sale: SaleId,
         seed: &str,
+        from: u64,
         _budget: Duration,
     ) -> QueueResult<LotteryDraw> {
         let _timer = CallTimer::start("lottery");
         let drawn = self.with(sale, |q| {
-            if q.lottery_drawn {
+            if q.lottery_drawn.is_some_and(|drawn_from| drawn_from >= from) {
                 return None;
             }
             let mut ranked: Vec<(String, Uuid)> = q
                 .queue
-                .values()
-                .map(|attempt| {
+                .range(from..)
+                .map(|(_, attempt)| {
                     let user = q.owners.get(attempt).map_or("", UserId::as_str);
                     (lottery_key(seed, user), *attempt)
                 })
@@ -1114,7 +1122,7 @@ impl QueueStore for MemoryQueue {
             // They keep the places they hold between them, given out again in that order (as
             // lottery.lua): the places gone out of turn stay gone, later joins follow. A
             // serial names another user from here on: the line is numbered anew.
-            let places: Vec<u64> = q.queue.keys().copied().collect();
+            let places: Vec<u64> = q.queue.range(from..).map(|(s, _)| *s).collect();
             let (first, last) = (
                 places.first().copied().unwrap_or(1),
                 places.last().copied().unwrap_or(0),
@@ -1135,7 +1143,7 @@ impl QueueStore for MemoryQueue {
                 };
                 q.renumbered = Some((drawn, q.epoch.clone(), renumbered));
             }
-            q.lottery_drawn = true;
+            q.lottery_drawn = Some(from);
             q.journal_line();
             Some(ranked.len() as u64)
         });
