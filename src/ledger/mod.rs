@@ -98,6 +98,9 @@ pub enum LedgerError {
     /// A unique name (an admin key's) is already used.
     #[error("the name {0} is already used")]
     NameTaken(String),
+    /// A phase's list would hold more user ids than it may (nothing was added).
+    #[error("a list holds at most {max} user ids; this one would hold {would}")]
+    ListFull { max: u64, would: u64 },
     #[error("ledger: {0}")]
     Other(String),
 }

@@ -69,12 +69,14 @@ pub trait PhaseLedger: Send + Sync {
     ) -> LedgerResult<bool>;
 
     /// Adds user ids to a list phase (those on it already stay once), in one transaction with
-    /// the operator's entry: how many were new, and how many the list holds now.
+    /// the operator's entry: how many were new, and how many the list holds now. A list that
+    /// would hold more than `max` takes none ([`super::LedgerError::ListFull`]).
     async fn add_members(
         &self,
         sale: SaleId,
         position: u32,
         users: &[String],
+        max: u64,
         entry: &AdminAction,
     ) -> LedgerResult<(u64, u64)>;
 

@@ -152,6 +152,9 @@ impl From<LedgerError> for ServiceError {
                 ServiceError::validation("seat_ids", format!("seat {seat} does not exist"))
             }
             LedgerError::NameTaken(name) => ServiceError::NameTaken(name),
+            full @ LedgerError::ListFull { .. } => {
+                ServiceError::validation("user_ids", full.to_string())
+            }
             LedgerError::NotFree { asked, free } => ServiceError::StockInUse { asked, free },
             LedgerError::SeatExists(seat) => {
                 ServiceError::validation("add_seats", format!("seat {seat} is already in the sale"))

@@ -264,22 +264,17 @@ pub async fn add_members(
     for (i, id) in users.iter().enumerate() {
         checked_user(id, &format!("user_ids[{i}]"))?;
     }
-    let held = app
-        .ledger
-        .phase_counts(sale, &vec![None; position as usize + 1])
-        .await?[position as usize]
-        .members;
-    if held + users.len() as u64 > MAX_MEMBERS {
+    if users.len() as u64 > MAX_MEMBERS {
         return Err(ServiceError::validation(
             "user_ids",
-            format!("a list holds at most {MAX_MEMBERS} user ids ({held} already)"),
+            format!("a list holds at most {MAX_MEMBERS} user ids"),
         ));
     }
     let shown = serde_json::json!({ "position": position, "user_ids": users.len() });
     let entry = entry(operator, "addPhaseMembers", sale, shown);
     Ok(app
         .ledger
-        .add_members(sale, position, &users, &entry)
+        .add_members(sale, position, &users, MAX_MEMBERS, &entry)
         .await?)
 }
 

@@ -433,6 +433,7 @@ impl PhaseLedger for SqlLedger {
         sale: SaleId,
         position: u32,
         users: &[String],
+        max: u64,
         entry: &AdminAction,
     ) -> LedgerResult<(u64, u64)> {
         in_write!(self, |tx| async {
@@ -441,8 +442,11 @@ impl PhaseLedger for SqlLedger {
             for chunk in users.chunks(50_000) {
                 added += phases::add_members(&mut *tx, sale, position, chunk).await?;
             }
-            flows::record_admin_action(&mut *tx, entry).await?;
             let total = phases::count_members(&mut *tx, sale, position).await?;
+            if total > max {
+                return Err(LedgerError::ListFull { max, would: total });
+            }
+            flows::record_admin_action(&mut *tx, entry).await?;
             Ok::<_, LedgerError>((added, total))
         })
         .await
