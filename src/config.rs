@@ -389,19 +389,6 @@ impl NotifyConfig {
     pub fn any_channel(&self) -> bool {
         !self.vapid_private_key.is_empty() || !self.webhook_url.is_empty()
     }
-
-    /// The VAPID keys, when Web Push is on (checked to be one pair at start).
-    pub fn vapid(&self) -> Option<crate::notify::web_push::Vapid> {
-        if self.vapid_private_key.is_empty() {
-            return None;
-        }
-        crate::notify::web_push::Vapid::new(
-            &self.vapid_private_key,
-            &self.vapid_public_key,
-            &self.vapid_subject,
-        )
-        .ok()
-    }
 }
 
 /// The adaptive admission controller (sales in `adaptive` mode; manual sales ignore it).
@@ -1043,12 +1030,12 @@ impl Config {
             })
         };
         if !n.vapid_private_key.is_empty() {
-            if let Err(e) = crate::notify::web_push::Vapid::new(
-                &n.vapid_private_key,
-                &n.vapid_public_key,
-                &n.vapid_subject,
-            ) {
-                return bad("notify.vapid_private_key", &e.to_string());
+            // That the two keys are one pair is checked at start, where the sender is made.
+            if n.vapid_public_key.is_empty() {
+                return bad(
+                    "notify.vapid_public_key",
+                    "the public key of the VAPID pair",
+                );
             }
             if !(n.vapid_subject.starts_with("mailto:") || n.vapid_subject.starts_with("https://"))
             {

@@ -9,21 +9,18 @@
 //! id, both the attempt's, so a push service or a shop that gets one twice keeps one. Each is
 //! bounded in rate (`notify.max_per_second`), and the hand-over queue is bounded: past it,
 //! messages are dropped and counted (`sluice_turn_notifications_total{outcome="dropped"}`),
-//! never waited for — admission does not slow down for its messages.
+//! never waited for — admission does not slow down for its messages. `workers/turns.rs` sends.
 
 pub mod shop_webhook;
 pub mod web_push;
 
-use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 use crate::config::NotifyConfig;
 use crate::domain::{AttemptId, UserId};
-use crate::service::App;
 
 /// An attempt whose turn came.
 #[derive(Debug, Clone)]
@@ -37,34 +34,49 @@ pub struct Turn {
 /// Turns waiting to be told, in at most this many (then dropped).
 const QUEUE: usize = 10_000;
 
-/// Messages in flight at once per channel.
-const IN_FLIGHT: usize = 16;
-
 /// Tries of one message in all (a push service or a shop that is down, or says 429 or 5xx),
 /// the waits between them doubling from [`FIRST_BACKOFF`].
 const TRIES: u32 = 3;
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 
-/// The hand-over from the admission loop to the sending worker.
+/// The hand-over from the admission loop to the sending worker (`workers/turns.rs`).
 pub struct Turns {
     sender: Option<mpsc::Sender<Turn>>,
     receiver: Mutex<Option<mpsc::Receiver<Turn>>>,
+    /// The server's VAPID keys, when Web Push is on.
+    vapid: Option<Arc<web_push::Vapid>>,
 }
 
 impl Turns {
-    /// A hand-over when a channel is configured; otherwise one that takes nothing.
-    pub fn new(config: &NotifyConfig) -> Turns {
-        if !config.any_channel() {
-            return Turns {
-                sender: None,
-                receiver: Mutex::new(None),
-            };
-        }
-        let (sender, receiver) = mpsc::channel(QUEUE);
-        Turns {
-            sender: Some(sender),
-            receiver: Mutex::new(Some(receiver)),
-        }
+    /// A hand-over when a channel is configured; otherwise one that takes nothing. The VAPID
+    /// keys must be one pair.
+    pub fn new(config: &NotifyConfig) -> anyhow::Result<Turns> {
+        let vapid = if config.vapid_private_key.is_empty() {
+            None
+        } else {
+            let vapid = web_push::Vapid::new(
+                &config.vapid_private_key,
+                &config.vapid_public_key,
+                &config.vapid_subject,
+            )
+            .map_err(|e| anyhow::anyhow!("notify.vapid_private_key: {e}"))?;
+            Some(Arc::new(vapid))
+        };
+        let (sender, receiver) = if config.any_channel() {
+            let (sender, receiver) = mpsc::channel(QUEUE);
+            (Some(sender), Some(receiver))
+        } else {
+            (None, None)
+        };
+        Ok(Turns {
+            sender,
+            receiver: Mutex::new(receiver),
+            vapid,
+        })
+    }
+
+    pub fn vapid(&self) -> Option<&Arc<web_push::Vapid>> {
+        self.vapid.as_ref()
     }
 
     /// Hands over newly admitted attempts; never waits.
@@ -78,12 +90,12 @@ impl Turns {
     }
 
     /// The receiving end, once (the worker's).
-    fn take(&self) -> Option<mpsc::Receiver<Turn>> {
+    pub fn take(&self) -> Option<mpsc::Receiver<Turn>> {
         self.receiver.lock().expect("not poisoned").take()
     }
 }
 
-fn counted(channel: &'static str, outcome: &'static str) {
+pub fn counted(channel: &'static str, outcome: &'static str) {
     metrics::counter!("sluice_turn_notifications_total", "channel" => channel, "outcome" => outcome)
         .increment(1);
 }
@@ -114,7 +126,7 @@ async fn send(request: &reqwest::RequestBuilder) -> Sent {
 /// Sends `request`, trying again after an outage ([`TRIES`] in all); counted by channel and
 /// outcome: `sent`, `gone` (a push service's 404 or 410: the subscription ended), `refused`,
 /// `failed`.
-async fn deliver(channel: &'static str, request: reqwest::RequestBuilder) {
+pub async fn deliver(channel: &'static str, request: reqwest::RequestBuilder) {
     let mut backoff = FIRST_BACKOFF;
     for attempt in 1..=TRIES {
         match send(&request).await {
@@ -136,90 +148,6 @@ async fn deliver(channel: &'static str, request: reqwest::RequestBuilder) {
     }
 }
 
-type Limiter = governor::DefaultDirectRateLimiter;
-
-/// Sends the turns handed over until the process stops.
-pub async fn run(app: App) {
-    let Some(mut receiver) = app.turns.take() else {
-        return;
-    };
-    let config = &app.config.notify;
-    let per_second = NonZeroU32::new(config.max_per_second).unwrap_or(NonZeroU32::MIN);
-    let limiter = Arc::new(Limiter::direct(governor::Quota::per_second(per_second)));
-    let client = match reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(10))
-        .build()
-    {
-        Ok(client) => client,
-        Err(e) => return tracing::error!(error = %e, "no HTTP client: your-turn messages off"),
-    };
-    let vapid = config.vapid().map(Arc::new);
-    let hook = shop_webhook::ShopWebhook::from_config(config).map(Arc::new);
-    let mut batch = Vec::with_capacity(100);
-    while receiver.recv_many(&mut batch, 100).await > 0 {
-        let mut requests = Vec::new();
-        if let Some(vapid) = &vapid {
-            requests.extend(
-                web_push_requests(&app, &client, vapid, &batch)
-                    .await
-                    .into_iter()
-                    .map(|r| ("web_push", r)),
-            );
-        }
-        if let Some(hook) = &hook {
-            for turn in &batch {
-                match hook.request(&client, turn) {
-                    Ok(r) => requests.push(("webhook", r)),
-                    Err(e) => tracing::warn!(error = %e, "an attempt.admitted webhook not made"),
-                }
-            }
-        }
-        batch.clear();
-        futures_util::stream::iter(requests)
-            .for_each_concurrent(IN_FLIGHT, |(channel, request)| {
-                let limiter = Arc::clone(&limiter);
-                async move {
-                    limiter.until_ready().await;
-                    deliver(channel, request).await;
-                }
-            })
-            .await;
-    }
-}
-
-/// The push messages of a batch's attempts that left a subscription (each taken as it is read).
-async fn web_push_requests(
-    app: &App,
-    client: &reqwest::Client,
-    vapid: &web_push::Vapid,
-    batch: &[Turn],
-) -> Vec<reqwest::RequestBuilder> {
-    let ids: Vec<AttemptId> = batch.iter().map(|t| t.attempt).collect();
-    let subscriptions = match app.ledger.take_push_subscriptions(&ids).await {
-        Ok(found) => found,
-        Err(e) => {
-            tracing::warn!(error = %e, count = ids.len(), "push subscriptions not read: no push for these turns");
-            return Vec::new();
-        }
-    };
-    let now = chrono::Utc::now().timestamp();
-    let mut requests = Vec::with_capacity(subscriptions.len());
-    for (attempt, subscription) in subscriptions {
-        let Some(turn) = batch.iter().find(|t| t.attempt == attempt) else {
-            continue;
-        };
-        match push_request(client, vapid, &subscription, turn, now) {
-            Ok(r) => requests.push(r),
-            Err(e) => {
-                counted("web_push", "refused");
-                tracing::warn!(%attempt, error = %e, "a push message not made");
-            }
-        }
-    }
-    requests
-}
-
 /// What a push message carries: the service worker (`/waiting-room/sw.js`) words it in the
 /// page's language.
 #[derive(serde::Serialize)]
@@ -234,7 +162,7 @@ struct PushPayload<'a> {
     lang: &'a str,
 }
 
-fn push_request(
+pub fn push_request(
     client: &reqwest::Client,
     vapid: &web_push::Vapid,
     subscription: &web_push::Subscription,

@@ -141,7 +141,7 @@ impl App {
             offers: Arc::default(),
             drain: drain::Drain::default(),
             holds_in_flight: Default::default(),
-            turns: crate::notify::Turns::new(&config.notify),
+            turns: crate::notify::Turns::new(&config.notify)?,
             queue,
             ledger,
             config: Arc::new(config),

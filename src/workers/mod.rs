@@ -13,6 +13,7 @@ pub mod payments;
 pub mod queue_sync;
 pub mod reapers;
 pub mod relay;
+pub mod turns;
 
 use tokio::task::JoinHandle;
 
@@ -49,7 +50,7 @@ impl Workers {
             tasks.push(tokio::spawn(figures::run(app.clone(), every)));
         }
         tasks.push(tokio::spawn(payments::run(app.clone())));
-        tasks.push(tokio::spawn(crate::notify::run(app.clone())));
+        tasks.push(tokio::spawn(turns::run(app.clone())));
         let reapers = reapers::start(app.clone()).await?;
         Ok(Workers {
             draining: vec![admission, relay],

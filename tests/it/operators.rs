@@ -46,6 +46,12 @@ fn body_of(operation: &str) -> Option<Value> {
         "createAdminKey" => Some(json!({ "name": "refused", "role": "admin" })),
         "changeStock" => Some(json!({ "add": 1 })),
         "updateSale" => Some(json!({ "name": "refused" })),
+        "setPhases" => Some(
+            json!({ "phases": [{ "name": "refused", "starts_at": "2030-01-01T00:00:00Z",
+            "audience": "everyone", "rate_per_minute": 1, "max_active": 1, "per_user_limit": 1 }] }),
+        ),
+        "addPhaseMembers" => Some(json!({ "user_ids": ["refused"] })),
+        "generateAccessCodes" => Some(json!({ "count": 1 })),
         _ => None,
     }
 }
@@ -77,6 +83,24 @@ async fn every_write_route_refuses_a_key_whose_role_is_too_low(backend: Backend)
     let (attempt, _) = t.admitted(&sale, "reader").await;
     let viewer = new_key(&t, "desk", "viewer").await;
     let operator = new_key(&t, "floor", "operator").await;
+    // A sale in phases (a list, then codes) for the phases' routes.
+    let opens = chrono::Utc::now() + chrono::Duration::hours(1);
+    let phased = t
+        .create_sale(json!({ "quantity": 5, "opens_at": opens }))
+        .await;
+    let phase = |name: &str, at: chrono::DateTime<chrono::Utc>, audience: &str| {
+        json!({ "name": name, "starts_at": at, "audience": audience, "rate_per_minute": 60,
+                "max_active": 10, "per_user_limit": 1 })
+    };
+    let set = t
+        .admin(Method::PUT, &format!("/v1/sales/{phased}/phases"))
+        .json(&json!({ "phases": [phase("members", opens, "list"),
+            phase("codes", opens + chrono::Duration::hours(1), "codes")] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(set.status(), 200, "{}", set.text().await.unwrap());
+
     let before = t
         .admin_json(Method::GET, &format!("/v1/sales/{sale}"))
         .await;
@@ -89,17 +113,29 @@ async fn every_write_route_refuses_a_key_whose_role_is_too_low(backend: Backend)
     let writes: Vec<_> = ops.iter().filter(|(_, m, _)| *m != Method::GET).collect();
     assert!(writes.len() >= 8, "the admin writes: {writes:?}");
     for (id, method, template) in &ops {
+        let in_phases = template.contains("/phases");
         let path = template
-            .replace("{sale_id}", &sale)
+            .replace("{sale_id}", if in_phases { &phased } else { &sale })
+            .replace(
+                "{position}",
+                if template.ends_with("/codes") {
+                    "1"
+                } else {
+                    "0"
+                },
+            )
             .replace("{attempt_id}", &attempt)
             .replace("{name}", "floor");
         // Keys are an admin's: an operator is refused there; every other write is an
-        // operator's: a viewer is refused.
+        // operator's: a viewer is refused; so are a phase's access codes, which let in.
         let keys = template.starts_with("/v1/admin/keys");
-        let refused: &[&str] = match (keys, *method == Method::GET) {
-            (true, _) => &[viewer.as_str(), operator.as_str()],
-            (false, false) => &[viewer.as_str()],
-            (false, true) => &[],
+        let secret = id == "listAccessCodes";
+        let refused: &[&str] = if keys {
+            &[viewer.as_str(), operator.as_str()]
+        } else if *method != Method::GET || secret {
+            &[viewer.as_str()]
+        } else {
+            &[]
         };
         for key in refused {
             let mut req = with_key(&t, key, method.clone(), &path);
@@ -113,7 +149,7 @@ async fn every_write_route_refuses_a_key_whose_role_is_too_low(backend: Backend)
                 "{id}: {problem}"
             );
         }
-        if !keys && *method == Method::GET {
+        if !keys && !secret && *method == Method::GET {
             let resp = with_key(&t, &viewer, Method::GET, &path)
                 .send()
                 .await
@@ -138,8 +174,8 @@ async fn every_write_route_refuses_a_key_whose_role_is_too_low(backend: Backend)
     let listed = t.admin_json(Method::GET, "/v1/sales").await;
     assert_eq!(
         listed["sales"].as_array().unwrap().len(),
-        1,
-        "no sale created"
+        2,
+        "no sale created (the two of this test)"
     );
     let keys = t.admin_json(Method::GET, "/v1/admin/keys").await;
     let names: Vec<&str> = keys["keys"]
