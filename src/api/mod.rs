@@ -8,6 +8,7 @@ mod console;
 mod cors;
 mod event_stream;
 mod exposure;
+mod layouts;
 mod notifications;
 mod offer;
 mod operators;
@@ -17,6 +18,7 @@ pub mod problem;
 mod request_metrics;
 mod sales;
 mod sandbox;
+mod seat_map;
 mod security;
 mod serialized;
 pub mod spec;
@@ -80,6 +82,8 @@ type Apis = (
     operators::OperatorsApi,
     notifications::NotificationsApi,
     sales::phases::PhasesApi,
+    layouts::LayoutsApi,
+    seat_map::SeatMapApi,
 );
 
 pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
@@ -95,6 +99,8 @@ pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
             operators::OperatorsApi { app: app.clone() },
             notifications::NotificationsApi { app: app.clone() },
             sales::phases::PhasesApi { app: app.clone() },
+            layouts::LayoutsApi { app: app.clone() },
+            seat_map::SeatMapApi { app: app.clone() },
         ),
         "sluice",
         env!("CARGO_PKG_VERSION"),
@@ -204,7 +210,8 @@ fn failed_bound(detail: &str) -> Option<&str> {
 }
 
 /// Refuses bodies over the limit with 413, whether or not they declare their length.
-/// The body an operator's upload of a phase's member list may have: a million user ids.
+/// The body an operator's upload of a phase's member list (a million user ids) or of a
+/// venue's layout (100,000 seats) may have.
 const MEMBER_LIST_LIMIT: usize = 40 * 1024 * 1024;
 
 async fn limit_body<E: Endpoint>(
@@ -212,10 +219,12 @@ async fn limit_body<E: Endpoint>(
     mut req: Request,
     limit: usize,
 ) -> poem::Result<Response> {
-    // A member list (addPhaseMembers) is large; only a request with an admin key is let
-    // send one (the key itself is checked by the operation).
+    // A member list (addPhaseMembers) and a venue's layout (createLayout) are large; only a
+    // request with an admin key is let send one (the key itself is checked by the operation).
+    let path = req.uri().path();
+    let large = path.ends_with("/members") || path.trim_end_matches('/') == "/v1/layouts";
     let limit = if req.method() == poem::http::Method::POST
-        && req.uri().path().ends_with("/members")
+        && large
         && req.headers().contains_key("x-admin-key")
     {
         limit.max(MEMBER_LIST_LIMIT)

@@ -60,7 +60,7 @@ fn etag_of(offer: &OfferOut) -> String {
 }
 
 /// Whether `If-None-Match` names `etag` (weak comparison: `W/` prefixes are ignored).
-fn none_match(if_none_match: Option<&str>, etag: &str) -> bool {
+pub(super) fn none_match(if_none_match: Option<&str>, etag: &str) -> bool {
     if_none_match.is_some_and(|header| {
         header
             .split(',')

@@ -13,6 +13,7 @@ pub mod sale;
 pub mod signal_catalogue;
 pub mod stock_change;
 pub mod valve;
+pub mod venue;
 
 pub use attempt::{
     decide, AttemptEvent, AttemptState, Decision, Effect, ExpiryReason, Kept, Rejected,

@@ -63,24 +63,28 @@ pub enum Target {
     Sale(super::SaleId),
     Attempt(super::AttemptId),
     AdminKey(String),
+    /// A venue layout.
+    Layout(Uuid),
 }
 
 impl Target {
-    /// How the audit log names it: `sale:<id>`, `attempt:<id>`, `admin_key:<name>`.
+    /// How the audit log names it: `sale:<id>`, `attempt:<id>`, `admin_key:<name>`,
+    /// `layout:<id>`.
     pub fn name(&self) -> String {
         match self {
             Target::Sale(id) => format!("sale:{id}"),
             Target::Attempt(id) => format!("attempt:{id}"),
             Target::AdminKey(name) => format!("admin_key:{name}"),
+            Target::Layout(id) => format!("layout:{id}"),
         }
     }
 
-    /// The sale it belongs to, if any (an admin key belongs to none).
+    /// The sale it belongs to, if any (an admin key and a layout belong to none).
     pub fn sale(&self) -> Option<super::SaleId> {
         match self {
             Target::Sale(id) => Some(*id),
             Target::Attempt(id) => Some(id.sale),
-            Target::AdminKey(_) => None,
+            Target::AdminKey(_) | Target::Layout(_) => None,
         }
     }
 }

@@ -205,6 +205,8 @@ pub struct Sale {
     pub price: Option<super::Price>,
     pub status: SaleStatus,
     pub created_at: DateTime<Utc>,
+    /// The venue layout its seats are drawn from (named-seat sales made from one).
+    pub layout: Option<uuid::Uuid>,
 }
 
 /// How a sale opens.
@@ -257,6 +259,8 @@ pub struct NewSale {
     /// `Some(seed)`: a lottery at the opening (an empty seed draws one); `None`: FIFO.
     pub lottery: Option<String>,
     pub price: super::NewPrice,
+    /// The venue layout the seats (and the categories' seats) come from.
+    pub layout: Option<uuid::Uuid>,
 }
 
 impl NewSale {
@@ -334,6 +338,7 @@ impl NewSale {
             price,
             status: SaleStatus::Open,
             created_at: now,
+            layout: self.layout,
         })
     }
 }
@@ -425,6 +430,7 @@ mod tests {
             max_active: 100,
             adaptive: None,
             lottery: None,
+            layout: None,
             price: Default::default(),
         }
     }

@@ -6,6 +6,7 @@
 pub mod breaker;
 mod flows;
 mod idempotency;
+mod layouts;
 mod outbox;
 mod payments;
 mod phases;
@@ -18,6 +19,7 @@ mod support;
 mod transition;
 
 pub use idempotency::{IdempotencyLedger, SavedResponse};
+pub use layouts::{LayoutLedger, LayoutSummary};
 pub use outbox::{OutboxEvent, OutboxLedger, RelayLease};
 pub use payments::{OpenPayment, PaymentLedger};
 pub use phases::{AccessCode, PhaseCounts, PhaseLedger, Redeemed};
@@ -316,6 +318,7 @@ pub trait Ledger:
     + PaymentLedger
     + PushLedger
     + PhaseLedger
+    + LayoutLedger
     + Send
     + Sync
     + 'static

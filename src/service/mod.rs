@@ -17,6 +17,7 @@ pub mod drain;
 pub mod figures;
 pub mod hold;
 pub mod join;
+pub mod layouts;
 pub mod leave;
 pub mod line;
 pub mod offer;
@@ -27,6 +28,7 @@ pub mod portone_webhook;
 pub mod refund;
 pub mod sales;
 pub mod sandbox;
+pub mod seat_map;
 pub mod status;
 pub mod status_stream;
 pub mod stripe_webhook;
@@ -102,6 +104,9 @@ pub struct AppParts {
     /// Attempts whose turn came, handed from the admission loop to the sender of the
     /// "it's your turn" messages (`crate::notify`).
     pub turns: crate::notify::Turns,
+    /// This replica's seat maps of the sales it is asked about, each read at most once per
+    /// `queue.line_refresh_ms`.
+    pub seat_maps: seat_map::SeatMaps,
 }
 
 impl App {
@@ -142,6 +147,7 @@ impl App {
             drain: drain::Drain::default(),
             holds_in_flight: Default::default(),
             turns: crate::notify::Turns::new(&config.notify)?,
+            seat_maps: Default::default(),
             queue,
             ledger,
             config: Arc::new(config),

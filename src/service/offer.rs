@@ -195,6 +195,7 @@ mod tests {
             max_active: 10,
             adaptive: None,
             lottery: None,
+            layout: None,
             price: Default::default(),
         }
         .parse(Utc::now())

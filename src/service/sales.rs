@@ -26,7 +26,14 @@ use crate::telemetry::warn_throttled;
 /// An operator's change to a sale as the audit log keeps it.
 pub type SaleAudit<'a> = Audit<'a, SaleRecord>;
 
-pub async fn create(app: &App, new: NewSale, audit: &SaleAudit<'_>) -> ServiceResult<SaleRecord> {
+pub async fn create(
+    app: &App,
+    mut new: NewSale,
+    audit: &SaleAudit<'_>,
+) -> ServiceResult<SaleRecord> {
+    if let Some(layout) = new.layout {
+        of_layout(app, &mut new, layout).await?;
+    }
     let sale = new
         .parse(Utc::now())
         .map_err(|e| ServiceError::validation(e.field, e.message))?;
@@ -61,6 +68,40 @@ pub async fn create(app: &App, new: NewSale, audit: &SaleAudit<'_>) -> ServiceRe
             "the new sale is not in the queue store yet: its first join puts it there");
     }
     Ok(record)
+}
+
+/// A sale of a venue layout takes the layout's seats, and each priced category the layout's
+/// seats of that category.
+async fn of_layout(app: &App, new: &mut NewSale, layout: uuid::Uuid) -> ServiceResult<()> {
+    let layout = app
+        .ledger
+        .layout(layout)
+        .await?
+        .ok_or_else(|| ServiceError::validation("layout_id", "no such layout"))?;
+    if new.seats.is_some() || new.quantity.is_some() {
+        return Err(ServiceError::validation(
+            "layout_id",
+            "a sale of a layout takes the layout's seats: give no quantity or seats",
+        ));
+    }
+    let of_layout = layout.categories();
+    for (name, _, seats) in &mut new.price.categories {
+        if !seats.is_empty() {
+            return Err(ServiceError::validation(
+                "categories",
+                format!("category {name}: its seats are the layout's; give none"),
+            ));
+        }
+        *seats = of_layout
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, seats)| seats.clone())
+            .ok_or_else(|| {
+                ServiceError::validation("categories", format!("the layout has no category {name}"))
+            })?;
+    }
+    new.seats = Some(layout.seat_ids());
+    Ok(())
 }
 
 pub async fn get(app: &App, id: SaleId) -> ServiceResult<SaleRecord> {

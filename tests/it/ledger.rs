@@ -248,6 +248,7 @@ fn new_sale(stock: Stock) -> Sale {
         max_active: 1000,
         adaptive: None,
         lottery: None,
+        layout: None,
         price: Default::default(),
     }
     .parse(Utc::now())

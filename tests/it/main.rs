@@ -38,6 +38,7 @@ mod refunds;
 mod reliability;
 mod sandbox;
 mod scale_out;
+mod seat_map;
 mod stock;
 mod stripe;
 mod support;

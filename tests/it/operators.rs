@@ -52,6 +52,10 @@ fn body_of(operation: &str) -> Option<Value> {
         ),
         "addPhaseMembers" => Some(json!({ "user_ids": ["refused"] })),
         "generateAccessCodes" => Some(json!({ "count": 1 })),
+        "createLayout" => Some(json!({ "name": "refused",
+            "stage": { "label": "S", "x": 0, "y": 0, "width": 1, "height": 1 },
+            "sections": [{ "id": "A", "name": "A", "rows": [{ "id": "1",
+                "seats": [{ "number": "1", "x": 1, "y": 1 }] }] }] })),
         _ => None,
     }
 }
@@ -101,6 +105,19 @@ async fn every_write_route_refuses_a_key_whose_role_is_too_low(backend: Backend)
         .unwrap();
     assert_eq!(set.status(), 200, "{}", set.text().await.unwrap());
 
+    // A layout for the layouts' reads.
+    let layout = t
+        .admin(Method::POST, "/v1/layouts")
+        .json(&body_of("createLayout").unwrap())
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let before = t
         .admin_json(Method::GET, &format!("/v1/sales/{sale}"))
         .await;
@@ -125,6 +142,7 @@ async fn every_write_route_refuses_a_key_whose_role_is_too_low(backend: Backend)
                 },
             )
             .replace("{attempt_id}", &attempt)
+            .replace("{layout_id}", &layout)
             .replace("{name}", "floor");
         // Keys are an admin's: an operator is refused there; every other write is an
         // operator's: a viewer is refused; so are a phase's access codes, which let in.

@@ -1229,6 +1229,7 @@ fn sale(stock: Stock, max_active: u32) -> Sale {
         max_active,
         adaptive: None,
         lottery: None,
+        layout: None,
         price: Default::default(),
     }
     .parse(Utc::now())

@@ -327,6 +327,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/layouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List venue layouts
+         * @description The layouts, newest first, with their number of seats.
+         */
+        get: operations["listLayouts"];
+        put?: never;
+        /**
+         * Upload a venue layout
+         * @description A venue's stage, sections, rows and seats (up to 100,000), each seat with where it is
+         *     drawn, its category and its flags (wheelchair, restricted view). Checked whole: a seat
+         *     twice, a place off the drawing or an id that is not one is refused naming the seat, and
+         *     nothing is kept. Sales are made from it with `createSale`'s `layout_id`; the layout
+         *     itself never changes (upload a new one for a changed hall).
+         */
+        post: operations["createLayout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/layouts/{layout_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a venue layout
+         * @description The layout as it was uploaded.
+         */
+        get: operations["getLayout"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/payments/toss/fail": {
         parameters: {
             query?: never;
@@ -389,6 +437,30 @@ export interface paths {
          *     get 304 while it is unchanged. Counts against the per-IP status limit.
          */
         get: operations["getPublicOffer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/sales/{sale_id}/seat-map": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a sale's seat map
+         * @description Each seat of a sale made from a venue layout, free, held or sold, row by row as runs
+         *     in the layout's order; no token needed. Each replica reads the sale's seats at most
+         *     once per `queue.line_refresh_ms`, however many buyers look, so the map may be that
+         *     old: a hold on a seat just taken still fails with 409 `seat-taken`. Send the `ETag`
+         *     back as `If-None-Match` to get 304 while the seats are unchanged.
+         */
+        get: operations["getSeatMap"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1378,8 +1450,11 @@ export interface components {
         CategoryIn: {
             /** @description 1 to 32 printable characters, unique in the sale. */
             name: string;
-            /** @description Its seats, each one of the sale's. */
-            seats: string[];
+            /**
+             * @description Its seats, each one of the sale's (a sale of a layout: none, the layout's of the
+             *     category).
+             */
+            seats?: string[];
             /**
              * Format: uint64
              * @description A seat's price in the category, in the currency's smallest unit.
@@ -1516,6 +1591,12 @@ export interface components {
              * @default 300
              */
             hold_ttl_secs?: number;
+            /**
+             * @description A named-seat sale of a venue layout (`createLayout`): its seats are the layout's, and
+             *     each category's seats the layout's seats of that category (give `categories` with a
+             *     price and no seats). Not with `quantity` or `seats`.
+             */
+            layout_id?: string;
             /**
              * @description A lottery's seed (up to 128 printable characters), published with the sale so anyone
              *     can re-derive the order (default: drawn now). Publish it before the opening, e.g. a
@@ -1735,6 +1816,96 @@ export interface components {
             quantity?: number;
             /** @description Seats to hold: 1 to 100 unique seat ids. */
             seat_ids?: string[];
+        };
+        /**
+         * LayoutIn
+         * @description A venue's layout.
+         * @example {
+         *       "name": "Olympic Hall",
+         *       "sections": [
+         *         {
+         *           "id": "A",
+         *           "name": "Floor A",
+         *           "rows": [
+         *             {
+         *               "id": "1",
+         *               "seats": [
+         *                 {
+         *                   "category": "VIP",
+         *                   "number": "1",
+         *                   "restricted_view": false,
+         *                   "wheelchair": true,
+         *                   "x": 1060,
+         *                   "y": 2000
+         *                 },
+         *                 {
+         *                   "category": "VIP",
+         *                   "number": "2",
+         *                   "restricted_view": false,
+         *                   "wheelchair": false,
+         *                   "x": 1120,
+         *                   "y": 2000
+         *                 },
+         *                 {
+         *                   "category": "R",
+         *                   "number": "3",
+         *                   "restricted_view": false,
+         *                   "wheelchair": false,
+         *                   "x": 1180,
+         *                   "y": 2000
+         *                 }
+         *               ]
+         *             }
+         *           ]
+         *         }
+         *       ],
+         *       "stage": {
+         *         "height": 800,
+         *         "label": "STAGE",
+         *         "width": 3000,
+         *         "x": 1000,
+         *         "y": 100
+         *       }
+         *     }
+         */
+        LayoutIn: {
+            name: string;
+            sections: components["schemas"]["SectionIn"][];
+            stage: components["schemas"]["StageIn"];
+        };
+        /**
+         * LayoutList
+         * @example {
+         *       "layouts": [
+         *         {
+         *           "created_at": "2026-07-25T17:20:00+00:00",
+         *           "id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f70",
+         *           "name": "Olympic Hall",
+         *           "seats": 14730
+         *         }
+         *       ]
+         *     }
+         */
+        LayoutList: {
+            layouts: components["schemas"]["LayoutSummaryOut"][];
+        };
+        /**
+         * LayoutSummaryOut
+         * @description A layout as listed, or as created.
+         * @example {
+         *       "created_at": "2026-07-25T17:20:00+00:00",
+         *       "id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f70",
+         *       "name": "Olympic Hall",
+         *       "seats": 14730
+         *     }
+         */
+        LayoutSummaryOut: {
+            /** Format: date-time */
+            created_at: string;
+            id: string;
+            name: string;
+            /** Format: uint32 */
+            seats: number;
         };
         /**
          * MemberPage
@@ -2260,6 +2431,20 @@ export interface components {
          * @enum {string}
          */
         RoleName: "viewer" | "operator" | "admin";
+        /** RowIn */
+        RowIn: {
+            id: string;
+            seats: components["schemas"]["SeatIn"][];
+        };
+        /** RowStatesOut */
+        RowStatesOut: {
+            id: string;
+            /**
+             * @description The row's seats in the layout's order, as runs of a state and a count: `f` free, `h`
+             *     held, `s` sold, `x` not sold in this sale (`f12h1s3`).
+             */
+            states: string;
+        };
         /**
          * SaleFiguresOut
          * @description A sale's figures over recent time, one point a sampling interval, oldest first.
@@ -2341,6 +2526,8 @@ export interface components {
             /** Format: uint32 */
             hold_ttl_secs: number;
             id: string;
+            /** @description The venue layout its seats are drawn from (`getSeatMap` draws them). */
+            layout_id?: string;
             /**
              * @description The lottery's seed (lottery sales): the order at the opening is SHA-1 (hex) of
              *     `<lottery_seed>:<user id>`, ascending.
@@ -2539,6 +2726,74 @@ export interface components {
             delay_ms?: number;
             outcome: components["schemas"]["SandboxOutcome"];
         };
+        /**
+         * SeatIn
+         * @description A seat, where it is drawn (0 to 100,000 each way), its category and its flags.
+         */
+        SeatIn: {
+            /** @description Its category (priced by each sale); none: the sale's unit price. */
+            category?: string;
+            /** @description Its number in the row; the seat's id is `<section>-<row>-<number>`. */
+            number: string;
+            /** @default false */
+            restricted_view?: boolean;
+            /** @default false */
+            wheelchair?: boolean;
+            /** Format: double */
+            x: number;
+            /** Format: double */
+            y: number;
+        };
+        /**
+         * SeatMapOut
+         * @example {
+         *       "free": 14,
+         *       "held": 1,
+         *       "layout_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f70",
+         *       "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
+         *       "sections": [
+         *         {
+         *           "id": "A",
+         *           "rows": [
+         *             {
+         *               "id": "1",
+         *               "states": "f12h1s3f2"
+         *             }
+         *           ]
+         *         }
+         *       ],
+         *       "sold": 3,
+         *       "version": 4182
+         *     }
+         */
+        SeatMapOut: {
+            /** Format: uint32 */
+            free: number;
+            /** Format: uint32 */
+            held: number;
+            /** @description The venue layout the seats are drawn on (sections, rows and seats in the same order). */
+            layout_id: string;
+            sale_id: string;
+            sections: components["schemas"]["SectionStatesOut"][];
+            /** Format: uint32 */
+            sold: number;
+            /**
+             * Format: uint64
+             * @description Grows with every change to the sale's seats.
+             */
+            version: number;
+        };
+        /** SectionIn */
+        SectionIn: {
+            id: string;
+            name: string;
+            rows: components["schemas"]["RowIn"][];
+        };
+        /** SectionStatesOut */
+        SectionStatesOut: {
+            id: string;
+            rows: components["schemas"]["RowStatesOut"][];
+        };
         /** SignalOut */
         SignalOut: {
             name: string;
@@ -2550,6 +2805,21 @@ export interface components {
              * @description Absent when it could not be read.
              */
             value?: number;
+        };
+        /**
+         * StageIn
+         * @description The stage or field, drawn as a box.
+         */
+        StageIn: {
+            /** Format: double */
+            height: number;
+            label: string;
+            /** Format: double */
+            width: number;
+            /** Format: double */
+            x: number;
+            /** Format: double */
+            y: number;
         };
         /**
          * StockChangeIn
@@ -4116,6 +4386,226 @@ export interface operations {
             };
         };
     };
+    listLayouts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["LayoutList"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createLayout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["LayoutIn"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    LOCATION: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["LayoutSummaryOut"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request is well-formed but a value is not acceptable. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getLayout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                layout_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["LayoutIn"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials, or a bad webhook signature. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     tossFail: {
         parameters: {
             query: {
@@ -4276,6 +4766,88 @@ export interface operations {
                 };
             };
             /** @description The offer is the one `If-None-Match` named. */
+            304: {
+                headers: {
+                    "CACHE-CONTROL": string;
+                    ETAG: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests; retry after the given seconds. */
+            429: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSeatMap: {
+        parameters: {
+            query?: never;
+            header?: {
+                "If-None-Match"?: string;
+            };
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The map; `ETag` names its version. */
+            200: {
+                headers: {
+                    "CACHE-CONTROL": string;
+                    ETAG: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["SeatMapOut"];
+                };
+            };
+            /** @description The map is the one `If-None-Match` named. */
             304: {
                 headers: {
                     "CACHE-CONTROL": string;

@@ -14,7 +14,7 @@ use poem_openapi::types::ToJSON;
 use crate::domain::{NewPrice, NewSale, Operator, Role, SaleId, SaleStatus, Ttls, UserId};
 use crate::ledger::SaleRecord;
 use crate::service::sales::SaleAudit;
-use crate::service::{self, idempotent, App, IdempotencyKey};
+use crate::service::{self, idempotent, App, IdempotencyKey, ServiceError};
 use types::{
     adaptive_bounds, AdmissionOut, AdmissionSettings, CreateSale, OpeningName, ProofOfWorkSettings,
     SaleFiguresOut, SaleOut, SalePage, SaleStatsOut, StockChangeIn, StoredSaleStatus, UpdateSale,
@@ -112,8 +112,8 @@ impl SalesApi {
                     .unwrap_or_default()
                     .into_iter()
                     .map(|c| {
-                        let seats = c.seats.into_iter().map(Text::into_inner).collect();
-                        (c.name.into_inner(), c.unit_price, seats)
+                        let seats = c.seats.into_iter().flatten().map(Text::into_inner);
+                        (c.name.into_inner(), c.unit_price, seats.collect())
                     })
                     .collect(),
             },
@@ -123,6 +123,12 @@ impl SalesApi {
                     Some(b.lottery_seed.clone().unwrap_or_default().into_inner())
                 }
             },
+            layout: b
+                .layout_id
+                .as_deref()
+                .map(uuid::Uuid::parse_str)
+                .transpose()
+                .map_err(|_| ServiceError::validation("layout_id", "not a layout id"))?,
         };
         let app = &self.app;
         let sale_id = idempotent(

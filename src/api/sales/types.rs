@@ -152,6 +152,16 @@ pub struct CreateSale {
     /// 100; a seat in one at most).
     #[oai(skip_serializing_if_is_none, validator(max_items = 100))]
     pub categories: Option<Vec<CategoryIn>>,
+    /// A named-seat sale of a venue layout (`createLayout`): its seats are the layout's, and
+    /// each category's seats the layout's seats of that category (give `categories` with a
+    /// price and no seats). Not with `quantity` or `seats`.
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(
+            pattern = r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        )
+    )]
+    pub layout_id: Option<Text>,
 }
 
 /// A seat category of a new sale.
@@ -163,14 +173,18 @@ pub struct CategoryIn {
     /// A seat's price in the category, in the currency's smallest unit.
     #[oai(validator(minimum(value = "0"), maximum(value = "1000000000000")))]
     pub unit_price: u64,
-    /// Its seats, each one of the sale's.
-    #[oai(validator(
-        min_items = 1,
-        max_items = 100000,
-        unique_items,
-        pattern = r"^[A-Za-z0-9_:-]{1,64}$"
-    ))]
-    pub seats: Vec<Text>,
+    /// Its seats, each one of the sale's (a sale of a layout: none, the layout's of the
+    /// category).
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(
+            min_items = 1,
+            max_items = 100000,
+            unique_items,
+            pattern = r"^[A-Za-z0-9_:-]{1,64}$"
+        )
+    )]
+    pub seats: Option<Vec<Text>>,
 }
 
 /// A seat category of a sale.
@@ -259,6 +273,7 @@ impl poem_openapi::types::Example for CreateSale {
             currency: Some("KRW".into()),
             unit_price: Some(99_000),
             categories: None,
+            layout_id: None,
         }
     }
 }
@@ -325,6 +340,9 @@ pub struct SaleOut {
     pub unit_price: Option<u64>,
     #[oai(skip_serializing_if_is_none)]
     pub categories: Option<Vec<CategoryOut>>,
+    /// The venue layout its seats are drawn from (`getSeatMap` draws them).
+    #[oai(skip_serializing_if_is_none)]
+    pub layout_id: Option<String>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -356,6 +374,7 @@ impl poem_openapi::types::Example for SaleOut {
             unit_price: Some(99_000),
             categories: None,
             created_at: example_time(),
+            layout_id: None,
         }
     }
 }
@@ -425,6 +444,7 @@ impl SaleOut {
                     .collect()
             }),
             created_at: s.created_at,
+            layout_id: s.layout.map(|l| l.to_string()),
         }
     }
 }

@@ -8,7 +8,7 @@
 //! Layout: this file (the pool, connections behind the breaker, the [`Ledger`] impl);
 //! `tx.rs` (the statements of `LedgerTx` that the shared transitions and flows run);
 //! `attempts.rs`, `sales.rs`, `figures.rs` (a sale's figures over time), `idempotency.rs`,
-//! `push.rs` (Web Push subscriptions), `phases.rs` (a sale's phases, lists and codes),
+//! `push.rs` (Web Push subscriptions), `layouts.rs` (venue layouts), `phases.rs` (a sale's phases, lists and codes),
 //! `operators.rs` (admin keys and the admin audit log), `outbox.rs`, `queue_sync.rs`,
 //! `support.rs` (support's reads).
 
@@ -29,6 +29,7 @@ macro_rules! in_write {
 pub(super) mod attempts;
 mod figures;
 mod idempotency;
+mod layouts;
 mod operators;
 mod outbox;
 mod payments;
@@ -60,10 +61,11 @@ use crate::domain::{
 use crate::ledger::breaker::{Breaker, PROBE_EVERY, PROBE_TIMEOUT};
 use crate::ledger::{
     flows, metered, transition, AdminKeyRow, AdmissionPlan, Applied, AttemptQuery, AttemptRecord,
-    Audit, AuditQuery, IdempotencyLedger, Ledger, LedgerError, LedgerResult, LedgerStats,
-    OpenPayment, OutboxEvent, OutboxLedger, PaymentApplied, PaymentEventRow, PaymentLedger,
-    PendingSync, PhaseLedger, PushLedger, QueueSyncLedger, RelayLease, SaleChange, SaleFigures,
-    SaleRecord, SaleSummary, SavedResponse, SupportLedger, TransitionRow,
+    Audit, AuditQuery, IdempotencyLedger, LayoutLedger, LayoutSummary, Ledger, LedgerError,
+    LedgerResult, LedgerStats, OpenPayment, OutboxEvent, OutboxLedger, PaymentApplied,
+    PaymentEventRow, PaymentLedger, PendingSync, PhaseLedger, PushLedger, QueueSyncLedger,
+    RelayLease, SaleChange, SaleFigures, SaleRecord, SaleSummary, SavedResponse, SupportLedger,
+    TransitionRow,
 };
 use crate::queue::Admitted;
 
@@ -372,6 +374,30 @@ impl IdempotencyLedger for SqlLedger {
 
     async fn purge_saved_responses(&self, older_than_secs: u64) -> LedgerResult<u64> {
         idempotency::purge(&mut *self.conn().await?, older_than_secs).await
+    }
+}
+
+#[async_trait]
+impl LayoutLedger for SqlLedger {
+    async fn create_layout(
+        &self,
+        id: Uuid,
+        layout: &crate::domain::venue::Layout,
+        entry: &AdminAction,
+    ) -> LedgerResult<()> {
+        in_write!(self, |tx| async {
+            layouts::insert(&mut *tx, id, layout).await?;
+            flows::record_admin_action(&mut *tx, entry).await
+        })
+        .await
+    }
+
+    async fn layout(&self, id: Uuid) -> LedgerResult<Option<crate::domain::venue::Layout>> {
+        layouts::load(&mut *self.conn().await?, id).await
+    }
+
+    async fn layouts(&self) -> LedgerResult<Vec<LayoutSummary>> {
+        layouts::list(&mut *self.conn().await?).await
     }
 }
 

@@ -20,7 +20,7 @@ macro_rules! sale_columns {
         "id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
     admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active,
     adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status,
-    created_at, currency, unit_price"
+    created_at, currency, unit_price, layout_id"
     };
 }
 
@@ -31,9 +31,9 @@ pub(super) async fn insert(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
         "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total,
             per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
             max_active, adaptive_min_rate, adaptive_max_rate, status, created_at, opening,
-            lottery_seed, currency, unit_price)
+            lottery_seed, currency, unit_price, layout_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-                 $19, $20)",
+                 $19, $20, $21)",
     )
     .bind(sale.id.0)
     .bind(&sale.name)
@@ -55,6 +55,7 @@ pub(super) async fn insert(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
     .bind(sale.opening.seed().unwrap_or_default())
     .bind(sale.price.as_ref().map(|p| p.currency.code()))
     .bind(sale.price.as_ref().map(|p| p.unit_price as i64))
+    .bind(sale.layout)
     .execute(conn)
     .await
     .map_err(db_error)?;
@@ -189,6 +190,7 @@ fn sale_from_row(
         price,
         status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
         created_at: row.get::<At, _>("created_at").0,
+        layout: row.get("layout_id"),
     })
 }
 

@@ -1,0 +1,250 @@
+//! A sale's seat map: each seat of its venue layout free, held or sold, from this replica's
+//! view of the sale's holdings, read from the queue store at most once per sale per
+//! `queue.line_refresh_ms` however many buyers look (one store call; the map is then the same
+//! for every reader until the next). The map is advisory: a hold on a seat just taken still
+//! fails exactly (409 `seat-taken`).
+//!
+//! Compact: per row, the seats' states in the row's order as runs (`f12h1s3`: 12 free, 1 held,
+//! 3 sold; `x` a seat the sale does not sell), not one object per seat. Its `version` is the
+//! holdings' (every change to the stock or the holds bumps it), so two replicas with the same
+//! version answer the same map and the same `ETag`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{sales, App, ServiceError, ServiceResult};
+use crate::domain::venue::Layout;
+use crate::domain::{SaleId, Stock, Take};
+
+/// A seat's state on the map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeatState {
+    Free,
+    Held,
+    Sold,
+    /// Not sold by this sale (withdrawn).
+    Off,
+}
+
+impl SeatState {
+    fn letter(self) -> char {
+        match self {
+            SeatState::Free => 'f',
+            SeatState::Held => 'h',
+            SeatState::Sold => 's',
+            SeatState::Off => 'x',
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeatMap {
+    /// The holdings' version the map was drawn from.
+    pub version: u64,
+    pub layout: uuid::Uuid,
+    pub sections: Vec<SectionMap>,
+    pub free: u32,
+    pub held: u32,
+    pub sold: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SectionMap {
+    pub id: String,
+    pub rows: Vec<RowMap>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowMap {
+    pub id: String,
+    /// The row's seats' states as runs: a letter and a count each (`f12h1s3`).
+    pub states: String,
+}
+
+/// Each replica's seat maps and the layouts they are drawn on (a layout never changes).
+#[derive(Default)]
+pub struct SeatMaps {
+    maps: Mutex<HashMap<SaleId, (Instant, Arc<SeatMap>)>>,
+    /// Sales whose map one request is reading now: the others answer the map it replaces.
+    reading: Mutex<HashSet<SaleId>>,
+    layouts: Mutex<HashMap<uuid::Uuid, Arc<Layout>>>,
+}
+
+/// The sale's seat map, at most `queue.line_refresh_ms` old.
+pub async fn seat_map(app: &App, sale: SaleId) -> ServiceResult<Arc<SeatMap>> {
+    let fresh_for = Duration::from_millis(app.config.queue.line_refresh_ms);
+    let kept = app
+        .seat_maps
+        .maps
+        .lock()
+        .expect("not poisoned")
+        .get(&sale)
+        .cloned();
+    if let Some((at, map)) = &kept {
+        if at.elapsed() < fresh_for {
+            return Ok(Arc::clone(map));
+        }
+    }
+    let first = app
+        .seat_maps
+        .reading
+        .lock()
+        .expect("not poisoned")
+        .insert(sale);
+    if !first {
+        if let Some((_, map)) = kept {
+            return Ok(map);
+        }
+    }
+    let read = read(app, sale).await;
+    app.seat_maps
+        .reading
+        .lock()
+        .expect("not poisoned")
+        .remove(&sale);
+    let map = Arc::new(read?);
+    app.seat_maps
+        .maps
+        .lock()
+        .expect("not poisoned")
+        .insert(sale, (Instant::now(), Arc::clone(&map)));
+    Ok(map)
+}
+
+async fn read(app: &App, sale: SaleId) -> ServiceResult<SeatMap> {
+    let offer = super::offer::offer(app, sale).await?;
+    let layout_id = offer.sale.layout.ok_or(ServiceError::NotFound(
+        "seat map (the sale has no venue layout)",
+    ))?;
+    let layout = layout(app, layout_id).await?;
+    let mut holdings = app.queue.holdings(sale).await?;
+    if holdings.is_none() && sales::restore_in_queue(app, sale, false).await? {
+        holdings = app.queue.holdings(sale).await?;
+    }
+    let holdings = holdings.ok_or(ServiceError::Unavailable("the queue store"))?;
+    let Stock::Seats(all) = &offer.sale.stock else {
+        return Err(ServiceError::NotFound(
+            "seat map (not a sale of named seats)",
+        ));
+    };
+    let in_sale: HashSet<&str> = all.iter().map(String::as_str).collect();
+    let free: HashSet<&str> = match &holdings.free {
+        Stock::Seats(free) => free.iter().map(String::as_str).collect(),
+        Stock::Quantity(_) => HashSet::new(),
+    };
+    let held: HashSet<&str> = holdings
+        .active
+        .values()
+        .flatten()
+        .flat_map(|take| match take {
+            Take::Seats(seats) => seats.iter().map(String::as_str).collect::<Vec<_>>(),
+            Take::Quantity(_) => Vec::new(),
+        })
+        .collect();
+    Ok(draw(holdings.version, layout_id, &layout, |id| {
+        if !in_sale.contains(id) {
+            SeatState::Off
+        } else if free.contains(id) {
+            SeatState::Free
+        } else if held.contains(id) {
+            SeatState::Held
+        } else {
+            SeatState::Sold
+        }
+    }))
+}
+
+/// The map of `layout` with each seat's state.
+pub fn draw(
+    version: u64,
+    layout_id: uuid::Uuid,
+    layout: &Layout,
+    state: impl Fn(&str) -> SeatState,
+) -> SeatMap {
+    let (mut free, mut held, mut sold) = (0, 0, 0);
+    let sections = layout
+        .sections
+        .iter()
+        .map(|section| SectionMap {
+            id: section.id.clone(),
+            rows: section
+                .rows
+                .iter()
+                .map(|row| {
+                    let states: Vec<SeatState> =
+                        row.seat_ids(&section.id).map(|id| state(&id)).collect();
+                    for s in &states {
+                        match s {
+                            SeatState::Free => free += 1,
+                            SeatState::Held => held += 1,
+                            SeatState::Sold => sold += 1,
+                            SeatState::Off => {}
+                        }
+                    }
+                    RowMap {
+                        id: row.id.clone(),
+                        states: runs(&states),
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    SeatMap {
+        version,
+        layout: layout_id,
+        sections,
+        free,
+        held,
+        sold,
+    }
+}
+
+/// `f12h1s3`: each run's letter and length.
+fn runs(states: &[SeatState]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < states.len() {
+        let mut j = i;
+        while j < states.len() && states[j] == states[i] {
+            j += 1;
+        }
+        out.push(states[i].letter());
+        out.push_str(&(j - i).to_string());
+        i = j;
+    }
+    out
+}
+
+/// A layout, read from the ledger once per replica (layouts never change).
+async fn layout(app: &App, id: uuid::Uuid) -> ServiceResult<Arc<Layout>> {
+    if let Some(kept) = app.seat_maps.layouts.lock().expect("not poisoned").get(&id) {
+        return Ok(Arc::clone(kept));
+    }
+    let layout = Arc::new(
+        app.ledger
+            .layout(id)
+            .await?
+            .ok_or(ServiceError::NotFound("layout"))?,
+    );
+    app.seat_maps
+        .layouts
+        .lock()
+        .expect("not poisoned")
+        .insert(id, Arc::clone(&layout));
+    Ok(layout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_is_its_runs() {
+        use SeatState::*;
+        assert_eq!(runs(&[Free, Free, Held, Sold, Sold, Off]), "f2h1s2x1");
+        assert_eq!(runs(&[]), "");
+    }
+}

@@ -1,0 +1,292 @@
+//! Venue layouts and seat maps, on both configurations: a layout's round trip and its refused
+//! seats, a sale made from one, and its seat map equal to the ledger's seats after holds,
+//! releases, an expiry and purchases.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+use sluice::domain::AttemptEvent;
+
+use crate::helpers::{Backend, TestApp};
+use crate::on_both_configurations;
+
+on_both_configurations!(
+    a_layout_round_trips_and_a_bad_seat_is_named,
+    a_sale_of_a_layout_sells_its_seats_at_their_categorys_price,
+    the_seat_map_equals_the_ledgers_seats_after_holds_releases_an_expiry_and_purchases,
+);
+
+/// A hall: sections A (VIP rows 1-2, R row 3) and B (R), `per_row` seats a row.
+fn hall(per_row: u32) -> Value {
+    let row = |id: &str, category: &str, y: f64| {
+        let seats: Vec<Value> = (1..=per_row)
+            .map(|n| {
+                json!({ "number": n.to_string(), "x": 100.0 * n as f64, "y": y,
+                        "category": category, "wheelchair": n == 1, "restricted_view": false })
+            })
+            .collect();
+        json!({ "id": id, "seats": seats })
+    };
+    json!({
+        "name": "Olympic Hall",
+        "stage": { "label": "STAGE", "x": 0.0, "y": 0.0, "width": 2000.0, "height": 300.0 },
+        "sections": [
+            { "id": "A", "name": "Floor A",
+              "rows": [row("1", "VIP", 400.0), row("2", "VIP", 500.0), row("3", "R", 600.0)] },
+            { "id": "B", "name": "Balcony", "rows": [row("1", "R", 900.0)] }
+        ]
+    })
+}
+
+async fn upload(t: &TestApp, layout: &Value) -> reqwest::Response {
+    t.admin(Method::POST, "/v1/layouts")
+        .json(layout)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn layout_id(t: &TestApp, layout: &Value) -> String {
+    let resp = upload(t, layout).await;
+    assert_eq!(resp.status(), 201);
+    let body: Value = resp.json().await.unwrap();
+    body["id"].as_str().unwrap().to_owned()
+}
+
+async fn a_layout_round_trips_and_a_bad_seat_is_named(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let layout = hall(4);
+    let resp = upload(&t, &layout).await;
+    assert_eq!(resp.status(), 201);
+    let created: Value = resp.json().await.unwrap();
+    assert_eq!(created["seats"], 16);
+    let id = created["id"].as_str().unwrap();
+    let back = t
+        .admin_json(Method::GET, &format!("/v1/layouts/{id}"))
+        .await;
+    assert_eq!(back, layout, "the layout comes back as it went");
+
+    let mut twice = hall(4);
+    twice["sections"][0]["rows"][1]["seats"][2]["number"] = json!("2");
+    let refused: Value = upload(&t, &twice).await.json().await.unwrap();
+    assert_eq!(refused["status"], 422);
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap()
+            .contains("seat A-2-2 appears twice"),
+        "{refused}"
+    );
+    let mut off = hall(4);
+    off["sections"][1]["rows"][0]["seats"][3]["x"] = json!(-5.0);
+    let refused: Value = upload(&t, &off).await.json().await.unwrap();
+    assert!(
+        refused["detail"].as_str().unwrap().contains("seat B-1-4"),
+        "{refused}"
+    );
+    let listed = t.admin_json(Method::GET, "/v1/layouts").await;
+    assert_eq!(
+        listed["layouts"].as_array().unwrap().len(),
+        1,
+        "nothing else kept"
+    );
+    assert_eq!(listed["layouts"][0]["name"], "Olympic Hall");
+}
+
+async fn a_sale_of_a_layout_sells_its_seats_at_their_categorys_price(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let layout = layout_id(&t, &hall(3)).await;
+    let sale = t
+        .create_sale(
+            json!({ "quantity": null, "layout_id": layout, "currency": "KRW",
+            "unit_price": 10_000,
+            "categories": [{ "name": "VIP", "unit_price": 150_000 },
+                           { "name": "R", "unit_price": 99_000 }] }),
+        )
+        .await;
+    let got = t
+        .admin_json(Method::GET, &format!("/v1/sales/{sale}"))
+        .await;
+    assert_eq!(got["total"], 12, "{got}");
+    assert_eq!(got["layout_id"], json!(layout));
+    let (attempt, token) = t.admitted(&sale, "fan").await;
+    let held = t
+        .hold(
+            &attempt,
+            "fan",
+            json!({ "admission_token": token, "seat_ids": ["A-1-2", "B-1-3"] }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    let held: Value = held.json().await.unwrap();
+    assert_eq!(held["hold"]["amount"], 150_000 + 99_000, "{held}");
+    // A category the layout does not have is refused, as are seats given beside the layout.
+    let unknown = t
+        .admin(Method::POST, "/v1/sales")
+        .json(
+            &json!({ "name": "x", "layout_id": layout, "currency": "KRW", "unit_price": 1,
+            "categories": [{ "name": "GOLD", "unit_price": 1 }] }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 422);
+    let both = t
+        .admin(Method::POST, "/v1/sales")
+        .json(&json!({ "name": "x", "layout_id": layout, "seats": ["A-1-1"] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(both.status(), 422);
+}
+
+/// Each seat's state on the map, by its id (`A-1-3` → `f`).
+fn decode(map: &Value) -> BTreeMap<String, char> {
+    let mut seats = BTreeMap::new();
+    for section in map["sections"].as_array().unwrap() {
+        for row in section["rows"].as_array().unwrap() {
+            let runs = row["states"].as_str().unwrap();
+            let mut number = 1;
+            let mut chars = runs.chars().peekable();
+            while let Some(state) = chars.next() {
+                let mut count = String::new();
+                while chars.peek().is_some_and(char::is_ascii_digit) {
+                    count.push(chars.next().unwrap());
+                }
+                for _ in 0..count.parse::<u32>().unwrap() {
+                    seats.insert(
+                        format!(
+                            "{}-{}-{number}",
+                            section["id"].as_str().unwrap(),
+                            row["id"].as_str().unwrap()
+                        ),
+                        state,
+                    );
+                    number += 1;
+                }
+            }
+        }
+    }
+    seats
+}
+
+/// The ledger's seats: held (HOLD, PAYMENT_PENDING), sold (CONFIRMED), the rest free.
+async fn ledger_seats(t: &TestApp, sale: &str, all: &[String]) -> BTreeMap<String, char> {
+    let mut seats: BTreeMap<String, char> = all.iter().map(|s| (s.clone(), 'f')).collect();
+    for state in ["HOLD", "PAYMENT_PENDING", "CONFIRMED"] {
+        let page = t
+            .admin_json(
+                Method::GET,
+                &format!("/v1/sales/{sale}/attempts?state={state}&limit=100"),
+            )
+            .await;
+        for attempt in page["attempts"].as_array().unwrap() {
+            for seat in attempt["seat_ids"].as_array().into_iter().flatten() {
+                let mark = if state == "CONFIRMED" { 's' } else { 'h' };
+                seats.insert(seat.as_str().unwrap().to_owned(), mark);
+            }
+        }
+    }
+    seats
+}
+
+async fn the_seat_map_equals_the_ledgers_seats_after_holds_releases_an_expiry_and_purchases(
+    backend: Backend,
+) {
+    let t = TestApp::spawn_on(backend).await;
+    let layout = layout_id(&t, &hall(10)).await;
+    let sale = t
+        .create_sale(json!({ "quantity": null, "layout_id": layout, "per_user_limit": 3 }))
+        .await;
+    let all: Vec<String> = ["A-1", "A-2", "A-3", "B-1"]
+        .iter()
+        .flat_map(|row| (1..=10).map(move |n| format!("{row}-{n}")))
+        .collect();
+    let map_path = format!("/v1/public/sales/{sale}/seat-map");
+    let first = t.get_json(&map_path).await;
+    assert_eq!(first["free"], 40);
+
+    // Twelve buyers take seats spread over the hall (in the order of k * 7 + 3 mod 40, a
+    // permutation); then some release, one lets the hold run out, some pay, some stay held
+    // or paying.
+    let mut spread = (0..all.len()).map(|k| all[(k * 7 + 3) % all.len()].clone());
+    let mut attempts = Vec::new();
+    for i in 0..12 {
+        let user = format!("buyer-{i}");
+        let seats: Vec<String> = spread.by_ref().take(1 + i % 3).collect();
+        let (attempt, token) = t.admitted(&sale, &user).await;
+        let held = t
+            .hold(
+                &attempt,
+                &user,
+                json!({ "admission_token": token, "seat_ids": seats }),
+            )
+            .await;
+        assert_eq!(held.status(), 200, "{}", held.text().await.unwrap());
+        attempts.push((user, attempt));
+    }
+    for (i, (user, attempt)) in attempts.iter().enumerate() {
+        match i % 4 {
+            0 => {
+                let released = t
+                    .as_user(
+                        Method::DELETE,
+                        &format!("/v1/attempts/{attempt}/hold"),
+                        user,
+                    )
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(released.status(), 200);
+            }
+            1 => {
+                let paying: Value = t.checkout(attempt, user).await.json().await.unwrap();
+                let reference = paying["payment"]["reference"].as_str().unwrap();
+                let paid = t
+                    .webhook(&format!("evt-{i}"), "payment.succeeded", reference)
+                    .await;
+                assert_eq!(paid.status(), 200);
+            }
+            2 if i == 2 => t.pass_deadline(attempt, AttemptEvent::HoldTimeout).await,
+            2 => assert_eq!(t.checkout(attempt, user).await.status(), 200),
+            _ => {}
+        }
+    }
+    // The hold that ran out is given back by the reaper first.
+    let (user, attempt) = &attempts[2];
+    t.wait_for(attempt, user, "EXPIRED", Duration::from_secs(10))
+        .await;
+    // The map catches up with the ledger within its refresh.
+    let mut last = (BTreeMap::new(), BTreeMap::new());
+    for _ in 0..60 {
+        let map = t.get_json(&map_path).await;
+        let ledger = ledger_seats(&t, &sale, &all).await;
+        let drawn = decode(&map);
+        if drawn == ledger {
+            let counts = |c| ledger.values().filter(|v| **v == c).count() as u64;
+            assert_eq!(map["free"], counts('f'));
+            assert_eq!(map["held"], counts('h'));
+            assert_eq!(map["sold"], counts('s'));
+            assert!(counts('s') >= 3 && counts('h') >= 3, "{ledger:?}");
+            // Unchanged, it is not sent again.
+            let etag = t.http.get(t.url(&map_path)).send().await.unwrap().headers()["etag"].clone();
+            let again = t
+                .http
+                .get(t.url(&map_path))
+                .header("If-None-Match", etag)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(again.status(), 304);
+            return;
+        }
+        last = (drawn, ledger);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!(
+        "the map never equalled the ledger:\nmap    {:?}\nledger {:?}",
+        last.0, last.1
+    );
+}
