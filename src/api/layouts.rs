@@ -250,8 +250,49 @@ fn parse_layout_id(id: &str) -> Result<uuid::Uuid, ApiError> {
     uuid::Uuid::parse_str(id).map_err(|_| ServiceError::NotFound("layout").into())
 }
 
-#[OpenApi(prefix_path = "/v1/layouts", tag = "ApiTags::Sales")]
+#[derive(ApiResponse)]
+pub enum PublicLayoutResponse {
+    /// The layout; it never changes, so it may be kept as long as wanted.
+    #[oai(status = 200)]
+    Ok(Json<LayoutIn>, #[oai(header = "Cache-Control")] String),
+}
+
+#[OpenApi(tag = "ApiTags::Attempts")]
 impl LayoutsApi {
+    /// Get a venue layout for buyers
+    ///
+    /// The layout a sale's seats are drawn on (its offer's `layout_id`), no token needed;
+    /// with `getSeatMap`, what a page draws. A layout never changes: cacheable for a day.
+    #[oai(
+        path = "/v1/public/layouts/:layout_id",
+        method = "get",
+        operation_id = "getPublicLayout"
+    )]
+    async fn public_layout(&self, layout_id: Path<Text>) -> Result<PublicLayoutResponse, ApiError> {
+        let layout = read(&self.app, &layout_id).await?;
+        Ok(PublicLayoutResponse::Ok(
+            Json(layout.into()),
+            "public, max-age=86400, immutable".to_owned(),
+        ))
+    }
+}
+
+async fn read(app: &App, id: &str) -> Result<Layout, ApiError> {
+    let id = parse_layout_id(id)?;
+    Ok(app
+        .ledger
+        .layout(id)
+        .await
+        .map_err(ServiceError::from)?
+        .ok_or(ServiceError::NotFound("layout"))?)
+}
+
+pub struct AdminLayoutsApi {
+    pub app: App,
+}
+
+#[OpenApi(prefix_path = "/v1/layouts", tag = "ApiTags::Sales")]
+impl AdminLayoutsApi {
     /// Upload a venue layout
     ///
     /// A venue's stage, sections, rows and seats (up to 100,000), each seat with where it is
@@ -313,14 +354,7 @@ impl LayoutsApi {
         _auth: AdminAuth,
         layout_id: Path<Text>,
     ) -> Result<LayoutResponse, ApiError> {
-        let id = parse_layout_id(&layout_id)?;
-        let layout = self
-            .app
-            .ledger
-            .layout(id)
-            .await
-            .map_err(ServiceError::from)?
-            .ok_or(ServiceError::NotFound("layout"))?;
+        let layout = read(&self.app, &layout_id).await?;
         Ok(LayoutResponse::Ok(Json(layout.into())))
     }
 }

@@ -82,7 +82,7 @@ type Apis = (
     operators::OperatorsApi,
     notifications::NotificationsApi,
     sales::phases::PhasesApi,
-    layouts::LayoutsApi,
+    (layouts::LayoutsApi, layouts::AdminLayoutsApi),
     seat_map::SeatMapApi,
 );
 
@@ -99,7 +99,10 @@ pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
             operators::OperatorsApi { app: app.clone() },
             notifications::NotificationsApi { app: app.clone() },
             sales::phases::PhasesApi { app: app.clone() },
-            layouts::LayoutsApi { app: app.clone() },
+            (
+                layouts::LayoutsApi { app: app.clone() },
+                layouts::AdminLayoutsApi { app: app.clone() },
+            ),
             seat_map::SeatMapApi { app: app.clone() },
         ),
         "sluice",

@@ -164,6 +164,25 @@ pub struct OfferOut {
     /// The sale's phases (a member presale, then the general sale), in order: who each lets
     /// in and from when. Empty: everyone, from `opens_at`.
     pub phases: Vec<OfferPhaseOut>,
+    /// The currency of the prices (a priced sale).
+    #[oai(skip_serializing_if_is_none)]
+    pub currency: Option<String>,
+    /// A unit's price, or a seat's in no category, in the currency's smallest unit.
+    #[oai(skip_serializing_if_is_none)]
+    pub unit_price: Option<u64>,
+    /// A named-seat sale's categories and their prices.
+    pub categories: Vec<OfferCategoryOut>,
+    /// A sale made from a venue layout: draw its seats with `getPublicLayout` and
+    /// `getSeatMap`.
+    #[oai(skip_serializing_if_is_none)]
+    pub layout_id: Option<String>,
+}
+
+/// A seat category as a buyer sees it.
+#[derive(Debug, Clone, Object)]
+pub struct OfferCategoryOut {
+    pub name: String,
+    pub unit_price: u64,
 }
 
 /// A phase as a buyer sees it.
@@ -218,6 +237,13 @@ impl poem_openapi::types::Example for OfferOut {
                 lottery_seed: None,
                 joins_from: None,
             }],
+            currency: Some("KRW".into()),
+            unit_price: Some(99_000),
+            categories: vec![OfferCategoryOut {
+                name: "VIP".into(),
+                unit_price: 150_000,
+            }],
+            layout_id: None,
         }
     }
 }
@@ -225,6 +251,8 @@ impl poem_openapi::types::Example for OfferOut {
 impl From<Offer> for OfferOut {
     fn from(offer: Offer) -> Self {
         let pow = offer.sale.proof_of_work.clone();
+        let price = offer.sale.price.clone();
+        let layout_id = offer.sale.layout.map(|l| l.to_string());
         let phases = offer
             .phases
             .iter()
@@ -259,6 +287,17 @@ impl From<Offer> for OfferOut {
             opening: sale.opening,
             lottery_seed: sale.lottery_seed,
             phases,
+            currency: price.as_ref().map(|p| p.currency.to_string()),
+            unit_price: price.as_ref().map(|p| p.unit_price),
+            categories: price
+                .iter()
+                .flat_map(|p| &p.categories)
+                .map(|c| OfferCategoryOut {
+                    name: c.name.clone(),
+                    unit_price: c.unit_price,
+                })
+                .collect(),
+            layout_id,
         }
     }
 }

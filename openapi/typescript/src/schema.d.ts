@@ -422,6 +422,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/public/layouts/{layout_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a venue layout for buyers
+         * @description The layout a sale's seats are drawn on (its offer's `layout_id`), no token needed;
+         *     with `getSeatMap`, what a page draws. A layout never changes: cacheable for a day.
+         */
+        get: operations["getPublicLayout"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/public/sales/{sale_id}/offer": {
         parameters: {
             query?: never;
@@ -1977,10 +1998,26 @@ export interface components {
          */
         NotificationLanguage: "en" | "ko";
         /**
+         * OfferCategoryOut
+         * @description A seat category as a buyer sees it.
+         */
+        OfferCategoryOut: {
+            name: string;
+            /** Format: uint64 */
+            unit_price: number;
+        };
+        /**
          * OfferOut
          * @description A sale as a buyer sees it.
          * @example {
          *       "admission_ttl_secs": 300,
+         *       "categories": [
+         *         {
+         *           "name": "VIP",
+         *           "unit_price": 150000
+         *         }
+         *       ],
+         *       "currency": "KRW",
          *       "free_seats": [
          *         "A-1",
          *         "A-2",
@@ -2005,7 +2042,8 @@ export interface components {
          *       "remaining": 3,
          *       "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
          *       "status": "open",
-         *       "stock_kind": "seats"
+         *       "stock_kind": "seats",
+         *       "unit_price": 99000
          *     }
          */
         OfferOut: {
@@ -2014,8 +2052,17 @@ export interface components {
              * @description How long a user whose turn comes has to come back and hold, in seconds.
              */
             admission_ttl_secs: number;
+            /** @description A named-seat sale's categories and their prices. */
+            categories: components["schemas"]["OfferCategoryOut"][];
+            /** @description The currency of the prices (a priced sale). */
+            currency?: string;
             /** @description Seats still free (seated sales only). */
             free_seats?: string[];
+            /**
+             * @description A sale made from a venue layout: draw its seats with `getPublicLayout` and
+             *     `getSeatMap`.
+             */
+            layout_id?: string;
             /**
              * @description The lottery's seed (lottery sales), published so anyone can re-derive the order: SHA-1
              *     (hex) of `<lottery_seed>:<user id>`, ascending.
@@ -2044,6 +2091,11 @@ export interface components {
             sale_id: string;
             status: components["schemas"]["SaleStatusName"];
             stock_kind: components["schemas"]["StockKindName"];
+            /**
+             * Format: uint64
+             * @description A unit's price, or a seat's in no category, in the currency's smallest unit.
+             */
+            unit_price?: number;
         };
         /**
          * OfferPhaseOut
@@ -4714,6 +4766,76 @@ export interface operations {
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getPublicLayout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                layout_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The layout; it never changes, so it may be kept as long as wanted. */
+            200: {
+                headers: {
+                    "CACHE-CONTROL": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["LayoutIn"];
+                };
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests; retry after the given seconds. */
+            429: {
+                headers: {
+                    "RETRY-AFTER": number;
                     [name: string]: unknown;
                 };
                 content: {

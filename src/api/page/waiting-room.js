@@ -64,7 +64,13 @@
       underAMinute: 'under a minute', aboutOneMinute: 'about 1 minute', aboutMinutes: (m) => `about ${m} minutes`,
       placeSay: (n, wait) => `You are number ${n} in line. Estimated wait: ${wait}.`,
       turnSay: 'It is your turn. Choose your tickets and hold them before the time runs out.',
-      accessCode: 'Access code',
+      accessCode: 'Access code', zoomIn: 'Zoom in', zoomOut: 'Zoom out',
+      seatLabel: (section, row, number, price, state) => `${section}, row ${row}, seat ${number}, ${price}, ${state}`,
+      seatFree: 'free', seatHeld: 'held by someone', seatSold: 'sold', seatOff: 'not on sale', seatChosen: 'chosen',
+      seatHeldWhy: 'That seat is held by someone else right now; it may come back.',
+      seatSoldWhy: 'That seat is sold.', seatOffWhy: 'That seat is not on sale.',
+      seatLimitWhy: (n) => `You can choose up to ${n} seats.`,
+      seatTakenNow: (seat) => `Seat ${seat} was just taken by someone else.`,
       phaseFrom: (name, at) => `${name} from ${at}`,
       notInPhase: (phase, next, at) => (next
         ? `Right now “${phase}” is open to others. You can join in “${next}” from ${at}.`
@@ -147,7 +153,13 @@
       underAMinute: '1분 미만', aboutOneMinute: '약 1분', aboutMinutes: (m) => `약 ${m}분`,
       placeSay: (n, wait) => `현재 대기 순서는 ${n}번입니다. 예상 대기 시간: ${wait}.`,
       turnSay: '내 차례입니다. 시간이 끝나기 전에 티켓을 선택해 확보하세요.',
-      accessCode: '참여 코드',
+      accessCode: '참여 코드', zoomIn: '확대', zoomOut: '축소',
+      seatLabel: (section, row, number, price, state) => `${section} 구역 ${row}열 ${number}번, ${price}, ${state}`,
+      seatFree: '선택 가능', seatHeld: '다른 분이 확보 중', seatSold: '판매 완료', seatOff: '판매하지 않음', seatChosen: '선택함',
+      seatHeldWhy: '지금 다른 분이 확보한 좌석입니다. 다시 풀릴 수 있습니다.',
+      seatSoldWhy: '이미 판매된 좌석입니다.', seatOffWhy: '판매하지 않는 좌석입니다.',
+      seatLimitWhy: (n) => `최대 ${n}석까지 선택할 수 있습니다.`,
+      seatTakenNow: (seat) => `${seat} 좌석을 방금 다른 분이 확보했습니다.`,
       phaseFrom: (name, at) => `${name} ${at}부터`,
       notInPhase: (phase, next, at) => (next
         ? `지금은 “${phase}” 대상자만 참여할 수 있습니다. “${next}”에 ${at}부터 참여할 수 있습니다.`
@@ -693,6 +705,10 @@
       return;
     }
     $('seat-limit').textContent = t('upTo', limit);
+    if (offer.layout_id) {
+      seatMap.show(limit).catch(() => {});
+      return;
+    }
     const box = $('seats');
     if (box.childElementCount) return;
     for (const seat of offer.free_seats || []) {
@@ -705,6 +721,155 @@
       box.append(label);
     }
   }
+
+  // ---- the seat map: a sale drawn from a venue layout ----------------------------------------
+
+  const seatMap = (() => {
+    const SVG = 'http://www.w3.org/2000/svg';
+    const STATES = { f: 'free', h: 'held', s: 'sold', x: 'off' };
+    const COLOURS = ['#0b57d0', '#c5221f', '#188038', '#e37400', '#8e24aa', '#00838f'];
+    let layout = null;
+    let drawn = false;
+    let limit = 1;
+    let zoom = 1;
+    let timer = null;
+    const chosen = new Set();
+    const seats = new Map(); // id -> { el, state, label parts }
+
+    function price(category) {
+      const c = (offer.categories || []).find((x) => x.name === category);
+      const amount = c ? c.unit_price : offer.unit_price;
+      return amount == null ? '' : money(amount, offer.currency);
+    }
+
+    function label(seat) {
+      const state = chosen.has(seat.id) ? t('seatChosen') : t(`seat${seat.state[0].toUpperCase()}${seat.state.slice(1)}`);
+      return t('seatLabel', seat.section, seat.row, seat.number, price(seat.category), state);
+    }
+
+    function paint(seat) {
+      seat.el.setAttribute('class', `${seat.state}${chosen.has(seat.id) ? ' chosen' : ''}`);
+      seat.el.setAttribute('aria-checked', String(chosen.has(seat.id)));
+      seat.el.setAttribute('aria-disabled', String(seat.state !== 'free'));
+      seat.el.setAttribute('aria-label', label(seat));
+    }
+
+    function toggle(seat) {
+      const why = { held: 'seatHeldWhy', sold: 'seatSoldWhy', off: 'seatOffWhy' }[seat.state];
+      if (why && !chosen.has(seat.id)) { $('seat-why').textContent = t(why); return; }
+      if (!chosen.has(seat.id) && chosen.size >= limit) { $('seat-why').textContent = t('seatLimitWhy', limit); return; }
+      if (chosen.has(seat.id)) chosen.delete(seat.id); else chosen.add(seat.id);
+      $('seat-why').textContent = '';
+      paint(seat);
+    }
+
+    function draw() {
+      const view = $('seat-map');
+      const svg = document.createElementNS(SVG, 'svg');
+      const xs = [layout.stage.x, layout.stage.x + layout.stage.width];
+      const ys = [layout.stage.y, layout.stage.y + layout.stage.height];
+      for (const section of layout.sections) for (const row of section.rows) for (const seat of row.seats) { xs.push(seat.x); ys.push(seat.y); }
+      const pad = 80;
+      const [x0, x1, y0, y1] = [Math.min(...xs) - pad, Math.max(...xs) + pad, Math.min(...ys) - pad, Math.max(...ys) + pad];
+      svg.setAttribute('viewBox', `${x0} ${y0} ${x1 - x0} ${y1 - y0}`);
+      svg.setAttribute('role', 'group');
+      const stage = document.createElementNS(SVG, 'rect');
+      for (const [k, v] of Object.entries({ x: layout.stage.x, y: layout.stage.y, width: layout.stage.width, height: layout.stage.height })) stage.setAttribute(k, v);
+      stage.setAttribute('class', 'stage');
+      const stageLabel = document.createElementNS(SVG, 'text');
+      stageLabel.setAttribute('x', layout.stage.x + layout.stage.width / 2);
+      stageLabel.setAttribute('y', layout.stage.y + layout.stage.height / 2);
+      stageLabel.setAttribute('class', 'stage-label');
+      stageLabel.textContent = layout.stage.label;
+      svg.append(stage, stageLabel);
+      const categories = [...new Set(layout.sections.flatMap((s) => s.rows.flatMap((r) => r.seats.map((x) => x.category))))];
+      for (const section of layout.sections) {
+        const group = document.createElementNS(SVG, 'g');
+        group.setAttribute('role', 'group');
+        group.setAttribute('aria-label', section.name);
+        for (const row of section.rows) {
+          for (const s of row.seats) {
+            const el = document.createElementNS(SVG, 'circle');
+            el.setAttribute('cx', s.x);
+            el.setAttribute('cy', s.y);
+            el.setAttribute('r', 22);
+            el.setAttribute('tabindex', '0');
+            el.setAttribute('role', 'checkbox');
+            el.setAttribute('fill', COLOURS[categories.indexOf(s.category) % COLOURS.length]);
+            const id = `${section.id}-${row.id}-${s.number}`;
+            el.dataset.seat = id;
+            const seat = { id, el, state: 'free', section: section.name, row: row.id, number: s.number, category: s.category };
+            seats.set(id, seat);
+            el.addEventListener('click', () => toggle(seat));
+            el.addEventListener('keydown', (ev) => {
+              if (ev.key === ' ' || ev.key === 'Enter') { ev.preventDefault(); toggle(seat); }
+            });
+            group.append(el);
+          }
+        }
+        svg.append(group);
+      }
+      view.replaceChildren(svg);
+      $('seat-legend').textContent = categories.filter(Boolean)
+        .map((c) => `${c} ${price(c)}`).join(' · ');
+      drawn = true;
+    }
+
+    /// The sale's map, seat by seat; a chosen seat someone else took is let go, and said.
+    async function refresh() {
+      const res = await fetch(`/v1/public/sales/${saleId}/seat-map`);
+      if (!res.ok) return;
+      const map = await res.json();
+      for (const section of map.sections) {
+        for (const row of section.rows) {
+          let number = 0;
+          const ids = layout.sections.find((s) => s.id === section.id).rows.find((r) => r.id === row.id).seats;
+          for (const [, letter, count] of row.states.matchAll(/([fhsx])(\d+)/g)) {
+            for (let i = 0; i < Number(count); i++, number++) {
+              const seat = seats.get(`${section.id}-${row.id}-${ids[number].number}`);
+              if (!seat) continue;
+              seat.state = STATES[letter];
+              if (seat.state !== 'free' && chosen.has(seat.id)) {
+                chosen.delete(seat.id);
+                $('seat-why').textContent = t('seatTakenNow', seat.id);
+              }
+              paint(seat);
+            }
+          }
+        }
+      }
+    }
+
+    function setZoom(next) {
+      zoom = Math.min(4, Math.max(1, next));
+      const svg = $('seat-map').querySelector('svg');
+      if (svg) svg.style.width = `${zoom * 100}%`;
+    }
+    $('zoom-in').addEventListener('click', () => setZoom(zoom * 1.5));
+    $('zoom-out').addEventListener('click', () => setZoom(zoom / 1.5));
+
+    return {
+      async show(max) {
+        limit = max;
+        $('seats').hidden = true;
+        $('seat-map-box').hidden = false;
+        if (!layout) {
+          const res = await fetch(`/v1/public/layouts/${offer.layout_id}`);
+          layout = await res.json();
+        }
+        if (!drawn) draw();
+        await refresh();
+        clearInterval(timer);
+        // The map is read again every second while the buyer chooses.
+        timer = setInterval(() => {
+          if (shownStep !== 'admitted') { clearInterval(timer); return; }
+          refresh().catch(() => {});
+        }, 1000);
+      },
+      chosen: () => [...chosen],
+      redraw() { for (const seat of seats.values()) paint(seat); },
+    };
+  })();
 
   /// Problems the user can act on get their own words; the rest show the server's detail.
   function handleProblem(e) {
@@ -805,7 +970,8 @@
     ev.preventDefault();
     const body = { admission_token: attempt.admission_token };
     if (offer && offer.stock_kind === 'seats') {
-      body.seat_ids = [...document.querySelectorAll('input[name=seat]:checked')].map((i) => i.value);
+      body.seat_ids = offer.layout_id ? seatMap.chosen()
+        : [...document.querySelectorAll('input[name=seat]:checked')].map((i) => i.value);
       if (!body.seat_ids.length) { alertUser(t('chooseSeat')); return; }
     } else {
       const n = Number($('quantity').value);

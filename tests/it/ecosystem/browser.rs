@@ -200,3 +200,31 @@ async fn the_waiting_page_runs_a_presale_with_access_codes() {
     run_script(&app, "presale.mjs", Vec::new()).await;
     app.stop().await;
 }
+
+/// A venue's seat map on the waiting page (`tests/browser/seatmap.mjs`): a buyer picks seats on
+/// the map by tap and keyboard and holds them; a second buyer sees them turn held within a
+/// refresh and is told why they cannot be chosen; screenshots in English and Korean, on a
+/// phone and a desktop.
+#[tokio::test]
+async fn a_buyer_picks_seats_on_the_map_and_another_sees_them_held() {
+    let app = TestApp::spawn_on(Backend::Embedded).await;
+    let shots =
+        std::env::temp_dir().join(format!("sluice-seatmap-{}", uuid::Uuid::new_v4().simple()));
+    run_script(
+        &app,
+        "seatmap.mjs",
+        vec![("SHOTS", shots.display().to_string())],
+    )
+    .await;
+    for (name, size) in [
+        ("seat-map-en-phone", (390, 844)),
+        ("seat-map-en-desktop", (1280, 900)),
+        ("seat-map-ko-phone", (390, 844)),
+        ("seat-map-ko-desktop", (1280, 900)),
+    ] {
+        let bytes = std::fs::read(shots.join(format!("{name}.png")))
+            .unwrap_or_else(|_| panic!("no screenshot {name}"));
+        assert_eq!(png_size(&bytes), size, "{name}");
+    }
+    app.stop().await;
+}

@@ -126,6 +126,7 @@ fn operation_ids_are_stable() {
         "getLayout",
         "getOffer",
         "getPhases",
+        "getPublicLayout",
         "getPublicOffer",
         "getSale",
         "getSaleFigures",
