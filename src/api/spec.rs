@@ -69,6 +69,7 @@ pub const ERRORS: &[(&str, &[u16])] = &[
     ("getLayout", &[400, 401, 404, 500, 503]),
     ("getSeatMap", &[400, 404, 429, 500, 503]),
     ("getPublicLayout", &[400, 404, 429, 500, 503]),
+    ("streamSeatMap", &[400, 404, 429, 500, 503]),
     ("setPhases", &[400, 401, 403, 404, 413, 415, 422, 500, 503]),
     (
         "addPhaseMembers",

@@ -30,7 +30,7 @@ pub enum SeatState {
 }
 
 impl SeatState {
-    fn letter(self) -> char {
+    pub fn letter(self) -> char {
         match self {
             SeatState::Free => 'f',
             SeatState::Held => 'h',
@@ -49,7 +49,20 @@ pub struct SeatMap {
     pub free: u32,
     pub held: u32,
     pub sold: u32,
+    /// Every seat's id and state in the layout's order (what a change is found in).
+    pub seats: Vec<(Arc<str>, SeatState)>,
 }
+
+/// The seats whose state changed from one map to the next: what a stream sends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Changes {
+    pub from: u64,
+    pub to: u64,
+    pub seats: Vec<(Arc<str>, SeatState)>,
+}
+
+/// How many maps' changes each replica keeps per sale, for streams that resume.
+const KEPT_CHANGES: usize = 64;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SectionMap {
@@ -68,6 +81,8 @@ pub struct RowMap {
 #[derive(Default)]
 pub struct SeatMaps {
     maps: Mutex<HashMap<SaleId, (Instant, Arc<SeatMap>)>>,
+    /// The last maps' changes, oldest first, by sale.
+    changes: Mutex<HashMap<SaleId, std::collections::VecDeque<Arc<Changes>>>>,
     /// Sales whose map one request is reading now: the others answer the map it replaces.
     reading: Mutex<HashSet<SaleId>>,
     layouts: Mutex<HashMap<uuid::Uuid, Arc<Layout>>>,
@@ -106,12 +121,46 @@ pub async fn seat_map(app: &App, sale: SaleId) -> ServiceResult<Arc<SeatMap>> {
         .expect("not poisoned")
         .remove(&sale);
     let map = Arc::new(read?);
+    if let Some((_, before)) = &kept {
+        if before.version != map.version && before.layout == map.layout {
+            let changes = Arc::new(changes(before, &map));
+            let mut all = app.seat_maps.changes.lock().expect("not poisoned");
+            let kept = all.entry(sale).or_default();
+            if kept.len() >= KEPT_CHANGES {
+                kept.pop_front();
+            }
+            kept.push_back(changes);
+        }
+    }
     app.seat_maps
         .maps
         .lock()
         .expect("not poisoned")
         .insert(sale, (Instant::now(), Arc::clone(&map)));
     Ok(map)
+}
+
+fn changes(before: &SeatMap, after: &SeatMap) -> Changes {
+    Changes {
+        from: before.version,
+        to: after.version,
+        seats: before
+            .seats
+            .iter()
+            .zip(&after.seats)
+            .filter(|((_, was), (_, is))| was != is)
+            .map(|(_, now)| now.clone())
+            .collect(),
+    }
+}
+
+/// The changes from the map of `version` to the current one, when this replica kept them all
+/// (`None`: it did not; the caller sends the whole map).
+pub fn changes_since(app: &App, sale: SaleId, version: u64) -> Option<Vec<Arc<Changes>>> {
+    let all = app.seat_maps.changes.lock().expect("not poisoned");
+    let kept = all.get(&sale)?;
+    let start = kept.iter().position(|c| c.from == version)?;
+    Some(kept.iter().skip(start).cloned().collect())
 }
 
 async fn read(app: &App, sale: SaleId) -> ServiceResult<SeatMap> {
@@ -165,6 +214,7 @@ pub fn draw(
     state: impl Fn(&str) -> SeatState,
 ) -> SeatMap {
     let (mut free, mut held, mut sold) = (0, 0, 0);
+    let mut seats = Vec::new();
     let sections = layout
         .sections
         .iter()
@@ -174,8 +224,14 @@ pub fn draw(
                 .rows
                 .iter()
                 .map(|row| {
-                    let states: Vec<SeatState> =
-                        row.seat_ids(&section.id).map(|id| state(&id)).collect();
+                    let states: Vec<SeatState> = row
+                        .seat_ids(&section.id)
+                        .map(|id| {
+                            let s = state(&id);
+                            seats.push((Arc::from(id), s));
+                            s
+                        })
+                        .collect();
                     for s in &states {
                         match s {
                             SeatState::Free => free += 1,
@@ -199,6 +255,7 @@ pub fn draw(
         free,
         held,
         sold,
+        seats,
     }
 }
 
@@ -247,4 +304,70 @@ mod tests {
         assert_eq!(runs(&[Free, Free, Held, Sold, Sold, Off]), "f2h1s2x1");
         assert_eq!(runs(&[]), "");
     }
+}
+
+/// What a seat-map stream sends: the whole map, or the changes since the last one it sent.
+pub enum Update {
+    Map(Arc<SeatMap>),
+    Changes(Arc<Changes>),
+}
+
+/// A sale's seat map as it changes: first the changes since `last` (a resuming client's last
+/// version) when this replica kept them, else the whole map; then each map's changes as
+/// they come, read from the replica's shared view (no store call of its own), until the
+/// process drains.
+pub fn follow(
+    app: App,
+    sale: SaleId,
+    first: Arc<SeatMap>,
+    last: Option<u64>,
+) -> futures_util::stream::BoxStream<'static, Update> {
+    use futures_util::StreamExt;
+    let every = Duration::from_millis(app.config.queue.line_refresh_ms);
+    let opening: Vec<Update> = match last {
+        Some(v) if v == first.version => Vec::new(),
+        Some(v) => match changes_since(&app, sale, v) {
+            Some(changes) if changes.last().is_some_and(|c| c.to == first.version) => {
+                changes.into_iter().map(Update::Changes).collect()
+            }
+            _ => vec![Update::Map(Arc::clone(&first))],
+        },
+        None => vec![Update::Map(Arc::clone(&first))],
+    };
+    let sent = first.version;
+    let drain = app.drain.subscribe();
+    let head = futures_util::stream::iter(opening);
+    let tail = futures_util::stream::unfold(
+        (app, sent, drain, Vec::<Update>::new()),
+        move |(app, mut sent, mut drain, mut queued)| async move {
+            loop {
+                if let Some(next) = queued.pop() {
+                    return Some((next, (app, sent, drain, queued)));
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(every) => {}
+                    _ = super::drain::started(&mut drain) => return None,
+                }
+                let Ok(map) = seat_map(&app, sale).await else {
+                    continue;
+                };
+                if map.version == sent {
+                    continue;
+                }
+                let mut updates = match changes_since(&app, sale, sent) {
+                    Some(changes) if changes.last().is_some_and(|c| c.to == map.version) => {
+                        changes.into_iter().map(Update::Changes).collect()
+                    }
+                    _ => vec![Update::Map(Arc::clone(&map))],
+                };
+                sent = map.version;
+                updates.reverse(); // popped from the back: oldest first
+                queued = updates;
+            }
+        },
+    );
+    // A version that changed no seat (an admission, a count) is not worth an event.
+    head.chain(tail)
+        .filter(|u| std::future::ready(!matches!(u, Update::Changes(c) if c.seats.is_empty())))
+        .boxed()
 }

@@ -1531,3 +1531,57 @@ impl Drop for StandIn {
         let _ = self.child.wait();
     }
 }
+
+/// One SSE message: (event, id, data).
+fn parse_events(text: &str) -> Vec<(String, String, Value)> {
+    text.split("\n\n")
+        .filter(|m| m.contains("data:"))
+        .map(|m| {
+            let field = |name: &str| {
+                m.lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(|v| v.trim().to_owned())
+                    .unwrap_or_default()
+            };
+            let data = serde_json::from_str(&field("data:")).unwrap();
+            (field("event:"), field("id:"), data)
+        })
+        .collect()
+}
+
+/// An open Server-Sent Events stream: its events as they come.
+pub struct SseStream {
+    body: reqwest::Response,
+    buffer: String,
+}
+
+impl SseStream {
+    /// Sends `request` and keeps its stream (the answer must be 200).
+    pub async fn open(request: reqwest::RequestBuilder) -> Self {
+        let resp = request.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        SseStream {
+            body: resp,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event (event, id, data) within `within`, if one comes.
+    pub async fn next(&mut self, within: Duration) -> Option<(String, String, Value)> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let message: String = self.buffer.drain(..end + 2).collect();
+                if let Some(event) = parse_events(&message).pop() {
+                    return Some(event);
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.body.chunk())
+                .await
+                .ok()?
+                .ok()??;
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}

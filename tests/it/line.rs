@@ -8,7 +8,7 @@ use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{Backend, TestApp};
+use crate::helpers::{Backend, SseStream, TestApp};
 use crate::on_both_configurations;
 
 /// The refresh interval of these tests.
@@ -361,28 +361,8 @@ async fn a_ticket_of_another_user_attempt_or_sale_or_a_forged_one_is_refused(bac
     t.stop().await;
 }
 
-/// One SSE message: (event, id, data).
-fn parse_events(text: &str) -> Vec<(String, String, Value)> {
-    text.split("\n\n")
-        .filter(|m| m.contains("data:"))
-        .map(|m| {
-            let field = |name: &str| {
-                m.lines()
-                    .find_map(|l| l.strip_prefix(name))
-                    .map(|v| v.trim().to_owned())
-                    .unwrap_or_default()
-            };
-            let data = serde_json::from_str(&field("data:")).unwrap();
-            (field("event:"), field("id:"), data)
-        })
-        .collect()
-}
-
-/// An open status stream: its events as they come.
-struct Stream {
-    body: reqwest::Response,
-    buffer: String,
-}
+/// An open status stream.
+struct Stream;
 
 impl Stream {
     async fn open(
@@ -391,38 +371,14 @@ impl Stream {
         user: &str,
         ticket: &str,
         last: Option<&str>,
-    ) -> Self {
+    ) -> SseStream {
         let mut req = t
             .as_user(Method::GET, &format!("/v1/attempts/{attempt}/events"), user)
             .query(&[("ticket", ticket)]);
         if let Some(last) = last {
             req = req.header("Last-Event-ID", last);
         }
-        let resp = req.send().await.unwrap();
-        assert_eq!(resp.status(), 200);
-        Stream {
-            body: resp,
-            buffer: String::new(),
-        }
-    }
-
-    /// The next event within `within`, if one comes.
-    async fn next(&mut self, within: Duration) -> Option<(String, String, Value)> {
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let message: String = self.buffer.drain(..end + 2).collect();
-                if let Some(event) = parse_events(&message).pop() {
-                    return Some(event);
-                }
-                continue;
-            }
-            let chunk = tokio::time::timeout_at(deadline, self.body.chunk())
-                .await
-                .ok()?
-                .ok()??;
-            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
-        }
+        SseStream::open(req).await
     }
 }
 

@@ -9,13 +9,14 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use sluice::domain::AttemptEvent;
 
-use crate::helpers::{Backend, TestApp};
+use crate::helpers::{Backend, SseStream, TestApp};
 use crate::on_both_configurations;
 
 on_both_configurations!(
     a_layout_round_trips_and_a_bad_seat_is_named,
     a_sale_of_a_layout_sells_its_seats_at_their_categorys_price,
     the_seat_map_equals_the_ledgers_seats_after_holds_releases_an_expiry_and_purchases,
+    a_seat_map_stream_resumes_from_its_last_id_and_sends_each_change_once,
 );
 
 /// A hall: sections A (VIP rows 1-2, R row 3) and B (R), `per_row` seats a row.
@@ -288,5 +289,100 @@ async fn the_seat_map_equals_the_ledgers_seats_after_holds_releases_an_expiry_an
     panic!(
         "the map never equalled the ledger:\nmap    {:?}\nledger {:?}",
         last.0, last.1
+    );
+}
+
+/// A stream of the seat map: the whole map first, then each change as it comes (the seats and
+/// their new state); reopened with its last id, it sends the changes since, each once, and not
+/// the ones before.
+async fn a_seat_map_stream_resumes_from_its_last_id_and_sends_each_change_once(backend: Backend) {
+    let t = TestApp::spawn_on_with(backend, |c| c.queue.line_refresh_ms = 200).await;
+    let layout = layout_id(&t, &hall(4)).await;
+    let sale = t
+        .create_sale(json!({ "quantity": null, "layout_id": layout, "per_user_limit": 2 }))
+        .await;
+    let path = format!("/v1/public/sales/{sale}/seat-map/events");
+    let within = Duration::from_secs(5);
+    let mut stream = SseStream::open(t.http.get(t.url(&path))).await;
+    let (event, first_id, first) = stream.next(within).await.expect("the map");
+    assert_eq!(event, "map");
+    assert_eq!(first["map"]["free"], 16);
+    assert_eq!(first_id, first["version"].to_string());
+
+    // A hold: its seats come as held.
+    let (attempt, token) = t.admitted(&sale, "streamer").await;
+    let held = t
+        .hold(
+            &attempt,
+            "streamer",
+            json!({ "admission_token": token, "seat_ids": ["A-1-2", "B-1-4"] }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    let mut seen = BTreeMap::new();
+    let mut last_id = first_id.clone();
+    while seen.len() < 2 {
+        let (event, id, data) = stream.next(within).await.expect("the hold's seats");
+        assert_eq!(event, "seats", "{data}");
+        assert_eq!(
+            data["from_version"].to_string(),
+            last_id,
+            "one change after another"
+        );
+        for change in data["seats"].as_array().unwrap() {
+            seen.insert(
+                change["seat"].as_str().unwrap().to_owned(),
+                change["state"].clone(),
+            );
+        }
+        last_id = id;
+    }
+    assert_eq!(seen["A-1-2"], "held");
+    assert_eq!(seen["B-1-4"], "held");
+    drop(stream);
+
+    // Away, the hold is released; back with the last id, only that comes, once.
+    let released = t
+        .as_user(
+            Method::DELETE,
+            &format!("/v1/attempts/{attempt}/hold"),
+            "streamer",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(released.status(), 200);
+    // Let this replica's view see it before the stream comes back.
+    for _ in 0..50 {
+        if t.get_json(&format!("/v1/public/sales/{sale}/seat-map"))
+            .await["free"]
+            == 16
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut again =
+        SseStream::open(t.http.get(t.url(&path)).header("Last-Event-ID", &last_id)).await;
+    let mut back = BTreeMap::new();
+    while back.len() < 2 {
+        let (event, _, data) = again.next(within).await.expect("the release's seats");
+        assert_eq!(
+            event, "seats",
+            "the changes since, not the whole map: {data}"
+        );
+        for change in data["seats"].as_array().unwrap() {
+            let seat = change["seat"].as_str().unwrap().to_owned();
+            assert!(
+                back.insert(seat, change["state"].clone()).is_none(),
+                "each change once"
+            );
+        }
+    }
+    assert_eq!(back["A-1-2"], "free");
+    assert_eq!(back["B-1-4"], "free");
+    assert!(
+        again.next(Duration::from_millis(800)).await.is_none(),
+        "nothing more: the hold is not sent again"
     );
 }

@@ -490,6 +490,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/public/sales/{sale_id}/seat-map/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream a sale's seat map
+         * @description Server-Sent Events: first the whole map (`event: map`), then the seats that change
+         *     (`event: seats`: each seat and its new state, from `from_version` to `version`), as
+         *     this replica's view of the sale's seats sees them (at most one store read per sale per
+         *     `queue.line_refresh_ms` for all its streams). Each event's `id` is its version:
+         *     reconnect with `Last-Event-ID` and the changes since are sent, each once, or the whole
+         *     map when this replica no longer has them.
+         */
+        get: operations["streamSeatMap"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sales": {
         parameters: {
             query?: never;
@@ -2778,6 +2803,34 @@ export interface components {
             delay_ms?: number;
             outcome: components["schemas"]["SandboxOutcome"];
         };
+        /** SeatChangeOut */
+        SeatChangeOut: {
+            seat: string;
+            state: components["schemas"]["SeatStateName"];
+        };
+        /**
+         * SeatEventOut
+         * @description One event of a seat-map stream: `map`, the whole map (`map` set); or `seats`, the seats
+         *     that changed from `from_version` to `version` (`seats` set).
+         * @example {
+         *       "from_version": 4182,
+         *       "seats": [
+         *         {
+         *           "seat": "A-1-13",
+         *           "state": "held"
+         *         }
+         *       ],
+         *       "version": 4183
+         *     }
+         */
+        SeatEventOut: {
+            /** Format: uint64 */
+            from_version?: number;
+            map?: components["schemas"]["SeatMapOut"];
+            seats?: components["schemas"]["SeatChangeOut"][];
+            /** Format: uint64 */
+            version: number;
+        };
         /**
          * SeatIn
          * @description A seat, where it is drawn (0 to 100,000 each way), its category and its flags.
@@ -2835,6 +2888,11 @@ export interface components {
              */
             version: number;
         };
+        /**
+         * @description A seat's state.
+         * @enum {string}
+         */
+        SeatStateName: "free" | "held" | "sold" | "off";
         /** SectionIn */
         SectionIn: {
             id: string;
@@ -4977,6 +5035,77 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource for this caller. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests; retry after the given seconds. */
+            429: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store sluice depends on is down; retry after the given seconds. */
+            503: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    streamSeatMap: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `id` of the last event received, when reconnecting. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                sale_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["SeatEventOut"][];
+                };
             };
             /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
             400: {

@@ -732,7 +732,7 @@
     let drawn = false;
     let limit = 1;
     let zoom = 1;
-    let timer = null;
+    let stop = null; // stops following the map
     const chosen = new Set();
     const seats = new Map(); // id -> { el, state, label parts }
 
@@ -815,29 +815,48 @@
       drawn = true;
     }
 
-    /// The sale's map, seat by seat; a chosen seat someone else took is let go, and said.
-    async function refresh() {
-      const res = await fetch(`/v1/public/sales/${saleId}/seat-map`);
-      if (!res.ok) return;
-      const map = await res.json();
+    /// A seat's new state; a chosen seat someone else took is let go, and said.
+    function set(id, state) {
+      const seat = seats.get(id);
+      if (!seat) return;
+      seat.state = state;
+      if (state !== 'free' && chosen.has(id)) {
+        chosen.delete(id);
+        $('seat-why').textContent = t('seatTakenNow', id);
+      }
+      paint(seat);
+    }
+
+    /// The whole map (`getSeatMap`, or a stream's `map` event), seat by seat.
+    function apply(map) {
       for (const section of map.sections) {
+        const rows = layout.sections.find((s) => s.id === section.id).rows;
         for (const row of section.rows) {
-          let number = 0;
-          const ids = layout.sections.find((s) => s.id === section.id).rows.find((r) => r.id === row.id).seats;
+          const numbers = rows.find((r) => r.id === row.id).seats.map((x) => x.number);
+          let at = 0;
           for (const [, letter, count] of row.states.matchAll(/([fhsx])(\d+)/g)) {
-            for (let i = 0; i < Number(count); i++, number++) {
-              const seat = seats.get(`${section.id}-${row.id}-${ids[number].number}`);
-              if (!seat) continue;
-              seat.state = STATES[letter];
-              if (seat.state !== 'free' && chosen.has(seat.id)) {
-                chosen.delete(seat.id);
-                $('seat-why').textContent = t('seatTakenNow', seat.id);
-              }
-              paint(seat);
-            }
+            for (let i = 0; i < Number(count); i++, at++) set(`${section.id}-${row.id}-${numbers[at]}`, STATES[letter]);
           }
         }
       }
+    }
+
+    /// The seats as they change: the sale's seat-map stream (the browser resumes it with its
+    /// last id), or, without one, the map read every second.
+    function follow() {
+      if (window.EventSource) {
+        const events = new EventSource(`/v1/public/sales/${saleId}/seat-map/events`);
+        events.addEventListener('map', (e) => apply(JSON.parse(e.data).map));
+        events.addEventListener('seats', (e) => {
+          for (const change of JSON.parse(e.data).seats) set(change.seat, change.state);
+        });
+        return () => events.close();
+      }
+      const timer = setInterval(async () => {
+        const res = await fetch(`/v1/public/sales/${saleId}/seat-map`).catch(() => null);
+        if (res && res.ok) apply(await res.json());
+      }, 1000);
+      return () => clearInterval(timer);
     }
 
     function setZoom(next) {
@@ -858,16 +877,18 @@
           layout = await res.json();
         }
         if (!drawn) draw();
-        await refresh();
-        clearInterval(timer);
-        // The map is read again every second while the buyer chooses.
-        timer = setInterval(() => {
-          if (shownStep !== 'admitted') { clearInterval(timer); return; }
-          refresh().catch(() => {});
+        for (const seat of seats.values()) paint(seat); // in the language now shown
+        if (stop) return;
+        stop = follow();
+        // Followed while the buyer chooses; the step's end stops it.
+        const watch = setInterval(() => {
+          if (shownStep === 'admitted') return;
+          clearInterval(watch);
+          stop();
+          stop = null;
         }, 1000);
       },
       chosen: () => [...chosen],
-      redraw() { for (const seat of seats.values()) paint(seat); },
     };
   })();
 

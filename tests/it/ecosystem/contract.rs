@@ -159,6 +159,7 @@ fn operation_ids_are_stable() {
         "setPhases",
         "setProofOfWork",
         "streamAttempt",
+        "streamSeatMap",
         "subscribeWebPush",
         "tossFail",
         "tossSuccess",
