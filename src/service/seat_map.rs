@@ -114,12 +114,17 @@ pub async fn seat_map(app: &App, sale: SaleId) -> ServiceResult<Arc<SeatMap>> {
             return Ok(map);
         }
     }
+    // Let go of the sale however this ends, a cancelled request (a client gone) included: a
+    // mark left behind would have every later request answer this stale map.
+    struct Reading<'a>(&'a SeatMaps, SaleId);
+    impl Drop for Reading<'_> {
+        fn drop(&mut self) {
+            self.0.reading.lock().expect("not poisoned").remove(&self.1);
+        }
+    }
+    let reading = Reading(&app.seat_maps, sale);
     let read = read(app, sale).await;
-    app.seat_maps
-        .reading
-        .lock()
-        .expect("not poisoned")
-        .remove(&sale);
+    drop(reading);
     let map = Arc::new(read?);
     if let Some((_, before)) = &kept {
         if before.version != map.version && before.layout == map.layout {

@@ -19,6 +19,10 @@ on_both_configurations!(
     a_seat_map_stream_resumes_from_its_last_id_and_sends_each_change_once,
 );
 
+// Over Redis and PostgreSQL a map's read waits on them, so a request can go away in the middle
+// of it (the embedded store answers at once).
+crate::on_configurations!([servers: Servers] a_map_read_cut_short_does_not_stop_the_map_from_being_read_again);
+
 /// A hall: sections A (VIP rows 1-2, R row 3) and B (R), `per_row` seats a row.
 fn hall(per_row: u32) -> Value {
     let row = |id: &str, category: &str, y: f64| {
@@ -385,4 +389,38 @@ async fn a_seat_map_stream_resumes_from_its_last_id_and_sends_each_change_once(b
         again.next(Duration::from_millis(800)).await.is_none(),
         "nothing more: the hold is not sent again"
     );
+}
+
+/// A request for the map that goes away while this replica reads it (a client gone) does not
+/// leave the sale marked as being read: later requests read it again as it changes.
+async fn a_map_read_cut_short_does_not_stop_the_map_from_being_read_again(backend: Backend) {
+    let t = TestApp::spawn_on_with(backend, |c| c.queue.line_refresh_ms = 200).await;
+    let layout = layout_id(&t, &hall(4)).await;
+    let sale = t
+        .create_sale(json!({ "quantity": null, "layout_id": layout }))
+        .await;
+    let path = format!("/v1/public/sales/{sale}/seat-map");
+    assert_eq!(t.get_json(&path).await["free"], 16);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Cut short while it reads the stale map again: polled once, then dropped.
+    use futures_util::FutureExt;
+    let id = sluice::domain::SaleId::parse(&sale).unwrap();
+    let cut = sluice::service::seat_map::seat_map(&t.app, id).now_or_never();
+    assert!(cut.is_none(), "the read was cut short");
+    let (attempt, token) = t.admitted(&sale, "late").await;
+    let held = t
+        .hold(
+            &attempt,
+            "late",
+            json!({ "admission_token": token, "seat_ids": ["A-2-1"] }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    for _ in 0..30 {
+        if t.get_json(&path).await["held"] == 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the map was never read again after a read cut short");
 }
