@@ -36,7 +36,7 @@ pub enum PublicOfferResponse {
     /// The offer; `ETag` names this version of it.
     #[oai(status = 200)]
     Ok(
-        Json<OfferOut>,
+        Json<Box<OfferOut>>,
         #[oai(header = "ETag")] String,
         #[oai(header = "Cache-Control")] String,
     ),
@@ -113,7 +113,7 @@ impl OfferApi {
         if none_match(if_none_match.0.as_deref(), &etag) {
             return Ok(PublicOfferResponse::NotModified(etag, cache));
         }
-        Ok(PublicOfferResponse::Ok(Json(out), etag, cache))
+        Ok(PublicOfferResponse::Ok(Json(Box::new(out)), etag, cache))
     }
 }
 

@@ -100,9 +100,15 @@ pub enum LedgerError {
     /// A unique name (an admin key's) is already used.
     #[error("the name {0} is already used")]
     NameTaken(String),
-    /// A phase's list would hold more user ids than it may (nothing was added).
-    #[error("a list holds at most {max} user ids; this one would hold {would}")]
-    ListFull { max: u64, would: u64 },
+    /// A phase's list or codes would be more than it may have (nothing was added); `field`
+    /// is the request's field that asked for them.
+    #[error("a phase has at most {max} {what}; this would make {would}")]
+    TooMany {
+        field: &'static str,
+        what: &'static str,
+        max: u64,
+        would: u64,
+    },
     #[error("ledger: {0}")]
     Other(String),
 }

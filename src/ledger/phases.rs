@@ -70,7 +70,7 @@ pub trait PhaseLedger: Send + Sync {
 
     /// Adds user ids to a list phase (those on it already stay once), in one transaction with
     /// the operator's entry: how many were new, and how many the list holds now. A list that
-    /// would hold more than `max` takes none ([`super::LedgerError::ListFull`]).
+    /// would hold more than `max` takes none ([`super::LedgerError::TooMany`]).
     async fn add_members(
         &self,
         sale: SaleId,
@@ -97,6 +97,7 @@ pub trait PhaseLedger: Send + Sync {
         position: u32,
         codes: &[String],
         max_uses: u32,
+        max: u64,
         entry: &AdminAction,
     ) -> LedgerResult<()>;
 

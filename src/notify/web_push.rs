@@ -39,10 +39,6 @@ impl Vapid {
         })
     }
 
-    pub fn public_key(&self) -> &str {
-        &self.public
-    }
-
     /// The `Authorization` header for a message to `endpoint`: a JWT (ES256) whose audience is
     /// the push service's origin, valid 12 hours.
     pub fn authorization(&self, endpoint: &reqwest::Url, now_secs: i64) -> anyhow::Result<String> {

@@ -152,8 +152,8 @@ impl From<LedgerError> for ServiceError {
                 ServiceError::validation("seat_ids", format!("seat {seat} does not exist"))
             }
             LedgerError::NameTaken(name) => ServiceError::NameTaken(name),
-            full @ LedgerError::ListFull { .. } => {
-                ServiceError::validation("user_ids", full.to_string())
+            full @ LedgerError::TooMany { field, .. } => {
+                ServiceError::validation(field, full.to_string())
             }
             LedgerError::NotFree { asked, free } => ServiceError::StockInUse { asked, free },
             LedgerError::SeatExists(seat) => {

@@ -139,7 +139,7 @@ async fn write_hold(
                 | LedgerError::NameTaken(_)
                 | LedgerError::NotFree { .. }
                 | LedgerError::SeatExists(_)
-                | LedgerError::ListFull { .. }
+                | LedgerError::TooMany { .. }
                 | LedgerError::Other(_) => None,
             };
             if let Err(restore) = app.queue.restore(attempt, still_admitted).await {

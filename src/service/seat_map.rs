@@ -299,18 +299,6 @@ async fn layout(app: &App, id: uuid::Uuid) -> ServiceResult<Arc<Layout>> {
     Ok(layout)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_row_is_its_runs() {
-        use SeatState::*;
-        assert_eq!(runs(&[Free, Free, Held, Sold, Sold, Off]), "f2h1s2x1");
-        assert_eq!(runs(&[]), "");
-    }
-}
-
 /// What a seat-map stream sends: the whole map, or the changes since the last one it sent.
 pub enum Update {
     Map(Arc<SeatMap>),
@@ -375,4 +363,16 @@ pub fn follow(
     head.chain(tail)
         .filter(|u| std::future::ready(!matches!(u, Update::Changes(c) if c.seats.is_empty())))
         .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_is_its_runs() {
+        use SeatState::*;
+        assert_eq!(runs(&[Free, Free, Held, Sold, Sold, Off]), "f2h1s2x1");
+        assert_eq!(runs(&[]), "");
+    }
 }

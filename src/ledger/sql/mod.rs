@@ -470,7 +470,12 @@ impl PhaseLedger for SqlLedger {
             }
             let total = phases::count_members(&mut *tx, sale, position).await?;
             if total > max {
-                return Err(LedgerError::ListFull { max, would: total });
+                return Err(LedgerError::TooMany {
+                    field: "user_ids",
+                    what: "user ids on a list",
+                    max,
+                    would: total,
+                });
             }
             flows::record_admin_action(&mut *tx, entry).await?;
             Ok::<_, LedgerError>((added, total))
@@ -498,10 +503,20 @@ impl PhaseLedger for SqlLedger {
         position: u32,
         codes: &[String],
         max_uses: u32,
+        max: u64,
         entry: &AdminAction,
     ) -> LedgerResult<()> {
         in_write!(self, |tx| async {
             phases::add_codes(&mut *tx, sale, position, codes, max_uses).await?;
+            let total = phases::count_codes(&mut *tx, sale, position).await?;
+            if total > max {
+                return Err(LedgerError::TooMany {
+                    field: "count",
+                    what: "access codes",
+                    max,
+                    would: total,
+                });
+            }
             flows::record_admin_action(&mut *tx, entry).await
         })
         .await

@@ -154,14 +154,27 @@ pub(super) async fn count_members(
     sale: SaleId,
     position: u32,
 ) -> LedgerResult<u64> {
-    let total: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM phase_members WHERE sale_id = $1 AND position = $2",
-    )
-    .bind(sale.0)
-    .bind(position as i32)
-    .fetch_one(conn)
-    .await
-    .map_err(db_error)?;
+    count_in(conn, "phase_members", sale, position).await
+}
+
+pub(super) async fn count_codes(conn: &mut Conn, sale: SaleId, position: u32) -> LedgerResult<u64> {
+    count_in(conn, "access_codes", sale, position).await
+}
+
+/// The rows of `table` (one of this ledger's, never a caller's word) in the phase.
+async fn count_in(
+    conn: &mut Conn,
+    table: &'static str,
+    sale: SaleId,
+    position: u32,
+) -> LedgerResult<u64> {
+    let statement = format!("SELECT count(*) FROM {table} WHERE sale_id = $1 AND position = $2");
+    let total: i64 = sqlx::query_scalar(&statement)
+        .bind(sale.0)
+        .bind(position as i32)
+        .fetch_one(conn)
+        .await
+        .map_err(db_error)?;
     Ok(total as u64)
 }
 
