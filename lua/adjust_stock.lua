@@ -18,6 +18,9 @@ elseif change == 'add_seats' or change == 'withdraw_seats' then
   for i = 2, #ARGV, 5000 do
     redis.call(op, KEYS[4], unpack(ARGV, i, math.min(i + 4999, #ARGV)))
   end
+  bump_version()
+  log_seats(KEYS[1], KEYS[8], change == 'add_seats' and 'f' or 'x', table.concat(ARGV, ',', 2))
+  return 1
 else
   return redis.error_reply('unknown stock change ' .. change)
 end

@@ -5,7 +5,8 @@
 -- from the ledger's snapshot. One script: nobody sees half.
 -- KEYS: 1 meta, 2 stock, 3 seats, 4 active, 5 holds, 6 owners, 7 users, 8 bought,
 --       9 unrecorded (an admission batch not yet in the ledger: the rebuilt active set is
---       the ledger's, so that batch is gone), 10 sold (CONFIRMED attempts' hold records)
+--       the ledger's, so that batch is gone), 10 sold (CONFIRMED attempts' hold records),
+--       11 seatlog (starts anew: seat maps read the rebuilt holdings whole)
 -- ARGV: settings: [version, status, opens_at_ms, closes_at_ms, max_active, per_user_limit, rate_per_minute, kind, hold_ttl_ms, payment_ttl_ms], force, reset, free_units, n_seats, seats..., n_live, live...: [attempt, user, deadline_ms, hold], n_bought, bought...: [user, units], n_buyers, buyers...: [user, attempt, bought]
 -- REPLY: rebuilt
 -- Arguments: 1-10 the settings (lib/settings.lua), 11 force: '1', '0', or
@@ -33,6 +34,7 @@ if not fresh and ARGV[FORCE] == '0' then return 0 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[10])
 if not guarded then redis.call('DEL', KEYS[9]) end
 redis.call('HINCRBY', KEYS[1], 'version', 1)
+reset_seatlog(KEYS[1], KEYS[11])
 if ARGV[FORCE + 1] == '1' then
   local t = redis.call('TIME')
   redis.call('HSET', KEYS[1], 'rebuilt_at_ms', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))

@@ -2,8 +2,9 @@
 -- extend), prepended to the scripts that apply them (so it is written once). A change to the
 -- stock, the holds or the active set bumps meta.version, which the drift checker reads to
 -- tell a store that stood still from one that moved under its reads.
--- Scripts that include this take KEYS: 1 meta, 2 holds, 3 stock, 4 seats, 5 bought, 6 active,
--- 7 sold (the hold records of CONFIRMED attempts, kept so a refund can give their units back).
+-- Scripts that include this (after lua/lib/seatlog.lua) take KEYS: 1 meta, 2 holds, 3 stock,
+-- 4 seats, 5 bought, 6 active, 7 sold (the hold records of CONFIRMED attempts, kept so a
+-- refund can give their units back), 8 seatlog.
 
 local function changes_now_ms()
   local t = redis.call('TIME')
@@ -48,6 +49,7 @@ local function restore_attempt(attempt, keep_until)
   redis.call('HINCRBY', KEYS[5], user, -units)
   redis.call('HDEL', records, attempt)
   bump_version()
+  if kind == 's' then log_seats(KEYS[1], KEYS[8], 'f', payload) end
   return 1
 end
 
@@ -61,6 +63,9 @@ local function finish_attempt(attempt)
   end
   local active = redis.call('ZREM', KEYS[6], attempt)
   if record or active > 0 then bump_version() end
+  if record and string.sub(record, 1, 1) == 's' then
+    log_seats(KEYS[1], KEYS[8], 's', string.match(record, '^s|([^|]*)|'))
+  end
 end
 
 -- The attempt went on to pay: its active deadline becomes now + the sale's payment TTL.

@@ -76,6 +76,11 @@ pub struct LayoutIn {
     pub stage: StageIn,
     #[oai(validator(min_items = 1, max_items = 1000))]
     pub sections: Vec<SectionIn>,
+    /// Best available may leave a single free seat between taken ones (by default it never
+    /// does: a seat alone is hard to sell). Seats next to each other in a row's list are side
+    /// by side; an aisle starts a new row or section.
+    #[oai(default)]
+    pub single_gaps: bool,
 }
 
 impl poem_openapi::types::Example for LayoutIn {
@@ -105,6 +110,7 @@ impl poem_openapi::types::Example for LayoutIn {
                     seats: vec![seat(1, "VIP"), seat(2, "VIP"), seat(3, "R")],
                 }],
             }],
+            single_gaps: false,
         }
     }
 }
@@ -147,6 +153,7 @@ impl From<LayoutIn> for Layout {
                         .collect(),
                 })
                 .collect(),
+            single_gaps: l.single_gaps,
         }
     }
 }
@@ -189,6 +196,7 @@ impl From<Layout> for LayoutIn {
                         .collect(),
                 })
                 .collect(),
+            single_gaps: l.single_gaps,
         }
     }
 }

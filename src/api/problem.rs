@@ -152,6 +152,8 @@ problem_types! {
         "Nothing left to hold.";
     SEAT_TAKEN = 409 "seat-taken" "Seat taken":
         "A seat asked for is held or sold.";
+    NO_ADJACENT_SEATS = 409 "no-adjacent-seats" "No seats together":
+        "Best available found no seats side by side as asked.";
     LIMIT_REACHED = 409 "limit-reached" "Per-user limit reached":
         "The user holds or bought as many units as the sale allows.";
     SALE_CLOSED = 409 "sale-closed" "Sale closed":
@@ -252,6 +254,9 @@ impl From<ServiceError> for ApiError {
             ServiceError::SaleClosed => ApiError::Conflict(problem(SALE_CLOSED, detail, None)),
             ServiceError::SoldOut { .. } => ApiError::Conflict(problem(SOLD_OUT, detail, None)),
             ServiceError::SeatTaken(_) => ApiError::Conflict(problem(SEAT_TAKEN, detail, None)),
+            ServiceError::NoAdjacent { .. } => {
+                ApiError::Conflict(problem(NO_ADJACENT_SEATS, detail, None))
+            }
             ServiceError::LimitReached { .. } => {
                 ApiError::Conflict(problem(LIMIT_REACHED, detail, None))
             }

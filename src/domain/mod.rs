@@ -2,6 +2,7 @@
 //! lives here.
 
 pub mod attempt;
+pub mod best_seats;
 pub mod events;
 pub mod holding;
 pub mod ids;

@@ -19,6 +19,43 @@ pub struct Layout {
     /// The stage or field, drawn as a box with its label.
     pub stage: Stage,
     pub sections: Vec<Section>,
+    /// Best available may leave a single free seat between taken ones (by default it never
+    /// does: a seat alone is hard to sell).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub single_gaps: bool,
+}
+
+/// A seat's state on a sale's seat map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeatState {
+    Free,
+    Held,
+    Sold,
+    /// Not sold by this sale (withdrawn).
+    Off,
+}
+
+impl SeatState {
+    /// Its letter in a seat map's runs and in the store's seat log.
+    pub fn letter(self) -> char {
+        match self {
+            SeatState::Free => 'f',
+            SeatState::Held => 'h',
+            SeatState::Sold => 's',
+            SeatState::Off => 'x',
+        }
+    }
+
+    pub fn from_letter(letter: char) -> Option<SeatState> {
+        [
+            SeatState::Free,
+            SeatState::Held,
+            SeatState::Sold,
+            SeatState::Off,
+        ]
+        .into_iter()
+        .find(|s| s.letter() == letter)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -219,6 +256,7 @@ mod tests {
                     seats: vec![seat(1, "VIP"), seat(2, "VIP"), seat(3, "R")],
                 }],
             }],
+            single_gaps: false,
         }
     }
 

@@ -19,6 +19,9 @@
 //! - `active`: sorted set, admitted/holding/paying attempt → deadline (ms), capped by
 //!   `max_active`; `holds`: attempt → what it holds; `stock` / `seats`: what is still free;
 //! - `bought`: user → units held or confirmed (the per-user limit);
+//! - `seatlog`: the last changes of a sale of named seats (`lua/lib/seatlog.lua`), what each
+//!   replica's seat map reads; `best`: the sale's blocks of seats for best available, loaded
+//!   from its layout on the first ask (`lua/hold_best.lua`);
 //! - `synced`: sorted set, id of each queue-sync change applied → when (ms), kept an hour, so
 //!   a retried or replayed change is applied once (`lua/apply_sync.lua`);
 //! - `seen`: sorted set, waiting serial → last sign of life (ms), only when abandonment is on;
@@ -46,6 +49,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::domain::best_seats::{BestAsk, Blocks};
+use crate::domain::venue::SeatState;
 use crate::domain::{AttemptId, Sale, SaleId, SaleStatus, StockChange, UserId};
 pub use crate::domain::{LiveAttempt, SaleSnapshot, Take};
 
@@ -266,6 +271,55 @@ pub enum HoldOutcome {
         seat: String,
     },
     WrongKind,
+    /// Best available found no seats side by side as asked; `free` seats are free in all.
+    NoAdjacent {
+        free: u32,
+    },
+}
+
+/// What changed among a sale's seats since a version ([`QueueStore::seat_changes`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SeatChanges {
+    /// The store does not hold the sale.
+    Unknown,
+    /// The store's log cannot bring that version up to date (another epoch, or older than
+    /// the log keeps): read the holdings whole.
+    Whole { version: u64, epoch: String },
+    /// The changes after that version, oldest first, up to `version`.
+    Since {
+        version: u64,
+        epoch: String,
+        changes: Vec<SeatChange>,
+    },
+}
+
+/// Seats that changed state together (`lua/lib/seatlog.lua`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeatChange {
+    /// The holdings' version the change made.
+    pub version: u64,
+    pub state: SeatState,
+    pub seats: Vec<String>,
+}
+
+impl SeatChange {
+    /// Parses a log entry, `<version>|<letter>|<seat,seat>`.
+    pub fn parse(entry: &str) -> Option<SeatChange> {
+        let mut parts = entry.splitn(3, '|');
+        let version = parts.next()?.parse().ok()?;
+        let mut letter = parts.next()?.chars();
+        let state = SeatState::from_letter(letter.next()?)?;
+        let seats = parts.next()?;
+        Some(SeatChange {
+            version,
+            state,
+            seats: seats
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        })
+    }
 }
 
 /// A sale's counters as the queue store sees them.
@@ -419,6 +473,18 @@ pub trait QueueStore: Send + Sync + 'static {
         user: &UserId,
         take: &Take,
     ) -> QueueResult<HoldOutcome>;
+    /// Holds the best seats side by side `ask` can have among `blocks` (the sale's, of the
+    /// category asked: [`crate::domain::best_seats`]), picked and taken in one step.
+    async fn hold_best(
+        &self,
+        attempt: AttemptId,
+        user: &UserId,
+        ask: &BestAsk,
+        blocks: &Blocks,
+    ) -> QueueResult<HoldOutcome>;
+    /// What changed among the sale's seats after `since` of `epoch` (a replica's seat map).
+    async fn seat_changes(&self, sale: SaleId, since: u64, epoch: &str)
+        -> QueueResult<SeatChanges>;
     /// Gives the attempt's held stock back (at most once) and frees its slot; with
     /// `keep_slot_until_ms`, the attempt keeps its slot (admitted) until then instead.
     async fn restore(

@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::*;
+use crate::domain::best_seats::{BestAsk, Block, Blocks};
 use crate::domain::{Stock, StockChange, StockKind};
 
 /// Change ids asked about in one call of the queue-sync replay (lua/unsynced.lua): a replay
@@ -440,6 +441,38 @@ fn admitted_of(sale: SaleId, entry: &AdmittedEntry) -> QueueResult<Admitted> {
     })
 }
 
+/// What lua/hold.lua or lua/hold_best.lua answered.
+fn hold_outcome(call: &str, reply: &HoldReply) -> QueueResult<HoldOutcome> {
+    let detail = || {
+        reply
+            .detail
+            .clone()
+            .ok_or_else(|| protocol(call, &reply.status))
+    };
+    let count = || {
+        Ok::<_, QueueError>(
+            detail()?
+                .parse::<i64>()
+                .map_err(|_| protocol(call, &reply.detail))?
+                .clamp(0, i64::from(u32::MAX)) as u32,
+        )
+    };
+    Ok(match reply.status.as_str() {
+        "held" => HoldOutcome::Held {
+            take: parse_take(&detail()?)?,
+        },
+        "not_admitted" => HoldOutcome::NotAdmitted,
+        "limit" => HoldOutcome::LimitReached { already: count()? },
+        "sold_out" => HoldOutcome::SoldOut {
+            remaining: count()?,
+        },
+        "seat_taken" => HoldOutcome::SeatTaken { seat: detail()? },
+        "wrong_kind" => HoldOutcome::WrongKind,
+        "no_adjacent" => HoldOutcome::NoAdjacent { free: count()? },
+        other => return Err(protocol(call, &other)),
+    })
+}
+
 /// The `holds` value hold.lua writes: `q|<n>|<user>` or `s|<seat,seat>|<user>`.
 fn hold_record(take: &Take, user: &UserId) -> String {
     match take {
@@ -762,31 +795,73 @@ impl QueueStore for RedisQueue {
             seats,
         };
         let reply = self.call("hold", &HOLD, attempt.sale, &args).await?;
-        let detail = || {
-            reply
-                .detail
-                .clone()
-                .ok_or_else(|| protocol("hold", &reply.status))
+        hold_outcome("hold", &reply)
+    }
+
+    async fn hold_best(
+        &self,
+        attempt: AttemptId,
+        user: &UserId,
+        ask: &BestAsk,
+        blocks: &Blocks,
+    ) -> QueueResult<HoldOutcome> {
+        let category = blocks.category.clone().unwrap_or_default();
+        let args = HoldBestArgs {
+            attempt: local(attempt),
+            user: user.to_string(),
+            count: ask.count,
+            category: category.clone(),
+            section: ask.section.clone().unwrap_or_default(),
+            single_gaps: if blocks.single_gaps { "1" } else { "0" },
         };
-        let count = || {
-            detail()?
-                .parse::<i64>()
-                .map_err(|_| protocol("hold", &reply.detail))
+        let mut reply = self
+            .call("hold_best", &HOLD_BEST, attempt.sale, &args)
+            .await?;
+        if reply.status == "unloaded" {
+            let load = LoadBestArgs {
+                category,
+                blocks: Rest(blocks.blocks.iter().map(Block::encode).collect()),
+            };
+            self.call("load_best", &LOAD_BEST, attempt.sale, &load)
+                .await?;
+            reply = self
+                .call("hold_best", &HOLD_BEST, attempt.sale, &args)
+                .await?;
+        }
+        hold_outcome("hold_best", &reply)
+    }
+
+    async fn seat_changes(
+        &self,
+        sale: SaleId,
+        since: u64,
+        epoch: &str,
+    ) -> QueueResult<SeatChanges> {
+        let args = SeatChangesArgs {
+            since,
+            epoch: epoch.to_owned(),
         };
-        Ok(match reply.status.as_str() {
-            "held" => HoldOutcome::Held {
-                take: parse_take(&detail()?)?,
-            },
-            "not_admitted" => HoldOutcome::NotAdmitted,
-            "limit" => HoldOutcome::LimitReached {
-                already: count()?.max(0) as u32,
-            },
-            "sold_out" => HoldOutcome::SoldOut {
-                remaining: count()?.max(0) as u32,
-            },
-            "seat_taken" => HoldOutcome::SeatTaken { seat: detail()? },
-            "wrong_kind" => HoldOutcome::WrongKind,
-            other => return Err(protocol("hold", &other)),
+        let reply = self
+            .call("seat_changes", &SEAT_CHANGES, sale, &args)
+            .await?;
+        if reply.known == 0 {
+            return Ok(SeatChanges::Unknown);
+        }
+        if reply.whole == 1 {
+            return Ok(SeatChanges::Whole {
+                version: reply.version,
+                epoch: reply.epoch,
+            });
+        }
+        let changes = reply
+            .changes
+            .iter()
+            .map(|c| SeatChange::parse(c).ok_or_else(|| protocol("seat change", c)))
+            .collect::<QueueResult<_>>()?;
+        Ok(SeatChanges::Since {
+            version: reply.version,
+            epoch: reply.epoch,
+            changes,
         })
     }
 

@@ -95,10 +95,17 @@ macro_rules! queue_lua {
         lua!($name: $args => $reply, "queue.lua" => $file, $keys);
     };
 }
-/// A script that applies a transition's change: `lua/lib/changes.lua` comes first.
+/// A script that applies a transition's change: `lua/lib/seatlog.lua` and
+/// `lua/lib/changes.lua` come first.
 macro_rules! changes_lua {
     ($name:ident: $args:ty => $reply:ty, $file:literal, $keys:expr) => {
-        lua!($name: $args => $reply, "changes.lua" => $file, $keys);
+        lua!($name: $args => $reply, "seatlog.lua", "changes.lua" => $file, $keys);
+    };
+}
+/// A script that takes a hold: `lua/lib/seatlog.lua` and `lua/lib/holding.lua` come first.
+macro_rules! holding_lua {
+    ($name:ident: $args:ty => $reply:ty, $file:literal, $keys:expr) => {
+        lua!($name: $args => $reply, "seatlog.lua", "holding.lua" => $file, $keys);
     };
 }
 
@@ -499,11 +506,66 @@ reply!(
         detail: Option<String>,
     }
 );
-lua!(
+holding_lua!(
     HOLD: HoldArgs => HoldReply,
     "hold.lua",
-    ["meta", "active", "holds", "stock", "seats", "bought"]
+    ["meta", "active", "holds", "stock", "seats", "bought", "seatlog"]
 );
+
+args!(
+    struct HoldBestArgs {
+        attempt: String,
+        user: String,
+        count: u32,
+        /// '' any.
+        category: String,
+        /// '' any.
+        section: String,
+        /// "1" when a single free seat may be left between taken ones.
+        single_gaps: &'static str,
+    }
+);
+holding_lua!(
+    HOLD_BEST: HoldBestArgs => HoldReply,
+    "hold_best.lua",
+    ["meta", "active", "holds", "stock", "seats", "bought", "seatlog", "best"]
+);
+
+args!(
+    struct LoadBestArgs {
+        /// '' every category.
+        category: String,
+        /// "<section>|<nearest, 1-based>|<seat,seat,...>", nearest the stage first.
+        blocks: Rest<String>,
+    }
+);
+reply!(
+    struct LoadedBest {
+        /// 1 if loaded now (no caller needs to know).
+        #[allow(dead_code)]
+        loaded: i64,
+    }
+);
+lua!(LOAD_BEST: LoadBestArgs => LoadedBest, "load_best.lua", ["best"]);
+
+args!(
+    struct SeatChangesArgs {
+        since: u64,
+        epoch: String,
+    }
+);
+reply!(
+    struct SeatChangesReply {
+        known: i64,
+        version: u64,
+        epoch: String,
+        /// 1: read the holdings whole.
+        whole: i64,
+        /// "<version>|<letter>|<seat,seat>", oldest first.
+        changes: Vec<String>,
+    }
+);
+lua!(SEAT_CHANGES: SeatChangesArgs => SeatChangesReply, "seat_changes.lua", ["meta", "seatlog"]);
 
 args!(
     struct RestoreArgs {
@@ -520,7 +582,7 @@ reply!(
 changes_lua!(
     RESTORE: RestoreArgs => Restored,
     "restore.lua",
-    ["meta", "holds", "stock", "seats", "bought", "active", "sold"]
+    ["meta", "holds", "stock", "seats", "bought", "active", "sold", "seatlog"]
 );
 
 args!(
@@ -539,7 +601,7 @@ reply!(
 changes_lua!(
     ADJUST_STOCK: AdjustArgs => Adjusted,
     "adjust_stock.lua",
-    ["meta", "holds", "stock", "seats", "bought", "active", "sold"]
+    ["meta", "holds", "stock", "seats", "bought", "active", "sold", "seatlog"]
 );
 
 args!(
@@ -559,7 +621,9 @@ reply!(
 changes_lua!(
     APPLY_SYNC: ApplySyncArgs => Applied,
     "apply_sync.lua",
-    ["meta", "holds", "stock", "seats", "bought", "active", "sold", "synced"]
+    [
+        "meta", "holds", "stock", "seats", "bought", "active", "sold", "seatlog", "synced"
+    ]
 );
 
 args!(
@@ -654,7 +718,7 @@ reply!(
         rebuilt: i64,
     }
 );
-lua!(INIT_SALE: InitArgs => Rebuilt, "queue.lua", "settings.lua" => "init_sale.lua", ["meta", "stock", "seats", "active", "holds", "owners", "users", "bought", "unrecorded", "sold"]);
+lua!(INIT_SALE: InitArgs => Rebuilt, "queue.lua", "settings.lua", "seatlog.lua" => "init_sale.lua", ["meta", "stock", "seats", "active", "holds", "owners", "users", "bought", "unrecorded", "sold", "seatlog"]);
 
 args!(
     struct PutSettingsArgs {
@@ -687,7 +751,7 @@ lua!(RECORDED: RecordedArgs => Recorded, "recorded.lua", ["unrecorded"]);
 
 /// Every script above: the store puts them in Redis's script cache ahead of the calls (a unit
 /// test checks the list against the declarations).
-pub(super) fn scripts() -> [&'static dyn Declared; 23] {
+pub(super) fn scripts() -> [&'static dyn Declared; 26] {
     [
         &JOIN,
         &POSITION,
@@ -704,6 +768,9 @@ pub(super) fn scripts() -> [&'static dyn Declared; 23] {
         &LEASE,
         &RELEASE_LEASE,
         &HOLD,
+        &HOLD_BEST,
+        &LOAD_BEST,
+        &SEAT_CHANGES,
         &RESTORE,
         &ADJUST_STOCK,
         &APPLY_SYNC,
@@ -723,7 +790,7 @@ mod tests {
         let declarations = include_str!("redis_scripts.rs")
             .lines()
             .filter(|l| {
-                ["lua!(", "queue_lua!(", "changes_lua!("]
+                ["lua!(", "queue_lua!(", "changes_lua!(", "holding_lua!("]
                     .iter()
                     .any(|m| l.starts_with(m))
             })
@@ -742,7 +809,8 @@ mod tests {
 
     /// The names in a script's `KEYS` header, in order: `N name` pairs, parenthesised notes
     /// left out, up to its `ARGV` (or the end of the header). A script that takes the keys
-    /// of `lua/lib/changes.lua` says so, and may take more after them ("then 8 synced").
+    /// of a library (`as lua/lib/changes.lua`) says so, and may take more after them
+    /// ("then 9 synced").
     fn header_keys(file: &str) -> Vec<String> {
         let header: String = header(file)
             .iter()
@@ -760,8 +828,12 @@ mod tests {
                 _ => {}
             }
         }
-        if rest.contains("as lua/lib/changes.lua") {
-            names = header_keys("lib/changes.lua");
+        if let Some(at) = rest.find("as lua/lib/") {
+            let lib = rest[at + 11..]
+                .split_whitespace()
+                .next()
+                .unwrap_or_default();
+            names = header_keys(&format!("lib/{}", lib.trim_end_matches(',')));
         }
         let words: Vec<&str> = rest
             .split(|c: char| c.is_whitespace() || c == ',' || c == '.')
@@ -790,8 +862,8 @@ mod tests {
     #[test]
     fn each_script_takes_the_keys_its_header_names_in_order() {
         assert_eq!(
-            header_keys("hold.lua"),
-            ["meta", "active", "holds", "stock", "seats", "bought"],
+            header_keys("lib/holding.lua"),
+            ["meta", "active", "holds", "stock", "seats", "bought", "seatlog"],
             "the header reader reads a header"
         );
         for script in super::scripts() {

@@ -36,6 +36,10 @@ pub enum ServiceError {
     SoldOut { remaining: u32 },
     #[error("seat {0} is not available")]
     SeatTaken(String),
+    /// Best available found no `count` seats side by side (of the category and section
+    /// asked) that leave no single seat stranded; `free` seats are free in the whole sale.
+    #[error("no {count} seats side by side are free as asked ({free} seats are free in the sale): ask for fewer, another category or section, or pick seats on the map")]
+    NoAdjacent { count: u32, free: u32 },
     #[error("the per-user limit of this sale is reached ({already} already held or bought)")]
     LimitReached { already: u32 },
     #[error("the attempt is not admitted")]

@@ -11,8 +11,43 @@ use crate::domain::{AttemptEvent, AttemptId, UserId};
 use crate::ledger::LedgerError;
 use crate::queue::HoldOutcome;
 
+pub use crate::domain::best_seats::BestAsk;
+
+/// What a client asks to hold.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ask {
+    /// Units, or the seats it names.
+    Take(Take),
+    /// The best seats side by side.
+    Best(BestAsk),
+}
+
+/// What a client asks to hold: exactly one of a quantity, seat ids or best available.
+pub fn parse_ask(
+    quantity: Option<u32>,
+    seat_ids: Option<Vec<String>>,
+    best: Option<BestAsk>,
+) -> ServiceResult<Ask> {
+    let Some(best) = best else {
+        return parse_take(quantity, seat_ids).map(Ask::Take);
+    };
+    if quantity.is_some() || seat_ids.is_some() {
+        return Err(ServiceError::validation(
+            "best_available",
+            "give exactly one of `quantity`, `seat_ids` or `best_available`",
+        ));
+    }
+    if !(1..=crate::domain::best_seats::MAX_COUNT).contains(&best.count) {
+        return Err(ServiceError::validation(
+            "best_available.count",
+            "must be between 1 and 20",
+        ));
+    }
+    Ok(Ask::Best(best))
+}
+
 /// What a client asks to hold: exactly one of a quantity or seat ids.
-pub fn parse_take(quantity: Option<u32>, seat_ids: Option<Vec<String>>) -> ServiceResult<Take> {
+fn parse_take(quantity: Option<u32>, seat_ids: Option<Vec<String>>) -> ServiceResult<Take> {
     match (quantity, seat_ids) {
         (Some(n), None) if (1..=1000).contains(&n) => Ok(Take::Quantity(n)),
         (Some(_), None) => Err(ServiceError::validation(
@@ -39,7 +74,7 @@ pub fn parse_take(quantity: Option<u32>, seat_ids: Option<Vec<String>>) -> Servi
         }
         _ => Err(ServiceError::validation(
             "quantity",
-            "give exactly one of `quantity` or `seat_ids`",
+            "give exactly one of `quantity`, `seat_ids` or `best_available`",
         )),
     }
 }
@@ -49,7 +84,7 @@ pub async fn hold(
     attempt: AttemptId,
     user: &UserId,
     admission_token: &str,
-    take: Take,
+    ask: Ask,
 ) -> ServiceResult<AttemptView> {
     let admitted_until_ms = match app.admission.verify(admission_token, attempt, user) {
         Ok(claims) => claims.exp * 1000,
@@ -64,9 +99,7 @@ pub async fn hold(
     // their end on a task of their own.
     let (app, user) = (app.clone(), user.clone());
     let written =
-        tokio::spawn(
-            async move { write_hold(&app, attempt, &user, take, admitted_until_ms).await },
-        );
+        tokio::spawn(async move { write_hold(&app, attempt, &user, ask, admitted_until_ms).await });
     match written.await {
         Ok(answer) => answer,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
@@ -83,11 +116,17 @@ async fn write_hold(
     app: &App,
     attempt: AttemptId,
     user: &UserId,
-    take: Take,
+    ask: Ask,
     admitted_until_ms: i64,
 ) -> ServiceResult<AttemptView> {
     let _in_flight = app.holds_in_flight.hold(attempt.sale);
-    let outcome = app.queue.hold(attempt, user, &take).await?;
+    let outcome = match &ask {
+        Ask::Take(take) => app.queue.hold(attempt, user, take).await?,
+        Ask::Best(best) => {
+            let blocks = super::seat_map::blocks(app, attempt.sale, best).await?;
+            app.queue.hold_best(attempt, user, best, &blocks).await?
+        }
+    };
     let label = match &outcome {
         HoldOutcome::Held { .. } => "held",
         HoldOutcome::NotAdmitted => "not_admitted",
@@ -95,6 +134,7 @@ async fn write_hold(
         HoldOutcome::SoldOut { .. } => "sold_out",
         HoldOutcome::SeatTaken { .. } => "seat_taken",
         HoldOutcome::WrongKind => "wrong_kind",
+        HoldOutcome::NoAdjacent { .. } => "no_adjacent",
     };
     metrics::counter!("sluice_holds_total", "outcome" => label).increment(1);
     let held =
@@ -111,6 +151,13 @@ async fn write_hold(
                 "quantity",
                 "this sale sells named seats: give `seat_ids` (or `quantity` for a quantity sale)",
             )),
+            HoldOutcome::NoAdjacent { free } => {
+                let count = match &ask {
+                    Ask::Best(best) => best.count,
+                    Ask::Take(take) => take.units(),
+                };
+                return Err(ServiceError::NoAdjacent { count, free });
+            }
         };
     match app
         .ledger

@@ -1,8 +1,11 @@
 //! A sale's seat map: each seat of its venue layout free, held or sold, from this replica's
-//! view of the sale's holdings, read from the queue store at most once per sale per
-//! `queue.line_refresh_ms` however many buyers look (one store call; the map is then the same
-//! for every reader until the next). The map is advisory: a hold on a seat just taken still
-//! fails exactly (409 `seat-taken`).
+//! view of the sale's seats, brought up to date at most once per sale per
+//! `queue.line_refresh_ms` however many buyers look, by one store call that carries only the
+//! seats changed since the view's version (the store's seat log, `lua/lib/seatlog.lua`); the
+//! holdings are read whole only for the first map, or when the log cannot bring the view up
+//! to date (a rebuilt store, a view older than the log keeps). The map is then the same for
+//! every reader until the next. The map is advisory: a hold on a seat just taken still fails
+//! exactly (409 `seat-taken`).
 //!
 //! Compact: per row, the seats' states in the row's order as runs (`f12h1s3`: 12 free, 1 held,
 //! 3 sold; `x` a seat the sale does not sell), not one object per seat. Its `version` is the
@@ -16,29 +19,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{sales, App, ServiceError, ServiceResult};
+use crate::domain::best_seats::{self, BestAsk, Blocks};
 use crate::domain::venue::Layout;
 use crate::domain::{SaleId, Stock, Take};
+use crate::queue::SeatChanges;
 
-/// A seat's state on the map.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SeatState {
-    Free,
-    Held,
-    Sold,
-    /// Not sold by this sale (withdrawn).
-    Off,
-}
-
-impl SeatState {
-    pub fn letter(self) -> char {
-        match self {
-            SeatState::Free => 'f',
-            SeatState::Held => 'h',
-            SeatState::Sold => 's',
-            SeatState::Off => 'x',
-        }
-    }
-}
+pub use crate::domain::venue::SeatState;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeatMap {
@@ -77,15 +63,36 @@ pub struct RowMap {
     pub states: String,
 }
 
-/// Each replica's seat maps and the layouts they are drawn on (a layout never changes).
+/// A map as a replica keeps it: when it was read, and the store's epoch it was read in (its
+/// seat log's versions count within one).
+#[derive(Clone)]
+struct Kept {
+    at: Instant,
+    epoch: String,
+    map: Arc<SeatMap>,
+}
+
+/// A layout as the maps and best available use it, read once per replica (a layout never
+/// changes).
+pub struct Venue {
+    pub layout: Layout,
+    /// Each seat's place in the layout's order (a map's `seats`).
+    index: HashMap<Arc<str>, usize>,
+    /// Its seats' categories (what best available may ask for).
+    categories: HashSet<String>,
+    /// Best available's blocks, by category (`None`: every one), made on the first ask.
+    blocks: Mutex<HashMap<Option<String>, Arc<Blocks>>>,
+}
+
+/// Each replica's seat maps and the layouts they are drawn on.
 #[derive(Default)]
 pub struct SeatMaps {
-    maps: Mutex<HashMap<SaleId, (Instant, Arc<SeatMap>)>>,
+    maps: Mutex<HashMap<SaleId, Kept>>,
     /// The last maps' changes, oldest first, by sale.
     changes: Mutex<HashMap<SaleId, std::collections::VecDeque<Arc<Changes>>>>,
     /// Sales whose map one request is reading now: the others answer the map it replaces.
     reading: Mutex<HashSet<SaleId>>,
-    layouts: Mutex<HashMap<uuid::Uuid, Arc<Layout>>>,
+    venues: Mutex<HashMap<uuid::Uuid, Arc<Venue>>>,
 }
 
 /// The sale's seat map, at most `queue.line_refresh_ms` old.
@@ -98,9 +105,9 @@ pub async fn seat_map(app: &App, sale: SaleId) -> ServiceResult<Arc<SeatMap>> {
         .expect("not poisoned")
         .get(&sale)
         .cloned();
-    if let Some((at, map)) = &kept {
-        if at.elapsed() < fresh_for {
-            return Ok(Arc::clone(map));
+    if let Some(kept) = &kept {
+        if kept.at.elapsed() < fresh_for {
+            return Ok(Arc::clone(&kept.map));
         }
     }
     let first = app
@@ -110,8 +117,8 @@ pub async fn seat_map(app: &App, sale: SaleId) -> ServiceResult<Arc<SeatMap>> {
         .expect("not poisoned")
         .insert(sale);
     if !first {
-        if let Some((_, map)) = kept {
-            return Ok(map);
+        if let Some(kept) = kept {
+            return Ok(kept.map);
         }
     }
     // Let go of the sale however this ends, a cancelled request (a client gone) included: a
@@ -123,10 +130,11 @@ pub async fn seat_map(app: &App, sale: SaleId) -> ServiceResult<Arc<SeatMap>> {
         }
     }
     let reading = Reading(&app.seat_maps, sale);
-    let read = read(app, sale).await;
+    let read = read(app, sale, kept.as_ref()).await;
     drop(reading);
-    let map = Arc::new(read?);
-    if let Some((_, before)) = &kept {
+    let (epoch, map) = read?;
+    let map = Arc::new(map);
+    if let Some(Kept { map: before, .. }) = &kept {
         if before.version != map.version && before.layout == map.layout {
             let changes = Arc::new(changes(before, &map));
             let mut all = app.seat_maps.changes.lock().expect("not poisoned");
@@ -137,11 +145,14 @@ pub async fn seat_map(app: &App, sale: SaleId) -> ServiceResult<Arc<SeatMap>> {
             kept.push_back(changes);
         }
     }
-    app.seat_maps
-        .maps
-        .lock()
-        .expect("not poisoned")
-        .insert(sale, (Instant::now(), Arc::clone(&map)));
+    app.seat_maps.maps.lock().expect("not poisoned").insert(
+        sale,
+        Kept {
+            at: Instant::now(),
+            epoch,
+            map: Arc::clone(&map),
+        },
+    );
     Ok(map)
 }
 
@@ -168,22 +179,50 @@ pub fn changes_since(app: &App, sale: SaleId, version: u64) -> Option<Vec<Arc<Ch
     Some(kept.iter().skip(start).cloned().collect())
 }
 
-async fn read(app: &App, sale: SaleId) -> ServiceResult<SeatMap> {
+/// The sale's map now, and the store's epoch it is of: `kept` brought up to date by the seat
+/// log, or drawn from the holdings read whole.
+async fn read(app: &App, sale: SaleId, kept: Option<&Kept>) -> ServiceResult<(String, SeatMap)> {
     let offer = super::offer::offer(app, sale).await?;
     let layout_id = offer.sale.layout.ok_or(ServiceError::NotFound(
         "seat map (the sale has no venue layout)",
     ))?;
-    let layout = layout(app, layout_id).await?;
-    let mut holdings = app.queue.holdings(sale).await?;
-    if holdings.is_none() && sales::restore_in_queue(app, sale, false).await? {
-        holdings = app.queue.holdings(sale).await?;
-    }
-    let holdings = holdings.ok_or(ServiceError::Unavailable("the queue store"))?;
     let Stock::Seats(all) = &offer.sale.stock else {
         return Err(ServiceError::NotFound(
             "seat map (not a sale of named seats)",
         ));
     };
+    let venue = venue(app, layout_id).await?;
+    let kept = kept.filter(|k| k.map.layout == layout_id);
+    let (since, epoch) = kept.map_or((0, ""), |k| (k.map.version, k.epoch.as_str()));
+    let mut probe = app.queue.seat_changes(sale, since, epoch).await?;
+    if probe == SeatChanges::Unknown && sales::restore_in_queue(app, sale, false).await? {
+        probe = app.queue.seat_changes(sale, since, epoch).await?;
+    }
+    let epoch = match probe {
+        SeatChanges::Unknown => return Err(ServiceError::Unavailable("the queue store")),
+        SeatChanges::Since {
+            version,
+            epoch,
+            changes,
+        } if kept.is_some() => {
+            let before = &kept.expect("checked").map;
+            let mut states: Vec<SeatState> = before.seats.iter().map(|(_, s)| *s).collect();
+            for change in &changes {
+                for seat in &change.seats {
+                    if let Some(&i) = venue.index.get(seat.as_str()) {
+                        states[i] = change.state;
+                    }
+                }
+            }
+            return Ok((epoch, draw(version, layout_id, &venue, |i, _| states[i])));
+        }
+        SeatChanges::Since { epoch, .. } | SeatChanges::Whole { epoch, .. } => epoch,
+    };
+    let holdings = app
+        .queue
+        .holdings(sale)
+        .await?
+        .ok_or(ServiceError::Unavailable("the queue store"))?;
     let in_sale: HashSet<&str> = all.iter().map(String::as_str).collect();
     let free: HashSet<&str> = match &holdings.free {
         Stock::Seats(free) => free.iter().map(String::as_str).collect(),
@@ -198,26 +237,28 @@ async fn read(app: &App, sale: SaleId) -> ServiceResult<SeatMap> {
             Take::Quantity(_) => Vec::new(),
         })
         .collect();
-    Ok(draw(holdings.version, layout_id, &layout, |id| {
-        if !in_sale.contains(id) {
-            SeatState::Off
-        } else if free.contains(id) {
+    let map = draw(holdings.version, layout_id, &venue, |_, id| {
+        if free.contains(id) {
             SeatState::Free
         } else if held.contains(id) {
             SeatState::Held
-        } else {
+        } else if in_sale.contains(id) {
             SeatState::Sold
+        } else {
+            SeatState::Off
         }
-    }))
+    });
+    Ok((epoch, map))
 }
 
-/// The map of `layout` with each seat's state.
-pub fn draw(
+/// The map of `venue` with each seat's state (by its place in the layout's order and id).
+fn draw(
     version: u64,
     layout_id: uuid::Uuid,
-    layout: &Layout,
-    state: impl Fn(&str) -> SeatState,
+    venue: &Venue,
+    state: impl Fn(usize, &str) -> SeatState,
 ) -> SeatMap {
+    let layout = &venue.layout;
     let (mut free, mut held, mut sold) = (0, 0, 0);
     let mut seats = Vec::new();
     let sections = layout
@@ -232,7 +273,7 @@ pub fn draw(
                     let states: Vec<SeatState> = row
                         .seat_ids(&section.id)
                         .map(|id| {
-                            let s = state(&id);
+                            let s = state(seats.len(), &id);
                             seats.push((Arc::from(id), s));
                             s
                         })
@@ -281,22 +322,74 @@ fn runs(states: &[SeatState]) -> String {
 }
 
 /// A layout, read from the ledger once per replica (layouts never change).
-async fn layout(app: &App, id: uuid::Uuid) -> ServiceResult<Arc<Layout>> {
-    if let Some(kept) = app.seat_maps.layouts.lock().expect("not poisoned").get(&id) {
+async fn venue(app: &App, id: uuid::Uuid) -> ServiceResult<Arc<Venue>> {
+    if let Some(kept) = app.seat_maps.venues.lock().expect("not poisoned").get(&id) {
         return Ok(Arc::clone(kept));
     }
-    let layout = Arc::new(
-        app.ledger
-            .layout(id)
-            .await?
-            .ok_or(ServiceError::NotFound("layout"))?,
-    );
+    let layout = app
+        .ledger
+        .layout(id)
+        .await?
+        .ok_or(ServiceError::NotFound("layout"))?;
+    let index = layout
+        .seat_ids()
+        .into_iter()
+        .enumerate()
+        .map(|(i, id)| (Arc::from(id), i))
+        .collect();
+    let categories = layout
+        .sections
+        .iter()
+        .flat_map(|s| &s.rows)
+        .flat_map(|r| &r.seats)
+        .filter_map(|seat| seat.category.clone())
+        .collect();
+    let venue = Arc::new(Venue {
+        layout,
+        index,
+        categories,
+        blocks: Mutex::default(),
+    });
     app.seat_maps
-        .layouts
+        .venues
         .lock()
         .expect("not poisoned")
-        .insert(id, Arc::clone(&layout));
-    Ok(layout)
+        .insert(id, Arc::clone(&venue));
+    Ok(venue)
+}
+
+/// The blocks best available looks in for `ask` on the sale's layout; refused when the sale
+/// has none, or the layout has no such category or section.
+pub async fn blocks(app: &App, sale: SaleId, ask: &BestAsk) -> ServiceResult<Arc<Blocks>> {
+    let offer = super::offer::offer(app, sale).await?;
+    let layout = offer.sale.layout.ok_or_else(|| {
+        ServiceError::validation(
+            "best_available",
+            "this sale has no venue layout: give `seat_ids` or `quantity`",
+        )
+    })?;
+    let venue = venue(app, layout).await?;
+    if let Some(category) = &ask.category {
+        if !venue.categories.contains(category) {
+            return Err(ServiceError::validation(
+                "best_available.category",
+                format!("the layout has no category {category}"),
+            ));
+        }
+    }
+    if let Some(section) = &ask.section {
+        if !venue.layout.sections.iter().any(|s| s.id == *section) {
+            return Err(ServiceError::validation(
+                "best_available.section",
+                format!("the layout has no section {section}"),
+            ));
+        }
+    }
+    let mut all = venue.blocks.lock().expect("not poisoned");
+    let blocks = all
+        .entry(ask.category.clone())
+        .or_insert_with(|| Arc::new(best_seats::blocks(&venue.layout, ask.category.as_deref())));
+    Ok(Arc::clone(blocks))
 }
 
 /// What a seat-map stream sends: the whole map, or the changes since the last one it sent.

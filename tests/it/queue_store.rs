@@ -53,11 +53,17 @@ macro_rules! on_queue_stores {
 macro_rules! on_every_queue_store {
     ($($name:ident),* $(,)?) => {
         on_queue_stores!(
-            [redis: super::redis, redis_cluster: super::redis_cluster, in_process: super::memory]
+            [
+                redis: crate::queue_store::redis,
+                redis_cluster: crate::queue_store::redis_cluster,
+                in_process: crate::queue_store::memory
+            ]
             $($name),*
         );
     };
 }
+
+mod seats;
 
 on_every_queue_store!(
     join_is_fifo_and_idempotent_per_user,

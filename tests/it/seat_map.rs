@@ -9,7 +9,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use sluice::domain::AttemptEvent;
 
-use crate::helpers::{Backend, SseStream, TestApp};
+use crate::helpers::{assert_problem, Backend, SseStream, TestApp};
 use crate::on_both_configurations;
 
 on_both_configurations!(
@@ -17,6 +17,9 @@ on_both_configurations!(
     a_sale_of_a_layout_sells_its_seats_at_their_categorys_price,
     the_seat_map_equals_the_ledgers_seats_after_holds_releases_an_expiry_and_purchases,
     a_seat_map_stream_resumes_from_its_last_id_and_sends_each_change_once,
+    a_map_refresh_reads_only_the_seats_changed,
+    best_available_seats_two_hundred_buyers_side_by_side_and_sells_no_seat_twice,
+    best_available_refuses_what_it_cannot_give_and_takes_nothing,
 );
 
 // Over Redis and PostgreSQL a map's read waits on them, so a request can go away in the middle
@@ -41,7 +44,8 @@ fn hall(per_row: u32) -> Value {
             { "id": "A", "name": "Floor A",
               "rows": [row("1", "VIP", 400.0), row("2", "VIP", 500.0), row("3", "R", 600.0)] },
             { "id": "B", "name": "Balcony", "rows": [row("1", "R", 900.0)] }
-        ]
+        ],
+        "single_gaps": false
     })
 }
 
@@ -181,16 +185,23 @@ fn decode(map: &Value) -> BTreeMap<String, char> {
 async fn ledger_seats(t: &TestApp, sale: &str, all: &[String]) -> BTreeMap<String, char> {
     let mut seats: BTreeMap<String, char> = all.iter().map(|s| (s.clone(), 'f')).collect();
     for state in ["HOLD", "PAYMENT_PENDING", "CONFIRMED"] {
-        let page = t
-            .admin_json(
-                Method::GET,
-                &format!("/v1/sales/{sale}/attempts?state={state}&limit=100"),
-            )
-            .await;
-        for attempt in page["attempts"].as_array().unwrap() {
-            for seat in attempt["seat_ids"].as_array().into_iter().flatten() {
-                let mark = if state == "CONFIRMED" { 's' } else { 'h' };
-                seats.insert(seat.as_str().unwrap().to_owned(), mark);
+        let mut cursor = String::new();
+        loop {
+            let page = t
+                .admin_json(
+                    Method::GET,
+                    &format!("/v1/sales/{sale}/attempts?state={state}&limit=100{cursor}"),
+                )
+                .await;
+            for attempt in page["attempts"].as_array().unwrap() {
+                for seat in attempt["seat_ids"].as_array().into_iter().flatten() {
+                    let mark = if state == "CONFIRMED" { 's' } else { 'h' };
+                    seats.insert(seat.as_str().unwrap().to_owned(), mark);
+                }
+            }
+            match page["next_cursor"].as_str() {
+                Some(next) => cursor = format!("&cursor={next}"),
+                None => break,
             }
         }
     }
@@ -423,4 +434,278 @@ async fn a_map_read_cut_short_does_not_stop_the_map_from_being_read_again(backen
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the map was never read again after a read cut short");
+}
+
+/// Store calls of `call` this sluice made so far.
+async fn store_calls(t: &TestApp, call: &str) -> f64 {
+    t.counter(
+        "sluice_queue_call_duration_seconds_count",
+        &[("call", call)],
+    )
+    .await
+}
+
+/// After the first map, each refresh asks the store only for the seats changed since its
+/// version (`seat_changes`); the sale's holdings are not read again however the seats change.
+async fn a_map_refresh_reads_only_the_seats_changed(backend: Backend) {
+    let t = TestApp::spawn_on_with(backend, |c| {
+        c.queue.line_refresh_ms = 100;
+        c.workers.drift_check_ms = 3_600_000;
+    })
+    .await;
+    let layout = layout_id(&t, &hall(10)).await;
+    let sale = t
+        .create_sale(json!({ "quantity": null, "layout_id": layout, "per_user_limit": 2 }))
+        .await;
+    let map_path = format!("/v1/public/sales/{sale}/seat-map");
+    assert_eq!(t.get_json(&map_path).await["free"], 40);
+    let (holdings, changes) = (
+        store_calls(&t, "holdings").await,
+        store_calls(&t, "seat_changes").await,
+    );
+    for i in 0..6 {
+        let user = format!("fan-{i}");
+        let (attempt, token) = t.admitted(&sale, &user).await;
+        let seat = format!("A-1-{}", i + 1);
+        let held = t
+            .hold(
+                &attempt,
+                &user,
+                json!({ "admission_token": token, "seat_ids": [seat] }),
+            )
+            .await;
+        assert_eq!(held.status(), 200);
+        let mut map = t.get_json(&map_path).await;
+        for _ in 0..50 {
+            if map["held"] == i + 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            map = t.get_json(&map_path).await;
+        }
+        assert_eq!(map["held"], i + 1, "{map}");
+    }
+    assert_eq!(
+        store_calls(&t, "holdings").await,
+        holdings,
+        "no whole read after the first map"
+    );
+    assert!(store_calls(&t, "seat_changes").await >= changes + 6.0);
+}
+
+/// `rows` rows of `per_row` seats, all category R, in one section.
+fn block_hall(rows: u32, per_row: u32) -> Value {
+    let rows: Vec<Value> = (1..=rows)
+        .map(|r| {
+            let seats: Vec<Value> = (1..=per_row)
+                .map(|n| {
+                    json!({ "number": n.to_string(), "x": 100.0 * n as f64,
+                                 "y": 400.0 + 100.0 * r as f64, "category": "R" })
+                })
+                .collect();
+            json!({ "id": r.to_string(), "seats": seats })
+        })
+        .collect();
+    json!({
+        "name": "Arena",
+        "stage": { "label": "STAGE", "x": 0.0, "y": 0.0, "width": 10000.0, "height": 300.0 },
+        "sections": [{ "id": "A", "name": "Floor", "rows": rows }]
+    })
+}
+
+/// Seat `A-<row>-<n>` as (row, n).
+fn row_and_number(seat: &str) -> (u32, u32) {
+    let mut parts = seat.split('-').skip(1).map(|p| p.parse().unwrap());
+    (parts.next().unwrap(), parts.next().unwrap())
+}
+
+/// Two hundred admitted buyers ask for best available at once (ones, twos and threes): each
+/// gets seats side by side in one row, no seat goes to two, no single seat is left stranded
+/// in a row, and the ledger holds exactly what the answers say (0 oversold).
+async fn best_available_seats_two_hundred_buyers_side_by_side_and_sells_no_seat_twice(
+    backend: Backend,
+) {
+    use futures_util::future::join_all;
+    use std::sync::Arc;
+    const BUYERS: usize = 200;
+    let (rows, per_row) = (10, 50);
+    let t = Arc::new(TestApp::spawn_on(backend).await);
+    let layout = layout_id(&t, &block_hall(rows, per_row)).await;
+    let sale = t
+        .create_sale(
+            json!({ "quantity": null, "layout_id": layout, "per_user_limit": 3,
+            "rate_per_minute": 600000, "max_active": BUYERS }),
+        )
+        .await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(50));
+    let joined = join_all((0..BUYERS).map(|i| {
+        let (t, sale, gate) = (t.clone(), sale.clone(), gate.clone());
+        async move {
+            let _permit = gate.acquire().await.unwrap();
+            let user = format!("fan-{i}");
+            let (attempt, token) = t.admitted(&sale, &user).await;
+            (user, attempt, token)
+        }
+    }))
+    .await;
+    let start = Arc::new(tokio::sync::Barrier::new(BUYERS));
+    let asks = joined
+        .into_iter()
+        .enumerate()
+        .map(|(i, (user, attempt, token))| {
+            let (t, start) = (t.clone(), start.clone());
+            let count = [2, 1, 3, 2][i % 4];
+            tokio::spawn(async move {
+                start.wait().await;
+                let resp = t
+                    .hold(
+                        &attempt,
+                        &user,
+                        json!({ "admission_token": token, "best_available": { "count": count } }),
+                    )
+                    .await;
+                let status = resp.status().as_u16();
+                (count, status, resp.json::<Value>().await.unwrap())
+            })
+        });
+    let mut given: BTreeMap<String, char> = BTreeMap::new();
+    for answer in join_all(asks).await {
+        let (count, status, body) = answer.unwrap();
+        assert_eq!(status, 200, "{body}");
+        let seats: Vec<String> = body["hold"]["seat_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(seats.len(), count);
+        let places: Vec<(u32, u32)> = seats.iter().map(|s| row_and_number(s)).collect();
+        assert!(
+            places
+                .windows(2)
+                .all(|w| w[0].0 == w[1].0 && w[0].1 + 1 == w[1].1),
+            "side by side in one row: {seats:?}"
+        );
+        for seat in seats {
+            assert!(
+                given.insert(seat.clone(), 'h').is_none(),
+                "{seat} given twice"
+            );
+        }
+    }
+    assert_eq!(given.len(), 50 * (2 + 1 + 3 + 2));
+    let all: Vec<String> = (1..=rows)
+        .flat_map(|r| (1..=per_row).map(move |n| format!("A-{r}-{n}")))
+        .collect();
+    let ledger = ledger_seats(&t, &sale, &all).await;
+    let held: BTreeMap<String, char> = ledger
+        .iter()
+        .filter(|(_, state)| **state == 'h')
+        .map(|(seat, state)| (seat.clone(), *state))
+        .collect();
+    assert_eq!(
+        held, given,
+        "the ledger holds what the answers gave, no more"
+    );
+    for r in 1..=rows {
+        let free = |n: u32| n >= 1 && n <= per_row && ledger[&format!("A-{r}-{n}")] == 'f';
+        for n in 1..=per_row {
+            assert!(
+                !(free(n) && !free(n - 1) && !free(n + 1)) || (1..=per_row).all(free),
+                "A-{r}-{n} is left alone"
+            );
+        }
+    }
+    let stats = t.stats(&sale).await;
+    assert_eq!(
+        stats["remaining"],
+        (all.len() - given.len()) as u64,
+        "{stats}"
+    );
+}
+
+/// Best available on a sale without a layout, a category or section the layout lacks, or
+/// beside `seat_ids` is refused (422); with no seats together left it is 409
+/// `no-adjacent-seats`; none of them takes a seat.
+async fn best_available_refuses_what_it_cannot_give_and_takes_nothing(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let layout = layout_id(&t, &block_hall(1, 3)).await;
+    let sale = t
+        .create_sale(json!({ "quantity": null, "layout_id": layout, "per_user_limit": 3 }))
+        .await;
+    let (attempt, token) = t.admitted(&sale, "fan").await;
+    for (body, field) in [
+        (
+            json!({ "best_available": { "count": 2, "category": "VIP" } }),
+            "best_available.category",
+        ),
+        (
+            json!({ "best_available": { "count": 2, "section": "Z" } }),
+            "best_available.section",
+        ),
+        (
+            json!({ "best_available": { "count": 2 }, "seat_ids": ["A-1-1"] }),
+            "best_available",
+        ),
+    ] {
+        let mut body = body;
+        body["admission_token"] = json!(token);
+        let refused = assert_problem(
+            t.hold(&attempt, "fan", body).await,
+            422,
+            "/problems/validation",
+        )
+        .await;
+        assert!(
+            refused["detail"].as_str().unwrap().contains(field)
+                || refused.to_string().contains(field),
+            "{refused}"
+        );
+    }
+    // Three seats in a row: two together would strand the third.
+    let none = assert_problem(
+        t.hold(
+            &attempt,
+            "fan",
+            json!({ "admission_token": token, "best_available": { "count": 2 } }),
+        )
+        .await,
+        409,
+        "/problems/no-adjacent-seats",
+    )
+    .await;
+    assert!(
+        none["detail"]
+            .as_str()
+            .unwrap()
+            .contains("3 seats are free"),
+        "{none}"
+    );
+    let held = t
+        .hold(
+            &attempt,
+            "fan",
+            json!({ "admission_token": token, "best_available": { "count": 3, "category": "R" } }),
+        )
+        .await;
+    assert_eq!(held.status(), 200);
+    let held: Value = held.json().await.unwrap();
+    assert_eq!(held["hold"]["seat_ids"], json!(["A-1-1", "A-1-2", "A-1-3"]));
+
+    let plain = t
+        .create_sale(json!({ "quantity": null, "seats": ["S1", "S2"] }))
+        .await;
+    let (attempt, token) = t.admitted(&plain, "other").await;
+    assert_problem(
+        t.hold(
+            &attempt,
+            "other",
+            json!({ "admission_token": token, "best_available": { "count": 1 } }),
+        )
+        .await,
+        422,
+        "/problems/validation",
+    )
+    .await;
+    assert_eq!(t.stats(&plain).await["remaining"], 2);
 }

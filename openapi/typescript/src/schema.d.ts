@@ -266,8 +266,8 @@ export interface paths {
         put?: never;
         /**
          * Hold stock
-         * @description Takes `quantity` units or the named `seat_ids`, all or nothing, for `hold_ttl_secs`.
-         *     Needs the attempt's admission token. Repeating a hold answers the existing hold; send an
+         * @description Takes `quantity` units, the named `seat_ids`, or the `best_available` seats side by
+         *     side, all or nothing, for `hold_ttl_secs`. Needs the attempt's admission token. Repeating a hold answers the existing hold; send an
          *     `Idempotency-Key` to get the very same answer on a retry.
          */
         post: operations["holdStock"];
@@ -1490,6 +1490,23 @@ export interface components {
          */
         AudienceName: "everyone" | "list" | "codes";
         /**
+         * BestAvailableIn
+         * @description "2 seats together in R, as close to the stage as you can": the seats go to the row nearest
+         *     the stage with that many free side by side, never leaving a single seat alone between
+         *     taken ones (unless the layout allows it), and in it to the seats nearest the stage.
+         */
+        BestAvailableIn: {
+            /** @description Only seats of this category (the layout's, as the offer lists them); none: any. */
+            category?: string;
+            /**
+             * Format: uint32
+             * @description How many seats, side by side.
+             */
+            count: number;
+            /** @description Only seats of this section (its id in the layout); none: any. */
+            section?: string;
+        };
+        /**
          * CategoryIn
          * @description A seat category of a new sale.
          */
@@ -1846,7 +1863,7 @@ export interface components {
         };
         /**
          * HoldRequest
-         * @description What to hold: exactly one of `quantity` or `seat_ids`.
+         * @description What to hold: exactly one of `quantity`, `seat_ids` or `best_available`.
          * @example {
          *       "admission_token": "eyJhbGciOiJFZERTQSIsImtpZCI6ImFkbWlzc2lvbi0xIn0.eyJzdWIiOiJ1c2VyLTQyIn0.c2lnbmF0dXJl",
          *       "quantity": 2
@@ -1855,6 +1872,7 @@ export interface components {
         HoldRequest: {
             /** @description The `admission_token` of the attempt's status. */
             admission_token: string;
+            best_available?: components["schemas"]["BestAvailableIn"];
             /**
              * Format: uint32
              * @description Units to hold (1 to the sale's per-user limit, at most 1,000).
@@ -1905,6 +1923,7 @@ export interface components {
          *           ]
          *         }
          *       ],
+         *       "single_gaps": false,
          *       "stage": {
          *         "height": 800,
          *         "label": "STAGE",
@@ -1917,6 +1936,13 @@ export interface components {
         LayoutIn: {
             name: string;
             sections: components["schemas"]["SectionIn"][];
+            /**
+             * @description Best available may leave a single free seat between taken ones (by default it never
+             *     does: a seat alone is hard to sell). Seats next to each other in a row's list are side
+             *     by side; an aisle starts a new row or section.
+             * @default false
+             */
+            single_gaps?: boolean;
             stage: components["schemas"]["StageIn"];
         };
         /**

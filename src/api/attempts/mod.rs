@@ -231,8 +231,8 @@ impl AttemptsApi {
 
     /// Hold stock
     ///
-    /// Takes `quantity` units or the named `seat_ids`, all or nothing, for `hold_ttl_secs`.
-    /// Needs the attempt's admission token. Repeating a hold answers the existing hold; send an
+    /// Takes `quantity` units, the named `seat_ids`, or the `best_available` seats side by
+    /// side, all or nothing, for `hold_ttl_secs`. Needs the attempt's admission token. Repeating a hold answers the existing hold; send an
     /// `Idempotency-Key` to get the very same answer on a retry.
     #[oai(
         path = "/v1/attempts/:attempt_id/hold",
@@ -252,7 +252,12 @@ impl AttemptsApi {
             .seat_ids
             .clone()
             .map(|seats| seats.into_iter().map(Text::into_inner).collect());
-        let take = service::hold::parse_take(body.quantity, seat_ids)?;
+        let best = body.best_available.clone().map(|b| service::hold::BestAsk {
+            count: b.count,
+            category: b.category.map(Text::into_inner),
+            section: b.section.map(Text::into_inner),
+        });
+        let take = service::hold::parse_ask(body.quantity, seat_ids, best)?;
         let app = &self.app;
         let user: &UserId = &auth.0;
         let request = ("holdStock", id.to_string(), &body.0);

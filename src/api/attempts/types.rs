@@ -358,7 +358,7 @@ impl From<AttemptView> for AttemptOut {
     }
 }
 
-/// What to hold: exactly one of `quantity` or `seat_ids`.
+/// What to hold: exactly one of `quantity`, `seat_ids` or `best_available`.
 #[derive(Debug, Clone, Object, serde::Serialize)]
 #[oai(example)]
 pub struct HoldRequest {
@@ -382,6 +382,32 @@ pub struct HoldRequest {
         )
     )]
     pub seat_ids: Option<Vec<Text>>,
+    /// The best seats side by side that are free, picked and held in one step (a sale with a
+    /// venue layout).
+    #[oai(skip_serializing_if_is_none)]
+    pub best_available: Option<BestAvailableIn>,
+}
+
+/// "2 seats together in R, as close to the stage as you can": the seats go to the row nearest
+/// the stage with that many free side by side, never leaving a single seat alone between
+/// taken ones (unless the layout allows it), and in it to the seats nearest the stage.
+#[derive(Debug, Clone, Object, serde::Serialize)]
+pub struct BestAvailableIn {
+    /// How many seats, side by side.
+    #[oai(validator(minimum(value = "1"), maximum(value = "20")))]
+    pub count: u32,
+    /// Only seats of this category (the layout's, as the offer lists them); none: any.
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(min_length = 1, max_length = 32)
+    )]
+    pub category: Option<Text>,
+    /// Only seats of this section (its id in the layout); none: any.
+    #[oai(
+        skip_serializing_if_is_none,
+        validator(min_length = 1, max_length = 16)
+    )]
+    pub section: Option<Text>,
 }
 
 impl poem_openapi::types::Example for HoldRequest {
@@ -390,6 +416,7 @@ impl poem_openapi::types::Example for HoldRequest {
             admission_token: "eyJhbGciOiJFZERTQSIsImtpZCI6ImFkbWlzc2lvbi0xIn0.eyJzdWIiOiJ1c2VyLTQyIn0.c2lnbmF0dXJl".into(),
             quantity: Some(2),
             seat_ids: None,
+            best_available: None,
         }
     }
 }

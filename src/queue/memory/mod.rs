@@ -11,7 +11,7 @@
 mod journal;
 mod presence;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
@@ -21,8 +21,11 @@ use uuid::Uuid;
 use self::journal::{Journal, Record, SavedLine};
 use self::presence::Presence;
 use super::*;
+use crate::domain::best_seats::{self, BestAsk, Blocks};
 use crate::domain::{Stock, StockChange, StockKind};
 
+/// How many seat changes a sale's log keeps, as `SEATLOG_KEEP` in `lua/lib/seatlog.lua`.
+const SEATLOG_KEEP: usize = 4096;
 /// See `admit_batch.lua`: how long past its deadline a forgotten active entry may linger.
 const FORGOTTEN_ACTIVE_GRACE_MS: i64 = 60_000;
 
@@ -100,6 +103,10 @@ struct SaleQueue {
     departed: Vec<u64>,
     /// Counts changes to the stock, holds and active set ([`Holdings::version`]).
     version: u64,
+    /// The last changes to the seats, and the version below which they may be missing (as
+    /// `lua/lib/seatlog.lua` keeps them).
+    seatlog: VecDeque<SeatChange>,
+    seatlog_from: u64,
     /// Queue-sync changes applied, and when (ms), for as long as [`SYNCED_KEEP_MS`]: a
     /// change is applied once.
     synced: HashSet<i64>,
@@ -327,6 +334,8 @@ impl SaleQueue {
             renumbered: None,
             departed: Vec::new(),
             version: 0,
+            seatlog: VecDeque::new(),
+            seatlog_from: 0,
             synced: HashSet::new(),
             synced_at: BTreeSet::new(),
         }
@@ -374,6 +383,58 @@ impl SaleQueue {
             self.rebuilt_at_ms = now_ms();
         }
         self.version += 1;
+        self.seatlog.clear();
+        self.seatlog_from = self.version;
+    }
+
+    /// See `log_seats` in `lua/lib/seatlog.lua`.
+    fn log_seats(&mut self, state: SeatState, seats: &[String]) {
+        self.seatlog.push_back(SeatChange {
+            version: self.version,
+            state,
+            seats: seats.to_vec(),
+        });
+        if self.seatlog.len() > SEATLOG_KEEP {
+            if let Some(dropped) = self.seatlog.pop_front() {
+                self.seatlog_from = dropped.version;
+            }
+        }
+    }
+
+    /// See `hold_refusal` in `lua/lib/holding.lua`.
+    fn hold_refusal(
+        &self,
+        attempt: Uuid,
+        user: &UserId,
+        kind: StockKind,
+        units: u32,
+    ) -> Option<HoldOutcome> {
+        if let Some((held, _)) = self.holds.get(&attempt) {
+            return Some(HoldOutcome::Held { take: held.clone() });
+        }
+        if !self.active.contains_key(&attempt) {
+            return Some(HoldOutcome::NotAdmitted);
+        }
+        if self.kind != kind {
+            return Some(HoldOutcome::WrongKind);
+        }
+        let already = self.bought.get(user).copied().unwrap_or(0);
+        if already + units > self.per_user_limit {
+            return Some(HoldOutcome::LimitReached { already });
+        }
+        None
+    }
+
+    /// See `record_hold` in `lua/lib/holding.lua`: the caller took the stock.
+    fn record_hold(&mut self, attempt: Uuid, user: &UserId, take: &Take, now: i64) -> HoldOutcome {
+        self.holds.insert(attempt, (take.clone(), user.clone()));
+        *self.bought.entry(user.clone()).or_default() += take.units();
+        self.active.insert(attempt, now + self.hold_ttl_ms);
+        self.version += 1;
+        if let Take::Seats(seats) = take {
+            self.log_seats(SeatState::Held, seats);
+        }
+        HoldOutcome::Held { take: take.clone() }
     }
 
     /// See `restore_attempt` in `lua/lib/changes.lua` (a moved deadline is no change to the
@@ -409,6 +470,9 @@ impl SaleQueue {
             *b = b.saturating_sub(take.units());
         }
         self.version += 1;
+        if let Take::Seats(seats) = &take {
+            self.log_seats(SeatState::Free, seats);
+        }
         true
     }
 
@@ -425,6 +489,11 @@ impl SaleQueue {
             }
         }
         self.version += 1;
+        match change {
+            StockChange::AddSeats(seats) => self.log_seats(SeatState::Free, seats),
+            StockChange::WithdrawSeats(seats) => self.log_seats(SeatState::Off, seats),
+            StockChange::Add(_) | StockChange::Withdraw(_) => {}
+        }
         true
     }
 
@@ -432,11 +501,14 @@ impl SaleQueue {
     fn finish(&mut self, attempt: Uuid) {
         let held = self.holds.remove(&attempt);
         let changed = held.is_some();
-        if let Some(record) = held {
-            self.sold.insert(attempt, record);
-        }
         if self.active.remove(&attempt).is_some() || changed {
             self.version += 1;
+        }
+        if let Some(record) = held {
+            if let Take::Seats(seats) = &record.0 {
+                self.log_seats(SeatState::Sold, seats);
+            }
+            self.sold.insert(attempt, record);
         }
     }
 
@@ -920,23 +992,12 @@ impl QueueStore for MemoryQueue {
         let _timer = CallTimer::start("hold");
         let now = now_ms();
         let outcome = self.with(attempt.sale, |q| {
-            if let Some((held, _)) = q.holds.get(&attempt.local) {
-                return HoldOutcome::Held { take: held.clone() };
-            }
-            if !q.active.contains_key(&attempt.local) {
-                return HoldOutcome::NotAdmitted;
-            }
-            let kind_matches = matches!(
-                (q.kind, take),
-                (StockKind::Quantity, Take::Quantity(_)) | (StockKind::Seats, Take::Seats(_))
-            );
-            if !kind_matches {
-                return HoldOutcome::WrongKind;
-            }
-            let units = take.units();
-            let already = q.bought.get(user).copied().unwrap_or(0);
-            if already + units > q.per_user_limit {
-                return HoldOutcome::LimitReached { already };
+            let kind = match take {
+                Take::Quantity(_) => StockKind::Quantity,
+                Take::Seats(_) => StockKind::Seats,
+            };
+            if let Some(refused) = q.hold_refusal(attempt.local, user, kind, take.units()) {
+                return refused;
             }
             match take {
                 Take::Quantity(n) => {
@@ -958,14 +1019,64 @@ impl QueueStore for MemoryQueue {
                     }
                 }
             }
-            q.holds.insert(attempt.local, (take.clone(), user.clone()));
-            *q.bought.entry(user.clone()).or_default() += units;
-            let deadline = now + q.hold_ttl_ms;
-            q.active.insert(attempt.local, deadline);
-            q.version += 1;
-            HoldOutcome::Held { take: take.clone() }
+            q.record_hold(attempt.local, user, take, now)
         });
         Ok(outcome.unwrap_or(HoldOutcome::NotAdmitted))
+    }
+
+    async fn hold_best(
+        &self,
+        attempt: AttemptId,
+        user: &UserId,
+        ask: &BestAsk,
+        blocks: &Blocks,
+    ) -> QueueResult<HoldOutcome> {
+        let _timer = CallTimer::start("hold_best");
+        let now = now_ms();
+        let outcome = self.with(attempt.sale, |q| {
+            if let Some(refused) = q.hold_refusal(attempt.local, user, StockKind::Seats, ask.count)
+            {
+                return refused;
+            }
+            let Some(seats) = best_seats::pick(blocks, ask, |s| q.seats.contains(s)) else {
+                return HoldOutcome::NoAdjacent {
+                    free: q.seats.len() as u32,
+                };
+            };
+            for seat in &seats {
+                q.seats.remove(seat);
+            }
+            q.record_hold(attempt.local, user, &Take::Seats(seats), now)
+        });
+        Ok(outcome.unwrap_or(HoldOutcome::NotAdmitted))
+    }
+
+    async fn seat_changes(
+        &self,
+        sale: SaleId,
+        since: u64,
+        epoch: &str,
+    ) -> QueueResult<SeatChanges> {
+        let _timer = CallTimer::start("seat_changes");
+        let changes = self.with(sale, |q| {
+            if q.epoch != epoch || since < q.seatlog_from || since > q.version {
+                return SeatChanges::Whole {
+                    version: q.version,
+                    epoch: q.epoch.clone(),
+                };
+            }
+            SeatChanges::Since {
+                version: q.version,
+                epoch: q.epoch.clone(),
+                changes: q
+                    .seatlog
+                    .iter()
+                    .filter(|c| c.version > since)
+                    .cloned()
+                    .collect(),
+            }
+        });
+        Ok(changes.unwrap_or(SeatChanges::Unknown))
     }
 
     async fn restore(
