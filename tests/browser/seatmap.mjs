@@ -1,7 +1,9 @@
 // A concert hall's seat map on the waiting page, in headless Chromium: a buyer on a phone (in
 // English) picks two seats on the map, one by tapping and one by the keyboard, and holds them;
 // a second buyer on a desktop (in Korean) sees them turn held within a refresh, is told why
-// one cannot be chosen, and chooses another. Screenshots of both pages on both screens.
+// one cannot be chosen, and chooses another; a third buyer (Korean, on a phone) takes best
+// available, offered first, and the second sees the seat they had chosen taken. Screenshots
+// of the pages on both screens.
 //
 //   SLUICE_URL=… SLUICE_ADMIN_KEY=… SLUICE_USER_SECRET=… SHOTS=dir node seatmap.mjs
 
@@ -82,6 +84,26 @@ try {
   await b.page.screenshot({ path: `${SHOTS}/seat-map-ko-phone.png` });
   await a.page.setViewportSize(DESKTOP);
   await a.page.screenshot({ path: `${SHOTS}/seat-map-en-desktop.png` });
+
+  // C is offered best available before the map, asks for 2 together in R, and gets the two
+  // R seats nearest the stage at once; B is told the seat they had chosen was just taken.
+  const c = await admittedPage(browser, 'map-buyer-best', 'ko-KR', PHONE);
+  check(await c.page.evaluate(() => Boolean(document.getElementById('best-box')
+    .compareDocumentPosition(document.getElementById('seat-map')) & Node.DOCUMENT_POSITION_FOLLOWING)),
+  'best available comes before the map');
+  check(await c.page.locator('#best-hold').textContent() === '가장 좋은 좌석 나란히 확보', 'offered in Korean');
+  await c.page.locator('#best-category').selectOption('R');
+  check((await c.page.locator('#best-category option:checked').textContent()) === 'R · ₩121,000', 'a category with its price');
+  await c.page.locator('#best-count').fill('2');
+  await c.page.screenshot({ path: `${SHOTS}/best-available-ko-phone.png` });
+  await c.page.locator('#best-hold').click();
+  await c.page.locator('#held-what').filter({ hasText: 'B-1-1' }).waitFor({ timeout: 10000 });
+  const held = await c.page.locator('#held-what').textContent();
+  check(held.includes('B-1-2') && held.includes('₩242,000'), `two R seats together: ${held}`);
+  await b.page.waitForFunction(() => document.getElementById('seat-why').textContent.includes('B-1-2'),
+    null, { timeout: 5000 });
+  check(await seat(b.page, 'B-1-2').getAttribute('aria-checked') === 'false', 'the seat taken is no longer chosen');
+  await c.context.close();
   await a.context.close();
   await b.context.close();
   console.log('all checks passed');

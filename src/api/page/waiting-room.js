@@ -71,6 +71,10 @@
       seatSoldWhy: 'That seat is sold.', seatOffWhy: 'That seat is not on sale.',
       seatLimitWhy: (n) => `You can choose up to ${n} seats.`,
       seatTakenNow: (seat) => `Seat ${seat} was just taken by someone else.`,
+      bestHint: 'The best free seats side by side, nearest the stage, held in one step.',
+      bestCount: 'Seats together', bestCategory: 'Category', anyCategory: 'Any',
+      bestHold: 'Hold the best seats together', orPick: 'Or choose seats on the map:',
+      noAdjacent: 'No seats together are free as asked. Try fewer seats or another category, or choose seats on the map.',
       phaseFrom: (name, at) => `${name} from ${at}`,
       notInPhase: (phase, next, at) => (next
         ? `Right now “${phase}” is open to others. You can join in “${next}” from ${at}.`
@@ -160,6 +164,10 @@
       seatSoldWhy: '이미 판매된 좌석입니다.', seatOffWhy: '판매하지 않는 좌석입니다.',
       seatLimitWhy: (n) => `최대 ${n}석까지 선택할 수 있습니다.`,
       seatTakenNow: (seat) => `${seat} 좌석을 방금 다른 분이 확보했습니다.`,
+      bestHint: '무대에서 가장 가까운 빈 좌석을 나란히, 한 번에 확보합니다.',
+      bestCount: '나란히 앉을 좌석 수', bestCategory: '등급', anyCategory: '전체',
+      bestHold: '가장 좋은 좌석 나란히 확보', orPick: '또는 좌석 배치도에서 직접 선택:',
+      noAdjacent: '요청하신 대로 나란히 비어 있는 좌석이 없습니다. 좌석 수나 등급을 바꾸거나 배치도에서 직접 선택하세요.',
       phaseFrom: (name, at) => `${name} ${at}부터`,
       notInPhase: (phase, next, at) => (next
         ? `지금은 “${phase}” 대상자만 참여할 수 있습니다. “${next}”에 ${at}부터 참여할 수 있습니다.`
@@ -867,6 +875,22 @@
     $('zoom-in').addEventListener('click', () => setZoom(zoom * 1.5));
     $('zoom-out').addEventListener('click', () => setZoom(zoom / 1.5));
 
+    /// Best available, offered first: how many together (up to the limit) and the category.
+    function offerBest(categories) {
+      const count = $('best-count');
+      count.max = String(Math.min(limit, 20));
+      if (Number(count.value) > limit) count.value = String(limit);
+      const select = $('best-category');
+      const any = select.options[0];
+      any.textContent = t('anyCategory');
+      select.replaceChildren(any, ...categories.filter(Boolean).map((c) => {
+        const option = document.createElement('option');
+        option.value = c;
+        option.textContent = `${c} · ${price(c)}`;
+        return option;
+      }));
+    }
+
     return {
       async show(max) {
         limit = max;
@@ -877,6 +901,7 @@
           layout = await res.json();
         }
         if (!drawn) draw();
+        offerBest([...new Set(layout.sections.flatMap((s) => s.rows.flatMap((r) => r.seats.map((x) => x.category))))]);
         for (const seat of seats.values()) paint(seat); // in the language now shown
         if (stop) return;
         stop = follow();
@@ -906,6 +931,9 @@
       case '/problems/seat-taken':
         alertUser(t('seatTaken'));
         refreshOffer();
+        return;
+      case '/problems/no-adjacent-seats':
+        alertUser(t('noAdjacent'));
         return;
       case '/problems/rejoin':
         sessionStorage.removeItem(attemptKey);
@@ -1005,6 +1033,19 @@
       body.quantity = n;
     }
     act($('hold'), () => api('POST', `/v1/attempts/${attempt.attempt_id}/hold`, body));
+  });
+  $('best-hold').addEventListener('click', (ev) => {
+    const count = Number($('best-count').value);
+    const max = Number($('best-count').max);
+    if (!Number.isInteger(count) || count < 1 || count > max) {
+      alertUser(t('chooseBetween', max));
+      $('best-count').focus();
+      return;
+    }
+    const best = { count };
+    if ($('best-category').value) best.category = $('best-category').value;
+    act(ev.currentTarget, () => api('POST', `/v1/attempts/${attempt.attempt_id}/hold`,
+      { admission_token: attempt.admission_token, best_available: best }));
   });
   $('release').addEventListener('click', (ev) => act(ev.currentTarget,
     () => api('DELETE', `/v1/attempts/${attempt.attempt_id}/hold`)));

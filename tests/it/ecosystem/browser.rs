@@ -203,8 +203,8 @@ async fn the_waiting_page_runs_a_presale_with_access_codes() {
 
 /// A venue's seat map on the waiting page (`tests/browser/seatmap.mjs`): a buyer picks seats on
 /// the map by tap and keyboard and holds them; a second buyer sees them turn held within a
-/// refresh and is told why they cannot be chosen; screenshots in English and Korean, on a
-/// phone and a desktop.
+/// refresh and is told why they cannot be chosen; a third takes best available, offered first;
+/// screenshots in English and Korean, on a phone and a desktop.
 #[tokio::test]
 async fn a_buyer_picks_seats_on_the_map_and_another_sees_them_held() {
     let app = TestApp::spawn_on(Backend::Embedded).await;
@@ -221,6 +221,7 @@ async fn a_buyer_picks_seats_on_the_map_and_another_sees_them_held() {
         ("seat-map-en-desktop", (1280, 900)),
         ("seat-map-ko-phone", (390, 844)),
         ("seat-map-ko-desktop", (1280, 900)),
+        ("best-available-ko-phone", (390, 844)),
     ] {
         let bytes = std::fs::read(shots.join(format!("{name}.png")))
             .unwrap_or_else(|_| panic!("no screenshot {name}"));
