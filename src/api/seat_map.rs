@@ -31,6 +31,10 @@ pub struct RowStatesOut {
 #[derive(Debug, Clone, Object, Serialize)]
 pub struct SectionStatesOut {
     pub id: String,
+    /// Its seats free, held and sold (the rest are not sold in this sale).
+    pub free: u32,
+    pub held: u32,
+    pub sold: u32,
     pub rows: Vec<RowStatesOut>,
 }
 
@@ -59,6 +63,9 @@ impl poem_openapi::types::Example for SeatMapOut {
             sold: 3,
             sections: vec![SectionStatesOut {
                 id: "A".into(),
+                free: 14,
+                held: 1,
+                sold: 3,
                 rows: vec![RowStatesOut {
                     id: "1".into(),
                     states: "f12h1s3f2".into(),
@@ -81,6 +88,9 @@ fn out(sale: &str, map: &SeatMap) -> SeatMapOut {
             .iter()
             .map(|s| SectionStatesOut {
                 id: s.id.clone(),
+                free: s.free,
+                held: s.held,
+                sold: s.sold,
                 rows: s
                     .rows
                     .iter()

@@ -54,6 +54,9 @@ const KEPT_CHANGES: usize = 64;
 pub struct SectionMap {
     pub id: String,
     pub rows: Vec<RowMap>,
+    pub free: u32,
+    pub held: u32,
+    pub sold: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -259,48 +262,50 @@ fn draw(
     state: impl Fn(usize, &str) -> SeatState,
 ) -> SeatMap {
     let layout = &venue.layout;
-    let (mut free, mut held, mut sold) = (0, 0, 0);
     let mut seats = Vec::new();
-    let sections = layout
+    let sections: Vec<SectionMap> = layout
         .sections
         .iter()
-        .map(|section| SectionMap {
-            id: section.id.clone(),
-            rows: section
-                .rows
-                .iter()
-                .map(|row| {
-                    let states: Vec<SeatState> = row
-                        .seat_ids(&section.id)
-                        .map(|id| {
-                            let s = state(seats.len(), &id);
-                            seats.push((Arc::from(id), s));
-                            s
-                        })
-                        .collect();
-                    for s in &states {
-                        match s {
-                            SeatState::Free => free += 1,
-                            SeatState::Held => held += 1,
-                            SeatState::Sold => sold += 1,
-                            SeatState::Off => {}
-                        }
+        .map(|section| {
+            let mut counted = SectionMap {
+                id: section.id.clone(),
+                rows: Vec::with_capacity(section.rows.len()),
+                free: 0,
+                held: 0,
+                sold: 0,
+            };
+            for row in &section.rows {
+                let states: Vec<SeatState> = row
+                    .seat_ids(&section.id)
+                    .map(|id| {
+                        let s = state(seats.len(), &id);
+                        seats.push((Arc::from(id), s));
+                        s
+                    })
+                    .collect();
+                for s in &states {
+                    match s {
+                        SeatState::Free => counted.free += 1,
+                        SeatState::Held => counted.held += 1,
+                        SeatState::Sold => counted.sold += 1,
+                        SeatState::Off => {}
                     }
-                    RowMap {
-                        id: row.id.clone(),
-                        states: runs(&states),
-                    }
-                })
-                .collect(),
+                }
+                counted.rows.push(RowMap {
+                    id: row.id.clone(),
+                    states: runs(&states),
+                });
+            }
+            counted
         })
         .collect();
     SeatMap {
         version,
         layout: layout_id,
+        free: sections.iter().map(|s| s.free).sum(),
+        held: sections.iter().map(|s| s.held).sum(),
+        sold: sections.iter().map(|s| s.sold).sum(),
         sections,
-        free,
-        held,
-        sold,
         seats,
     }
 }

@@ -4,7 +4,9 @@
 // and refund the purchase behind a confirmation;
 // then a viewer key sees the sale and the buyer but no control, and a waiting buyer's place in
 // the queue; a sale in phases shows its timeline, takes a member list and makes and exports
-// access codes; a Korean browser gets the
+// access codes; a sale of a venue layout shows its seat map with each section's free, held,
+// sold and withdrawn seats, and seats selected by clicks and by a dragged box are withdrawn
+// and put back on sale; a Korean browser gets the
 // console in Korean. Each page is screenshotted into
 // $SHOTS (the Rust test checks the images).
 //
@@ -180,7 +182,62 @@ try {
     await shot(page, 'console-phases');
     await context.close();
   }
-  // 6. A Korean browser gets the console in Korean.
+  // 6. A sale of a venue layout: its map, each section's counts, and seats withdrawn and put
+  // back on sale by selecting them (clicks, then a dragged box).
+  {
+    const row = (id, y) => ({ id, seats: Array.from({ length: 6 }, (_, i) => ({ number: String(i + 1), x: 200 + 120 * i, y, category: 'R' })) });
+    const layout = (await admin('POST', '/v1/layouts', {
+      name: 'Console Hall', stage: { label: 'STAGE', x: 200, y: 0, width: 600, height: 150 },
+      sections: [{ id: 'A', name: 'Floor A', rows: [row('1', 300), row('2', 420)] },
+        { id: 'B', name: 'Balcony', rows: [row('1', 700)] }],
+    })).id;
+    const seated = (await admin('POST', '/v1/sales', {
+      name: 'Console Hall night', layout_id: layout, per_user_limit: 2, rate_per_minute: 60000, max_active: 100,
+    })).id;
+    let attempt = await asUser('venue-fan', 'POST', `/v1/sales/${seated}/attempts`);
+    for (let i = 0; i < 100 && attempt.state !== 'ADMITTED'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      attempt = await asUser('venue-fan', 'GET', `/v1/attempts/${attempt.attempt_id}`);
+    }
+    await asUser('venue-fan', 'POST', `/v1/attempts/${attempt.attempt_id}/hold`,
+      { admission_token: attempt.admission_token, seat_ids: ['A-1-3', 'A-1-4'] });
+    const { page, context } = await signedIn(ADMIN_KEY);
+    await page.goto(`${BASE}/admin#/sales/${seated}`);
+    await page.locator('#venue-map svg').waitFor({ state: 'visible' });
+    const counts = async (n) => (await page.locator('#section-rows tr').nth(n).locator('td').allTextContents()).join(' | ');
+    await waitText(page.locator('#section-rows tr').first(), '2', 'the section counts');
+    check(await counts(0) === 'Floor A | 10 | 2 | 0 | 0', `Floor A: free, held, sold, withdrawn: ${await counts(0)}`);
+    const seatAt = (id) => page.locator(`[data-seat="${id}"]`);
+    check((await seatAt('A-1-3').getAttribute('aria-label')).endsWith('held'), 'a held seat is announced so');
+    // Two free seats and a held one selected by clicks: the free two are withdrawn.
+    for (const id of ['B-1-1', 'B-1-2', 'A-1-3']) await seatAt(id).click();
+    await waitText(page.locator('#venue-chosen'), '3 selected', 'three selected');
+    await page.getByRole('button', { name: 'Withdraw the free seats selected' }).click();
+    await waitText(page.locator('#message'), '2 seats withdrawn.', 'the free seats are withdrawn');
+    await waitText(page.locator('#section-rows tr').nth(1), '2', 'the balcony counts them');
+    check(await counts(1) === 'Balcony | 4 | 0 | 0 | 2', `Balcony after the withdrawal: ${await counts(1)}`);
+    check(await counts(0) === 'Floor A | 10 | 2 | 0 | 0', 'the held seat stays held');
+    check(await seatAt('B-1-1').getAttribute('class') === 'off', 'a withdrawn seat is drawn so');
+    await seatAt('B-1-1').scrollIntoViewIfNeeded();
+    await shot(page, 'console-venue');
+    // A box dragged around B-1-1..B-1-3 selects them; the withdrawn two go back on sale.
+    await seatAt('B-1-3').scrollIntoViewIfNeeded();
+    const first = await seatAt('B-1-1').boundingBox();
+    const third = await seatAt('B-1-3').boundingBox();
+    await page.mouse.move(first.x - 8, first.y - 8);
+    await page.mouse.down();
+    await page.mouse.move(third.x + third.width + 8, third.y + third.height + 8, { steps: 5 });
+    await page.mouse.up();
+    await waitText(page.locator('#venue-chosen'), '3 selected', 'a box selects the seats inside it');
+    await page.getByRole('button', { name: 'Put the withdrawn seats selected on sale' }).click();
+    await waitText(page.locator('#message'), '2 seats put on sale.', 'the withdrawn seats are back');
+    await waitText(page.locator('#section-rows tr').nth(1), '6', 'the balcony is whole again');
+    check(await counts(1) === 'Balcony | 6 | 0 | 0 | 0', `Balcony after: ${await counts(1)}`);
+    const map = await admin('GET', `/v1/public/sales/${seated}/seat-map`);
+    check(map.free === 16 && map.held === 2, `the sale's map agrees: ${map.free} free, ${map.held} held`);
+    await context.close();
+  }
+  // 7. A Korean browser gets the console in Korean.
   {
     const context = await browser.newContext({ viewport: LAPTOP, deviceScaleFactor: 1, locale: 'ko-KR' });
     const page = await context.newPage();

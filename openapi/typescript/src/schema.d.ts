@@ -2884,13 +2884,16 @@ export interface components {
          *       "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
          *       "sections": [
          *         {
+         *           "free": 14,
+         *           "held": 1,
          *           "id": "A",
          *           "rows": [
          *             {
          *               "id": "1",
          *               "states": "f12h1s3f2"
          *             }
-         *           ]
+         *           ],
+         *           "sold": 3
          *         }
          *       ],
          *       "sold": 3,
@@ -2927,8 +2930,17 @@ export interface components {
         };
         /** SectionStatesOut */
         SectionStatesOut: {
+            /**
+             * Format: uint32
+             * @description Its seats free, held and sold (the rest are not sold in this sale).
+             */
+            free: number;
+            /** Format: uint32 */
+            held: number;
             id: string;
             rows: components["schemas"]["RowStatesOut"][];
+            /** Format: uint32 */
+            sold: number;
         };
         /** SignalOut */
         SignalOut: {

@@ -50,6 +50,15 @@
       uploadList: 'Upload list (CSV)', uploaded: (added, total) => `List: ${added} added, ${total} in all.`,
       generate: 'Generate', howMany: 'Codes', uses: 'Uses each', generated: (n) => `${n} codes generated.`,
       exportCodes: 'Export codes (CSV)', drawn: (from) => `by lottery, pre-queue from ${from}`,
+      seatMap: 'Seat map', colSection: 'Section', colHeld: 'Held', colOff: 'Withdrawn',
+      venueHint: 'Select seats by clicking them (Space or Enter on a focused seat) or by dragging a box around them.',
+      withdrawSeats: 'Withdraw the free seats selected', addSeats: 'Put the withdrawn seats selected on sale',
+      clearSeats: 'Clear the selection', chosenSeats: (n) => `${n} selected`,
+      seatState: { free: 'free', held: 'held', sold: 'sold', off: 'withdrawn' },
+      keyFree: 'free', keyHeld: 'held', keySold: 'sold', keyOff: 'withdrawn',
+      seatsWithdrawn: (n) => `${n} seats withdrawn.`, seatsAdded: (n) => `${n} seats put on sale.`,
+      noneToWithdraw: 'None of the seats selected is free: held and sold seats stay.',
+      noneToAdd: 'None of the seats selected is withdrawn.',
     },
     ko: {
       title: 'sluice 콘솔', signOut: '로그아웃', signInTitle: '로그인', adminKey: '관리자 키',
@@ -87,6 +96,15 @@
       uploadList: '명단 올리기 (CSV)', uploaded: (added, total) => `명단: ${added}명 추가, 모두 ${total}명.`,
       generate: '만들기', howMany: '코드 수', uses: '코드당 사용', generated: (n) => `코드 ${n}개를 만들었습니다.`,
       exportCodes: '코드 내보내기 (CSV)', drawn: (from) => `추첨, 사전 대기 ${from}부터`,
+      seatMap: '좌석 배치도', colSection: '구역', colHeld: '확보 중', colOff: '회수됨',
+      venueHint: '좌석을 눌러 선택하거나(선택된 좌석에서 Space 또는 Enter) 끌어서 상자로 둘러 선택하세요.',
+      withdrawSeats: '선택한 빈 좌석 회수', addSeats: '선택한 회수 좌석 다시 판매',
+      clearSeats: '선택 해제', chosenSeats: (n) => `${n}석 선택`,
+      seatState: { free: '남음', held: '확보 중', sold: '판매됨', off: '회수됨' },
+      keyFree: '남음', keyHeld: '확보 중', keySold: '판매됨', keyOff: '회수됨',
+      seatsWithdrawn: (n) => `${n}석을 회수했습니다.`, seatsAdded: (n) => `${n}석을 다시 판매합니다.`,
+      noneToWithdraw: '선택한 좌석 중 빈 좌석이 없습니다. 확보 중이거나 판매된 좌석은 그대로 둡니다.',
+      noneToAdd: '선택한 좌석 중 회수된 좌석이 없습니다.',
     },
   };
   const LANG = MESSAGES[document.documentElement.lang] ? document.documentElement.lang : 'en';
@@ -241,8 +259,166 @@
     $('proof-of-work').difficulty_bits.value = sale.proof_of_work_bits;
     $('sale').dataset.sale = id;
     await phasesView(id);
-    timer = setInterval(() => draw().catch((e) => say(e.message, true)), 2000);
+    await venue.show(sale);
+    timer = setInterval(() => Promise.all([draw(), venue.refresh()]).catch((e) => say(e.message, true)), 2000);
   }
+
+  // ---- a sale's seat map: per section free, held, sold and withdrawn; seats selected on the
+  // ---- map withdrawn or put back on sale ------------------------------------------------------
+
+  const venue = (() => {
+    const SVG = 'http://www.w3.org/2000/svg';
+    const STATES = { f: 'free', h: 'held', s: 'sold', x: 'off' };
+    let sale = null;
+    let layout = null;
+    const seats = new Map(); // id -> { el, state, label }
+    const chosen = new Set();
+
+    function paint(seat) {
+      seat.el.setAttribute('class', `${seat.state}${chosen.has(seat.id) ? ' chosen' : ''}`);
+      seat.el.setAttribute('aria-checked', String(chosen.has(seat.id)));
+      seat.el.setAttribute('aria-label', `${seat.label}, ${t('seatState')[seat.state]}`);
+    }
+
+    function choose(ids, on) {
+      for (const id of ids) {
+        if (on) chosen.add(id); else chosen.delete(id);
+        paint(seats.get(id));
+      }
+      $('venue-chosen').textContent = chosen.size ? t('chosenSeats', chosen.size) : '';
+    }
+
+    function draw() {
+      const svg = document.createElementNS(SVG, 'svg');
+      const st = layout.stage;
+      const xs = [st.x, st.x + st.width];
+      const ys = [st.y, st.y + st.height];
+      for (const section of layout.sections) for (const row of section.rows) for (const s of row.seats) { xs.push(s.x); ys.push(s.y); }
+      const [x0, y0] = [Math.min(...xs) - 80, Math.min(...ys) - 80];
+      const [w, h] = [Math.max(...xs) + 80 - x0, Math.max(...ys) + 80 - y0];
+      svg.setAttribute('viewBox', `${x0} ${y0} ${w} ${h}`);
+      svg.setAttribute('role', 'group');
+      svg.setAttribute('aria-label', t('seatMap'));
+      const stage = document.createElementNS(SVG, 'rect');
+      for (const [k, v] of Object.entries({ x: st.x, y: st.y, width: st.width, height: st.height, class: 'stage' })) stage.setAttribute(k, v);
+      const label = document.createElementNS(SVG, 'text');
+      for (const [k, v] of Object.entries({ x: st.x + st.width / 2, y: st.y + st.height / 2, class: 'stage-label' })) label.setAttribute(k, v);
+      label.textContent = st.label;
+      svg.append(stage, label);
+      seats.clear();
+      for (const section of layout.sections) {
+        const group = document.createElementNS(SVG, 'g');
+        group.setAttribute('role', 'group');
+        group.setAttribute('aria-label', section.name);
+        for (const row of section.rows) {
+          for (const s of row.seats) {
+            const id = `${section.id}-${row.id}-${s.number}`;
+            const el = document.createElementNS(SVG, 'circle');
+            for (const [k, v] of Object.entries({ cx: s.x, cy: s.y, r: 22, tabindex: 0, role: 'checkbox' })) el.setAttribute(k, v);
+            el.dataset.seat = id;
+            const seat = { id, el, state: 'free', x: s.x, y: s.y, label: `${section.name} ${row.id}-${s.number}` };
+            seats.set(id, seat);
+            el.addEventListener('click', () => choose([id], !chosen.has(id)));
+            el.addEventListener('keydown', (ev) => {
+              if (ev.key === ' ' || ev.key === 'Enter') { ev.preventDefault(); choose([id], !chosen.has(id)); }
+            });
+            group.append(el);
+          }
+        }
+        svg.append(group);
+      }
+      // A box dragged on the map selects the seats inside it.
+      let from = null;
+      const box = document.createElementNS(SVG, 'rect');
+      box.setAttribute('class', 'box');
+      const at = (ev) => {
+        const p = svg.createSVGPoint();
+        [p.x, p.y] = [ev.clientX, ev.clientY];
+        return p.matrixTransform(svg.getScreenCTM().inverse());
+      };
+      svg.addEventListener('pointerdown', (ev) => {
+        if (ev.target.tagName === 'circle') return;
+        from = at(ev);
+        svg.setPointerCapture(ev.pointerId);
+        svg.append(box);
+      });
+      svg.addEventListener('pointermove', (ev) => {
+        if (!from) return;
+        const to = at(ev);
+        for (const [k, v] of Object.entries({ x: Math.min(from.x, to.x), y: Math.min(from.y, to.y),
+          width: Math.abs(to.x - from.x), height: Math.abs(to.y - from.y) })) box.setAttribute(k, v);
+      });
+      svg.addEventListener('pointerup', (ev) => {
+        if (!from) return;
+        const to = at(ev);
+        const [xa, xb, ya, yb] = [Math.min(from.x, to.x), Math.max(from.x, to.x), Math.min(from.y, to.y), Math.max(from.y, to.y)];
+        from = null;
+        box.remove();
+        choose([...seats.values()].filter((s) => s.x >= xa && s.x <= xb && s.y >= ya && s.y <= yb).map((s) => s.id), true);
+      });
+      $('venue-map').replaceChildren(svg);
+    }
+
+    /// The map's states on the seats, and each section's counts (withdrawn: the rest).
+    function apply(map) {
+      const rows = map.sections.map((section) => {
+        const inLayout = layout.sections.find((s) => s.id === section.id);
+        let total = 0;
+        for (const row of section.rows) {
+          const numbers = inLayout.rows.find((r) => r.id === row.id).seats.map((x) => x.number);
+          total += numbers.length;
+          let i = 0;
+          for (const [, letter, count] of row.states.matchAll(/([fhsx])(\d+)/g)) {
+            for (let k = 0; k < Number(count); k++, i++) {
+              const seat = seats.get(`${section.id}-${row.id}-${numbers[i]}`);
+              seat.state = STATES[letter];
+              paint(seat);
+            }
+          }
+        }
+        const tr = document.createElement('tr');
+        tr.append(cell(inLayout.name), cell(section.free, true), cell(section.held, true), cell(section.sold, true),
+          cell(total - section.free - section.held - section.sold, true));
+        return tr;
+      });
+      $('section-rows').replaceChildren(...rows);
+    }
+
+    async function refresh() {
+      if (!layout) return;
+      apply(await api('GET', `/v1/public/sales/${sale}/seat-map`));
+    }
+
+    /// The selected seats in `state`, sent as `field` of a stock change.
+    async function change(state, field, none, done) {
+      const ids = [...chosen].filter((id) => seats.get(id).state === state);
+      if (!ids.length) { say(t(none), true); return; }
+      await act(t(done, ids.length), async () => {
+        await api('POST', `/v1/sales/${sale}/stock`, { [field]: ids });
+        choose([...chosen], false);
+        await refresh();
+      });
+    }
+
+    $('withdraw-seats').addEventListener('click', () => change('free', 'withdraw_seats', 'noneToWithdraw', 'seatsWithdrawn'));
+    $('add-seats').addEventListener('click', () => change('off', 'add_seats', 'noneToAdd', 'seatsAdded'));
+    $('clear-seats').addEventListener('click', () => choose([...chosen], false));
+
+    return {
+      async show(s) {
+        sale = s.id;
+        $('venue').hidden = !s.layout_id;
+        layout = null;
+        chosen.clear();
+        $('venue-chosen').textContent = '';
+        if (!s.layout_id) return;
+        layout = await api('GET', `/v1/public/layouts/${s.layout_id}`);
+        draw();
+        await refresh();
+      },
+      refresh,
+    };
+  })();
 
   // ---- a sale's phases: the timeline, figures, the list uploaded, codes made and exported ----
 

@@ -113,8 +113,9 @@ async fn a_page_on_a_listed_origin_calls_sluice_from_the_browser() {
 /// The operator console in headless Chromium (`tests/browser/console.mjs`): sign in, a sale
 /// found in the list, its rate changed and seen in the figures, a buyer looked up and refunded
 /// behind a confirmation, a viewer shown no control, a sale's phases (timeline, list upload,
-/// codes generated and exported), the console in Korean for a Korean browser; a screenshot of
-/// each page.
+/// codes generated and exported), a sale's seat map (per-section counts, seats withdrawn and
+/// put back on sale by selecting them), the console in Korean for a Korean browser; a
+/// screenshot of each page.
 #[tokio::test]
 async fn the_operator_console_runs_a_sale_in_headless_chromium() {
     let app = TestApp::spawn_on_with(Backend::Embedded, |c| c.workers.figures_ms = 200).await;
@@ -133,6 +134,7 @@ async fn the_operator_console_runs_a_sale_in_headless_chromium() {
         "console-refund",
         "console-viewer",
         "console-phases",
+        "console-venue",
     ] {
         let path = shots.join(format!("{page}.png"));
         let bytes = std::fs::read(&path).unwrap_or_else(|_| panic!("no screenshot {path:?}"));
