@@ -17,11 +17,17 @@ fn catalogue() -> serde_yaml::Value {
 fn every_event_type_is_documented_and_nothing_else() {
     let doc = catalogue();
     assert_eq!(doc["asyncapi"].as_str(), Some("3.0.0"));
-    let documented: BTreeSet<String> = doc["components"]["messages"]
+    let messages = &doc["components"]["messages"];
+    let documented: BTreeSet<String> = doc["channels"]["events"]["messages"]
         .as_mapping()
         .unwrap()
-        .values()
-        .map(|m| m["name"].as_str().unwrap().to_owned())
+        .keys()
+        .map(|k| {
+            messages[k.as_str().unwrap()]["name"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     let emitted: BTreeSet<String> = EventType::ALL
         .iter()
@@ -74,5 +80,52 @@ fn the_envelope_matches_what_is_serialised() {
             serialised["data"].get(field).is_some(),
             "attempt events carry data.{field}"
         );
+    }
+}
+
+/// Checks an event of a seat-map stream against `asyncapi.yaml`'s `seatMap` channel: its SSE
+/// name is one of the channel's messages, and its data has every field the schema requires and
+/// none it does not name, at every level.
+pub fn assert_seat_map_event_documented(event: &str, data: &serde_json::Value) {
+    let doc: serde_json::Value = serde_json::to_value(catalogue()).unwrap();
+    let messages = &doc["components"]["messages"];
+    let names: Vec<&str> = doc["channels"]["seatMap"]["messages"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| messages[k]["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&event), "event {event} not in {names:?}");
+    let schema = &doc["components"]["schemas"]["SeatMapEvent"];
+    let mut wrong = Vec::new();
+    conforms(schema, data, "data", &mut wrong);
+    assert!(wrong.is_empty(), "{event}: {}", wrong.join("; "));
+}
+
+fn conforms(
+    schema: &serde_json::Value,
+    value: &serde_json::Value,
+    at: &str,
+    wrong: &mut Vec<String>,
+) {
+    if let Some(items) = schema.get("items") {
+        for (i, item) in value.as_array().into_iter().flatten().enumerate() {
+            conforms(items, item, &format!("{at}[{i}]"), wrong);
+        }
+    }
+    let (Some(properties), Some(fields)) = (schema["properties"].as_object(), value.as_object())
+    else {
+        return;
+    };
+    for required in schema["required"].as_array().into_iter().flatten() {
+        if !fields.contains_key(required.as_str().unwrap()) {
+            wrong.push(format!("{at}.{required} is missing"));
+        }
+    }
+    for (name, field) in fields {
+        match properties.get(name) {
+            Some(property) => conforms(property, field, &format!("{at}.{name}"), wrong),
+            None => wrong.push(format!("{at}.{name} is not documented")),
+        }
     }
 }

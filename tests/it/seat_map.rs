@@ -1,6 +1,7 @@
 //! Venue layouts and seat maps, on both configurations: a layout's round trip and its refused
 //! seats, a sale made from one, and its seat map equal to the ledger's seats after holds,
-//! releases, an expiry and purchases.
+//! releases, an expiry and purchases; its stream as `asyncapi.yaml` documents it; best
+//! available for hundreds at once.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use sluice::domain::AttemptEvent;
 
+use crate::catalogue::assert_seat_map_event_documented;
 use crate::helpers::{assert_problem, Backend, SseStream, TestApp};
 use crate::on_both_configurations;
 
@@ -321,6 +323,7 @@ async fn a_seat_map_stream_resumes_from_its_last_id_and_sends_each_change_once(b
     let mut stream = SseStream::open(t.http.get(t.url(&path))).await;
     let (event, first_id, first) = stream.next(within).await.expect("the map");
     assert_eq!(event, "map");
+    assert_seat_map_event_documented(&event, &first);
     assert_eq!(first["map"]["free"], 16);
     assert_eq!(first_id, first["version"].to_string());
 
@@ -339,6 +342,7 @@ async fn a_seat_map_stream_resumes_from_its_last_id_and_sends_each_change_once(b
     while seen.len() < 2 {
         let (event, id, data) = stream.next(within).await.expect("the hold's seats");
         assert_eq!(event, "seats", "{data}");
+        assert_seat_map_event_documented(&event, &data);
         assert_eq!(
             data["from_version"].to_string(),
             last_id,
