@@ -9,6 +9,10 @@
 -- that leave no single free seat between them and a taken seat or the block's end (unless
 -- the layout allows single gaps); in it, the placement whose middle is nearest its seat
 -- nearest the stage (the first of equals). src/domain/best_seats.rs picks the same way.
+-- So that a sale selling front to back does not look through every full block on each ask,
+-- `best` keeps per category a cursor, 'from:<category>' = "<version>:<i>": blocks before the
+-- i-th had no free seat at that version. It holds while no seat was freed since
+-- (meta.freed_at, lua/lib/seatlog.lua); each ask moves it past the full blocks it looked at.
 -- KEYS: as lua/lib/holding.lua, then 8 best
 -- ARGV: attempt, user, count, category, section, single_gaps
 -- REPLY: status, detail?
@@ -44,21 +48,41 @@ if refused then return refused end
 local category, section = ARGV[4], ARGV[5]
 local n = redis.call('HGET', KEYS[8], 'n:' .. category)
 if not n then return {'unloaded'} end
-for i = 1, tonumber(n) do
-  local block = redis.call('HGET', KEYS[8], i .. ':' .. category)
-  local in_section, nearest, list = string.match(block, '^([^|]*)|(%d+)|(.*)$')
-  if section == '' or section == in_section then
-    local seats = {}
-    for seat in string.gmatch(list, '[^,]+') do seats[#seats + 1] = seat end
-    if #seats >= count then
-      local free = redis.call('SMISMEMBER', KEYS[5], unpack(seats))
-      local start = place(free, count, tonumber(nearest), ARGV[6] == '1')
-      if start then
-        local picked = {unpack(seats, start, start + count - 1)}
-        redis.call('SREM', KEYS[5], unpack(picked))
-        return record_hold(ARGV[1], ARGV[2], 's', table.concat(picked, ','), count)
-      end
-    end
+local from_field = 'from:' .. category
+local start = 1
+local cursor = redis.call('HGET', KEYS[8], from_field)
+if cursor then
+  local at, i = string.match(cursor, '^(%d+):(%d+)$')
+  if tonumber(at) >= tonumber(redis.call('HGET', KEYS[1], 'freed_at') or '0') then
+    start = tonumber(i)
   end
 end
-return {'no_adjacent', tostring(redis.call('SCARD', KEYS[5]))}
+-- The first block from `start` that may have a free seat (nil while each one looked at is full).
+local first_free
+local reply
+for i = start, tonumber(n) do
+  local block = redis.call('HGET', KEYS[8], i .. ':' .. category)
+  local in_section, nearest, list = string.match(block, '^([^|]*)|(%d+)|(.*)$')
+  local seats = {}
+  for seat in string.gmatch(list, '[^,]+') do seats[#seats + 1] = seat end
+  if (section == '' or section == in_section) and #seats >= count then
+    local free = redis.call('SMISMEMBER', KEYS[5], unpack(seats))
+    if not first_free then
+      for _, f in ipairs(free) do
+        if f == 1 then first_free = i break end
+      end
+    end
+    local at = place(free, count, tonumber(nearest), ARGV[6] == '1')
+    if at then
+      local picked = {unpack(seats, at, at + count - 1)}
+      redis.call('SREM', KEYS[5], unpack(picked))
+      reply = record_hold(ARGV[1], ARGV[2], 's', table.concat(picked, ','), count)
+      break
+    end
+  elseif not first_free then
+    first_free = i
+  end
+end
+redis.call('HSET', KEYS[8], from_field,
+  (redis.call('HGET', KEYS[1], 'version') or '0') .. ':' .. (first_free or (tonumber(n) + 1)))
+return reply or {'no_adjacent', tostring(redis.call('SCARD', KEYS[5]))}

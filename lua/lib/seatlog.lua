@@ -4,13 +4,15 @@
 -- the version it has (lua/seat_changes.lua), one store call however many buyers look.
 -- Prepended to the scripts that change seats (so it is written once). The log keeps the last
 -- SEATLOG_KEEP changes; meta.seatlog_from is the version below which changes may be missing
--- (a reader from before it reads the whole holdings instead).
+-- (a reader from before it reads the whole holdings instead). meta.freed_at is the version
+-- at which seats were last freed (best available's cursors, lua/hold_best.lua, hold until then).
 
 local SEATLOG_KEEP = 4096
 
 -- Logs that `seats` ("A-1-1,A-1-2") are now `letter`, at meta's version (bumped before).
 local function log_seats(meta, log, letter, seats)
   local version = redis.call('HGET', meta, 'version') or '0'
+  if letter == 'f' then redis.call('HSET', meta, 'freed_at', version) end
   local n = redis.call('RPUSH', log, version .. '|' .. letter .. '|' .. seats)
   if n > SEATLOG_KEEP then
     local dropped = redis.call('LPOP', log)
@@ -20,6 +22,7 @@ end
 
 -- Starts the log anew at meta's version: the holdings were rebuilt, readers read them whole.
 local function reset_seatlog(meta, log)
+  local version = redis.call('HGET', meta, 'version') or '0'
   redis.call('DEL', log)
-  redis.call('HSET', meta, 'seatlog_from', redis.call('HGET', meta, 'version') or '0')
+  redis.call('HSET', meta, 'seatlog_from', version, 'freed_at', version)
 end

@@ -111,17 +111,49 @@ pub fn blocks(layout: &Layout, category: Option<&str>) -> Blocks {
 /// The seats best available gives `ask` with `is_free` telling which seats are free; `None`
 /// when no block has them side by side.
 pub fn pick(blocks: &Blocks, ask: &BestAsk, is_free: impl Fn(&str) -> bool) -> Option<Vec<String>> {
+    pick_from(blocks, ask, 0, is_free).seats
+}
+
+/// What [`pick_from`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picked {
+    pub seats: Option<Vec<String>>,
+    /// The first block from the start that may have a free seat (the blocks before it it
+    /// found full): where the next ask may start while no seat is freed.
+    pub first_free: usize,
+}
+
+/// [`pick`], looking from the `start`-th block on (the blocks before it known full), as
+/// `lua/hold_best.lua` does with its cursor.
+pub fn pick_from(
+    blocks: &Blocks,
+    ask: &BestAsk,
+    start: usize,
+    is_free: impl Fn(&str) -> bool,
+) -> Picked {
     let count = ask.count as usize;
-    blocks
-        .blocks
-        .iter()
-        .filter(|b| ask.section.as_ref().is_none_or(|s| *s == b.section))
-        .filter(|b| b.seats.len() >= count)
-        .find_map(|block| {
-            let free: Vec<bool> = block.seats.iter().map(|s| is_free(s)).collect();
-            place(&free, count, block.nearest, blocks.single_gaps)
-                .map(|start| block.seats[start..start + count].to_vec())
-        })
+    let mut first_free = None;
+    for (i, block) in blocks.blocks.iter().enumerate().skip(start) {
+        let wanted = ask.section.as_ref().is_none_or(|s| *s == block.section);
+        if !wanted || block.seats.len() < count {
+            first_free.get_or_insert(i);
+            continue;
+        }
+        let free: Vec<bool> = block.seats.iter().map(|s| is_free(s)).collect();
+        if free.contains(&true) {
+            first_free.get_or_insert(i);
+        }
+        if let Some(at) = place(&free, count, block.nearest, blocks.single_gaps) {
+            return Picked {
+                seats: Some(block.seats[at..at + count].to_vec()),
+                first_free: first_free.unwrap_or(i),
+            };
+        }
+    }
+    Picked {
+        seats: None,
+        first_free: first_free.unwrap_or(blocks.blocks.len()),
+    }
 }
 
 /// Where in a block with `free` seats `count` seats side by side go (their first's index).

@@ -417,11 +417,20 @@ async fn a_map_read_cut_short_does_not_stop_the_map_from_being_read_again(backen
     let path = format!("/v1/public/sales/{sale}/seat-map");
     assert_eq!(t.get_json(&path).await["free"], 16);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    // Cut short while it reads the stale map again: polled once, then dropped.
+    // Cut short while it reads the stale map again: polled once, then dropped. (A read can
+    // end at its first poll when a store fails fast, as a loaded machine has it do: then
+    // again, once the map is stale.)
     use futures_util::FutureExt;
     let id = sluice::domain::SaleId::parse(&sale).unwrap();
-    let cut = sluice::service::seat_map::seat_map(&t.app, id).now_or_never();
-    assert!(cut.is_none(), "the read was cut short");
+    let mut cut = Vec::new();
+    for _ in 0..10 {
+        match sluice::service::seat_map::seat_map(&t.app, id).now_or_never() {
+            None => break,
+            Some(ended) => cut.push(ended.map(|m| m.version)),
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(cut.len() < 10, "never cut short: {cut:?}");
     let (attempt, token) = t.admitted(&sale, "late").await;
     let held = t
         .hold(

@@ -107,6 +107,11 @@ struct SaleQueue {
     /// `lua/lib/seatlog.lua` keeps them).
     seatlog: VecDeque<SeatChange>,
     seatlog_from: u64,
+    /// The version at which seats were last freed, and best available's cursor per category:
+    /// the version it was set at and the first block that may have a free seat (as
+    /// `lua/hold_best.lua` keeps them).
+    freed_at: u64,
+    best_from: HashMap<Option<String>, (u64, usize)>,
     /// Queue-sync changes applied, and when (ms), for as long as [`SYNCED_KEEP_MS`]: a
     /// change is applied once.
     synced: HashSet<i64>,
@@ -336,6 +341,8 @@ impl SaleQueue {
             version: 0,
             seatlog: VecDeque::new(),
             seatlog_from: 0,
+            freed_at: 0,
+            best_from: HashMap::new(),
             synced: HashSet::new(),
             synced_at: BTreeSet::new(),
         }
@@ -385,10 +392,14 @@ impl SaleQueue {
         self.version += 1;
         self.seatlog.clear();
         self.seatlog_from = self.version;
+        self.freed_at = self.version;
     }
 
     /// See `log_seats` in `lua/lib/seatlog.lua`.
     fn log_seats(&mut self, state: SeatState, seats: &[String]) {
+        if state == SeatState::Free {
+            self.freed_at = self.version;
+        }
         self.seatlog.push_back(SeatChange {
             version: self.version,
             state,
@@ -1038,15 +1049,25 @@ impl QueueStore for MemoryQueue {
             {
                 return refused;
             }
-            let Some(seats) = best_seats::pick(blocks, ask, |s| q.seats.contains(s)) else {
-                return HoldOutcome::NoAdjacent {
-                    free: q.seats.len() as u32,
-                };
+            let start = match q.best_from.get(&blocks.category) {
+                Some(&(at, from)) if at >= q.freed_at => from,
+                _ => 0,
             };
-            for seat in &seats {
-                q.seats.remove(seat);
-            }
-            q.record_hold(attempt.local, user, &Take::Seats(seats), now)
+            let picked = best_seats::pick_from(blocks, ask, start, |s| q.seats.contains(s));
+            let outcome = match picked.seats {
+                None => HoldOutcome::NoAdjacent {
+                    free: q.seats.len() as u32,
+                },
+                Some(seats) => {
+                    for seat in &seats {
+                        q.seats.remove(seat);
+                    }
+                    q.record_hold(attempt.local, user, &Take::Seats(seats), now)
+                }
+            };
+            q.best_from
+                .insert(blocks.category.clone(), (q.version, picked.first_free));
+            outcome
         });
         Ok(outcome.unwrap_or(HoldOutcome::NotAdmitted))
     }

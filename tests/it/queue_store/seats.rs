@@ -16,6 +16,7 @@ on_every_queue_store!(
     best_available_takes_seats_side_by_side_nearest_the_stage_and_strands_none,
     two_hundred_asking_at_once_get_seats_side_by_side_and_never_the_same,
     the_seat_log_brings_a_version_up_to_date_or_says_to_read_whole,
+    best_available_finds_seats_freed_in_blocks_it_had_found_full,
 );
 
 /// `rows` rows of `per_row` seats in one section, row 1 nearest the stage, every seat "R".
@@ -301,4 +302,56 @@ async fn the_seat_log_brings_a_version_up_to_date_or_says_to_read_whole(q: Arc<d
         q.seat_changes(s.id, now, &epoch).await.unwrap(),
         SeatChanges::Whole { .. }
     ));
+}
+
+/// Best available skips the blocks it found full on earlier asks, until seats are freed: a
+/// released hold or seats put back on sale in the front rows are found again.
+async fn best_available_finds_seats_freed_in_blocks_it_had_found_full(q: Arc<dyn QueueStore>) {
+    let hall = layout(3, 2);
+    let s = sale(Stock::Seats(hall.seat_ids()), 10);
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let names = ["a", "b", "c", "d", "e"];
+    queued(&q, &s, names).await;
+    let admitted = admit_all(&q, &s, 5).await;
+    let blocks = best_seats::blocks(&hall, None);
+    for (i, row) in [(0, 1), (1, 2), (2, 3)] {
+        let got = q
+            .hold_best(admitted[i].attempt, &user(names[i]), &ask(2), &blocks)
+            .await
+            .unwrap();
+        assert_eq!(seats_of(&got), [format!("A-{row}-1"), format!("A-{row}-2")]);
+    }
+    let full = q
+        .hold_best(admitted[3].attempt, &user("d"), &ask(1), &blocks)
+        .await
+        .unwrap();
+    assert_eq!(full, HoldOutcome::NoAdjacent { free: 0 });
+    // Row 1 is released: the next ask finds it, though every block was full before.
+    q.restore(admitted[0].attempt, None).await.unwrap();
+    let again = q
+        .hold_best(admitted[3].attempt, &user("d"), &ask(2), &blocks)
+        .await
+        .unwrap();
+    assert_eq!(seats_of(&again), ["A-1-1", "A-1-2"]);
+    // Row 2's seats withdrawn and one put back on sale: found as well.
+    q.restore(admitted[1].attempt, None).await.unwrap();
+    let row2 = vec!["A-2-1".to_owned(), "A-2-2".to_owned()];
+    q.adjust_stock(s.id, &StockChange::WithdrawSeats(row2.clone()))
+        .await
+        .unwrap();
+    let none = q
+        .hold_best(admitted[4].attempt, &user("e"), &ask(1), &blocks)
+        .await
+        .unwrap();
+    assert_eq!(none, HoldOutcome::NoAdjacent { free: 0 });
+    q.adjust_stock(s.id, &StockChange::AddSeats(row2[1..].to_vec()))
+        .await
+        .unwrap();
+    let back = q
+        .hold_best(admitted[4].attempt, &user("e"), &ask(1), &blocks)
+        .await
+        .unwrap();
+    assert_eq!(seats_of(&back), ["A-2-2"]);
 }
