@@ -10,7 +10,12 @@
 //!   server's RSS per stream, the queue-store calls made while they are open, and whether
 //!   pushes still flow once the head of the line leaves;
 //! - `admission-tokens <base url> <pairs file> <holds file>`: waits until each attempt is
-//!   admitted and writes `<attempt> <token> <admission token>` lines for the hold benchmark.
+//!   admitted and writes `<attempt> <token> <admission token>` lines for the hold benchmark;
+//! - `seat-streams <base url> <sale> <streams> <admin key> <seats file>`: opens that many
+//!   streams of the sale's seat map, withdraws the seats of the file one every 200 ms (50:
+//!   10 s) while they are open, then puts them back; prints `<streams open> <store calls for
+//!   the map meanwhile> <streams told of every withdrawal> <seconds to open them> <seconds the
+//!   withdrawals took>`.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -29,7 +34,10 @@ async fn main() -> anyhow::Result<()> {
             sse(&args[2], &args[3], args[4].parse()?, args[5].parse()?, h2).await
         }
         Some("admission-tokens") => admission_tokens(&args[2], &args[3], &args[4]).await,
-        _ => anyhow::bail!("usage: tokens | join-all | sse (see the file's doc)"),
+        Some("seat-streams") => {
+            seat_streams(&args[2], &args[3], args[4].parse()?, &args[5], &args[6]).await
+        }
+        _ => anyhow::bail!("usage: tokens | join-all | sse | seat-streams (see the file's doc)"),
     }
 }
 
@@ -116,6 +124,130 @@ async fn status_store_calls(http: &reqwest::Client, base: &str) -> f64 {
         .filter(|l| l.starts_with("sluice_status_store_calls_total"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
+}
+
+/// sluice's count of queue-store calls of `names` so far (its call-duration histogram).
+async fn store_calls(http: &reqwest::Client, base: &str, names: &[&str]) -> f64 {
+    let Ok(resp) = http.get(format!("{base}/metrics")).send().await else {
+        return 0.0;
+    };
+    let text = resp.text().await.unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with("sluice_queue_call_duration_seconds_count{"))
+        .filter(|l| names.iter().any(|n| l.contains(&format!("call=\"{n}\""))))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Opens `streams` seat-map streams of `sale`, changes its seats while they are open, and
+/// prints the store calls made for the map meanwhile and the streams that saw every change.
+async fn seat_streams(
+    base: &str,
+    sale: &str,
+    streams: usize,
+    admin: &str,
+    seats: &str,
+) -> anyhow::Result<()> {
+    let seats: Vec<String> = std::fs::read_to_string(seats)?
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()?;
+    let started = Instant::now();
+    let opened: Vec<_> = stream::iter(0..streams)
+        .map(|_| {
+            let http = http.clone();
+            async move {
+                let resp = http
+                    .get(format!("{base}/v1/public/sales/{sale}/seat-map/events"))
+                    .send()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                match resp.status().is_success() {
+                    true => Ok(resp),
+                    false => Err(format!("status {}", resp.status())),
+                }
+            }
+        })
+        .buffer_unordered(500)
+        .collect()
+        .await;
+    let (open, refused): (Vec<_>, Vec<_>) = opened.into_iter().partition(Result::is_ok);
+    if let Some(Err(first)) = refused.first() {
+        eprintln!("{} streams not opened; the first: {first}", refused.len());
+    }
+    let open: Vec<_> = open.into_iter().flatten().collect();
+    let opened_in = started.elapsed();
+    // Every stream is read all along, as a page reads it, until told to stop; each counts the
+    // seats it is told were withdrawn.
+    let window = Duration::from_secs(10);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let readers: Vec<_> = open
+        .into_iter()
+        .map(|mut resp| {
+            let mut stopped = stopped.clone();
+            tokio::spawn(async move {
+                let mut text = String::new();
+                loop {
+                    tokio::select! {
+                        chunk = resp.chunk() => match chunk {
+                            Ok(Some(chunk)) => text.push_str(&String::from_utf8_lossy(&chunk)),
+                            _ => break,
+                        },
+                        _ = stopped.changed() => break,
+                    }
+                }
+                text.matches("\"state\":\"off\"").count()
+            })
+        })
+        .collect();
+    let plain = reqwest::Client::new();
+    let names = ["seat_changes", "holdings"];
+    let before = store_calls(&plain, base, &names).await;
+    let step = window / seats.len().max(1) as u32;
+    let changing = Instant::now();
+    for seat in &seats {
+        let _ = plain
+            .post(format!("{base}/v1/sales/{sale}/stock"))
+            .header("X-Admin-Key", admin)
+            .json(&serde_json::json!({ "withdraw_seats": [seat] }))
+            .send()
+            .await;
+        tokio::time::sleep(step).await;
+    }
+    let calls = store_calls(&plain, base, &names).await - before;
+    let changed_for = changing.elapsed();
+    // The last withdrawal reaches every stream within a refresh or two.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let _ = stop.send(true);
+    let mut told = Vec::new();
+    for reader in readers {
+        told.push(reader.await.unwrap_or(0));
+    }
+    let listening = told.len();
+    let whole = told.iter().filter(|&&n| n >= seats.len()).count();
+    eprintln!(
+        "withdrawals told per stream: {} to {} of {}",
+        told.iter().min().unwrap_or(&0),
+        told.iter().max().unwrap_or(&0),
+        seats.len()
+    );
+    let _ = plain
+        .post(format!("{base}/v1/sales/{sale}/stock"))
+        .header("X-Admin-Key", admin)
+        .json(&serde_json::json!({ "add_seats": seats }))
+        .send()
+        .await;
+    // Every replica's map shows them back before anything else is measured.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    println!(
+        "{listening} {calls} {whole} {:.1} {:.1}",
+        opened_in.as_secs_f64(),
+        changed_for.as_secs_f64()
+    );
+    Ok(())
 }
 
 /// Status streams carried by one HTTP/2 connection in `sse ... h2`.

@@ -93,49 +93,53 @@ pub struct SeatMaps {
     maps: Mutex<HashMap<SaleId, Kept>>,
     /// The last maps' changes, oldest first, by sale.
     changes: Mutex<HashMap<SaleId, std::collections::VecDeque<Arc<Changes>>>>,
-    /// Sales whose map one request is reading now: the others answer the map it replaces.
-    reading: Mutex<HashSet<SaleId>>,
+    /// Each sale's turn to bring its map up to date: one request at a time.
+    reading: Mutex<HashMap<SaleId, Arc<tokio::sync::Mutex<()>>>>,
     venues: Mutex<HashMap<uuid::Uuid, Arc<Venue>>>,
 }
 
-/// The sale's seat map, at most `queue.line_refresh_ms` old.
+/// The sale's seat map, at most `queue.line_refresh_ms` old. One request at a time brings a
+/// sale's map up to date; the others meanwhile answer the map it replaces, or, when there is
+/// none yet (a replica's first readers, thousands of streams opening at once), wait for it.
 pub async fn seat_map(app: &App, sale: SaleId) -> ServiceResult<Arc<SeatMap>> {
     let fresh_for = Duration::from_millis(app.config.queue.line_refresh_ms);
-    let kept = app
-        .seat_maps
-        .maps
-        .lock()
-        .expect("not poisoned")
-        .get(&sale)
-        .cloned();
-    if let Some(kept) = &kept {
-        if kept.at.elapsed() < fresh_for {
-            return Ok(Arc::clone(&kept.map));
+    let kept = |app: &App| {
+        let kept = app
+            .seat_maps
+            .maps
+            .lock()
+            .expect("not poisoned")
+            .get(&sale)
+            .cloned();
+        match kept {
+            Some(k) if k.at.elapsed() < fresh_for => Ok(k.map),
+            other => Err(other),
         }
-    }
-    let first = app
-        .seat_maps
-        .reading
-        .lock()
-        .expect("not poisoned")
-        .insert(sale);
-    if !first {
-        if let Some(kept) = kept {
-            return Ok(kept.map);
-        }
-    }
-    // Let go of the sale however this ends, a cancelled request (a client gone) included: a
-    // mark left behind would have every later request answer this stale map.
-    struct Reading<'a>(&'a SeatMaps, SaleId);
-    impl Drop for Reading<'_> {
-        fn drop(&mut self) {
-            self.0.reading.lock().expect("not poisoned").remove(&self.1);
-        }
-    }
-    let reading = Reading(&app.seat_maps, sale);
-    let read = read(app, sale, kept.as_ref()).await;
-    drop(reading);
-    let (epoch, map) = read?;
+    };
+    let stale = match kept(app) {
+        Ok(fresh) => return Ok(fresh),
+        Err(stale) => stale,
+    };
+    let turn = Arc::clone(
+        app.seat_maps
+            .reading
+            .lock()
+            .expect("not poisoned")
+            .entry(sale)
+            .or_default(),
+    );
+    // The turn is let go however this ends, a cancelled request (a client gone) included.
+    let _turn = match (turn.try_lock(), stale) {
+        (Ok(turn), _) => turn,
+        (Err(_), Some(stale)) => return Ok(stale.map),
+        (Err(_), None) => turn.lock().await,
+    };
+    // The request before may have just brought it up to date.
+    let kept = match kept(app) {
+        Ok(fresh) => return Ok(fresh),
+        Err(kept) => kept,
+    };
+    let (epoch, map) = read(app, sale, kept.as_ref()).await?;
     let map = Arc::new(map);
     if let Some(Kept { map: before, .. }) = &kept {
         if before.version != map.version && before.layout == map.layout {

@@ -20,6 +20,7 @@ on_both_configurations!(
     the_seat_map_equals_the_ledgers_seats_after_holds_releases_an_expiry_and_purchases,
     a_seat_map_stream_resumes_from_its_last_id_and_sends_each_change_once,
     a_map_refresh_reads_only_the_seats_changed,
+    many_first_readers_of_a_map_cost_one_read,
     best_available_seats_two_hundred_buyers_side_by_side_and_sells_no_seat_twice,
     best_available_refuses_what_it_cannot_give_and_takes_nothing,
 );
@@ -721,4 +722,35 @@ async fn best_available_refuses_what_it_cannot_give_and_takes_nothing(backend: B
     )
     .await;
     assert_eq!(t.stats(&plain).await["remaining"], 2);
+}
+
+/// Fifty buyers opening a sale's map at once on a replica that has none yet (streams opening
+/// at a sale's start) cost the store one read of the sale's seats, as one buyer does: the
+/// others wait for it instead of each reading the holdings whole.
+async fn many_first_readers_of_a_map_cost_one_read(backend: Backend) {
+    use futures_util::future::join_all;
+    let t = TestApp::spawn_on_with(backend, |c| c.workers.drift_check_ms = 3_600_000).await;
+    let layout = layout_id(&t, &hall(10)).await;
+    let one = t
+        .create_sale(json!({ "quantity": null, "layout_id": layout }))
+        .await;
+    let many = t
+        .create_sale(json!({ "quantity": null, "layout_id": layout }))
+        .await;
+    let before = store_calls(&t, "holdings").await;
+    assert_eq!(
+        t.get_json(&format!("/v1/public/sales/{one}/seat-map"))
+            .await["free"],
+        40
+    );
+    let a_read = store_calls(&t, "holdings").await - before;
+    assert!(a_read >= 1.0);
+    let path = format!("/v1/public/sales/{many}/seat-map");
+    let maps = join_all((0..50).map(|_| t.get_json(&path))).await;
+    assert!(maps.iter().all(|m| m["free"] == 40));
+    assert_eq!(
+        store_calls(&t, "holdings").await - before - a_read,
+        a_read,
+        "fifty first readers read the seats once"
+    );
 }
