@@ -66,6 +66,8 @@ macro_rules! each_text {
 #[path = "sql/mod.rs"]
 mod sql;
 
+pub use sql::attempts::CLAIM_SEAT;
+
 pub use sql::SqlLedger as PgLedger;
 
 /// Connections, rows and transactions of this dialect.

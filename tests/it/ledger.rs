@@ -114,6 +114,47 @@ async fn a_hold_reaches_a_new_sale_s_units_by_index_behind_older_held_units() {
     assert!(unguided.contains("Seq Scan"), "{unguided}");
 }
 
+/// A hold of named seats reaches each seat by its id in the free-units index, even right after
+/// its sale is made (the statistics know nothing of its seats). Claimed as a list (`unit_id IN
+/// (…)` or `= ANY`), the planner read every free seat of the sale to find them.
+#[tokio::test]
+async fn a_hold_reaches_named_seats_by_id_even_on_stale_statistics() {
+    let (pg, ledger, _older) = ledger_with_an_older_sale().await;
+    sqlx::query("ANALYZE").execute(pg.pool()).await.unwrap();
+    let seats: Vec<String> = (1..=5_000).map(|n| format!("A-1-{n}")).collect();
+    let sale = new_sale(Stock::Seats(seats));
+    ledger.create_sale(&sale, None).await.unwrap();
+    let plan = |claim: &'static str, seat: &'static str| {
+        let pg = pg.clone();
+        async move {
+            let lines: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN {claim}"))
+                .bind(sale.id.0)
+                .bind(uuid::Uuid::now_v7())
+                .bind(seat)
+                .fetch_all(pg.pool())
+                .await
+                .unwrap();
+            lines.join("\n")
+        }
+    };
+    let by_id = plan(sluice::ledger::postgres::CLAIM_SEAT, "A-1-42").await;
+    assert!(
+        by_id
+            .lines()
+            .any(|l| l.contains("Index Cond") && l.contains("unit_id =")),
+        "the seat is found by its id:\n{by_id}"
+    );
+    // The setup does reproduce the hazard: the list form reads the sale's free seats.
+    let list = plan(
+        "UPDATE stock_units SET attempt_id = $2 WHERE sale_id = $1 AND attempt_id IS NULL
+             AND unit_id IN (SELECT value FROM jsonb_array_elements_text($3::jsonb))
+             RETURNING unit_id",
+        r#"["A-1-42"]"#,
+    )
+    .await;
+    assert!(list.contains("Join Filter"), "{list}");
+}
+
 /// A PostgreSQL ledger holding one sale of 20,000 units, for the plan tests.
 async fn ledger_with_an_older_sale() -> (PgLedger, Arc<dyn Ledger>, Sale) {
     let pg = PgLedger::new(

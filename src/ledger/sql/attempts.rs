@@ -159,26 +159,32 @@ pub(super) async fn buyers(conn: &mut Conn, sale: SaleId) -> LedgerResult<Vec<Bu
     Ok(buyers)
 }
 
+/// Claims seat `$3` of sale `$1` for attempt `$2` if it is free; its id if so. A statement a
+/// seat, an equality on both columns of the free-units index: right after a sale is made, its
+/// statistics do not know its units, and the planner read a list of seats (`IN`, `= ANY`) by
+/// scanning every free unit of the sale, 50,000 for a hall.
+pub const CLAIM_SEAT: &str = "UPDATE stock_units SET attempt_id = $2
+     WHERE sale_id = $1 AND unit_id = $3 AND attempt_id IS NULL
+     RETURNING unit_id";
+
 /// Claims the hold's units: free units of a quantity sale, or the named seats. All or nothing:
 /// short of units, the caller's transaction rolls back.
 pub(super) async fn take_units(conn: &mut Conn, id: AttemptId, take: &Take) -> LedgerResult<()> {
     let (claimed, seats): (Vec<String>, &[String]) = match take {
         Take::Quantity(n) => (super::claim_free_units(&mut *conn, id, *n).await?, &[]),
         Take::Seats(seats) => {
-            let claimed = sqlx::query_scalar(concat!(
-                "UPDATE stock_units SET attempt_id = $2
-                 WHERE sale_id = $1 AND attempt_id IS NULL
-                   AND unit_id IN (SELECT value FROM ",
-                each_text!("$3"),
-                ") RETURNING unit_id"
-            ))
-            .bind(id.sale.0)
-            .bind(id.local)
-            .bind(TextList(seats))
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(db_error)?;
-            (claimed, seats)
+            let mut claimed = Vec::with_capacity(seats.len());
+            for seat in seats {
+                let got: Option<String> = sqlx::query_scalar(CLAIM_SEAT)
+                    .bind(id.sale.0)
+                    .bind(id.local)
+                    .bind(seat)
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .map_err(db_error)?;
+                claimed.extend(got);
+            }
+            (claimed, seats.as_slice())
         }
     };
     let wanted = take.units() as usize;
