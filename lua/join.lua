@@ -4,13 +4,15 @@
 -- KEYS: 1 meta (hash), 2 seq (counter), 3 gone (zset), 4 users (hash user -> admitted
 --       attempt), 5 active (zset), 6 seen (zset waiting serial -> last sign of life, ms; only
 --       when abandonment is on), 7 bought (hash user -> units held or bought)
--- ARGV: presence, join...: [user, attempt, now_ms]
--- REPLY: join...: [status, attempt, position, waiting, measured_rate, configured_rate, serial, epoch]
--- Arguments: 1 '1' to track presence for abandonment, then for each join: user id, attempt id
---       (32 hex) to use if the user has no live attempt, now (ms)
--- Returns eight values per join, in order: status, attempt, position, waiting, measured rate,
---   configured rate, serial (0 unless queued), the line's epoch (meta.epoch); status is queued | active (already admitted, or bought: position 0) |
---   unknown (no such sale) | closed
+-- ARGV: presence, now_ms, join...: [user, attempt, bucket]
+-- REPLY: measured_rate, configured_rate, epoch, join...: [status, attempt, position, waiting, serial]
+-- Arguments: 1 '1' to track presence for abandonment, 2 now (ms, the joins'), then for each
+--       join: user id, attempt id (32 hex) to use if the user has no live attempt, the user's
+--       bucket index (lib/queue.lua's user_bucket, computed by the caller; '' to compute it here)
+-- Returns the sale's admission rates and the line's epoch (meta.epoch) once, then five values
+--   per join, in order: status, attempt ('' when it is the one sent), position, waiting,
+--   serial (0 unless queued); status is queued | active (already admitted, or bought:
+--   position 0) | unknown (no such sale) | closed
 -- One attempt per user per sale: a user whose admitted attempt bought (it left the active set
 -- with units still counted to the user) gets that attempt back, not a new place in line; one
 -- whose attempt expired (units given back, or none taken) joins anew.
@@ -32,11 +34,12 @@ local first_new
 -- The new serials' names (serial, user, ...) and the signs of life (ms, serial, ...), each
 -- written once at the end.
 local names, seen = {}, {}
-local reply, n = {}, 0
+local reply, n = {meta[5] or '0', meta[6] or '0', meta[7] or ''}, 3
 -- (inline, no helper functions: a script's functions are made anew on every call)
-for i = 2, #ARGV, 3 do
-  local user, now = ARGV[i], ARGV[i + 2]
-  local status, attempt, position, waiting, measured, configured = 'unknown', '', 0, 0, 0, 0
+local now = ARGV[2]
+for i = 3, #ARGV, 3 do
+  local user = ARGV[i]
+  local status, attempt, position, waiting = 'unknown', '', 0, 0
   local place = 0
   if not meta[1] then
     status = 'unknown'
@@ -45,7 +48,7 @@ for i = 2, #ARGV, 3 do
   else
     -- A new user's place is taken in one write (no lookup first); a user already in the
     -- bucket is read instead. An entry below the head waits no more (see waiting_entry).
-    local bucket = user_bucket(user)
+    local bucket = ARGV[i + 2] == '' and user_bucket(user) or bucket_at(ARGV[i + 2])
     local value = waiting_value(ARGV[i + 1], last + 1)
     local serial, stale, admitted
     attempt = nil
@@ -82,14 +85,13 @@ for i = 2, #ARGV, 3 do
       else
         position = position_of(head, serial, KEYS[3])
       end
-      status, place, measured, configured = 'queued', serial, meta[5] or '0', meta[6] or '0'
+      status, place = 'queued', serial
     end
     waiting = last - head + 1 - gone
   end
-  reply[n + 1], reply[n + 2], reply[n + 3] = status, attempt, position
-  reply[n + 4], reply[n + 5], reply[n + 6] = waiting, measured, configured
-  reply[n + 7], reply[n + 8] = place, meta[7] or ''
-  n = n + 8
+  reply[n + 1], reply[n + 2], reply[n + 3] = status, attempt == ARGV[i + 1] and '' or attempt, position
+  reply[n + 4], reply[n + 5] = waiting, place
+  n = n + 5
 end
 if first_new then
   redis.call('SET', KEYS[2], last)

@@ -31,8 +31,15 @@ local function serial_bucket(serial)
   return BASE .. ':w:' .. math.floor(serial / SERIALS_PER_BUCKET)
 end
 
+-- A user's bucket: the first 20 bits of SHA-1 of the user id, modulo USER_BUCKETS. A join's
+-- caller sends it computed (`bucket_index`), sparing the script the SHA-1, its largest cost a
+-- join (src/queue/redis.rs computes it the same way).
 local function user_bucket(user)
   return BASE .. ':u:' .. (tonumber(string.sub(redis.sha1hex(user), 1, 5), 16) % USER_BUCKETS)
+end
+
+local function bucket_at(index)
+  return BASE .. ':u:' .. index
 end
 
 local function now_ms()

@@ -55,20 +55,22 @@ wrk_on() {
 raw_rps() { redis-benchmark -c "$CONNECTIONS" -q "$@" | awk '{for (i=1;i<=NF;i++) if ($i=="requests") print int($(i-1))}' | tail -n 1; }
 
 # The join script as sluice runs it (the queue's layout, lua/lib/queue.lua, first) and the keys
-# it takes for a sale's key base; then 0 (presence not tracked) and, for each join (one here,
-# where sluice sends those that arrive together), user id, attempt id (32 hex), now (ms).
+# it takes for a sale's key base; then 0 (presence not tracked), now (ms) and, for each join
+# (one here, where sluice sends those that arrive together), user id, attempt id (32 hex) and
+# the user's bucket ('' here: redis-benchmark cannot compute it, so the script does, with a
+# SHA-1 sluice spares it; join_cost sends it).
 JOIN_SRC=$(cat lua/lib/queue.lua lua/join.lua)
 join_keys() { echo 7 "$1:meta" "$1:seq" "$1:gone" "$1:users" "$1:active" "$1:seen" "$1:bought"; }
 # join_cost <redis port> <join sha> <batch>: Redis's own CPU per join of the join script, each
-# call carrying <batch> joins of new users (as sluice sends the joins of one sale that arrive
-# together), from INFO commandstats: "<µs per join> <joins a second one Redis thread takes>".
+# call carrying <batch> joins of new users with their buckets (as sluice sends the joins of one
+# sale that arrive together, scripts/bench.d/joins.py), from INFO commandstats:
+# "<µs per join> <joins a second one Redis thread takes>".
 join_cost() {
-  local port=$1 sha=$2 batch=$3 base="joincost$RANDOM:{sale:joincost$RANDOM}" args=() i
+  local port=$1 sha=$2 batch=$3 base="joincost$RANDOM:{sale:joincost$RANDOM}"
   redis-cli -p "$port" HSET "$base:meta" stock_initialised 1 status open >/dev/null
-  for i in $(seq 1 "$batch"); do args+=("u$i:__rand_int__" "a000000000000000000$i:__rand_int__" 0); done
   redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
-  redis-benchmark -p "$port" -c 50 -n $((300000 / batch)) -r 100000000 -q EVALSHA "$sha" \
-    $(join_keys "$base") 0 "${args[@]}" >/dev/null
+  python3 scripts/bench.d/joins.py "$sha" "$base" "$batch" $((300000 / batch)) |
+    redis-cli -p "$port" --pipe >/dev/null
   redis-cli -p "$port" INFO commandstats | tr -d '\r' | awk -F'[=,]' -v b="$batch" '
     /^cmdstat_evalsha:/ { us = $6 / b; printf "%.2f %d\n", us, (us > 0 ? 1e6 / us : 0) }'
 }

@@ -89,6 +89,22 @@ impl SaleKeys {
     }
 }
 
+/// How many user buckets a sale's waiting users are spread over (`USER_BUCKETS` of
+/// `lua/lib/queue.lua`).
+const USER_BUCKETS: u32 = 16_384;
+
+/// A user's bucket, as `user_bucket` of `lua/lib/queue.lua` finds it: the first 20 bits of
+/// SHA-1 of the user id, modulo [`USER_BUCKETS`]. A join sends it, sparing the script the
+/// SHA-1 (its largest cost a join).
+fn user_bucket(user: &UserId) -> u32 {
+    let digest = ring::digest::digest(
+        &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+        user.as_str().as_bytes(),
+    );
+    let d = digest.as_ref();
+    ((u32::from(d[0]) << 12) | (u32::from(d[1]) << 4) | (u32::from(d[2]) >> 4)) % USER_BUCKETS
+}
+
 fn local(attempt: AttemptId) -> String {
     attempt.local.simple().to_string()
 }
@@ -332,39 +348,45 @@ impl RedisQueue {
     /// Joins `asks` (users of `sale`, each with the time of their join, ms) in their order: one
     /// call of `lua/join.lua`, one outcome per ask.
     async fn joins(&self, sale: SaleId, asks: &[(UserId, i64)]) -> QueueResult<Vec<JoinOutcome>> {
-        let join = asks.iter().map(|(user, now_ms)| JoinAsk {
+        let sent: Vec<String> = asks.iter().map(|_| local(AttemptId::new(sale))).collect();
+        let join = asks.iter().zip(&sent).map(|((user, _), attempt)| JoinAsk {
             user: user.to_string(),
-            attempt: local(AttemptId::new(sale)),
-            now_ms: *now_ms,
+            attempt: attempt.clone(),
+            bucket: user_bucket(user),
         });
         let args = JoinArgs {
             presence: self.tracks_presence(),
+            now_ms: asks.iter().map(|(_, now)| *now).min().unwrap_or_default(),
             join: Each(join.collect()),
         };
         let reply = self.call("join", &JOIN, sale, &args).await?;
         if reply.join.0.len() != asks.len() {
             return Err(protocol("join", &reply.join.0.len()));
         }
-        let outcome = |join: Joined| {
+        let (measured_rate, configured_rate) = (reply.measured_rate, reply.configured_rate);
+        let epoch = reply.epoch;
+        let outcome = |(join, sent): (Joined, &String)| {
+            let attempt = match join.attempt.as_str() {
+                "" => attempt_of(sale, sent),
+                other => attempt_of(sale, other),
+            };
             Ok(match join.status.as_str() {
                 "queued" => JoinOutcome::Queued {
-                    attempt: attempt_of(sale, &join.attempt)?,
+                    attempt: attempt?,
                     position: join.position.max(0) as u64,
                     waiting: join.waiting.max(0) as u64,
-                    measured_rate: join.measured_rate,
-                    configured_rate: join.configured_rate,
+                    measured_rate,
+                    configured_rate,
                     serial: join.serial.max(0) as u64,
-                    epoch: join.epoch,
+                    epoch: epoch.clone(),
                 },
-                "active" => JoinOutcome::Active {
-                    attempt: attempt_of(sale, &join.attempt)?,
-                },
+                "active" => JoinOutcome::Active { attempt: attempt? },
                 "unknown" => JoinOutcome::UnknownSale,
                 "closed" => JoinOutcome::Closed,
                 other => return Err(protocol("join", &other)),
             })
         };
-        reply.join.0.into_iter().map(outcome).collect()
+        reply.join.0.into_iter().zip(&sent).map(outcome).collect()
     }
 
     /// Where `asks` (attempts of `sale`, each with the user who asks) stand: one call of
@@ -1078,5 +1100,23 @@ impl QueueStore for RedisQueue {
     async fn controller(&self, sale: SaleId) -> QueueResult<Option<String>> {
         let key = self.keys(sale).key("controller");
         self.cmd("controller", ::redis::cmd("GET").arg(key)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bucket a join sends is the one `lua/lib/queue.lua` finds (the first five hex digits
+    /// of SHA-1 of the user id, modulo 16,384), or every other script would miss the user.
+    #[test]
+    fn a_users_bucket_is_the_one_the_scripts_find() {
+        for (user, bucket) in [
+            ("alice", 8882),
+            ("bench-42", 6087),
+            ("user-000000012345", 7314),
+        ] {
+            assert_eq!(user_bucket(&UserId::parse(user).unwrap()), bucket, "{user}");
+        }
     }
 }

@@ -136,6 +136,8 @@ args!(
     struct JoinArgs {
         /// "1" when signs of life are tracked (abandonment is on).
         presence: &'static str,
+        /// The joins' time (the earliest of them).
+        now_ms: i64,
         join: Each<JoinAsk>,
     }
 );
@@ -144,11 +146,15 @@ args!(
         user: String,
         /// The attempt (32 hex) to use if the user has no live attempt.
         attempt: String,
-        now_ms: i64,
+        /// The user's bucket (`user_bucket`), computed here so the script needs no SHA-1.
+        bucket: u32,
     }
 );
 reply!(
     struct JoinReply {
+        measured_rate: f64,
+        configured_rate: f64,
+        epoch: String,
         join: Each<Joined>,
     }
 );
@@ -156,14 +162,12 @@ reply!(
     struct Joined {
         /// queued | active (already admitted, or bought) | unknown (no such sale) | closed.
         status: String,
+        /// '' when it is the attempt sent.
         attempt: String,
         position: i64,
         waiting: i64,
-        measured_rate: f64,
-        configured_rate: f64,
         /// 0 unless queued.
         serial: i64,
-        epoch: String,
     }
 );
 queue_lua!(
