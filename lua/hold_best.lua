@@ -10,9 +10,12 @@
 -- the layout allows single gaps); in it, the placement whose middle is nearest its seat
 -- nearest the stage (the first of equals). src/domain/best_seats.rs picks the same way.
 -- So that a sale selling front to back does not look through every full block on each ask,
--- `best` keeps per category a cursor, 'from:<category>' = "<version>:<i>": blocks before the
--- i-th had no free seat at that version. It holds while no seat was freed since
--- (meta.freed_at, lua/lib/seatlog.lua); each ask moves it past the full blocks it looked at.
+-- `best` keeps per category and count a cursor, 'from:<category>:<count>' = "<version>:<i>":
+-- at that version no block before the i-th had room for that count. It holds while no seat
+-- moved since (meta.seats_moved_at, lua/lib/seatlog.lua); each ask moves its count's cursor
+-- to the block it took seats in (or past every block it looked through), and brings the
+-- other counts' cursors of the category to its version, back to that block, the only one
+-- it changed.
 -- KEYS: as lua/lib/holding.lua, then 8 best
 -- ARGV: attempt, user, count, category, section, single_gaps
 -- REPLY: status, detail?
@@ -20,6 +23,9 @@
 --       6 '1' when a single free seat may be left between taken ones
 -- Returns as lua/hold.lua does, or {'unloaded'} (the blocks are not in the store: load them,
 --         then call again) | {'no_adjacent', free seats}
+-- The most seats one ask takes (src/domain/best_seats.rs MAX_COUNT).
+local MAX_COUNT = 20
+
 local function place(free, count, nearest, allow_gaps)
   local best, best_score
   local i, m = 1, #free
@@ -48,18 +54,18 @@ if refused then return refused end
 local category, section = ARGV[4], ARGV[5]
 local n = redis.call('HGET', KEYS[8], 'n:' .. category)
 if not n then return {'unloaded'} end
-local from_field = 'from:' .. category
+local moved = tonumber(redis.call('HGET', KEYS[1], 'seats_moved_at') or '0')
+local from_field = 'from:' .. category .. ':' .. count
 local start = 1
 local cursor = redis.call('HGET', KEYS[8], from_field)
 if cursor then
   local at, i = string.match(cursor, '^(%d+):(%d+)$')
-  if tonumber(at) >= tonumber(redis.call('HGET', KEYS[1], 'freed_at') or '0') then
-    start = tonumber(i)
-  end
+  if tonumber(at) >= moved then start = tonumber(i) end
 end
--- The first block from `start` that may have a free seat (nil while each one looked at is full).
-local first_free
-local reply
+-- The first block from `start` not known to lack room: one looked through is, unless it was
+-- left out (another section, too small: not looked at).
+local next_start
+local reply, taken_in
 for i = start, tonumber(n) do
   local block = redis.call('HGET', KEYS[8], i .. ':' .. category)
   local in_section, nearest, list = string.match(block, '^([^|]*)|(%d+)|(.*)$')
@@ -67,22 +73,33 @@ for i = start, tonumber(n) do
   for seat in string.gmatch(list, '[^,]+') do seats[#seats + 1] = seat end
   if (section == '' or section == in_section) and #seats >= count then
     local free = redis.call('SMISMEMBER', KEYS[5], unpack(seats))
-    if not first_free then
-      for _, f in ipairs(free) do
-        if f == 1 then first_free = i break end
-      end
-    end
     local at = place(free, count, tonumber(nearest), ARGV[6] == '1')
     if at then
       local picked = {unpack(seats, at, at + count - 1)}
       redis.call('SREM', KEYS[5], unpack(picked))
       reply = record_hold(ARGV[1], ARGV[2], 's', table.concat(picked, ','), count)
+      next_start, taken_in = next_start or i, i
       break
     end
-  elseif not first_free then
-    first_free = i
+  else
+    next_start = next_start or i
   end
 end
-redis.call('HSET', KEYS[8], from_field,
-  (redis.call('HGET', KEYS[1], 'version') or '0') .. ':' .. (first_free or (tonumber(n) + 1)))
+local now = redis.call('HGET', KEYS[1], 'version') or '0'
+if taken_in then
+  -- The hold changed one block: every count's cursor of the category still valid is brought
+  -- back to it (another category's blocks are others: its cursors lapse, the hold having
+  -- moved seats).
+  for c = 1, MAX_COUNT do
+    local field = 'from:' .. category .. ':' .. c
+    local kept = redis.call('HGET', KEYS[8], field)
+    if kept and c ~= count then
+      local at, i = string.match(kept, '^(%d+):(%d+)$')
+      if tonumber(at) >= moved then
+        redis.call('HSET', KEYS[8], field, now .. ':' .. math.min(tonumber(i), taken_in))
+      end
+    end
+  end
+end
+redis.call('HSET', KEYS[8], from_field, now .. ':' .. (next_start or (tonumber(n) + 1)))
 return reply or {'no_adjacent', tostring(redis.call('SCARD', KEYS[5]))}

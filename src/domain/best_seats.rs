@@ -111,20 +111,23 @@ pub fn blocks(layout: &Layout, category: Option<&str>) -> Blocks {
 /// The seats best available gives `ask` with `is_free` telling which seats are free; `None`
 /// when no block has them side by side.
 pub fn pick(blocks: &Blocks, ask: &BestAsk, is_free: impl Fn(&str) -> bool) -> Option<Vec<String>> {
-    pick_from(blocks, ask, 0, is_free).seats
+    pick_from(blocks, ask, 0, is_free)
+        .seats
+        .map(|(seats, _)| seats)
 }
 
 /// What [`pick_from`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Picked {
-    pub seats: Option<Vec<String>>,
-    /// The first block from the start that may have a free seat (the blocks before it it
-    /// found full): where the next ask may start while no seat is freed.
-    pub first_free: usize,
+    /// The seats, and the block they are in.
+    pub seats: Option<(Vec<String>, usize)>,
+    /// The first block from the start not known to lack room for the count: the one the
+    /// seats are in, or one left out (another section, too small), or past the last.
+    pub next_start: usize,
 }
 
-/// [`pick`], looking from the `start`-th block on (the blocks before it known full), as
-/// `lua/hold_best.lua` does with its cursor.
+/// [`pick`], looking from the `start`-th block on (the blocks before it known to lack room for
+/// the count), as `lua/hold_best.lua` does with its cursors.
 pub fn pick_from(
     blocks: &Blocks,
     ask: &BestAsk,
@@ -132,27 +135,24 @@ pub fn pick_from(
     is_free: impl Fn(&str) -> bool,
 ) -> Picked {
     let count = ask.count as usize;
-    let mut first_free = None;
+    let mut next_start = None;
     for (i, block) in blocks.blocks.iter().enumerate().skip(start) {
         let wanted = ask.section.as_ref().is_none_or(|s| *s == block.section);
         if !wanted || block.seats.len() < count {
-            first_free.get_or_insert(i);
+            next_start.get_or_insert(i);
             continue;
         }
         let free: Vec<bool> = block.seats.iter().map(|s| is_free(s)).collect();
-        if free.contains(&true) {
-            first_free.get_or_insert(i);
-        }
         if let Some(at) = place(&free, count, block.nearest, blocks.single_gaps) {
             return Picked {
-                seats: Some(block.seats[at..at + count].to_vec()),
-                first_free: first_free.unwrap_or(i),
+                seats: Some((block.seats[at..at + count].to_vec(), i)),
+                next_start: *next_start.get_or_insert(i),
             };
         }
     }
     Picked {
         seats: None,
-        first_free: first_free.unwrap_or(blocks.blocks.len()),
+        next_start: next_start.unwrap_or(blocks.blocks.len()),
     }
 }
 

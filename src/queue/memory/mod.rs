@@ -107,11 +107,11 @@ struct SaleQueue {
     /// `lua/lib/seatlog.lua` keeps them).
     seatlog: VecDeque<SeatChange>,
     seatlog_from: u64,
-    /// The version at which seats were last freed, and best available's cursor per category:
-    /// the version it was set at and the first block that may have a free seat (as
-    /// `lua/hold_best.lua` keeps them).
-    freed_at: u64,
-    best_from: HashMap<Option<String>, (u64, usize)>,
+    /// The version at which free seats last changed but by best available, and its cursors
+    /// by category and count: the version each was set at and the first block not known to
+    /// lack room (as `lua/hold_best.lua` keeps them).
+    seats_moved_at: u64,
+    best_from: HashMap<(Option<String>, u32), (u64, usize)>,
     /// Queue-sync changes applied, and when (ms), for as long as [`SYNCED_KEEP_MS`]: a
     /// change is applied once.
     synced: HashSet<i64>,
@@ -341,7 +341,7 @@ impl SaleQueue {
             version: 0,
             seatlog: VecDeque::new(),
             seatlog_from: 0,
-            freed_at: 0,
+            seats_moved_at: 0,
             best_from: HashMap::new(),
             synced: HashSet::new(),
             synced_at: BTreeSet::new(),
@@ -392,13 +392,13 @@ impl SaleQueue {
         self.version += 1;
         self.seatlog.clear();
         self.seatlog_from = self.version;
-        self.freed_at = self.version;
+        self.seats_moved_at = self.version;
     }
 
     /// See `log_seats` in `lua/lib/seatlog.lua`.
     fn log_seats(&mut self, state: SeatState, seats: &[String]) {
-        if state == SeatState::Free {
-            self.freed_at = self.version;
+        if state != SeatState::Sold {
+            self.seats_moved_at = self.version;
         }
         self.seatlog.push_back(SeatChange {
             version: self.version,
@@ -1049,8 +1049,10 @@ impl QueueStore for MemoryQueue {
             {
                 return refused;
             }
-            let start = match q.best_from.get(&blocks.category) {
-                Some(&(at, from)) if at >= q.freed_at => from,
+            let moved = q.seats_moved_at;
+            let key = (blocks.category.clone(), ask.count);
+            let start = match q.best_from.get(&key) {
+                Some(&(at, from)) if at >= moved => from,
                 _ => 0,
             };
             let picked = best_seats::pick_from(blocks, ask, start, |s| q.seats.contains(s));
@@ -1058,15 +1060,25 @@ impl QueueStore for MemoryQueue {
                 None => HoldOutcome::NoAdjacent {
                     free: q.seats.len() as u32,
                 },
-                Some(seats) => {
+                Some((seats, block)) => {
                     for seat in &seats {
                         q.seats.remove(seat);
                     }
-                    q.record_hold(attempt.local, user, &Take::Seats(seats), now)
+                    let held = q.record_hold(attempt.local, user, &Take::Seats(seats), now);
+                    // The hold changed one block: every count's cursor of the category still
+                    // valid is brought back to it (another category's blocks are others: its
+                    // cursors lapse, the hold having moved seats).
+                    let version = q.version;
+                    for ((category, _), (at, from)) in q.best_from.iter_mut() {
+                        if *category == blocks.category && *at >= moved {
+                            *at = version;
+                            *from = (*from).min(block);
+                        }
+                    }
+                    held
                 }
             };
-            q.best_from
-                .insert(blocks.category.clone(), (q.version, picked.first_free));
+            q.best_from.insert(key, (q.version, picked.next_start));
             outcome
         });
         Ok(outcome.unwrap_or(HoldOutcome::NotAdmitted))

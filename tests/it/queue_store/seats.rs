@@ -17,6 +17,7 @@ on_every_queue_store!(
     two_hundred_asking_at_once_get_seats_side_by_side_and_never_the_same,
     the_seat_log_brings_a_version_up_to_date_or_says_to_read_whole,
     best_available_finds_seats_freed_in_blocks_it_had_found_full,
+    best_available_finds_room_another_ask_made_in_a_block_it_had_passed,
 );
 
 /// `rows` rows of `per_row` seats in one section, row 1 nearest the stage, every seat "R".
@@ -354,4 +355,34 @@ async fn best_available_finds_seats_freed_in_blocks_it_had_found_full(q: Arc<dyn
         .await
         .unwrap();
     assert_eq!(seats_of(&back), ["A-2-2"]);
+}
+
+/// A block best available passed for lack of room for two (three free: two would strand the
+/// third) gets room once a buyer of one takes its end seat: the next ask for two finds it.
+async fn best_available_finds_room_another_ask_made_in_a_block_it_had_passed(
+    q: Arc<dyn QueueStore>,
+) {
+    let hall = layout(2, 3);
+    let s = sale(Stock::Seats(hall.seat_ids()), 10);
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    queued(&q, &s, ["a", "b"]).await;
+    let admitted = admit_all(&q, &s, 2).await;
+    let blocks = best_seats::blocks(&hall, None);
+    let none = q
+        .hold_best(admitted[0].attempt, &user("a"), &ask(2), &blocks)
+        .await
+        .unwrap();
+    assert_eq!(none, HoldOutcome::NoAdjacent { free: 6 });
+    let one = q
+        .hold_best(admitted[1].attempt, &user("b"), &ask(1), &blocks)
+        .await
+        .unwrap();
+    assert_eq!(seats_of(&one), ["A-1-1"]);
+    let two = q
+        .hold_best(admitted[0].attempt, &user("a"), &ask(2), &blocks)
+        .await
+        .unwrap();
+    assert_eq!(seats_of(&two), ["A-1-2", "A-1-3"]);
 }
