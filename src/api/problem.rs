@@ -191,7 +191,7 @@ problem_types! {
     PROVIDER_REFUSED = 502 "provider-refused" "The payment provider refused":
         "The payment provider answered no (a refund it would not take, a payment it would not start); nothing changed.";
     UNAVAILABLE = 503 "unavailable" "Temporarily unavailable":
-        "A store sluice depends on, or the payment provider, is down: retry after `Retry-After` seconds.";
+        "A store sluice depends on, or the payment provider, is down or overloaded: retry after `Retry-After` seconds (1 to 5, drawn for each answer), with jitter.";
 }
 
 /// The problem of kind `kind`, with what happened this time and the field at fault.
@@ -281,7 +281,7 @@ impl From<ServiceError> for ApiError {
                 ApiError::TooManyRequests(problem(RATE_LIMITED, detail, None), retry_after_secs)
             }
             ServiceError::Unavailable(_) => {
-                ApiError::Unavailable(problem(UNAVAILABLE, detail, None), 1)
+                ApiError::Unavailable(problem(UNAVAILABLE, detail, None), retry_after_secs())
             }
             ServiceError::ProviderRefused(_) => {
                 ApiError::BadGateway(problem(PROVIDER_REFUSED, detail, None))
@@ -321,8 +321,21 @@ pub fn problem_response(status: StatusCode, detail: String) -> poem::Response {
         .content_type("application/problem+json")
         .body(body.to_string());
     if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
-        resp.headers_mut()
-            .insert("retry-after", poem::http::HeaderValue::from_static("1"));
+        resp.headers_mut().insert(
+            "retry-after",
+            poem::http::HeaderValue::from(retry_after_secs()),
+        );
     }
     resp
+}
+
+/// The most seconds a 503 asks a client to wait.
+pub const RETRY_AFTER_MAX_SECS: u64 = 5;
+
+/// A 503's `Retry-After`: 1 to [`RETRY_AFTER_MAX_SECS`] seconds, drawn for each answer, so that
+/// a crowd turned away together (an opening's burst past what the stores take) comes back
+/// spread over seconds rather than in one wave that is turned away again.
+pub fn retry_after_secs() -> u64 {
+    use rand::Rng;
+    rand::thread_rng().gen_range(1..=RETRY_AFTER_MAX_SECS)
 }

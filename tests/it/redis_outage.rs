@@ -1,4 +1,5 @@
-//! Redis stops mid-sale: answers are a quick 503 with Retry-After, never a hang (a sale is
+//! Redis stops mid-sale: answers are a quick 503 with a Retry-After of 1 to 5 seconds drawn
+//! for each answer, never a hang (a sale is
 //! still created: the ledger has it); when Redis is back the service recovers by itself. Uses
 //! a private redis-server so other tests are not disturbed.
 
@@ -28,17 +29,34 @@ async fn redis_down_answers_503_quickly_and_recovers() {
 
     redis.stop();
     let mut slowest = Duration::ZERO;
-    for user in ["bob", "carol", "dave"] {
+    // Each 503 asks for 1 to 5 seconds, drawn for each answer: a crowd turned away together
+    // comes back spread out.
+    let mut waits = std::collections::BTreeSet::new();
+    for i in 0..12 {
         let started = Instant::now();
         let resp = t
-            .as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), user)
+            .as_user(
+                Method::POST,
+                &format!("/v1/sales/{sale}/attempts"),
+                &format!("joiner-{i}"),
+            )
             .send()
             .await
             .unwrap();
         slowest = slowest.max(started.elapsed());
-        assert!(resp.headers().contains_key("retry-after"));
+        let wait: u64 = resp.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=5).contains(&wait), "Retry-After {wait}");
+        waits.insert(wait);
         assert_problem(resp, 503, "/problems/unavailable").await;
     }
+    assert!(
+        waits.len() > 1,
+        "every answer asked for the same wait: {waits:?}"
+    );
     let started = Instant::now();
     let status = t
         .as_user(Method::GET, &format!("/v1/attempts/{attempt}"), "alice")

@@ -974,7 +974,15 @@
     } catch (e) { handleProblem(e); }
   }
 
-  /// Runs `work` with the button disabled, retrying once after Retry-After on a busy answer.
+  /// How long to wait (ms) before the `attemptNo`-th retry of a busy answer: at least its
+  /// Retry-After, doubled at each retry, and up to as much again drawn at random, so a crowd
+  /// turned away at once does not come back at once (capped at a minute).
+  function backoff(retryAfter, attemptNo) {
+    const floor = Math.min(60, Math.max(1, retryAfter) * 2 ** attemptNo) * 1000;
+    return floor + Math.random() * floor;
+  }
+
+  /// Runs `work` with the button disabled, retrying up to three times after a busy answer.
   async function act(button, work) {
     button.disabled = true;
     try {
@@ -987,7 +995,7 @@
         } catch (e) {
           if (isTransient(e) && attemptNo < 3) {
             handleProblem(e);
-            await sleep(Math.max(1, e.retryAfter) * 1000);
+            await sleep(backoff(e.retryAfter, attemptNo));
             continue;
           }
           handleProblem(e);
