@@ -205,14 +205,16 @@ async fn read(app: &App, sale: SaleId, kept: Option<&Kept>) -> ServiceResult<(St
     if probe == SeatChanges::Unknown && sales::restore_in_queue(app, sale, false).await? {
         probe = app.queue.seat_changes(sale, since, epoch).await?;
     }
-    let epoch = match probe {
-        SeatChanges::Unknown => return Err(ServiceError::Unavailable("the queue store")),
-        SeatChanges::Since {
-            version,
-            epoch,
-            changes,
-        } if kept.is_some() => {
-            let before = &kept.expect("checked").map;
+    let epoch = match (probe, kept) {
+        (SeatChanges::Unknown, _) => return Err(ServiceError::Unavailable("the queue store")),
+        (
+            SeatChanges::Since {
+                version,
+                epoch,
+                changes,
+            },
+            Some(Kept { map: before, .. }),
+        ) => {
             let mut states: Vec<SeatState> = before.seats.iter().map(|(_, s)| *s).collect();
             for change in &changes {
                 for seat in &change.seats {
@@ -223,7 +225,7 @@ async fn read(app: &App, sale: SaleId, kept: Option<&Kept>) -> ServiceResult<(St
             }
             return Ok((epoch, draw(version, layout_id, &venue, |i, _| states[i])));
         }
-        SeatChanges::Since { epoch, .. } | SeatChanges::Whole { epoch, .. } => epoch,
+        (SeatChanges::Since { epoch, .. } | SeatChanges::Whole { epoch, .. }, _) => epoch,
     };
     let holdings = app
         .queue
