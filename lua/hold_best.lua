@@ -1,8 +1,8 @@
 -- hold_best: hold the best `count` seats side by side for an admitted attempt, picked and
 -- taken in one step, so buyers asking at once never get the same seat and each gets the best
 -- that is free when its turn in Redis comes.
--- The sale's blocks (each a row's seats of one category, side by side, in order; the blocks
--- nearest the stage first) are in `best`, loaded from the layout by lua/load_best.lua:
+-- The sale's blocks (each a row's seats side by side, in order, of one category when the ask
+-- names one; the blocks nearest the stage first) are in `best`, loaded from the layout by lua/load_best.lua:
 -- field 'n:<category>' their number, field '<i>:<category>' the i-th as
 -- "<section>|<the seat nearest the stage, 1-based>|<seat,seat,...>" ('' for every category).
 -- The seats go to the first block, nearest the stage, with `count` free seats side by side

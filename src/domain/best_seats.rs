@@ -1,6 +1,7 @@
 //! Best available: which seats side by side a buyer gets when they ask for "2 seats in R,
 //! as close to the stage as you can" instead of choosing. The layout is cut into blocks (a
-//! row's seats of one category, side by side, in the row's order), ordered nearest the stage
+//! row's seats side by side, in the row's order; of one category when the ask names one, the
+//! whole row otherwise), ordered nearest the stage
 //! first; the seats go to the first block with enough free seats side by side that leave no
 //! single free seat stranded (unless the layout allows it), and in that block to the
 //! placement whose middle is nearest its seat nearest the stage. `lua/hold_best.lua` picks
