@@ -33,7 +33,10 @@
 //!   on the state it has there ([`service::attempt_event`]).
 //!   [`service::line`] is each replica's view of the waiting lines, refreshed by one store
 //!   call per sale and interval: a waiting user's status (with its queue ticket) and status
-//!   streams are answered from it.
+//!   streams are answered from it. [`service::seat_map`] is the same for a sale's seats
+//!   (venue layouts, [`domain::venue`]): one call per sale and interval carries the seats
+//!   changed since (the store's seat log); best available ([`domain::best_seats`]) picks and
+//!   holds seats side by side in one store call.
 //! - [`api`]: HTTP (poem-openapi), the waiting-room page at `/` and the operator console at
 //!   `/admin` (`api/page/`, `api/console/`). One module per group of operations, its request and
 //!   response types beside its handlers (`api/sales/types.rs`, `api/attempts/types.rs`);

@@ -123,7 +123,7 @@ async fn send(request: &reqwest::RequestBuilder) -> Sent {
     }
 }
 
-/// Sends `request`, trying again after an outage ([`TRIES`] in all); counted by channel and
+/// Sends `request`, trying again after an outage (`TRIES` in all); counted by channel and
 /// outcome: `sent`, `gone` (a push service's 404 or 410: the subscription ended), `refused`,
 /// `failed`.
 pub async fn deliver(channel: &'static str, request: reqwest::RequestBuilder) {
