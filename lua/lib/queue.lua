@@ -32,8 +32,8 @@ local function serial_bucket(serial)
 end
 
 -- A user's bucket: the first 20 bits of SHA-1 of the user id, modulo USER_BUCKETS. A join's
--- caller sends it computed (`bucket_index`), sparing the script the SHA-1, its largest cost a
--- join (src/queue/redis.rs computes it the same way).
+-- caller sends its index computed (`bucket_at`), sparing the script the SHA-1
+-- (src/queue/redis.rs computes it the same way).
 local function user_bucket(user)
   return BASE .. ':u:' .. (tonumber(string.sub(redis.sha1hex(user), 1, 5), 16) % USER_BUCKETS)
 end

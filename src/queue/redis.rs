@@ -95,7 +95,7 @@ const USER_BUCKETS: u32 = 16_384;
 
 /// A user's bucket, as `user_bucket` of `lua/lib/queue.lua` finds it: the first 20 bits of
 /// SHA-1 of the user id, modulo [`USER_BUCKETS`]. A join sends it, sparing the script the
-/// SHA-1 (its largest cost a join).
+/// SHA-1.
 fn user_bucket(user: &UserId) -> u32 {
     let digest = ring::digest::digest(
         &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,

@@ -161,8 +161,8 @@ pub(super) async fn buyers(conn: &mut Conn, sale: SaleId) -> LedgerResult<Vec<Bu
 
 /// Claims seat `$3` of sale `$1` for attempt `$2` if it is free; its id if so. A statement a
 /// seat, an equality on both columns of the free-units index: right after a sale is made, its
-/// statistics do not know its units, and the planner read a list of seats (`IN`, `= ANY`) by
-/// scanning every free unit of the sale, 50,000 for a hall.
+/// statistics do not know its units, and the planner reads a list of seats (`IN`, `= ANY`)
+/// by scanning every free unit of the sale.
 pub const CLAIM_SEAT: &str = "UPDATE stock_units SET attempt_id = $2
      WHERE sale_id = $1 AND unit_id = $3 AND attempt_id IS NULL
      RETURNING unit_id";

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use sluice::domain::best_seats::{self, BestAsk, Blocks};
 use sluice::domain::venue::{Layout, Row, Seat, SeatState, Section, Stage};
-use sluice::domain::{SaleSnapshot, Stock, StockChange};
-use sluice::queue::{HoldOutcome, QueueStore, SeatChanges, SyncChange, Take};
+use sluice::domain::{Sale, SaleSnapshot, Stock, StockChange};
+use sluice::queue::{Admitted, HoldOutcome, QueueStore, SeatChanges, SyncChange, Take};
 
 use super::{admit_all, change, queued, sale, user};
 
@@ -95,6 +95,24 @@ fn stranded(free: &HashSet<String>, rows: u32, per_row: u32) -> Vec<String> {
     out
 }
 
+/// A sale of `hall`'s seats (at most `max_active` admitted) that `names` joined, in order,
+/// and were all admitted to.
+async fn admitted_to(
+    q: &Arc<dyn QueueStore>,
+    hall: &Layout,
+    max_active: u32,
+    names: impl IntoIterator<Item = impl AsRef<str>>,
+) -> (Sale, Vec<Admitted>) {
+    let s = sale(Stock::Seats(hall.seat_ids()), max_active);
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let attempts = queued(q, &s, names).await;
+    let admitted = admit_all(q, &s, attempts.len() as u32).await;
+    assert_eq!(admitted.len(), attempts.len());
+    (s, admitted)
+}
+
 async fn free_seats(q: &Arc<dyn QueueStore>, sale: sluice::domain::SaleId) -> HashSet<String> {
     match q.holdings(sale).await.unwrap().unwrap().free {
         Stock::Seats(free) => free.into_iter().collect(),
@@ -106,13 +124,8 @@ async fn best_available_takes_seats_side_by_side_nearest_the_stage_and_strands_n
     q: Arc<dyn QueueStore>,
 ) {
     let hall = layout(2, 6);
-    let s = sale(Stock::Seats(hall.seat_ids()), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
     let names = ["a", "b", "c", "d", "e"];
-    queued(&q, &s, names).await;
-    let admitted = admit_all(&q, &s, 5).await;
+    let (s, admitted) = admitted_to(&q, &hall, 10, names).await;
     let blocks: Blocks = best_seats::blocks(&hall, None);
     // Row 1 of 6: the stage spans the row, every seat as near; a pair at the row's start
     // leaves 4 together.
@@ -169,13 +182,8 @@ async fn two_hundred_asking_at_once_get_seats_side_by_side_and_never_the_same(
 ) {
     let (rows, per_row) = (10, 50);
     let hall = layout(rows, per_row);
-    let s = sale(Stock::Seats(hall.seat_ids()), 200);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
     let names: Vec<String> = (0..200).map(|i| format!("u{i}")).collect();
-    queued(&q, &s, &names).await;
-    let admitted = admit_all(&q, &s, 200).await;
+    let (s, admitted) = admitted_to(&q, &hall, 200, &names).await;
     assert_eq!(admitted.len(), 200);
     let blocks = Arc::new(best_seats::blocks(&hall, None));
     let asks = admitted.iter().enumerate().map(|(i, a)| {
@@ -309,13 +317,8 @@ async fn the_seat_log_brings_a_version_up_to_date_or_says_to_read_whole(q: Arc<d
 /// released hold or seats put back on sale in the front rows are found again.
 async fn best_available_finds_seats_freed_in_blocks_it_had_found_full(q: Arc<dyn QueueStore>) {
     let hall = layout(3, 2);
-    let s = sale(Stock::Seats(hall.seat_ids()), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
     let names = ["a", "b", "c", "d", "e"];
-    queued(&q, &s, names).await;
-    let admitted = admit_all(&q, &s, 5).await;
+    let (s, admitted) = admitted_to(&q, &hall, 10, names).await;
     let blocks = best_seats::blocks(&hall, None);
     for (i, row) in [(0, 1), (1, 2), (2, 3)] {
         let got = q
@@ -363,12 +366,7 @@ async fn best_available_finds_room_another_ask_made_in_a_block_it_had_passed(
     q: Arc<dyn QueueStore>,
 ) {
     let hall = layout(2, 3);
-    let s = sale(Stock::Seats(hall.seat_ids()), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
-    queued(&q, &s, ["a", "b"]).await;
-    let admitted = admit_all(&q, &s, 2).await;
+    let (_, admitted) = admitted_to(&q, &hall, 10, ["a", "b"]).await;
     let blocks = best_seats::blocks(&hall, None);
     let none = q
         .hold_best(admitted[0].attempt, &user("a"), &ask(2), &blocks)
