@@ -11,6 +11,12 @@
 //!   pushes still flow once the head of the line leaves;
 //! - `admission-tokens <base url> <pairs file> <holds file>`: waits until each attempt is
 //!   admitted and writes `<attempt> <token> <admission token>` lines for the hold benchmark;
+//! - `opening <base urls, comma-separated> <sale> <tokens file> <users> <in flight>`: an
+//!   opening's burst: the first `<users>` users of the file each join once, spread over the
+//!   replicas in turn, `<in flight>` at a time, each answer of 503 retried as sluice's page
+//!   retries it (after `Retry-After × 2^n` plus up to as much again at random, three tries at
+//!   most); prints `<users> <joined> <seconds> <joins a second> <p50 ms> <p99 ms> <max ms>
+//!   <503 answers> <users who gave up> <other answers, neither 2xx nor 503>`;
 //! - `seat-streams <base url> <sale> <streams> <admin key> <seats file>`: opens that many
 //!   streams of the sale's seat map, withdraws the seats of the file one every 200 ms (50:
 //!   10 s) while they are open, then puts them back; prints `<streams open> <store calls for
@@ -29,6 +35,16 @@ async fn main() -> anyhow::Result<()> {
         Some("tokens") => tokens(&args[2], args[3].parse()?, &args[4]),
         Some("tokens-rs256") => tokens_rs256(&args[2], &args[3], args[4].parse()?, &args[5]),
         Some("join-all") => join_all(&args[2], &args[3], &args[4], &args[5]).await,
+        Some("opening") => {
+            opening(
+                &args[2],
+                &args[3],
+                &args[4],
+                args[5].parse()?,
+                args[6].parse()?,
+            )
+            .await
+        }
         Some("sse") => {
             let h2 = args.get(6).is_some_and(|a| a == "h2");
             sse(&args[2], &args[3], args[4].parse()?, args[5].parse()?, h2).await
@@ -37,7 +53,9 @@ async fn main() -> anyhow::Result<()> {
         Some("seat-streams") => {
             seat_streams(&args[2], &args[3], args[4].parse()?, &args[5], &args[6]).await
         }
-        _ => anyhow::bail!("usage: tokens | join-all | sse | seat-streams (see the file's doc)"),
+        _ => anyhow::bail!(
+            "usage: tokens | join-all | opening | sse | seat-streams (see the file's doc)"
+        ),
     }
 }
 
@@ -98,6 +116,107 @@ async fn join_all(base: &str, sale: &str, tokens: &str, pairs: &str) -> anyhow::
         writeln!(out, "{attempt} {token} {ticket}")?;
     }
     eprintln!("joined {}", joined.len());
+    Ok(())
+}
+
+/// What became of one user's join in the opening: the latency of each answer (µs), the 503s
+/// among them, and whether the user joined in the end (or gave up after three tries).
+struct Opened {
+    latencies_us: Vec<u64>,
+    unavailable: u32,
+    joined: bool,
+    other: u32,
+}
+
+/// An opening's burst over the replicas `bases` (see the file's doc).
+async fn opening(
+    bases: &str,
+    sale: &str,
+    tokens: &str,
+    users: usize,
+    in_flight: usize,
+) -> anyhow::Result<()> {
+    use rand::Rng;
+    let bases: Vec<String> = bases.split(',').map(str::to_owned).collect();
+    let tokens: Vec<String> = std::fs::read_to_string(tokens)?
+        .lines()
+        .take(users)
+        .map(str::to_owned)
+        .collect();
+    anyhow::ensure!(
+        tokens.len() == users,
+        "the tokens file has {} users",
+        tokens.len()
+    );
+    let http = reqwest::Client::new();
+    let started = Instant::now();
+    let outcomes: Vec<Opened> = stream::iter(tokens.into_iter().enumerate())
+        .map(|(i, token)| {
+            let http = http.clone();
+            let url = format!("{}/v1/sales/{sale}/attempts", bases[i % bases.len()]);
+            async move {
+                let mut opened = Opened {
+                    latencies_us: Vec::new(),
+                    unavailable: 0,
+                    joined: false,
+                    other: 0,
+                };
+                for attempt in 0..=3u32 {
+                    let sent = Instant::now();
+                    let answer = http.post(&url).bearer_auth(&token).send().await;
+                    opened.latencies_us.push(sent.elapsed().as_micros() as u64);
+                    let Ok(answer) = answer else {
+                        opened.other += 1;
+                        break;
+                    };
+                    if answer.status().is_success() {
+                        opened.joined = true;
+                        break;
+                    }
+                    if answer.status() != reqwest::StatusCode::SERVICE_UNAVAILABLE {
+                        opened.other += 1;
+                        break;
+                    }
+                    opened.unavailable += 1;
+                    if attempt == 3 {
+                        break;
+                    }
+                    let after: f64 = answer
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok()?.parse().ok())
+                        .unwrap_or(1.0);
+                    let wait = after * f64::from(1u32 << attempt);
+                    let jitter = rand::thread_rng().gen_range(0.0..=wait);
+                    tokio::time::sleep(Duration::from_secs_f64(wait + jitter)).await;
+                }
+                opened
+            }
+        })
+        .buffer_unordered(in_flight)
+        .collect()
+        .await;
+    let secs = started.elapsed().as_secs_f64();
+    let mut latencies: Vec<u64> = outcomes
+        .iter()
+        .flat_map(|o| o.latencies_us.iter().copied())
+        .collect();
+    latencies.sort_unstable();
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize] as f64 / 1000.0;
+    let joined = outcomes.iter().filter(|o| o.joined).count();
+    let unavailable: u32 = outcomes.iter().map(|o| o.unavailable).sum();
+    let gave_up = outcomes
+        .iter()
+        .filter(|o| !o.joined && o.other == 0)
+        .count();
+    let other: u32 = outcomes.iter().map(|o| o.other).sum();
+    println!(
+        "{users} {joined} {secs:.1} {:.0} {:.2} {:.2} {:.2} {unavailable} {gave_up} {other}",
+        joined as f64 / secs,
+        at(0.5),
+        at(0.99),
+        at(1.0),
+    );
     Ok(())
 }
 

@@ -44,7 +44,7 @@ while n > 0 and head <= last do
   local entries = redis.call('HGETALL', bucket)
   local users = {}
   for i = 1, #entries, 2 do users[tonumber(entries[i])] = entries[i + 1] end
-  local stop = math.min((math.floor(head / SERIALS_PER_BUCKET) + 1) * SERIALS_PER_BUCKET - 1, last)
+  local stop = math.min((serial_bucket_of(head) + 1) * serials_per_bucket() - 1, last)
   local passed = {}
   while n > 0 and head <= stop do
     local user = users[head]
@@ -55,7 +55,12 @@ while n > 0 and head <= last do
       -- (no value: the serial's user entry is gone, never so unless keys were lost: skip it)
       if value then
         local attempt = parse_waiting(value)
-        redis.call('HDEL', user_key, user)
+        -- An admitted user's entry stays, the attempt alone, where the line keeps them.
+        if keeps_admitted() then
+          redis.call('HSET', user_key, user, attempt)
+        else
+          redis.call('HDEL', user_key, user)
+        end
         redis.call('ZADD', KEYS[4], deadline, attempt)
         redis.call('HSET', KEYS[5], attempt, user)
         redis.call('HSET', KEYS[6], user, attempt)

@@ -27,5 +27,5 @@ if last >= head then
 end
 -- A lottery's draw cut short by the close ends here (lua/lottery.lua).
 drop_draw()
-return {waiting, math.floor(from / SERIALS_PER_BUCKET), math.floor(last / SERIALS_PER_BUCKET),
-  USER_BUCKETS}
+return {waiting, serial_bucket_of(from), serial_bucket_of(last),
+  user_buckets()}

@@ -29,7 +29,10 @@ end
 if not guarded then write_settings(KEYS[1], 1, ARGV[FORCE] == '1') end
 local fresh = redis.call('HSETNX', KEYS[1], 'stock_initialised', '1') == 1
 -- Serials start again at 1 when the keys were lost: a new numbering of the line.
-if fresh then new_epoch() end
+if fresh then
+  new_epoch()
+  redis.call('HSET', KEYS[1], 'layout', LAYOUT)
+end
 if not fresh and ARGV[FORCE] == '0' then return 0 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[8], KEYS[10])
 if not guarded then redis.call('DEL', KEYS[9]) end
@@ -49,6 +52,11 @@ while i <= last do
   redis.call('SADD', KEYS[3], unpack(ARGV, i, to))
   i = to + 1
 end
+-- An admitted user's entry in their bucket, where the line keeps them (a user still waiting
+-- keeps that entry: a join finds their place, as before the rebuild).
+local function keep_admitted(user, attempt)
+  if keeps_admitted() then redis.call('HSETNX', user_bucket(user), user, attempt) end
+end
 local n_live = tonumber(ARGV[i])
 i = i + 1
 for _ = 1, n_live do
@@ -56,6 +64,7 @@ for _ = 1, n_live do
   redis.call('ZADD', KEYS[4], deadline, attempt)
   redis.call('HSET', KEYS[6], attempt, user)
   redis.call('HSET', KEYS[7], user, attempt)
+  keep_admitted(user, attempt)
   if hold ~= '' then redis.call('HSET', KEYS[5], attempt, hold) end
   i = i + 4
 end
@@ -69,6 +78,7 @@ local n_buyers = tonumber(ARGV[i] or '0')
 i = i + 1
 for _ = 1, n_buyers do
   redis.call('HSET', KEYS[7], ARGV[i], ARGV[i + 1])
+  keep_admitted(ARGV[i], ARGV[i + 1])
   redis.call('HSET', KEYS[6], ARGV[i + 1], ARGV[i])
   if ARGV[i + 2] ~= '' then redis.call('HSET', KEYS[10], ARGV[i + 1], ARGV[i + 2]) end
   i = i + 3

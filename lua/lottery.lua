@@ -52,7 +52,7 @@ if not state[3] then
   local head, last = math.max(queue_head(), wanted_from), last_serial(KEYS[2])
   redis.call('DEL', order, slots_key, signs, renumbered)
   redis.call('HSET', KEYS[1], 'drawing', 'scan', 'draw_from', head, 'draw_to', last,
-    'draw_cursor', math.floor(head / SERIALS_PER_BUCKET), 'drawn', 0, 'draw_started_ms', now_ms(),
+    'draw_cursor', serial_bucket_of(head), 'drawn', 0, 'draw_started_ms', now_ms(),
     'draw_seed', ARGV[1])
   return -2
 end
@@ -60,11 +60,11 @@ end
 local from, to = tonumber(state[4]), tonumber(state[5])
 if state[3] == 'scan' then
   local cursor = tonumber(state[6])
-  local last_bucket = math.floor(to / SERIALS_PER_BUCKET)
-  local stop = math.min(cursor + math.max(1, math.floor(chunk / SERIALS_PER_BUCKET)) - 1,
+  local last_bucket = serial_bucket_of(to)
+  local stop = math.min(cursor + math.max(1, math.floor(chunk / serials_per_bucket())) - 1,
     last_bucket)
   for bucket = cursor, stop do
-    local entries = redis.call('HGETALL', serial_bucket(bucket * SERIALS_PER_BUCKET))
+    local entries = redis.call('HGETALL', serial_bucket(bucket * serials_per_bucket()))
     local slots, keys, sign_args = {}, {}, {}
     for i = 1, #entries, 2 do
       local slot = tonumber(entries[i])

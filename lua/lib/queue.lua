@@ -3,9 +3,16 @@
 -- src/queue/mod.rs for why):
 --   seq        counter: every join takes the next serial number (FIFO; never a clock)
 --   meta.head  the lowest serial that may still be waiting; admission moves it forward
---   <base>:w:<serial // 100>   hash serial -> user, 100 serials a hash
---   <base>:u:<sha1(user) % 16384>   hash user -> attempt (32 hex) .. serial; present exactly
---                                   while the user waits
+--   <base>:w:<serial // serials_per_bucket()>   hash serial -> user
+--   <base>:u:<sha1(user) % user_buckets()>   hash user -> attempt (32 hex) .. serial while the
+--              user waits (`waiting_value`); in a line of layout 2, then the admitted attempt
+--              alone (no serial: `parse_waiting` reads serial 0, below every head)
+--   meta.layout '2' (set when a sale's keys are first written): 32 serials a serial bucket,
+--              65,536 user buckets, the serial in a user's entry as four bytes, and every
+--              admitted user keeps their attempt in their bucket, so a join that finds no entry
+--              there is a new user, with no look at the admitted users. A line written before
+--              the field keeps 100 serials a bucket, 16,384 user buckets, decimal serials and
+--              no entry for the admitted; sluice reads both
 --   gone       sorted set of serials at or above head that left the queue out of turn (left,
 --              abandoned): position = serials ahead - those gone ahead, without a scan
 --   departed   list of the same serials in the order they left, never trimmed while the line
@@ -20,26 +27,46 @@
 -- Small hashes are listpacks in Redis (up to hash-max-listpack-entries, 128, and values up to
 -- hash-max-listpack-value, 64 bytes): ~20 bytes an entry instead of ~100 for a hash-table
 -- entry. User ids up to 64 characters keep a bucket a listpack; longer ones still work, at
--- hash-table cost. 16,384 user hashes stay listpacks up to ~1.5M waiting in one sale (see
--- docs/scaling.md for larger ones).
+-- hash-table cost. 65,536 user hashes stay listpacks up to ~6M waiting in one sale; a join's
+-- write into a bucket costs the more, the fuller the bucket (see docs/scaling.md).
 -- Scripts that include this take KEYS[1] = meta (`<base>:meta`).
 local BASE = string.sub(KEYS[1], 1, -6)
-local SERIALS_PER_BUCKET = 100
-local USER_BUCKETS = 16384
+-- meta.layout's value for lines written now.
+local LAYOUT = '2'
+
+local line_layout
+-- This sale's meta.layout ('1' for a line written before the field), read once a call.
+local function layout()
+  line_layout = line_layout or redis.call('HGET', KEYS[1], 'layout') or '1'
+  return line_layout
+end
+
+-- How many serials a serial bucket holds: 32 in a line of layout 2, 100 in an older one. A
+-- join's write of its new serials looks each up in the bucket first, so a smaller bucket is
+-- a cheaper write.
+local function serials_per_bucket()
+  return layout() == LAYOUT and 32 or 100
+end
+
+-- The number of the serial bucket that holds `serial`.
+local function serial_bucket_of(serial)
+  return math.floor(serial / serials_per_bucket())
+end
 
 local function serial_bucket(serial)
-  return BASE .. ':w:' .. math.floor(serial / SERIALS_PER_BUCKET)
+  return BASE .. ':w:' .. serial_bucket_of(serial)
 end
 
--- A user's bucket: the first 20 bits of SHA-1 of the user id, modulo USER_BUCKETS. A join's
--- caller sends its index computed (`bucket_at`), sparing the script the SHA-1
--- (src/queue/redis.rs computes it the same way).
+-- How many user buckets this sale's line has.
+local function user_buckets()
+  return layout() == LAYOUT and 65536 or 16384
+end
+
+-- A user's bucket: the first 20 bits of SHA-1 of the user id, modulo `user_buckets`. A join's
+-- caller sends it for a line of layout 2, sparing the script the SHA-1 (src/queue/redis.rs
+-- computes it the same way).
 local function user_bucket(user)
-  return BASE .. ':u:' .. (tonumber(string.sub(redis.sha1hex(user), 1, 5), 16) % USER_BUCKETS)
-end
-
-local function bucket_at(index)
-  return BASE .. ':u:' .. index
+  return BASE .. ':u:' .. (tonumber(string.sub(redis.sha1hex(user), 1, 5), 16) % user_buckets())
 end
 
 local function now_ms()
@@ -70,14 +97,24 @@ local function position_of(head, serial, gone_key)
   return serial - head + 1 - redis.call('ZCOUNT', gone_key, head, serial)
 end
 
--- A waiting user's value in their user bucket: the attempt (32 hex), then the serial.
+-- A waiting user's value in their user bucket: the attempt (32 hex), then the serial: four
+-- bytes, big-endian, in a line of layout 2 (no number formatted), else in decimal.
 local function waiting_value(attempt, serial)
+  if layout() == LAYOUT then return attempt .. struct.pack('>I4', serial) end
   return attempt .. serial
 end
 
--- The attempt and the serial of a `waiting_value`.
+-- The attempt and the serial of a `waiting_value`; serial 0 for an admitted user's entry
+-- (the attempt alone), below every head, so it reads as not waiting.
 local function parse_waiting(value)
+  if #value == 32 then return value, 0 end
+  if layout() == LAYOUT then return string.sub(value, 1, 32), (struct.unpack('>I4', value, 33)) end
   return string.sub(value, 1, 32), tonumber(string.sub(value, 33))
+end
+
+-- Whether admitted users keep their attempt in their bucket (a line of meta.layout LAYOUT).
+local function keeps_admitted()
+  return layout() == LAYOUT
 end
 
 -- The user's waiting entry: attempt (32 hex) and serial, or nil. An entry below `head` (the

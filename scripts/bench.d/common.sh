@@ -61,18 +61,26 @@ raw_rps() { redis-benchmark -c "$CONNECTIONS" -q "$@" | awk '{for (i=1;i<=NF;i++
 # SHA-1 sluice spares it; join_cost sends it).
 JOIN_SRC=$(cat lua/lib/queue.lua lua/join.lua)
 join_keys() { echo 7 "$1:meta" "$1:seq" "$1:gone" "$1:users" "$1:active" "$1:seen" "$1:bought"; }
-# join_cost <redis port> <join sha> <batch>: Redis's own CPU per join of the join script, each
+# join_cost <redis port> <join sha> <batch>: what the join script costs one Redis thread, each
 # call carrying <batch> joins of new users with their buckets (as sluice sends the joins of one
-# sale that arrive together, scripts/bench.d/joins.py), from INFO commandstats:
-# "<µs per join> <joins a second one Redis thread takes>".
+# sale that arrive together, scripts/bench.d/joins.py), 300,000 joins on a line of layout 2
+# (lua/lib/queue.lua) through one pipelined connection: "<µs of Redis CPU per join, from INFO
+# commandstats> <joins a second one Redis thread takes at that cost> <joins a second the pipe
+# took, from the clock>".
 join_cost() {
-  local port=$1 sha=$2 batch=$3 base="joincost$RANDOM:{sale:joincost$RANDOM}"
-  redis-cli -p "$port" HSET "$base:meta" stock_initialised 1 status open >/dev/null
+  local port=$1 sha=$2 batch=$3 base="joincost$RANDOM:{sale:joincost$RANDOM}" calls t0 t1 pipe
+  calls=$((300000 / batch))
+  pipe=$(mktemp)
+  redis-cli -p "$port" HSET "$base:meta" stock_initialised 1 status open layout 2 >/dev/null
+  python3 scripts/bench.d/joins.py "$sha" "$base" "$batch" "$calls" >"$pipe"
   redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
-  python3 scripts/bench.d/joins.py "$sha" "$base" "$batch" $((300000 / batch)) |
-    redis-cli -p "$port" --pipe >/dev/null
-  redis-cli -p "$port" INFO commandstats | tr -d '\r' | awk -F'[=,]' -v b="$batch" '
-    /^cmdstat_evalsha:/ { us = $6 / b; printf "%.2f %d\n", us, (us > 0 ? 1e6 / us : 0) }'
+  t0=$(date +%s.%N)
+  redis-cli -p "$port" --pipe <"$pipe" >/dev/null
+  t1=$(date +%s.%N)
+  rm -f "$pipe"
+  redis-cli -p "$port" INFO commandstats | tr -d '\r' | awk -F'[=,]' -v b="$batch" \
+    -v n="$((calls * batch))" -v s="$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" '
+    /^cmdstat_evalsha:/ { us = $6 / b; printf "%.2f %d %d\n", us, (us > 0 ? 1e6 / us : 0), n / s }'
 }
 # queued_in <redis-cli args...> <key base>: how many wait in the sale (lua/stats.lua).
 STATS_SRC=$(cat lua/lib/queue.lua lua/stats.lua)

@@ -17,7 +17,7 @@ for _ in range(calls):
     args = ["EVALSHA", sha, str(len(keys)), *keys, "0", "0"]
     for _ in range(batch):
         name = f"user-{user}"
-        bucket = int(hashlib.sha1(name.encode()).hexdigest()[:5], 16) % 16384
+        bucket = int(hashlib.sha1(name.encode()).hexdigest()[:5], 16) % 65536
         args += [name, f"{user:032x}", str(bucket)]
         user += 1
     out.write(f"*{len(args)}\r\n".encode())

@@ -89,13 +89,13 @@ impl SaleKeys {
     }
 }
 
-/// How many user buckets a sale's waiting users are spread over (`USER_BUCKETS` of
-/// `lua/lib/queue.lua`).
-const USER_BUCKETS: u32 = 16_384;
+/// How many user buckets a waiting line of layout 2 has (`user_buckets` of
+/// `lua/lib/queue.lua`; every line written since the field exists).
+const USER_BUCKETS: u32 = 65_536;
 
-/// A user's bucket, as `user_bucket` of `lua/lib/queue.lua` finds it: the first 20 bits of
-/// SHA-1 of the user id, modulo [`USER_BUCKETS`]. A join sends it, sparing the script the
-/// SHA-1.
+/// A user's bucket in a line of layout 2, as `user_bucket` of `lua/lib/queue.lua` finds it:
+/// the first 20 bits of SHA-1 of the user id, modulo [`USER_BUCKETS`]. A join sends it,
+/// sparing the script the SHA-1 (an older line's script finds the bucket itself).
 fn user_bucket(user: &UserId) -> u32 {
     let digest = ring::digest::digest(
         &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
@@ -1107,14 +1107,15 @@ impl QueueStore for RedisQueue {
 mod tests {
     use super::*;
 
-    /// The bucket a join sends is the one `lua/lib/queue.lua` finds (the first five hex digits
-    /// of SHA-1 of the user id, modulo 16,384), or every other script would miss the user.
+    /// The bucket a join sends is the one `lua/lib/queue.lua` finds in a line of layout 2 (the
+    /// first five hex digits of SHA-1 of the user id, modulo 65,536), or every other script
+    /// would miss the user.
     #[test]
     fn a_users_bucket_is_the_one_the_scripts_find() {
         for (user, bucket) in [
-            ("alice", 8882),
-            ("bench-42", 6087),
-            ("user-000000012345", 7314),
+            ("alice", 8_882),
+            ("bench-42", 38_855),
+            ("user-000000012345", 40_082),
         ] {
             assert_eq!(user_bucket(&UserId::parse(user).unwrap()), bucket, "{user}");
         }

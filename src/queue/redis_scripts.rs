@@ -146,7 +146,8 @@ args!(
         user: String,
         /// The attempt (32 hex) to use if the user has no live attempt.
         attempt: String,
-        /// The user's bucket (`user_bucket`), computed here so the script needs no SHA-1.
+        /// The user's bucket in a line of layout 2 (`user_bucket`), computed here so the
+        /// script needs no SHA-1.
         bucket: u32,
     }
 );

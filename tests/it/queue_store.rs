@@ -90,6 +90,7 @@ on_every_queue_store!(
     holdings_are_what_the_store_holds_and_a_repair_is_a_compare_and_set,
     holdings_of_thousands_are_read_whole,
     a_refresh_sends_each_departure_once_and_its_places_equal_the_stores,
+    one_attempt_per_user_whose_admitted_attempt_lives_and_a_new_one_once_it_ended,
 );
 
 /// A replica's view of the line (refreshes fed into `LineSnapshot`) places every waiting user
@@ -464,10 +465,14 @@ async fn a_closed_sale_lets_go_of_its_waiting_users(q: Arc<dyn QueueStore>) {
     assert_eq!(q.forget_waiting(s.id).await.unwrap(), 0, "once");
 }
 
-/// What a closed sale let go of leaves Redis: its serial and user buckets, and the sets that
-/// only the waiting need; what the admitted need stays.
-#[tokio::test]
-async fn a_closed_sales_waiting_users_leave_redis() {
+/// A store on Redis (a prefix of its own) holding a new sale of 5 units (max 10 active): the
+/// store, the sale, the sale's key base and a connection to look at its keys.
+async fn a_sale_on_redis() -> (
+    Arc<dyn QueueStore>,
+    Sale,
+    String,
+    redis::aio::MultiplexedConnection,
+) {
     let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
     let q: Arc<dyn QueueStore> = Arc::new(
         RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2)).unwrap(),
@@ -476,6 +481,20 @@ async fn a_closed_sales_waiting_users_leave_redis() {
     q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
         .await
         .unwrap();
+    let conn = redis::Client::open(redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let base = format!("{prefix}:{{sale:{}}}", s.id);
+    (q, s, base, conn)
+}
+
+/// What a closed sale let go of leaves Redis: its serial and user buckets, and the sets that
+/// only the waiting need; what the admitted need stays.
+#[tokio::test]
+async fn a_closed_sales_waiting_users_leave_redis() {
+    let (q, s, base, conn) = a_sale_on_redis().await;
     let mut attempts = Vec::new();
     for i in 0..250 {
         match q.join(s.id, &user(&format!("u{i}")), 0).await.unwrap() {
@@ -484,12 +503,6 @@ async fn a_closed_sales_waiting_users_leave_redis() {
         }
     }
     admit_all(&q, &s, 1).await;
-    let conn = redis::Client::open(redis_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let base = format!("{prefix}:{{sale:{}}}", s.id);
     let keys = async |pattern: &str| -> usize {
         let keys: Vec<String> = redis::cmd("KEYS")
             .arg(format!("{base}:{pattern}"))
@@ -498,7 +511,7 @@ async fn a_closed_sales_waiting_users_leave_redis() {
             .unwrap();
         keys.len()
     };
-    assert_eq!(keys("w:*").await, 3, "serials 1-250 in buckets of 100");
+    assert_eq!(keys("w:*").await, 8, "serials 1-250 in buckets of 32");
     assert!(keys("u:*").await > 200, "a user bucket for nearly each");
     let user_buckets: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{base}:u:*"))
@@ -1349,6 +1362,128 @@ async fn join_is_fifo_and_idempotent_per_user(q: Arc<dyn QueueStore>) {
     assert_eq!(
         q.join(unknown.id, &user("z"), now).await.unwrap(),
         JoinOutcome::UnknownSale
+    );
+}
+
+/// One attempt per user: an admitted user who joins again gets their admitted attempt while it
+/// lives (held or not), and a user whose attempt ended with nothing bought gets a new one at
+/// the back of the line, which is admitted in turn.
+async fn one_attempt_per_user_whose_admitted_attempt_lives_and_a_new_one_once_it_ended(
+    q: Arc<dyn QueueStore>,
+) {
+    let s = sale(Stock::Quantity(5), 10);
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    one_attempt_per_user_in(&q, &s).await;
+}
+
+/// A line of Redis written before meta.layout (16,384 user buckets, no admitted user's entry
+/// in them, `lua/lib/queue.lua`) keeps one attempt per user and its order, as sluice reads it
+/// after an upgrade.
+#[tokio::test]
+async fn a_line_written_before_its_layout_keeps_one_attempt_per_user() {
+    let (q, s, base, mut conn) = a_sale_on_redis().await;
+    let dropped: i64 = redis::cmd("HDEL")
+        .arg(format!("{base}:meta"))
+        .arg("layout")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(dropped, 1, "a new sale's line has a layout");
+    one_attempt_per_user_in(&q, &s).await;
+    // The admitted keep no entry in the old layout; one who waits has theirs in the old
+    // layout's bucket (SHA-1 of "e" begins 58e6b: 364,139 % 16,384 = 3,691).
+    let buckets = |conn: &mut redis::aio::MultiplexedConnection| {
+        let pattern = format!("{base}:u:*");
+        let mut conn = conn.clone();
+        async move {
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(pattern)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            keys.iter()
+                .map(|k| k.rsplit(':').next().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(buckets(&mut conn).await, Vec::<String>::new());
+    queued(&q, &s, ["e"]).await;
+    assert_eq!(buckets(&mut conn).await, ["3691"]);
+}
+
+/// The sequence of `one_attempt_per_user_whose_admitted_attempt_lives_and_a_new_one_once_it_ended`
+/// on the initialised sale `s`.
+async fn one_attempt_per_user_in(q: &Arc<dyn QueueStore>, s: &Sale) {
+    let ids = queued(q, s, ["a", "b", "c"]).await;
+    let admitted = admit_all(q, s, 2).await;
+    assert_eq!(
+        admitted.iter().map(|a| a.attempt).collect::<Vec<_>>(),
+        ids[..2]
+    );
+    q.hold(ids[1], &user("b"), &Take::Quantity(1))
+        .await
+        .unwrap();
+    let now = Utc::now().timestamp_millis();
+    // a and b again, with d (new) and c (waiting).
+    let mut again = Vec::new();
+    for name in ["a", "d", "b", "c"] {
+        again.push(q.join(s.id, &user(name), now).await.unwrap());
+    }
+    assert_eq!(again[0], JoinOutcome::Active { attempt: ids[0] });
+    assert_eq!(again[2], JoinOutcome::Active { attempt: ids[1] });
+    let (d, c) = match (&again[1], &again[3]) {
+        (
+            JoinOutcome::Queued {
+                attempt: d,
+                position: 2,
+                waiting: 2,
+                ..
+            },
+            JoinOutcome::Queued {
+                attempt: c,
+                position: 1,
+                waiting: 2,
+                ..
+            },
+        ) => (*d, *c),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(c, ids[2]);
+    // a's attempt ends with nothing held: a joins anew, behind d.
+    assert!(!q.restore(ids[0], None).await.unwrap(), "a held nothing");
+    let a = match q.join(s.id, &user("a"), now).await.unwrap() {
+        JoinOutcome::Queued {
+            attempt, position, ..
+        } => {
+            assert_eq!(position, 3);
+            attempt
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_ne!(a, ids[0]);
+    // b's hold gives its unit back and ends: b joins anew too.
+    assert!(q.restore(ids[1], None).await.unwrap());
+    let b = match q.join(s.id, &user("b"), now).await.unwrap() {
+        JoinOutcome::Queued {
+            attempt, position, ..
+        } => {
+            assert_eq!(position, 4);
+            attempt
+        }
+        other => panic!("{other:?}"),
+    };
+    // The line admits them in that order, and each once.
+    let order: Vec<_> = admit_all(q, s, 10)
+        .await
+        .iter()
+        .map(|x| x.attempt)
+        .collect();
+    assert_eq!(order, [c, d, a, b]);
+    assert_eq!(
+        q.join(s.id, &user("a"), now).await.unwrap(),
+        JoinOutcome::Active { attempt: a }
     );
 }
 

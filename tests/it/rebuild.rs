@@ -267,7 +267,8 @@ async fn a_join_a_failover_lost_is_told_to_join_again() {
     let base = format!("{}:{{sale:{sale}}}", t.app.config.queue.key_prefix);
     let dropped: i64 = redis::cmd("EVAL")
         .arg(
-            "local b = KEYS[1] .. ':u:' .. (tonumber(string.sub(redis.sha1hex(ARGV[1]), 1, 5), 16) % 16384) \
+            "local buckets = redis.call('HGET', KEYS[1] .. ':meta', 'layout') == '2' and 65536 or 16384 \
+             local b = KEYS[1] .. ':u:' .. (tonumber(string.sub(redis.sha1hex(ARGV[1]), 1, 5), 16) % buckets) \
              return redis.call('HDEL', b, ARGV[1])",
         )
         .arg(1)
