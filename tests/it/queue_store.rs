@@ -707,6 +707,93 @@ async fn joins_asked_at_once_each_get_their_own_answer(q: Arc<dyn QueueStore>) {
     assert_eq!(places, (1..=N as u64).collect::<Vec<_>>(), "a place each");
 }
 
+/// Two replicas of the store over one sale (for Redis and a Redis Cluster: two clients with
+/// their own batches over the same keys; the in-process store lives in one process, so there
+/// the two are two callers of it at once).
+mod two_replicas {
+    use super::*;
+
+    #[tokio::test]
+    async fn redis() {
+        let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
+        let replica = || -> Arc<dyn QueueStore> {
+            Arc::new(
+                RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2)).unwrap(),
+            )
+        };
+        one_attempt_per_user_when_two_replicas_take_the_same_joins_at_once(replica(), replica())
+            .await
+    }
+
+    #[tokio::test]
+    async fn redis_cluster() {
+        let prefix = format!("q{}", uuid::Uuid::new_v4().simple());
+        one_attempt_per_user_when_two_replicas_take_the_same_joins_at_once(
+            redis_cluster_with(&prefix),
+            redis_cluster_with(&prefix),
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn in_process() {
+        let q = memory();
+        one_attempt_per_user_when_two_replicas_take_the_same_joins_at_once(q.clone(), q).await
+    }
+}
+
+/// Every user joins through both replicas at once, in a different order on each: each user
+/// gets one attempt and one serial, whichever replica answers; the serials are 1..=N, each
+/// once; the line admits them in serial order, each once.
+async fn one_attempt_per_user_when_two_replicas_take_the_same_joins_at_once(
+    a: Arc<dyn QueueStore>,
+    b: Arc<dyn QueueStore>,
+) {
+    const N: usize = 400;
+    let s = sale(Stock::Quantity(5), 1000);
+    a.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
+    let now = Utc::now().timestamp_millis();
+    // b takes the users in another order: 7,919 is prime to N.
+    let order_b = (0..N).map(|i| (i * 7919) % N);
+    let joins = (0..N)
+        .map(|i| (a.clone(), i))
+        .chain(order_b.map(|i| (b.clone(), i)))
+        .map(|(q, i)| async move {
+            let outcome = q.join(s.id, &user(&format!("u{i}")), now).await.unwrap();
+            (i, outcome)
+        });
+    let mut first: std::collections::HashMap<usize, (sluice::domain::AttemptId, u64)> =
+        std::collections::HashMap::new();
+    for (i, outcome) in futures_util::future::join_all(joins).await {
+        let JoinOutcome::Queued {
+            attempt, serial, ..
+        } = outcome
+        else {
+            panic!("u{i}: {outcome:?}");
+        };
+        if let Some(before) = first.insert(i, (attempt, serial)) {
+            assert_eq!(before, (attempt, serial), "u{i} got two attempts");
+        }
+    }
+    let mut serials: Vec<u64> = first.values().map(|&(_, serial)| serial).collect();
+    serials.sort_unstable();
+    assert_eq!(serials, (1..=N as u64).collect::<Vec<_>>(), "a serial each");
+    let by_serial: std::collections::HashMap<sluice::domain::AttemptId, u64> =
+        first.values().copied().collect();
+    let admitted: Vec<u64> = admit_all(&b, &s, N as u32)
+        .await
+        .iter()
+        .map(|x| by_serial[&x.attempt])
+        .collect();
+    assert_eq!(
+        admitted,
+        (1..=N as u64).collect::<Vec<_>>(),
+        "in line order, each once"
+    );
+}
+
 fn leak(s: &str) -> &'static str {
     Box::leak(s.to_owned().into_boxed_str())
 }
