@@ -368,7 +368,7 @@ async fn limit_by_ip<E: Endpoint>(ep: Arc<E>, req: Request, app: App) -> poem::R
     let ip = client_ip(&req, app.config.http.trust_forwarded_for);
     if let (Some((kind, operation)), Some(ip)) = (limited, ip) {
         if let Err(wait) = app.limits.check_ip(kind, ip) {
-            let retry_after_secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+            let retry_after_secs = problem::rate_limited_retry_after_secs(wait);
             let error: ApiError = ServiceError::RateLimited { retry_after_secs }.into();
             let mut resp = error.into_response();
             resp.set_data(OperationId(operation));

@@ -185,7 +185,7 @@ problem_types! {
     PROOF_OF_WORK_REQUIRED = 428 "proof-of-work-required" "Proof of work required":
         "The sale asks for proof of work on join (`getOffer` has the difficulty and salt).";
     RATE_LIMITED = 429 "rate-limited" "Too many requests":
-        "Too many requests: retry after `Retry-After` seconds.";
+        "Too many requests: retry after `Retry-After` seconds (the limit's wait, plus up to as much again, drawn for each answer).";
     INTERNAL = 500 "internal" "Internal error":
         "A fault of sluice's own (logged).";
     PROVIDER_REFUSED = 502 "provider-refused" "The payment provider refused":
@@ -338,4 +338,13 @@ pub const RETRY_AFTER_MAX_SECS: u64 = 5;
 pub fn retry_after_secs() -> u64 {
     use rand::Rng;
     rand::thread_rng().gen_range(1..=RETRY_AFTER_MAX_SECS)
+}
+
+/// A 429's `Retry-After` for a limiter that refills in `wait`: that wait in whole seconds (at
+/// least 1), plus up to as much again, drawn for each answer, so that the clients one limit
+/// turned away together (behind one address, or one user's tabs) do not all come back at once.
+pub fn rate_limited_retry_after_secs(wait: std::time::Duration) -> u64 {
+    use rand::Rng;
+    let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+    rand::thread_rng().gen_range(secs..=2 * secs)
 }

@@ -468,6 +468,20 @@ async fn per_ip_limits_hold_across_users_and_honour_a_trusted_proxy() {
     // Another address is not affected, and the limited join changed nothing.
     assert_eq!(join("bot-4", "198.51.100.10").await.unwrap().status(), 202);
     assert_eq!(t.stats(&sale).await["waiting"], 4);
+    // The joins turned away together are not told to come back together: each 429's
+    // Retry-After is the limit's wait (under a second here: 1) plus up to as much again.
+    let mut waits = std::collections::BTreeSet::new();
+    for i in 0..40 {
+        let resp = join(&format!("crowd-{i}"), "198.51.100.9").await.unwrap();
+        if resp.status() == 429 {
+            waits.insert(resp.headers()["retry-after"].to_str().unwrap().to_owned());
+        }
+    }
+    assert_eq!(
+        waits.into_iter().collect::<Vec<_>>(),
+        ["1", "2"],
+        "Retry-After spread"
+    );
     t.stop().await;
 }
 

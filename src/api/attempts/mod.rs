@@ -39,7 +39,7 @@ fn out(app: &App, mut view: AttemptView) -> AttemptOut {
 pub(super) fn limit(app: &App, kind: Limited, user: &UserId) -> Result<(), ApiError> {
     app.limits.check(kind, user).map_err(|wait| {
         ServiceError::RateLimited {
-            retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64,
+            retry_after_secs: crate::api::problem::rate_limited_retry_after_secs(wait),
         }
         .into()
     })
