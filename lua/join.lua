@@ -4,12 +4,12 @@
 -- KEYS: 1 meta (hash), 2 seq (counter), 3 gone (zset), 4 users (hash user -> admitted
 --       attempt), 5 active (zset), 6 seen (zset waiting serial -> last sign of life, ms; only
 --       when abandonment is on), 7 bought (hash user -> units held or bought)
--- ARGV: presence, now_ms, join...: [user, attempt, bucket]
+-- ARGV: presence, now_ms, join...: [user, attempt, bucket_key]
 -- REPLY: measured_rate, configured_rate, epoch, join...: [status, attempt, position, waiting, serial]
 -- Arguments: 1 '1' to track presence for abandonment, 2 now (ms, the joins'), then for each
---       join: user id, attempt id (32 hex) to use if the user has no live attempt, the user's
---       bucket in a line of layout 2 (lib/queue.lua's user_bucket, computed by the caller;
---       '' to compute it here)
+--       join: user id, attempt id (32 hex) to use if the user has no live attempt, the key of
+--       the user's bucket in a line of layout 2 (lib/queue.lua's user_bucket, computed by the
+--       caller; '' to compute it here)
 -- Returns the sale's admission rates and the line's epoch (meta.epoch) once, then five values
 --   per join, in order: status, attempt ('' when it is the one sent), position, waiting,
 --   serial (0 unless queued); status is queued | active (already admitted, or bought:
@@ -40,8 +40,8 @@ end
 local drawn_to = meta[8] and tonumber(meta[9]) or -1
 local head = head_of(meta[4])
 line_layout = meta[10] or '1'
--- In a line of layout 2 the caller's bucket is the user's, and a user with no entry in it is
--- not admitted (lib/queue.lua); in an older line the script finds the bucket and asks.
+-- In a line of layout 2 the caller's bucket key is the user's, and a user with no entry in
+-- it is not admitted (lib/queue.lua); in an older line the script finds the bucket and asks.
 local sent_buckets = line_layout == LAYOUT
 -- The line's figures, read once and carried through the joins: the last serial (taken in one
 -- write at the end, not an INCR a join) and how many left out of turn (no join changes it).
@@ -50,16 +50,17 @@ local gone = redis.call('ZCARD', KEYS[3])
 local first_new
 -- The new serials' names (serial, user, ...) and the signs of life (ms, serial, ...), each
 -- written once at the end.
-local names, seen = {}, {}
+local names, seen, named, seens = {}, {}, 0, 0
+local presence = ARGV[1] == '1'
 -- (inline, no helper functions: a script's functions are made anew on every call)
 for i = 3, #ARGV, 3 do
   local user, sent = ARGV[i], ARGV[i + 1]
   local attempt, position, place, serial, stale, admitted
   -- A new user's place is taken in one write (no lookup first); a user already in the
   -- bucket is read instead. An entry below the head waits no more (see waiting_entry).
-  local bucket = (sent_buckets and ARGV[i + 2] ~= '') and (BASE .. ':u:' .. ARGV[i + 2])
-    or user_bucket(user)
-  local value = waiting_value(sent, last + 1)
+  local bucket = (sent_buckets and ARGV[i + 2] ~= '') and ARGV[i + 2] or user_bucket(user)
+  local value = sent_buckets and (sent .. struct.pack('>I4', last + 1))
+    or waiting_value(sent, last + 1)
   local new = redis.call('HSETNX', bucket, user, value) == 1
   if not new then
     -- Waiting, or (serial below the head) admitted or let go.
@@ -85,10 +86,12 @@ for i = 3, #ARGV, 3 do
       attempt, serial = sent, last
       if stale then redis.call('HSET', bucket, user, value) end
       first_new = first_new or serial
-      names[#names + 1], names[#names + 2] = serial, user
+      names[named + 1], names[named + 2] = serial, user
+      named = named + 2
     end
-    if ARGV[1] == '1' and serial > drawn_to then
-      seen[#seen + 1], seen[#seen + 2] = now, serial
+    if presence and serial > drawn_to then
+      seen[seens + 1], seen[seens + 2] = now, serial
+      seens = seens + 2
     end
     -- A serial taken in this call is at the back: nobody ahead of it left since.
     if first_new and serial >= first_new then
@@ -106,7 +109,7 @@ if first_new then
   redis.call('SET', KEYS[2], last)
   -- One write per serial bucket the new serials fall in (consecutive: one or two).
   local from = 1
-  while from <= #names do
+  while from <= named do
     local number, to = serial_bucket_of(names[from]), from
     while names[to + 2] and serial_bucket_of(names[to + 2]) == number do
       to = to + 2
@@ -115,5 +118,5 @@ if first_new then
     from = to + 2
   end
 end
-if #seen > 0 then redis.call('ZADD', KEYS[6], unpack(seen)) end
+if seens > 0 then redis.call('ZADD', KEYS[6], unpack(seen)) end
 return reply

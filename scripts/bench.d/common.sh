@@ -57,8 +57,8 @@ raw_rps() { redis-benchmark -c "$CONNECTIONS" -q "$@" | awk '{for (i=1;i<=NF;i++
 # The join script as sluice runs it (the queue's layout, lua/lib/queue.lua, first) and the keys
 # it takes for a sale's key base; then 0 (presence not tracked), now (ms) and, for each join
 # (one here, where sluice sends those that arrive together), user id, attempt id (32 hex) and
-# the user's bucket ('' here: redis-benchmark cannot compute it, so the script does, with a
-# SHA-1 sluice spares it; join_cost sends it).
+# the key of the user's bucket ('' here: redis-benchmark cannot compute it, so the script
+# makes it, with a SHA-1 sluice spares it; join_cost sends it).
 JOIN_SRC=$(cat lua/lib/queue.lua lua/join.lua)
 join_keys() { echo 7 "$1:meta" "$1:seq" "$1:gone" "$1:users" "$1:active" "$1:seen" "$1:bought"; }
 # join_cost <redis port> <join sha> <batch>: what the join script costs one Redis thread, each

@@ -1,6 +1,6 @@
 """Join calls for scripts/bench, as sluice sends them, in Redis's protocol for `redis-cli
 --pipe`: EVALSHA of lua/join.lua on one sale's keys, each call carrying <batch> joins of new
-users with their buckets computed here, as sluice computes them (src/queue/redis.rs).
+users with their buckets' keys made here, as sluice computes them (src/queue/redis.rs).
 
   python3 joins.py <sha> <key base> <batch> <calls> [first user] | redis-cli --pipe
 """
@@ -18,7 +18,7 @@ for _ in range(calls):
     for _ in range(batch):
         name = f"user-{user}"
         bucket = int(hashlib.sha1(name.encode()).hexdigest()[:5], 16) % 65536
-        args += [name, f"{user:032x}", str(bucket)]
+        args += [name, f"{user:032x}", f"{base}:u:{bucket}"]
         user += 1
     out.write(f"*{len(args)}\r\n".encode())
     for a in args:

@@ -94,8 +94,9 @@ impl SaleKeys {
 const USER_BUCKETS: u32 = 65_536;
 
 /// A user's bucket in a line of layout 2, as `user_bucket` of `lua/lib/queue.lua` finds it:
-/// the first 20 bits of SHA-1 of the user id, modulo [`USER_BUCKETS`]. A join sends it,
-/// sparing the script the SHA-1 (an older line's script finds the bucket itself).
+/// the first 20 bits of SHA-1 of the user id, modulo [`USER_BUCKETS`]. A join sends its key,
+/// sparing the script the SHA-1 and the key's making (an older line's script finds the bucket
+/// itself).
 fn user_bucket(user: &UserId) -> u32 {
     let digest = ring::digest::digest(
         &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
@@ -349,10 +350,11 @@ impl RedisQueue {
     /// call of `lua/join.lua`, one outcome per ask.
     async fn joins(&self, sale: SaleId, asks: &[(UserId, i64)]) -> QueueResult<Vec<JoinOutcome>> {
         let sent: Vec<String> = asks.iter().map(|_| local(AttemptId::new(sale))).collect();
+        let keys = self.keys(sale);
         let join = asks.iter().zip(&sent).map(|((user, _), attempt)| JoinAsk {
             user: user.to_string(),
             attempt: attempt.clone(),
-            bucket: user_bucket(user),
+            bucket_key: keys.key(&format!("u:{}", user_bucket(user))),
         });
         let args = JoinArgs {
             presence: self.tracks_presence(),

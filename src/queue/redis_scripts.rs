@@ -146,9 +146,9 @@ args!(
         user: String,
         /// The attempt (32 hex) to use if the user has no live attempt.
         attempt: String,
-        /// The user's bucket in a line of layout 2 (`user_bucket`), computed here so the
-        /// script needs no SHA-1.
-        bucket: u32,
+        /// The key of the user's bucket in a line of layout 2 (`user_bucket`), made here so
+        /// the script needs no SHA-1.
+        bucket_key: String,
     }
 );
 reply!(
