@@ -1500,6 +1500,26 @@ async fn a_line_written_before_its_layout_keeps_one_attempt_per_user() {
     assert_eq!(buckets(&mut conn).await, ["3691"]);
 }
 
+/// Joins `name` to the sale, who must be queued at `position`: their attempt.
+async fn queued_at(
+    q: &Arc<dyn QueueStore>,
+    s: &Sale,
+    name: &str,
+    position: u64,
+) -> sluice::domain::AttemptId {
+    match q.join(s.id, &user(name), 0).await.unwrap() {
+        JoinOutcome::Queued {
+            attempt,
+            position: at,
+            ..
+        } => {
+            assert_eq!(at, position, "{name}");
+            attempt
+        }
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
 /// The sequence of `one_attempt_per_user_whose_admitted_attempt_lives_and_a_new_one_once_it_ended`
 /// on the initialised sale `s`.
 async fn one_attempt_per_user_in(q: &Arc<dyn QueueStore>, s: &Sale) {
@@ -1540,27 +1560,11 @@ async fn one_attempt_per_user_in(q: &Arc<dyn QueueStore>, s: &Sale) {
     assert_eq!(c, ids[2]);
     // a's attempt ends with nothing held: a joins anew, behind d.
     assert!(!q.restore(ids[0], None).await.unwrap(), "a held nothing");
-    let a = match q.join(s.id, &user("a"), now).await.unwrap() {
-        JoinOutcome::Queued {
-            attempt, position, ..
-        } => {
-            assert_eq!(position, 3);
-            attempt
-        }
-        other => panic!("{other:?}"),
-    };
+    let a = queued_at(q, s, "a", 3).await;
     assert_ne!(a, ids[0]);
     // b's hold gives its unit back and ends: b joins anew too.
     assert!(q.restore(ids[1], None).await.unwrap());
-    let b = match q.join(s.id, &user("b"), now).await.unwrap() {
-        JoinOutcome::Queued {
-            attempt, position, ..
-        } => {
-            assert_eq!(position, 4);
-            attempt
-        }
-        other => panic!("{other:?}"),
-    };
+    let b = queued_at(q, s, "b", 4).await;
     // The line admits them in that order, and each once.
     let order: Vec<_> = admit_all(q, s, 10)
         .await
