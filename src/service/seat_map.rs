@@ -98,6 +98,41 @@ pub struct SeatMaps {
     venues: Mutex<HashMap<uuid::Uuid, Arc<Venue>>>,
 }
 
+/// How long a replica keeps a sale's seat map that nobody reads: a sale whose map was last
+/// brought up to date that long ago is let go (its map, its changes, its turn), so that a
+/// replica serving sale after sale keeps what is being read, not every sale it ever served. A
+/// later reader reads it whole again.
+const KEPT_UNREAD: Duration = Duration::from_secs(600);
+
+impl SeatMaps {
+    /// Lets go of the sales whose map was brought up to date `unread` ago or longer, but for
+    /// those with a request holding or awaiting their turn.
+    fn let_go(&self, unread: Duration) {
+        let mut maps = self.maps.lock().expect("not poisoned");
+        let stale: Vec<SaleId> = maps
+            .iter()
+            .filter(|(_, kept)| kept.at.elapsed() >= unread)
+            .map(|(sale, _)| *sale)
+            .collect();
+        if stale.is_empty() {
+            return;
+        }
+        let mut reading = self.reading.lock().expect("not poisoned");
+        let mut changes = self.changes.lock().expect("not poisoned");
+        for sale in stale {
+            if reading
+                .get(&sale)
+                .is_some_and(|turn| Arc::strong_count(turn) > 1)
+            {
+                continue;
+            }
+            maps.remove(&sale);
+            reading.remove(&sale);
+            changes.remove(&sale);
+        }
+    }
+}
+
 /// The sale's seat map, at most `queue.line_refresh_ms` old. One request at a time brings a
 /// sale's map up to date; the others meanwhile answer the map it replaces, or, when there is
 /// none yet (a replica's first readers, thousands of streams opening at once), wait for it.
@@ -160,6 +195,7 @@ pub async fn seat_map(app: &App, sale: SaleId) -> ServiceResult<Arc<SeatMap>> {
             map: Arc::clone(&map),
         },
     );
+    app.seat_maps.let_go(KEPT_UNREAD);
     Ok(map)
 }
 
@@ -472,6 +508,59 @@ pub fn follow(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A map read `unread` ago or longer is let go with its changes and its turn; a fresh one
+    /// stays, and so does a stale one whose turn a request holds.
+    #[test]
+    fn maps_nobody_reads_are_let_go_unless_a_reader_waits() {
+        let maps = SeatMaps::default();
+        let kept = |ago: u64| Kept {
+            at: Instant::now() - Duration::from_secs(ago),
+            epoch: String::new(),
+            map: Arc::new(SeatMap {
+                version: 1,
+                layout: uuid::Uuid::nil(),
+                sections: Vec::new(),
+                free: 0,
+                held: 0,
+                sold: 0,
+                seats: Vec::new(),
+            }),
+        };
+        let [old, fresh, awaited] = [(); 3].map(|_| SaleId::new());
+        for (sale, ago) in [(old, 700), (fresh, 5), (awaited, 700)] {
+            maps.maps.lock().unwrap().insert(sale, kept(ago));
+            maps.reading.lock().unwrap().insert(sale, Arc::default());
+            maps.changes
+                .lock()
+                .unwrap()
+                .insert(sale, Default::default());
+        }
+        let waiting = Arc::clone(&maps.reading.lock().unwrap()[&awaited]);
+        maps.let_go(Duration::from_secs(600));
+        for (name, sale, stays) in [
+            ("old", old, false),
+            ("fresh", fresh, true),
+            ("awaited", awaited, true),
+        ] {
+            assert_eq!(
+                maps.maps.lock().unwrap().contains_key(&sale),
+                stays,
+                "{name}"
+            );
+            assert_eq!(
+                maps.reading.lock().unwrap().contains_key(&sale),
+                stays,
+                "{name}"
+            );
+            assert_eq!(
+                maps.changes.lock().unwrap().contains_key(&sale),
+                stays,
+                "{name}"
+            );
+        }
+        drop(waiting);
+    }
 
     #[test]
     fn a_row_is_its_runs() {
