@@ -39,6 +39,7 @@ end
 -- another user by now: no sign of life is written for it (lua/lottery.lua).
 local drawn_to = meta[8] and tonumber(meta[9]) or -1
 local head = head_of(meta[4])
+-- (lib/queue.lua's layout(), read with meta rather than on its own)
 line_layout = meta[10] or '1'
 -- In a line of layout 2 the caller's bucket key is the user's, and a user with no entry in
 -- it is not admitted (lib/queue.lua); in an older line the script finds the bucket and asks.
@@ -55,12 +56,11 @@ local presence = ARGV[1] == '1'
 -- (inline, no helper functions: a script's functions are made anew on every call)
 for i = 3, #ARGV, 3 do
   local user, sent = ARGV[i], ARGV[i + 1]
-  local attempt, position, place, serial, stale, admitted
+  local attempt, place, serial, stale, admitted
   -- A new user's place is taken in one write (no lookup first); a user already in the
   -- bucket is read instead. An entry below the head waits no more (see waiting_entry).
   local bucket = (sent_buckets and ARGV[i + 2] ~= '') and ARGV[i + 2] or user_bucket(user)
-  local value = sent_buckets and (sent .. struct.pack('>I4', last + 1))
-    or waiting_value(sent, last + 1)
+  local value = waiting_value(sent, last + 1)
   local new = redis.call('HSETNX', bucket, user, value) == 1
   if not new then
     -- Waiting, or (serial below the head) admitted or let go.
@@ -78,7 +78,7 @@ for i = 3, #ARGV, 3 do
     -- Not waiting: the place just taken is given back.
     if not stale then redis.call('HDEL', bucket, user) end
     reply[n + 1], reply[n + 2], reply[n + 3] = 'active', admitted == sent and '' or admitted, 0
-    position, place = 0, 0
+    place = 0
   else
     if not attempt then
       -- The serial is a service-issued sequence, never a clock: FIFO even across replicas.
@@ -94,6 +94,7 @@ for i = 3, #ARGV, 3 do
       seens = seens + 2
     end
     -- A serial taken in this call is at the back: nobody ahead of it left since.
+    local position
     if first_new and serial >= first_new then
       position = serial - head + 1 - gone
     else

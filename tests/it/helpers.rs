@@ -761,6 +761,15 @@ impl RowLock {
     }
 }
 
+/// The seconds an answer's `Retry-After` asks a client to wait.
+pub fn retry_after(resp: &reqwest::Response) -> u64 {
+    resp.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 /// Asserts a problem+json answer with `status` and `type`.
 pub async fn assert_problem(resp: reqwest::Response, status: u16, kind: &str) -> Value {
     assert_eq!(resp.status().as_u16(), status, "status");

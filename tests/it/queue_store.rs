@@ -101,10 +101,7 @@ async fn a_refresh_sends_each_departure_once_and_its_places_equal_the_stores(
 ) {
     use sluice::service::line::LineSnapshot;
     const N: usize = 40;
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
     let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
     let mut serials = Vec::new();
     let mut attempts = Vec::new();
@@ -203,10 +200,7 @@ async fn finish(q: &Arc<dyn QueueStore>, attempt: sluice::domain::AttemptId) {
 /// A change the request applied and the worker applies again, or one replayed after a
 /// failover that did not lose it, is applied once: the store records its id with it.
 async fn a_sync_change_is_applied_once_however_often_it_comes(q: Arc<dyn QueueStore>) {
-    let s = sale(Stock::Quantity(10), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(10), 10).await;
     queued(&q, &s, ["a", "b"]).await;
     let admitted = admit_all(&q, &s, 2).await;
     let (a, b) = (admitted[0].attempt, admitted[1].attempt);
@@ -255,13 +249,12 @@ async fn a_sync_change_is_applied_once_however_often_it_comes(q: Arc<dyn QueueSt
 async fn holdings_are_what_the_store_holds_and_a_repair_is_a_compare_and_set(
     q: Arc<dyn QueueStore>,
 ) {
-    let s = sale(
+    let s = fresh_sale(
+        &q,
         Stock::Seats(vec!["A1".into(), "A2".into(), "A3".into()]),
         10,
-    );
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    )
+    .await;
     queued(&q, &s, ["a", "b", "c"]).await;
     let admitted = admit_all(&q, &s, 1).await;
     let a = admitted[0].attempt;
@@ -351,10 +344,7 @@ async fn holdings_are_what_the_store_holds_and_a_repair_is_a_compare_and_set(
 /// seats) come back whole, each entry once.
 async fn holdings_of_thousands_are_read_whole(q: Arc<dyn QueueStore>) {
     const HOLDERS: u32 = 2500;
-    let s = sale(Stock::Quantity(3000), HOLDERS);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(3000), HOLDERS).await;
     let names: Vec<String> = (0..HOLDERS).map(|i| format!("h{i}")).collect();
     queued(&q, &s, &names).await;
     let admitted = admit_all(&q, &s, HOLDERS).await;
@@ -395,10 +385,7 @@ async fn holdings_of_thousands_are_read_whole(q: Arc<dyn QueueStore>) {
 /// come back: not while a unit is free, nor while one is held; once the holder's units stay
 /// sold (finish), yes; and again no once a lapsed hold gives its unit back.
 async fn nothing_free_and_nothing_held_is_sold_out(q: Arc<dyn QueueStore>) {
-    let s = sale(Stock::Quantity(1), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(1), 10).await;
     let attempts = queued(&q, &s, ["a", "b", "c"]).await;
     let sold_out = async |i: usize, name: &str| {
         let view = q.view(attempts[i], &user(name)).await.unwrap();
@@ -416,10 +403,7 @@ async fn nothing_free_and_nothing_held_is_sold_out(q: Arc<dyn QueueStore>) {
     assert!(sold_out(2, "c").await, "for everyone waiting");
 
     // A hold that lapses gives its unit back: no longer sold out.
-    let s = sale(Stock::Quantity(1), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(1), 10).await;
     let attempts = queued(&q, &s, ["a", "b"]).await;
     let a = admit_all(&q, &s, 1).await[0].attempt;
     q.hold(a, &user("a"), &one).await.unwrap();
@@ -432,10 +416,7 @@ async fn nothing_free_and_nothing_held_is_sold_out(q: Arc<dyn QueueStore>) {
 /// `sale_closed`), once; it keeps the admitted and the answers of those who left before. An
 /// open sale keeps its queue.
 async fn a_closed_sale_lets_go_of_its_waiting_users(q: Arc<dyn QueueStore>) {
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
     let attempts = queued(&q, &s, ["a", "b", "c", "d", "e"]).await;
     q.leave(attempts[1], &user("b")).await.unwrap();
     assert_eq!(admit_all(&q, &s, 1).await.len(), 1, "a");
@@ -477,10 +458,7 @@ async fn a_sale_on_redis() -> (
     let q: Arc<dyn QueueStore> = Arc::new(
         RedisQueue::new(&redis_url(), &prefix, std::time::Duration::from_secs(2)).unwrap(),
     );
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
     let conn = redis::Client::open(redis_url())
         .unwrap()
         .get_multiplexed_async_connection()
@@ -573,10 +551,7 @@ async fn a_closed_sales_waiting_users_leave_redis() {
 async fn positions_stay_exact_in_a_queue_of_thousands(q: Arc<dyn QueueStore>) {
     const N: usize = 3_000;
     const ADMITTED: usize = 1_100;
-    let s = sale(Stock::Quantity(5), ADMITTED as u32);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), ADMITTED as u32).await;
     let mut waiting = Vec::new();
     for i in 0..N {
         let who = user(&format!("u{i}"));
@@ -668,10 +643,7 @@ async fn lookups_asked_at_once_each_get_their_own_answer(q: Arc<dyn QueueStore>)
 /// "unknown".
 async fn joins_asked_at_once_each_get_their_own_answer(q: Arc<dyn QueueStore>) {
     const N: usize = 150;
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
     q.join(s.id, &user("u0"), 0).await.unwrap();
     let admitted = admit_all(&q, &s, 1).await[0].attempt;
     let unknown = sale(Stock::Quantity(5), 10).id;
@@ -750,10 +722,7 @@ async fn one_attempt_per_user_when_two_replicas_take_the_same_joins_at_once(
     b: Arc<dyn QueueStore>,
 ) {
     const N: usize = 400;
-    let s = sale(Stock::Quantity(5), 1000);
-    a.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&a, Stock::Quantity(5), 1000).await;
     let now = Utc::now().timestamp_millis();
     // b takes the users in another order: 7,919 is prime to N.
     let order_b = (0..N).map(|i| (i * 7919) % N);
@@ -803,10 +772,7 @@ fn leak(s: &str) -> &'static str {
 /// ledger refused is put back in front of everyone.
 async fn positions_stay_exact_when_users_leave_out_of_turn(q: Arc<dyn QueueStore>) {
     const N: usize = 350;
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
     let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
     let attempts = queued(&q, &s, &names).await;
     // u1..=u200 leave, and u300.
@@ -870,10 +836,7 @@ async fn positions_stay_exact_when_users_leave_out_of_turn(q: Arc<dyn QueueStore
 /// for recording whole (the script once failed after popping, losing the batch).
 async fn a_batch_larger_than_luas_stack_is_admitted_and_kept_whole(q: Arc<dyn QueueStore>) {
     const N: u32 = 9_000;
-    let s = sale(Stock::Quantity(5), N);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), N).await;
     for chunk in (0..N).collect::<Vec<_>>().chunks(500) {
         let joins = chunk.iter().map(|i| {
             let q = q.clone();
@@ -940,10 +903,7 @@ async fn a_batch_not_yet_recorded_goes_to_the_next_lease_holder_first(q: Arc<dyn
 /// The lottery draw: everyone waiting, ordered by SHA-1 (hex) of `<seed>:<user id>`, once;
 /// a join after the draw comes last.
 async fn a_lottery_draw_orders_the_waiting_once_by_the_seed(q: Arc<dyn QueueStore>) {
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
     let names: Vec<String> = (0..10).map(|i| format!("u{i}")).collect();
     let attempts = queued(&q, &s, &names).await;
     assert_eq!(draw(&q, &s, "seed-1").await, LotteryDraw::Drawn(10));
@@ -968,10 +928,7 @@ async fn a_lottery_draw_orders_the_waiting_once_by_the_seed(q: Arc<dyn QueueStor
 async fn a_phases_pre_queue_waits_behind_a_fence_and_is_drawn_from_its_first_serial(
     q: Arc<dyn QueueStore>,
 ) {
-    let s = sale(Stock::Quantity(5), 100);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), 100).await;
     let members: Vec<String> = (0..3).map(|i| format!("m{i}")).collect();
     queued(&q, &s, &members).await;
     let first = q.refresh(s.id, "", 0, &[]).await.unwrap().figures.last + 1;
@@ -1045,10 +1002,7 @@ async fn draw(q: &Arc<dyn QueueStore>, s: &Sale, seed: &str) -> LotteryDraw {
 /// Support's lookup by user: a waiting user's attempt and place, kept exact as others leave
 /// and are admitted; nothing for one who does not wait (admitted, or unknown).
 async fn a_waiting_user_is_found_with_their_place(q: Arc<dyn QueueStore>) {
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
     let names: Vec<String> = (0..5).map(|i| format!("u{i}")).collect();
     let attempts = queued(&q, &s, &names).await;
     let place = |position, waiting| sluice::queue::WaitingPlace {
@@ -1229,10 +1183,7 @@ async fn joined_by(
     q: &Arc<dyn QueueStore>,
     n: usize,
 ) -> (Sale, Vec<String>, Vec<sluice::domain::AttemptId>) {
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(q, Stock::Quantity(5), 10).await;
     let names: Vec<String> = (0..n).map(|i| format!("u{i}")).collect();
     let attempts = queued(q, &s, &names).await;
     (s, names, attempts)
@@ -1344,13 +1295,19 @@ fn sale(stock: Stock, max_active: u32) -> Sale {
 
 /// A sale of 5 units (max 10 active) that users a, b and c joined, in that order.
 async fn three_joined(q: &Arc<dyn QueueStore>) -> Sale {
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(q, Stock::Quantity(5), 10).await;
     for name in ["a", "b", "c"] {
         q.join(s.id, &user(name), 0).await.unwrap();
     }
+    s
+}
+
+/// A new sale of `stock` (at most `max_active` admitted at once), written to the store.
+async fn fresh_sale(q: &Arc<dyn QueueStore>, stock: Stock, max_active: u32) -> Sale {
+    let s = sale(stock, max_active);
+    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
+        .await
+        .unwrap();
     s
 }
 
@@ -1392,10 +1349,7 @@ async fn admit_all(q: &Arc<dyn QueueStore>, s: &Sale, wanted: u32) -> Vec<sluice
 }
 
 async fn join_is_fifo_and_idempotent_per_user(q: Arc<dyn QueueStore>) {
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
     let now = Utc::now().timestamp_millis();
     let mut ids = Vec::new();
     for (i, name) in ["a", "b", "c"].iter().enumerate() {
@@ -1458,10 +1412,7 @@ async fn join_is_fifo_and_idempotent_per_user(q: Arc<dyn QueueStore>) {
 async fn one_attempt_per_user_whose_admitted_attempt_lives_and_a_new_one_once_it_ended(
     q: Arc<dyn QueueStore>,
 ) {
-    let s = sale(Stock::Quantity(5), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
     one_attempt_per_user_in(&q, &s).await;
 }
 
@@ -1579,10 +1530,7 @@ async fn one_attempt_per_user_in(q: &Arc<dyn QueueStore>, s: &Sale) {
 }
 
 async fn admission_never_exceeds_max_active_and_needs_the_lease(q: Arc<dyn QueueStore>) {
-    let s = sale(Stock::Quantity(5), 2);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(5), 2).await;
     for name in ["a", "b", "c", "d"] {
         q.join(s.id, &user(name), 0).await.unwrap();
     }
@@ -1614,10 +1562,7 @@ async fn admission_never_exceeds_max_active_and_needs_the_lease(q: Arc<dyn Queue
 
 /// The adaptive controller's published state is kept for its TTL and then gone.
 async fn controller_state_expires_unless_renewed(q: Arc<dyn QueueStore>) {
-    let s = sale(Stock::Quantity(1), 1);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Quantity(1), 1).await;
     assert_eq!(q.controller(s.id).await.unwrap(), None);
     q.put_controller(s.id, r#"{"rate":60}"#, 300).await.unwrap();
     assert_eq!(
@@ -1638,13 +1583,12 @@ async fn unadmit_puts_attempts_back_at_their_place(q: Arc<dyn QueueStore>) {
 }
 
 async fn holds_are_all_or_nothing_limited_and_restored_once(q: Arc<dyn QueueStore>) {
-    let s = sale(
+    let s = fresh_sale(
+        &q,
         Stock::Seats(vec!["A1".into(), "A2".into(), "A3".into()]),
         10,
-    );
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    )
+    .await;
     for name in ["a", "b", "c"] {
         q.join(s.id, &user(name), 0).await.unwrap();
     }
@@ -1841,10 +1785,7 @@ mod abandonment {
 
     /// A sale that ten users (u0..u9) joined: the sale, their serials and the line's epoch.
     async fn ten_joined(q: &Arc<dyn QueueStore>) -> (Sale, Vec<u64>, String) {
-        let s = sale(Stock::Quantity(5), 10);
-        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-            .await
-            .unwrap();
+        let s = fresh_sale(q, Stock::Quantity(5), 10).await;
         let now = chrono::Utc::now().timestamp_millis();
         let mut serials = Vec::new();
         for i in 0..10 {
@@ -1888,10 +1829,7 @@ mod abandonment {
     /// moves with them: of ten who joined, the one who asked since is kept, the nine others
     /// (silent for longer than the abandonment time) are taken.
     async fn signs_of_life_move_with_the_draw(q: Arc<dyn QueueStore>) {
-        let s = sale(Stock::Quantity(5), 10);
-        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-            .await
-            .unwrap();
+        let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
         let names: Vec<String> = (0..10).map(|i| format!("u{i}")).collect();
         let now = chrono::Utc::now().timestamp_millis();
         let mut attempts = Vec::new();
@@ -1922,10 +1860,7 @@ mod abandonment {
     }
 
     async fn idle_waiters_lose_their_place(q: Arc<dyn QueueStore>) {
-        let s = sale(Stock::Quantity(5), 10);
-        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-            .await
-            .unwrap();
+        let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
         let now = || chrono::Utc::now().timestamp_millis();
         let joined = |name: &'static str| {
             let q = q.clone();
@@ -2055,10 +1990,7 @@ mod lottery_in_steps {
     #[tokio::test]
     async fn while_the_draw_is_made_nobody_is_admitted_or_abandoned() {
         let (q, prefix) = store();
-        let s = sale(Stock::Quantity(5), 10);
-        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-            .await
-            .unwrap();
+        let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
         let names: Vec<String> = (0..11).map(|i| format!("u{i}")).collect();
         let attempts = queued(&q, &s, &names).await;
         let meta = format!("{prefix}:{{sale:{}}}:meta", s.id);
@@ -2098,10 +2030,7 @@ mod lottery_in_steps {
     async fn a_drawn_user_leaves_at_once_at_every_step_of_the_draw() {
         const N: usize = 2_500;
         let (q, _) = store();
-        let s = sale(Stock::Quantity(5), N as u32);
-        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-            .await
-            .unwrap();
+        let s = fresh_sale(&q, Stock::Quantity(5), N as u32).await;
         let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
         let attempts = queued(&q, &s, &names).await;
         let mut left = std::collections::BTreeSet::new();
@@ -2155,10 +2084,7 @@ mod lottery_in_steps {
                 .unwrap()
                 .with_abandonment(400),
         );
-        let s = sale(Stock::Quantity(5), 10);
-        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-            .await
-            .unwrap();
+        let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
         let now = chrono::Utc::now().timestamp_millis();
         for i in 0..50 {
             q.join(s.id, &user(&format!("u{i}")), now).await.unwrap();
@@ -2190,10 +2116,7 @@ mod lottery_in_steps {
     #[tokio::test]
     async fn a_draw_goes_on_across_calls_that_spend_their_budget() {
         let (q, _) = store();
-        let s = sale(Stock::Quantity(5), 10);
-        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-            .await
-            .unwrap();
+        let s = fresh_sale(&q, Stock::Quantity(5), 10).await;
         let names: Vec<String> = (0..2_500).map(|i| format!("u{i}")).collect();
         let attempts = queued(&q, &s, &names).await;
         let mut calls = 0;
@@ -2226,10 +2149,7 @@ mod lottery_in_steps {
         const N: usize = 20_000;
         const MOVING: usize = 300;
         let (q, _) = store();
-        let s = sale(Stock::Quantity(5), (N + MOVING) as u32);
-        q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-            .await
-            .unwrap();
+        let s = fresh_sale(&q, Stock::Quantity(5), (N + MOVING) as u32).await;
         let names: Vec<String> = (0..N).map(|i| format!("u{i}")).collect();
         let attempts = queued(&q, &s, &names).await;
         let leaving: Vec<usize> = (0..MOVING).map(|i| i * (N / MOVING) + 1).collect();

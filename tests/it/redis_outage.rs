@@ -44,11 +44,7 @@ async fn redis_down_answers_503_quickly_and_recovers() {
             .await
             .unwrap();
         slowest = slowest.max(started.elapsed());
-        let wait: u64 = resp.headers()["retry-after"]
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let wait = crate::helpers::retry_after(&resp);
         assert!((1..=5).contains(&wait), "Retry-After {wait}");
         waits.insert(wait);
         assert_problem(resp, 503, "/problems/unavailable").await;

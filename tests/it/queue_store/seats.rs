@@ -10,7 +10,7 @@ use sluice::domain::venue::{Layout, Row, Seat, SeatState, Section, Stage};
 use sluice::domain::{Sale, SaleSnapshot, Stock, StockChange};
 use sluice::queue::{Admitted, HoldOutcome, QueueStore, SeatChanges, SyncChange, Take};
 
-use super::{admit_all, change, queued, sale, user};
+use super::{admit_all, change, fresh_sale, queued, user};
 
 on_every_queue_store!(
     best_available_takes_seats_side_by_side_nearest_the_stage_and_strands_none,
@@ -103,10 +103,7 @@ async fn admitted_to(
     max_active: u32,
     names: impl IntoIterator<Item = impl AsRef<str>>,
 ) -> (Sale, Vec<Admitted>) {
-    let s = sale(Stock::Seats(hall.seat_ids()), max_active);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(q, Stock::Seats(hall.seat_ids()), max_active).await;
     let attempts = queued(q, &s, names).await;
     let admitted = admit_all(q, &s, attempts.len() as u32).await;
     assert_eq!(admitted.len(), attempts.len());
@@ -235,10 +232,7 @@ async fn two_hundred_asking_at_once_get_seats_side_by_side_and_never_the_same(
 
 async fn the_seat_log_brings_a_version_up_to_date_or_says_to_read_whole(q: Arc<dyn QueueStore>) {
     let hall = layout(1, 6);
-    let s = sale(Stock::Seats(hall.seat_ids()), 10);
-    q.init_sale(&s, 0, &SaleSnapshot::fresh(&s), false)
-        .await
-        .unwrap();
+    let s = fresh_sale(&q, Stock::Seats(hall.seat_ids()), 10).await;
     let SeatChanges::Whole { version, epoch } = q.seat_changes(s.id, 0, "").await.unwrap() else {
         panic!("a reader with nothing reads whole");
     };
