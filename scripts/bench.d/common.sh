@@ -61,26 +61,58 @@ raw_rps() { redis-benchmark -c "$CONNECTIONS" -q "$@" | awk '{for (i=1;i<=NF;i++
 # makes it, with a SHA-1 sluice spares it; join_cost sends it).
 JOIN_SRC=$(cat lua/lib/queue.lua lua/join.lua)
 join_keys() { echo 7 "$1:meta" "$1:seq" "$1:gone" "$1:users" "$1:active" "$1:seen" "$1:bought"; }
-# join_cost <redis port> <join sha> <batch>: what the join script costs one Redis thread, each
-# call carrying <batch> joins of new users with their buckets (as sluice sends the joins of one
-# sale that arrive together, scripts/bench.d/joins.py), 300,000 joins on a line of layout 2
-# (lua/lib/queue.lua) through one pipelined connection: "<µs of Redis CPU per join, from INFO
-# commandstats> <joins a second one Redis thread takes at that cost> <joins a second the pipe
-# took, from the clock>".
-join_cost() {
-  local port=$1 sha=$2 batch=$3 base="joincost$RANDOM:{sale:joincost$RANDOM}" calls t0 t1 pipe
-  calls=$((300000 / batch))
+# evalsha_us <redis port> <joins a call>: Redis's own time per join in EVALSHA (µs, from INFO
+# commandstats) since its statistics were last reset.
+evalsha_us() {
+  redis-cli -p "$1" INFO commandstats | tr -d '\r' | awk -F'[=,]' -v b="$2" '
+    /^cmdstat_evalsha:/ { printf "%.2f", $6 / b }'
+}
+# new_line <redis port>: the key base of a new sale's line of layout 2 (lua/lib/queue.lua).
+new_line() {
+  local base="joincost$RANDOM:{sale:joincost$RANDOM}"
+  redis-cli -p "$1" HSET "$base:meta" stock_initialised 1 status open layout 2 >/dev/null
+  echo "$base"
+}
+# pipe_joins <redis port> <join sha> <key base> <batch> <calls> <first user>: sends <calls>
+# calls of <batch> joins of new users, numbered from <first user>, through one pipelined
+# connection (scripts/bench.d/joins.py makes them as sluice sends them), with Redis's command
+# statistics reset first; prints the seconds it took by the clock.
+pipe_joins() {
+  local port=$1 pipe t0 t1
   pipe=$(mktemp)
-  redis-cli -p "$port" HSET "$base:meta" stock_initialised 1 status open layout 2 >/dev/null
-  python3 scripts/bench.d/joins.py "$sha" "$base" "$batch" "$calls" >"$pipe"
+  python3 scripts/bench.d/joins.py "$2" "$3" "$4" "$5" "$6" >"$pipe"
   redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
   t0=$(date +%s.%N)
   redis-cli -p "$port" --pipe <"$pipe" >/dev/null
   t1=$(date +%s.%N)
   rm -f "$pipe"
-  redis-cli -p "$port" INFO commandstats | tr -d '\r' | awk -F'[=,]' -v b="$batch" \
-    -v n="$((calls * batch))" -v s="$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" '
-    /^cmdstat_evalsha:/ { us = $6 / b; printf "%.2f %d %d\n", us, (us > 0 ? 1e6 / us : 0), n / s }'
+  awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'
+}
+# join_cost <redis port> <join sha> <batch>: what the join script costs one Redis thread, each
+# call carrying <batch> joins of new users with their buckets (as sluice sends the joins of one
+# sale that arrive together), 300,000 joins on a new line through one pipelined connection:
+# "<µs of Redis CPU per join> <joins a second one Redis thread takes at that cost> <joins a
+# second the pipe took, from the clock>".
+join_cost() {
+  local port=$1 batch=$3 calls secs us
+  calls=$((300000 / batch))
+  secs=$(pipe_joins "$port" "$2" "$(new_line "$port")" "$batch" "$calls" 0)
+  us=$(evalsha_us "$port" "$batch")
+  awk -v us="$us" -v n="$((calls * batch))" -v s="$secs" \
+    'BEGIN { printf "%.2f %d %d\n", us, (us > 0 ? 1e6 / us : 0), n / s }'
+}
+# join_fill <redis port> <join sha>: the join script's cost as one line fills to a million,
+# in calls of 64: "<the mean µs a join> <µs a join, each quarter of the million in turn>".
+join_fill() {
+  local port=$1 base q out="" sum=0 us
+  base=$(new_line "$port")
+  for q in 0 1 2 3; do
+    pipe_joins "$port" "$2" "$base" 64 3906 $((q * 3906 * 64)) >/dev/null
+    us=$(evalsha_us "$port" 64)
+    out="$out$us "
+    sum=$(awk -v a="$sum" -v b="$us" 'BEGIN {print a + b}')
+  done
+  echo "$(awk -v s="$sum" 'BEGIN {printf "%.2f", s / 4}') $out"
 }
 # queued_in <redis-cli args...> <key base>: how many wait in the sale (lua/stats.lua).
 STATS_SRC=$(cat lua/lib/queue.lua lua/stats.lua)
