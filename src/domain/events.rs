@@ -13,6 +13,31 @@ use super::sale::{Sale, SaleStatus};
 /// Bumped when the envelope or a `data` shape changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// Who gives back the money of a `sluice.payment.refund_required` event (its `data.refund`), so
+/// that the shop refunds what sluice does not, and nothing twice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refunding {
+    /// The provider took the refund before the ledger wrote it (an operator's refund through
+    /// Stripe, Toss Payments or PortOne): the money is back; nothing is owed.
+    Taken,
+    /// sluice asks the provider for it right after the ledger writes it (a payment that came
+    /// after its attempt expired, with `payments.refund_late_payments` on and a provider with
+    /// an API); a refusal is logged and counted, and the shop then refunds it by hand.
+    Asked,
+    /// sluice moves no money (no provider API, or late refunds off): the shop gives it back.
+    Owed,
+}
+
+impl Refunding {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refunding::Taken => "taken",
+            Refunding::Asked => "asked",
+            Refunding::Owed => "owed",
+        }
+    }
+}
+
 /// Every kind of event sluice emits; `openapi/asyncapi.yaml` documents each (a test checks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventType {

@@ -19,7 +19,7 @@ pub mod venue;
 pub use attempt::{
     decide, AttemptEvent, AttemptState, Decision, Effect, ExpiryReason, Kept, Rejected,
 };
-pub use events::{DomainEvent, EventType};
+pub use events::{DomainEvent, EventType, Refunding};
 pub use holding::{Buyer, LiveAttempt, SaleSnapshot, Take};
 pub use ids::{AttemptId, IdError, SaleId, UserId};
 pub use operator::{AdminAction, Operator, Role, Target};

@@ -15,8 +15,8 @@ use super::{
     PaymentApplied, SaleChange, SaleRecord,
 };
 use crate::domain::{
-    decide, AdminAction, AttemptEvent, AttemptId, AttemptState, DomainEvent, Sale, SaleId,
-    SaleStatus, StockChange, Target,
+    decide, AdminAction, AttemptEvent, AttemptId, AttemptState, DomainEvent, Refunding, Sale,
+    SaleId, SaleStatus, StockChange, Target,
 };
 use crate::queue::Admitted;
 
@@ -164,13 +164,15 @@ pub(crate) async fn revoke_admin_key<T: LedgerTx + ?Sized>(
 }
 
 /// An operator's refund: the machine's `Refund` event, and the entry when it changed the
-/// attempt. `Ok(Err(..))` as [`apply_in`].
+/// attempt; `refunding` says whether the provider took the money back already.
+/// `Ok(Err(..))` as [`apply_in`].
 pub(crate) async fn refund<T: LedgerTx + ?Sized>(
     tx: &mut T,
     id: AttemptId,
     audit: &Audit<'_, AttemptRecord>,
+    refunding: Refunding,
 ) -> LedgerResult<Result<Applied, LedgerError>> {
-    let applied = match apply_in(tx, id, None, AttemptEvent::Refund, None).await? {
+    let applied = match apply_in(tx, id, None, AttemptEvent::Refund, None, refunding).await? {
         Ok(applied) => applied,
         refused => return Ok(refused),
     };
@@ -225,12 +227,14 @@ pub(crate) async fn record_admissions<T: LedgerTx + ?Sized>(
 
 /// Applies one provider event to the attempt its payment reference names, once: the attempt
 /// is locked first and the event id claimed second, so concurrent deliveries of one event
-/// queue on the lock and all but the first find the id taken.
+/// queue on the lock and all but the first find the id taken. `late`: who gives back a success
+/// that comes after its attempt expired.
 pub(crate) async fn payment_event<T: LedgerTx + ?Sized>(
     tx: &mut T,
     provider_event_id: &str,
     reference: Uuid,
     succeeded: bool,
+    late: Refunding,
 ) -> LedgerResult<PaymentApplied> {
     let Some(id) = tx.payment_attempt(reference).await? else {
         return Ok(PaymentApplied::UnknownReference);
@@ -248,7 +252,7 @@ pub(crate) async fn payment_event<T: LedgerTx + ?Sized>(
         AttemptEvent::PaymentFailed
     };
     Ok(PaymentApplied::Applied(
-        transition(tx, record, event, None).await?,
+        transition(tx, record, event, None, late).await?,
     ))
 }
 
@@ -263,7 +267,8 @@ pub(crate) async fn expire_due<T: LedgerTx + ?Sized>(
     let mut expired = Vec::with_capacity(due.len());
     for id in due {
         let record = tx.lock_attempt(id).await?.ok_or(LedgerError::NotFound)?;
-        expired.push(transition(tx, record, event, None).await?);
+        // (a timeout asks no refund)
+        expired.push(transition(tx, record, event, None, Refunding::Owed).await?);
     }
     Ok(expired)
 }

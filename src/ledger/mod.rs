@@ -39,7 +39,7 @@ use crate::domain::{
     AdminAction, Admission, AttemptEvent, AttemptId, AttemptState, Decision, ExpiryReason, Opening,
     Operator, ProofOfWork, Rejected, Sale, SaleId, SaleStatus, StockChange, Target, UserId,
 };
-use crate::domain::{LiveAttempt, SaleSnapshot, Take};
+use crate::domain::{LiveAttempt, Refunding, SaleSnapshot, Take};
 use crate::queue::Admitted;
 pub use crate::queue::{PendingSync, SyncChange};
 
@@ -391,19 +391,24 @@ pub trait Ledger:
     ) -> LedgerResult<Applied>;
 
     /// An operator's refund: the `Refund` event applied as [`Ledger::apply`] does, with its
-    /// audit entry when it changes the attempt (a second refund changes nothing).
+    /// audit entry when it changes the attempt (a second refund changes nothing);
+    /// `refunding`: whether the provider took the money back already (its `refund_required`
+    /// event says so).
     async fn refund(
         &self,
         id: AttemptId,
         audit: &Audit<'_, AttemptRecord>,
+        refunding: Refunding,
     ) -> LedgerResult<Applied>;
 
-    /// A payment webhook, idempotent by `provider_event_id`.
+    /// A payment webhook, idempotent by `provider_event_id`; `late`: who gives back a success
+    /// that comes after its attempt expired (its `refund_required` event says so).
     async fn payment_event(
         &self,
         provider_event_id: &str,
         reference: Uuid,
         succeeded: bool,
+        late: Refunding,
     ) -> LedgerResult<PaymentApplied>;
 
     /// Expires up to `limit` attempts whose deadline for `event` passed (reapers; several may

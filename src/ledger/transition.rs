@@ -13,8 +13,8 @@ use super::{
 };
 use crate::domain::events::EventType;
 use crate::domain::{
-    decide, AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, Effect, Sale, SaleId,
-    SaleStatus, UserId,
+    decide, AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, Effect, Refunding, Sale,
+    SaleId, SaleStatus, UserId,
 };
 use crate::domain::{AdminAction, Admission, ProofOfWork, StockKind, Take};
 use crate::queue::Admitted;
@@ -104,14 +104,16 @@ pub(crate) trait LedgerTx: Send {
     async fn write_key_revoked(&mut self, name: &str) -> LedgerResult<AdminKeyRow>;
 }
 
-/// Applies `event` to a locked attempt.
+/// Applies `event` to a locked attempt; `refunding` says who gives the money back should the
+/// machine ask for a refund.
 pub(crate) async fn transition<T: LedgerTx + ?Sized>(
     tx: &mut T,
     record: AttemptRecord,
     event: AttemptEvent,
     take: Option<&Take>,
+    refunding: Refunding,
 ) -> LedgerResult<Applied> {
-    let (step, record) = write(tx, record, event, take).await?;
+    let (step, record) = write(tx, record, event, take, refunding).await?;
     Ok(Applied {
         expired_first: None,
         step,
@@ -127,6 +129,7 @@ async fn write<T: LedgerTx + ?Sized>(
     record: AttemptRecord,
     event: AttemptEvent,
     take: Option<&Take>,
+    refunding: Refunding,
 ) -> LedgerResult<(Step, AttemptRecord)> {
     let decision = decide(record.state, event)?;
     let id = record.id;
@@ -146,6 +149,7 @@ async fn write<T: LedgerTx + ?Sized>(
                         "user_id": record.user.as_str(),
                         "payment_reference": record.payment_reference,
                         "state": decision.to.to_string(),
+                        "refund": refunding.as_str(),
                     }),
                 );
                 tx.insert_event(&event).await?;
@@ -200,15 +204,16 @@ pub(crate) async fn due_timeout<T: LedgerTx + ?Sized>(
     }
 }
 
-/// The body of `Ledger::apply` inside an open transaction. `Ok(Err(..))` means the event was
-/// refused but the transaction holds a due expiry worth committing
-/// ([`LedgerError::RejectedAfterExpiry`] carries it, for the caller to settle).
+/// The body of `Ledger::apply` inside an open transaction (`refunding` as for [`transition`]).
+/// `Ok(Err(..))` means the event was refused but the transaction holds a due expiry worth
+/// committing ([`LedgerError::RejectedAfterExpiry`] carries it, for the caller to settle).
 pub(crate) async fn apply_in<T: LedgerTx + ?Sized>(
     tx: &mut T,
     id: AttemptId,
     user: Option<&UserId>,
     event: AttemptEvent,
     take: Option<&Take>,
+    refunding: Refunding,
 ) -> LedgerResult<Result<Applied, LedgerError>> {
     let mut record = tx.lock_attempt(id).await?.ok_or(LedgerError::NotFound)?;
     if user.is_some_and(|u| *u != record.user) {
@@ -219,7 +224,7 @@ pub(crate) async fn apply_in<T: LedgerTx + ?Sized>(
     let mut expired_first = None;
     if let Some(timeout) = due_timeout(tx, &record).await? {
         if timeout != event {
-            let (step, after) = write(tx, record, timeout, None).await?;
+            let (step, after) = write(tx, record, timeout, None, refunding).await?;
             expired_first = Some(step);
             record = after;
         }
@@ -232,7 +237,7 @@ pub(crate) async fn apply_in<T: LedgerTx + ?Sized>(
         }
         other => other,
     };
-    match write(tx, record, event, take).await {
+    match write(tx, record, event, take, refunding).await {
         Ok((step, record)) => Ok(Ok(Applied {
             expired_first,
             step,

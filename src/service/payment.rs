@@ -4,7 +4,7 @@
 
 use super::transition::settle;
 use super::{App, ServiceError, ServiceResult};
-use crate::domain::{AttemptId, AttemptState, Effect, Money};
+use crate::domain::{AttemptId, AttemptState, Effect, Money, Refunding};
 use crate::ledger::{AttemptRecord, PaymentApplied};
 use crate::payments::{Found, PaymentWebhook, WebhookKind};
 
@@ -116,7 +116,7 @@ pub async fn apply(
 ) -> ServiceResult<Option<WebhookAck>> {
     let outcome = app
         .ledger
-        .payment_event(event_id, reference, succeeded)
+        .payment_event(event_id, reference, succeeded, late_refunding(app))
         .await?;
     match outcome {
         PaymentApplied::Applied(applied) => {
@@ -204,12 +204,24 @@ pub async fn apply_found(
     })
 }
 
+/// Who gives back money that arrives after its attempt expired: sluice, through the provider
+/// ([`refund_late`]), when `payments.refund_late_payments` is on and the provider has an API;
+/// else the shop.
+fn late_refunding(app: &App) -> Refunding {
+    if app.config.payments.refund_late_payments && app.provider.has_api() {
+        Refunding::Asked
+    } else {
+        Refunding::Owed
+    }
+}
+
 /// Money that arrived after its attempt expired goes back through the provider when
-/// `payments.refund_late_payments` is on (the `refund_required` event is written either way).
-/// A refund the provider does not take is logged and counted; the event stands for it.
+/// [`late_refunding`] says sluice asks for it (the `refund_required` event is written either
+/// way, its `data.refund` saying which). A refund the provider does not take is logged, counted
+/// and noted in the attempt's file: the shop refunds it by hand.
 pub async fn refund_late(app: &App, record: &AttemptRecord) {
     let provider = app.provider.name().as_str();
-    if !app.config.payments.refund_late_payments || !app.provider.has_api() {
+    if late_refunding(app) != Refunding::Asked {
         return;
     }
     let amount = record.hold.as_ref().and_then(|h| h.amount.as_ref());
@@ -232,6 +244,17 @@ pub async fn refund_late(app: &App, record: &AttemptRecord) {
         Err(e) => {
             tracing::error!(attempt = %record.id, error = %e,
                 "a payment that came after its attempt expired is not refunded: refund it by hand");
+            // In the attempt's file too, where support looks.
+            if let Some(reference) = record.payment_reference {
+                let event = format!("refund_refused:{}", uuid::Uuid::new_v4().simple());
+                if let Err(e) = app
+                    .ledger
+                    .note_payment(&event, reference, "refund_refused")
+                    .await
+                {
+                    tracing::warn!(attempt = %record.id, error = %e, "a refused refund is not noted");
+                }
+            }
             "refused"
         }
     };

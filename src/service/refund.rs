@@ -1,6 +1,7 @@
 //! An operator's refund of a purchase: the machine's `Refund` event ends the CONFIRMED attempt
-//! EXPIRED (`refunded`), the ledger gives its units back and writes `refund_required` for the
-//! payment side in the same transaction, and the queue store gets the units back (for the
+//! EXPIRED (`refunded`), the ledger gives its units back and writes `refund_required` in the
+//! same transaction (`data.refund`: `taken` when the provider took the refund first, else
+//! `owed`: the shop gives the money back), and the queue store gets the units back (for the
 //! queue's next users, while the sale is open); its admin audit entry is written in the same
 //! transaction. A second refund is the machine's repeat: it changes nothing and is not logged
 //! again.
@@ -11,7 +12,7 @@ use super::operators::require;
 use super::support::{file_of, AttemptFile};
 use super::transition::{settle, settle_refusal};
 use super::{App, ServiceError, ServiceResult};
-use crate::domain::{AttemptId, AttemptState, Operator, Role, SaleId};
+use crate::domain::{AttemptId, AttemptState, Operator, Refunding, Role, SaleId};
 use crate::ledger::{AttemptRecord, Audit, LedgerError};
 use crate::payments::ProviderError;
 
@@ -37,6 +38,9 @@ pub async fn refund(
     if id.sale != sale {
         return Err(ServiceError::NotFound("attempt"));
     }
+    // The money goes back through the provider first, where it has an API; else the shop
+    // gives it back, told by the `refund_required` event.
+    let mut refunding = Refunding::Owed;
     if app.provider.has_api() {
         let record = app
             .ledger
@@ -45,6 +49,7 @@ pub async fn refund(
             .ok_or(ServiceError::NotFound("attempt"))?;
         if record.state == AttemptState::Confirmed {
             refund_at_provider(app, &record).await?;
+            refunding = Refunding::Taken;
         }
     }
     let audit = Audit {
@@ -52,7 +57,7 @@ pub async fn refund(
         action: "refundAttempt",
         show: &|record| Some(attempt_json(record)),
     };
-    let applied = match app.ledger.refund(id, &audit).await {
+    let applied = match app.ledger.refund(id, &audit, refunding).await {
         Ok(applied) => applied,
         Err(LedgerError::NotFound) => return Err(ServiceError::NotFound("attempt")),
         Err(e) => return Err(settle_refusal(app, e).await.into()),

@@ -552,22 +552,29 @@ impl TestApp {
 
     /// How many `refund_required` events the ledger wrote for the attempt.
     pub async fn refunds_for(&self, attempt: &str) -> i64 {
+        self.refund_events(attempt).await.len() as i64
+    }
+
+    /// Who gives the money back (`data.refund`) in each `refund_required` event of the attempt.
+    pub async fn refund_events(&self, attempt: &str) -> Vec<String> {
         const KIND: &str = "sluice.payment.refund_required";
         match self.ledger_pool().await {
             Pool::Pg(pool) => sqlx::query_scalar(
-                "SELECT count(*) FROM outbox WHERE event_type = $1 AND payload->>'attempt_id' = $2",
+                "SELECT payload->'data'->>'refund' FROM outbox
+                 WHERE event_type = $1 AND payload->>'attempt_id' = $2",
             )
             .bind(KIND)
             .bind(attempt)
-            .fetch_one(&pool)
+            .fetch_all(&pool)
             .await
             .unwrap(),
             Pool::Sqlite(pool) => sqlx::query_scalar(
-                "SELECT count(*) FROM outbox WHERE event_type = ? AND json_extract(payload, '$.attempt_id') = ?",
+                "SELECT json_extract(payload, '$.data.refund') FROM outbox
+                 WHERE event_type = ? AND json_extract(payload, '$.attempt_id') = ?",
             )
             .bind(KIND)
             .bind(attempt)
-            .fetch_one(&pool)
+            .fetch_all(&pool)
             .await
             .unwrap(),
         }

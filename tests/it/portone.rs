@@ -167,6 +167,7 @@ async fn an_operators_refund_cancels_at_portone(backend: Backend) {
     assert_eq!(at_portone["status"], "CANCELLED", "{at_portone}");
     assert_eq!(at_portone["amount"]["cancelled"], 110_000);
     assert_eq!(t.stats(&sale).await["money"]["refunded"], 110_000);
+    assert_eq!(t.refund_events(&attempt).await, ["taken"]);
 }
 
 async fn seven_deliveries_of_one_webhook_apply_once(backend: Backend) {

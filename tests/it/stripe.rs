@@ -26,6 +26,7 @@ on_both_configurations!(
     a_success_after_the_attempt_expired_is_refunded_at_stripe,
     an_operators_refund_is_a_stripe_refund,
     a_refund_stripe_refuses_is_answered_noted_counted_and_changes_nothing,
+    a_late_payments_refund_stripe_refuses_is_noted_in_the_file_and_counted,
     a_canceled_intent_expires_its_attempt_and_a_refund_at_stripe_is_noted,
     forged_stale_or_foreign_signatures_change_nothing_and_five_deliveries_confirm_once,
     with_stripe_down_checkout_is_503_and_a_retry_pays,
@@ -345,15 +346,10 @@ async fn with_no_webhook_a_paid_attempt_is_confirmed_by_the_reconciler(backend: 
     t.wait_state(&late, "at-the-deadline", "CONFIRMED").await;
 }
 
-async fn a_success_after_the_attempt_expired_is_refunded_at_stripe(backend: Backend) {
-    let (t, stripe) = spawn(backend, |_| {}).await;
-    let sale = priced_sale(&t, json!({})).await;
-    let (attempt, paying) = t.checked_out(&sale, "racer", 1).await;
-    let intent_id = intent_of(&paying);
-    // The deadline wins the race in the ledger (its check at the provider came just before the
-    // buyer paid): the attempt expires without asking Stripe again.
-    t.pass_deadline(&attempt, AttemptEvent::PaymentTimeout)
-        .await;
+/// Expires a paying attempt at its deadline in the ledger, without asking Stripe (as when the
+/// reaper's look at the provider came just before the buyer paid).
+async fn expired_unpaid(t: &TestApp, attempt: &str) {
+    t.pass_deadline(attempt, AttemptEvent::PaymentTimeout).await;
     let expired = t
         .app
         .ledger
@@ -361,6 +357,16 @@ async fn a_success_after_the_attempt_expired_is_refunded_at_stripe(backend: Back
         .await
         .unwrap();
     assert_eq!(expired.len(), 1);
+}
+
+async fn a_success_after_the_attempt_expired_is_refunded_at_stripe(backend: Backend) {
+    let (t, stripe) = spawn(backend, |_| {}).await;
+    let sale = priced_sale(&t, json!({})).await;
+    let (attempt, paying) = t.checked_out(&sale, "racer", 1).await;
+    let intent_id = intent_of(&paying);
+    // The deadline wins the race in the ledger (its check at the provider came just before the
+    // buyer paid): the attempt expires without asking Stripe again.
+    expired_unpaid(&t, &attempt).await;
     let (status, paid) = stripe.pay(&intent_id, "4242424242424242").await;
     assert_eq!(status, 200, "the buyer paid the intent: {paid}");
     // Stripe's word arrives after it.
@@ -383,7 +389,8 @@ async fn a_success_after_the_attempt_expired_is_refunded_at_stripe(backend: Back
         None => charge,
     };
     assert_eq!(charge["amount_refunded"], 55_000, "{charge}");
-    assert_eq!(t.refunds_for(&attempt).await, 1, "one refund_required");
+    // One refund_required, saying sluice asks Stripe for it (so the shop refunds nothing).
+    assert_eq!(t.refund_events(&attempt).await, ["asked"], "{charge}");
 }
 
 async fn an_operators_refund_is_a_stripe_refund(backend: Backend) {
@@ -416,6 +423,8 @@ async fn an_operators_refund_is_a_stripe_refund(backend: Backend) {
         .unwrap_or(0);
     assert_eq!(refunded, 110_000, "{refunds}");
     assert_eq!(t.stats(&sale).await["money"]["refunded"], 110_000);
+    // The event says the money is back: a shop that acts on it refunds nothing twice.
+    assert_eq!(t.refund_events(&attempt).await, ["taken"]);
 }
 
 async fn a_refund_stripe_refuses_is_answered_noted_counted_and_changes_nothing(backend: Backend) {
@@ -437,10 +446,17 @@ async fn a_refund_stripe_refuses_is_answered_noted_counted_and_changes_nothing(b
         .await
         .unwrap();
     assert_problem(resp, 502, "/problems/provider-refused").await;
+    let file = refusal_noted(&t, &sale, &attempt, "operator").await;
+    assert_eq!(file["attempt"]["state"], "CONFIRMED", "{file}");
+    assert_eq!(t.stats(&sale).await["money"]["sold"], 55_000, "still sold");
+}
+
+/// Checks that a refund Stripe refused (an operator's or a late payment's: `kind`) is noted in
+/// the attempt's file and counted once; answers the file.
+async fn refusal_noted(t: &TestApp, sale: &str, attempt: &str, kind: &str) -> Value {
     let file = t
         .admin_json(Method::GET, &format!("/v1/sales/{sale}/attempts/{attempt}"))
         .await;
-    assert_eq!(file["attempt"]["state"], "CONFIRMED", "{file}");
     assert!(
         file["payment_events"]
             .as_array()
@@ -449,18 +465,36 @@ async fn a_refund_stripe_refuses_is_answered_noted_counted_and_changes_nothing(b
             .any(|e| e["kind"] == "refund_refused"),
         "{file}"
     );
-    let refused = t
-        .counter(
-            "sluice_refunds_total",
-            &[
-                ("provider", "stripe"),
-                ("kind", "operator"),
-                ("outcome", "refused"),
-            ],
-        )
-        .await;
-    assert_eq!(refused, 1.0);
-    assert_eq!(t.stats(&sale).await["money"]["sold"], 55_000, "still sold");
+    let labels = [
+        ("provider", "stripe"),
+        ("kind", kind),
+        ("outcome", "refused"),
+    ];
+    assert_eq!(t.counter("sluice_refunds_total", &labels).await, 1.0);
+    file
+}
+
+/// Money after expiry whose refund Stripe refuses: the event said sluice asks for it, so the
+/// refusal is where support and the dashboard look (the file, the counter), for a refund by
+/// hand.
+async fn a_late_payments_refund_stripe_refuses_is_noted_in_the_file_and_counted(backend: Backend) {
+    let (t, mut stripe) = spawn(backend, |_| {}).await;
+    let sale = priced_sale(&t, json!({})).await;
+    let (attempt, paying) = t.checked_out(&sale, "too-late", 1).await;
+    let intent_id = intent_of(&paying);
+    expired_unpaid(&t, &attempt).await;
+    let (_, paid) = stripe.pay(&intent_id, "4242424242424242").await;
+    // Stripe no longer knows the payment (a localstripe started afresh): it refuses the refund.
+    stripe.stop();
+    stripe.restart().await;
+    let body = event("evt_too_late", "payment_intent.succeeded", &paid);
+    let now = chrono::Utc::now().timestamp();
+    let resp = post_event(&t, &sign(WEBHOOK_SECRET, now, &body), &body).await;
+    assert_eq!(resp.status(), 200);
+    let ack: Value = resp.json().await.unwrap();
+    assert_eq!(ack["result"], "refund_required", "{ack}");
+    assert_eq!(t.refund_events(&attempt).await, ["asked"]);
+    refusal_noted(&t, &sale, &attempt, "late").await;
 }
 
 /// The events localstripe does not send (`payment_intent.canceled`, `charge.refunded`), about

@@ -318,6 +318,7 @@ async fn an_operators_refund_cancels_at_toss(backend: Backend) {
         "{at_toss}"
     );
     assert_eq!(t.stats(&sale).await["money"]["refunded"], 110_000);
+    assert_eq!(t.refund_events(&attempt).await, ["taken"]);
 }
 
 async fn seven_resends_of_one_webhook_apply_once(backend: Backend) {

@@ -75,6 +75,8 @@ async fn success_after_expiry_asks_for_a_refund_and_stays_expired(backend: Backe
         (Some("EXPIRED"), Some("payment_timeout"))
     );
     assert_eq!(t.outbox_count("sluice.payment.refund_required").await, 1);
+    // The `webhook` provider has no API: the shop gives the money back.
+    assert_eq!(t.refund_events(&attempt).await, ["owed"]);
     assert_eq!(
         t.stats(&sale).await["remaining"],
         3,

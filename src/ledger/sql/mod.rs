@@ -56,7 +56,8 @@ use super::{
 /// A row of this dialect.
 type DbRow = <Db as sqlx::Database>::Row;
 use crate::domain::{
-    AdminAction, AttemptEvent, AttemptId, Sale, SaleId, SaleSnapshot, SaleStatus, Take, UserId,
+    AdminAction, AttemptEvent, AttemptId, Refunding, Sale, SaleId, SaleSnapshot, SaleStatus, Take,
+    UserId,
 };
 use crate::ledger::breaker::{Breaker, PROBE_EVERY, PROBE_TIMEOUT};
 use crate::ledger::{
@@ -235,7 +236,16 @@ impl Ledger for SqlLedger {
         event: AttemptEvent,
         take: Option<&Take>,
     ) -> LedgerResult<Applied> {
-        let apply = in_write!(self, |tx| transition::apply_in(tx, id, user, event, take));
+        // (an event applied here asks no refund that sluice moves: Refund and payments come
+        // through `refund` and `payment_event`)
+        let apply = in_write!(self, |tx| transition::apply_in(
+            tx,
+            id,
+            user,
+            event,
+            take,
+            Refunding::Owed
+        ));
         metered("apply", async { apply.await? }).await
     }
 
@@ -243,8 +253,9 @@ impl Ledger for SqlLedger {
         &self,
         id: AttemptId,
         audit: &Audit<'_, AttemptRecord>,
+        refunding: Refunding,
     ) -> LedgerResult<Applied> {
-        let refund = in_write!(self, |tx| flows::refund(tx, id, audit));
+        let refund = in_write!(self, |tx| flows::refund(tx, id, audit, refunding));
         metered("apply", async { refund.await? }).await
     }
 
@@ -253,12 +264,14 @@ impl Ledger for SqlLedger {
         provider_event_id: &str,
         reference: Uuid,
         succeeded: bool,
+        late: Refunding,
     ) -> LedgerResult<PaymentApplied> {
         let event = in_write!(self, |tx| flows::payment_event(
             tx,
             provider_event_id,
             reference,
-            succeeded
+            succeeded,
+            late
         ));
         metered("payment_event", event).await
     }
