@@ -17,7 +17,7 @@ pub async fn join(
     work: Option<&str>,
     code: Option<&str>,
 ) -> ServiceResult<AttemptView> {
-    if let Some(rules) = super::offer::join_rules(app, sale).await {
+    if let Some(rules) = super::offer::join_rules(app, sale).await? {
         let pow = &rules.sale.proof_of_work;
         if pow.is_on() && !pow.verify(sale, user, work.unwrap_or("")) {
             metrics::counter!("sluice_joins_total", "outcome" => "no_proof_of_work").increment(1);

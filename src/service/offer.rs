@@ -50,10 +50,12 @@ pub async fn offer(app: &App, id: SaleId) -> ServiceResult<Arc<Offer>> {
 /// the offer kept in memory, even a stale one: the join does not wait for its refresh, which
 /// runs apart (a join's time is the queue store's call alone, not also the offer's read of the
 /// ledger and of the store's counter, each with its own timeout). Only with no offer kept does
-/// the join wait for the read; when the ledger cannot be read, `None`: no work is asked (joins
-/// keep answering from the queue store alone while the ledger is down, and stop asking for
-/// work rather than stop taking joins).
-pub async fn join_rules(app: &App, id: SaleId) -> Option<Arc<Offer>> {
+/// the join wait for the read: `None` for a sale the ledger does not know (the queue store then
+/// answers the join), and the read's error when the ledger cannot be read. A replica that has
+/// served the sale keeps its offer for `KEEP_FOR` and goes on taking joins while the ledger is
+/// down; one that never read it asks the join to come back rather than let it in unchecked,
+/// past a presale's list or codes and its proof of work.
+pub async fn join_rules(app: &App, id: SaleId) -> ServiceResult<Option<Arc<Offer>>> {
     if let Some((at, kept)) = app.offers.kept(id) {
         if at.elapsed() >= FRESH_FOR {
             let app = app.clone();
@@ -63,15 +65,12 @@ pub async fn join_rules(app: &App, id: SaleId) -> Option<Arc<Offer>> {
                 }
             });
         }
-        return Some(kept);
+        return Ok(Some(kept));
     }
     match offer(app, id).await {
-        Ok(offer) => Some(offer),
-        Err(ServiceError::NotFound(_)) => None,
-        Err(e) => {
-            tracing::debug!(sale = %id, error = %e, "no offer kept and none readable: no proof of work or phase asked");
-            None
-        }
+        Ok(offer) => Ok(Some(offer)),
+        Err(ServiceError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 

@@ -368,3 +368,60 @@ async fn callers_waiting_for_a_connection_when_postgres_dies_are_answered_within
     );
     t.stop().await;
 }
+
+/// A replica that never read a sale's offer cannot know, with PostgreSQL down, what the sale
+/// asks of a join (its proof of work, a presale's list or codes): its joins answer 503 +
+/// Retry-After and queue nobody, where they went in unchecked. The replica that served the sale
+/// goes on asking for the work from the offer it keeps, and once PostgreSQL is back the new
+/// replica asks for it too.
+#[tokio::test]
+async fn a_replica_that_never_read_the_sale_lets_no_join_in_unchecked_while_postgres_is_down() {
+    let pg = PrivatePostgres::start();
+    let warm = TestApp::spawn_with(|c| {
+        c.ledger.url = pg.url.clone();
+        c.ledger.acquire_timeout_ms = 200;
+    })
+    .await;
+    let sale = warm.create_sale(json!({ "rate_per_minute": 1 })).await;
+    let set = warm
+        .admin(Method::PUT, &format!("/v1/sales/{sale}/proof-of-work"))
+        .json(&json!({ "difficulty_bits": 12 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(set.status(), 200);
+    let join = |t: &TestApp, user: &str| {
+        t.as_user(Method::POST, &format!("/v1/sales/{sale}/attempts"), user)
+            .send()
+    };
+    const WORK: &str = "/problems/proof-of-work-required";
+    assert_problem(join(&warm, "bot-1").await.unwrap(), 428, WORK).await;
+    // A replica that serves requests only (no admitter, which would read the offer).
+    let mut config = (*warm.app.config).clone();
+    config.workers.enabled = false;
+    let cold = TestApp::spawn_config(config).await;
+
+    pg.stop();
+    for user in ["bot-2", "bot-3"] {
+        let resp = join(&cold, user).await.unwrap();
+        assert!(resp.headers().contains_key("retry-after"), "{user}");
+        assert_problem(resp, 503, "/problems/unavailable").await;
+    }
+    assert_problem(join(&warm, "bot-4").await.unwrap(), 428, WORK).await;
+    let id = sluice::domain::SaleId::parse(&sale).unwrap();
+    let store = warm.app.queue.stats(id).await.unwrap();
+    assert_eq!(store.waiting, 0, "nobody queued unchecked");
+
+    pg.start_again();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let resp = join(&cold, "bot-5").await.unwrap();
+        if resp.status() != 503 || Instant::now() >= deadline {
+            assert_problem(resp, 428, WORK).await;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    cold.stop().await;
+    warm.stop().await;
+}
