@@ -68,6 +68,12 @@ pub trait PhaseLedger: Send + Sync {
         first_serial: u64,
     ) -> LedgerResult<bool>;
 
+    /// The sale's line was numbered anew from 1 (the queue store lost it and rebuilt the sale
+    /// from this ledger, where nobody waiting is kept): every phase whose first serial was
+    /// written now starts at 1, as everyone waiting joined in the phase in effect since. How
+    /// many phases changed.
+    async fn renumber_phases(&self, sale: SaleId) -> LedgerResult<u64>;
+
     /// Adds user ids to a list phase (those on it already stay once), in one transaction with
     /// the operator's entry: how many were new, and how many the list holds now. A list that
     /// would hold more than `max` takes none ([`super::LedgerError::TooMany`]).

@@ -373,7 +373,8 @@ pub async fn restore_in_queue(app: &App, id: SaleId, force: bool) -> ServiceResu
 }
 
 /// Writes the sale's settings to the queue store, and rebuilds its holdings from the ledger's
-/// snapshot when the store does not hold them (or `force`).
+/// snapshot when the store does not hold them (or `force`). A sale the store did not hold gets
+/// a line numbered anew from 1: its phases' first serials are moved to it.
 async fn put_in_queue(app: &App, record: &SaleRecord, force: bool) -> ServiceResult<()> {
     let id = record.sale.id;
     let snapshot = app.ledger.snapshot(id).await?;
@@ -384,6 +385,11 @@ async fn put_in_queue(app: &App, record: &SaleRecord, force: bool) -> ServiceRes
         .await?
     {
         tracing::warn!(sale = %id, live = snapshot.live.len(), "sale rebuilt in the queue store from the ledger");
+        // (forced, the store may have kept its line: `sluice reconcile` leaves the phases be)
+        if !force && app.ledger.renumber_phases(id).await? > 0 {
+            app.offers.forget(id);
+            tracing::warn!(sale = %id, "the sale's phases start at serial 1 of its new line");
+        }
     }
     Ok(())
 }

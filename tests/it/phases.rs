@@ -543,3 +543,49 @@ async fn phases_lists_and_codes_refuse_what_they_cannot_take_and_change_nothing(
     let unknown_sale = put_phases(&t, &"0".repeat(32), json!([phase("A", opens, "list", 1)])).await;
     assert_eq!(unknown_sale.status(), 404);
 }
+
+/// The queue store loses a sale while a lottery phase's pre-queue is open (on Redis: its keys
+/// gone). The rebuilt line is numbered anew from 1, and the phases move to it: whoever joins
+/// the new line waits for the draw, as the pre-queue does, instead of falling below the lost
+/// line's first serial of the pre-queue and being admitted before the phase starts.
+#[tokio::test]
+async fn a_pre_queue_the_store_lost_waits_for_its_draw_in_the_rebuilt_line() {
+    let t = TestApp::spawn().await;
+    let opens = at_ms(Utc::now() + chrono::Duration::milliseconds(1000));
+    let sale = t
+        .create_sale(json!({ "quantity": 50, "opens_at": opens }))
+        .await;
+    let prequeue = opens + chrono::Duration::milliseconds(1500);
+    let draw_at = opens + chrono::Duration::seconds(5);
+    let mut general = phase("General draw", draw_at, "everyone", 2);
+    general["lottery"] = json!(true);
+    general["lottery_seed"] = json!("gen-seed");
+    general["joins_from"] = json!(prequeue);
+    let early = phase("Early", opens, "everyone", 2);
+    let resp = put_phases(&t, &sale, json!([early, general])).await;
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    // Three join the first phase and are admitted: the pre-queue starts at serial 4.
+    for user in ["e0", "e1", "e2"] {
+        let attempt = attempt_of_join(join_with(&t, &sale, user, None).await).await;
+        t.wait_for(&attempt, user, "ADMITTED", Duration::from_secs(10))
+            .await;
+    }
+    let id = sluice::domain::SaleId::parse(&sale).unwrap();
+    let first_of_prequeue = || async { t.app.ledger.phases(id).await.unwrap()[1].first_serial };
+    sleep_until(prequeue).await;
+    for _ in 0..100 {
+        if first_of_prequeue().await.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(first_of_prequeue().await, Some(4));
+
+    t.wipe_queue_keys().await;
+    let late = attempt_of_join(join_with(&t, &sale, "g0", None).await).await;
+    assert_eq!(first_of_prequeue().await, Some(1), "moved to the new line");
+    sleep_until(draw_at - chrono::Duration::milliseconds(700)).await;
+    assert_eq!(t.status(&late, "g0").await["state"], "QUEUED");
+    t.wait_for(&late, "g0", "ADMITTED", Duration::from_secs(10))
+        .await;
+}

@@ -467,6 +467,10 @@ impl PhaseLedger for SqlLedger {
         .await
     }
 
+    async fn renumber_phases(&self, sale: SaleId) -> LedgerResult<u64> {
+        in_write!(self, |tx| phases::renumber(tx, sale)).await
+    }
+
     async fn add_members(
         &self,
         sale: SaleId,

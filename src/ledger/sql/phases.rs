@@ -111,6 +111,19 @@ pub(super) async fn open_prequeue(
     Ok(done.rows_affected() == 1)
 }
 
+/// Every written first serial of the sale's phases past 1 set to 1 (see
+/// `PhaseLedger::renumber_phases`); how many changed.
+pub(super) async fn renumber(conn: &mut Conn, sale: SaleId) -> LedgerResult<u64> {
+    let done = sqlx::query(
+        "UPDATE sale_phases SET first_serial = 1 WHERE sale_id = $1 AND first_serial > 1",
+    )
+    .bind(sale.0)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected())
+}
+
 pub(super) async fn write_per_user_limit(
     conn: &mut Conn,
     sale: SaleId,
