@@ -19,6 +19,8 @@ use crate::service::App;
 
 const INDEX: &str = include_str!("page/index.html");
 const SCRIPT: &str = include_str!("page/waiting-room.js");
+/// The seat map's drawing, the console's too.
+const SEAT_MAP: &str = include_str!("page/seat-map.js");
 const WORKER: &str = include_str!("page/proof-of-work.js");
 const SERVICE_WORKER: &str = include_str!("page/sw.js");
 const STYLE: &str = include_str!("page/waiting-room.css");
@@ -181,6 +183,7 @@ pub fn asset(Path(name): Path<String>, app: Data<&App>) -> Response {
     let page = &app.config.page;
     match name.as_str() {
         "waiting-room.js" => file(SCRIPT, "text/javascript; charset=utf-8", page),
+        "seat-map.js" => file(SEAT_MAP, "text/javascript; charset=utf-8", page),
         "proof-of-work.js" => file(WORKER, "text/javascript; charset=utf-8", page),
         "sw.js" => file(SERVICE_WORKER, "text/javascript; charset=utf-8", page),
         "waiting-room.css" => file(STYLE, "text/css; charset=utf-8", page),

@@ -267,8 +267,6 @@
   // ---- map withdrawn or put back on sale ------------------------------------------------------
 
   const venue = (() => {
-    const SVG = 'http://www.w3.org/2000/svg';
-    const STATES = { f: 'free', h: 'held', s: 'sold', x: 'off' };
     let sale = null;
     let layout = null;
     const seats = new Map(); // id -> { el, state, label }
@@ -289,48 +287,16 @@
     }
 
     function draw() {
-      const svg = document.createElementNS(SVG, 'svg');
-      const st = layout.stage;
-      const xs = [st.x, st.x + st.width];
-      const ys = [st.y, st.y + st.height];
-      for (const section of layout.sections) for (const row of section.rows) for (const s of row.seats) { xs.push(s.x); ys.push(s.y); }
-      const [x0, y0] = [Math.min(...xs) - 80, Math.min(...ys) - 80];
-      const [w, h] = [Math.max(...xs) + 80 - x0, Math.max(...ys) + 80 - y0];
-      svg.setAttribute('viewBox', `${x0} ${y0} ${w} ${h}`);
-      svg.setAttribute('role', 'group');
-      svg.setAttribute('aria-label', t('seatMap'));
-      const stage = document.createElementNS(SVG, 'rect');
-      for (const [k, v] of Object.entries({ x: st.x, y: st.y, width: st.width, height: st.height, class: 'stage' })) stage.setAttribute(k, v);
-      const label = document.createElementNS(SVG, 'text');
-      for (const [k, v] of Object.entries({ x: st.x + st.width / 2, y: st.y + st.height / 2, class: 'stage-label' })) label.setAttribute(k, v);
-      label.textContent = st.label;
-      svg.append(stage, label);
       seats.clear();
-      for (const section of layout.sections) {
-        const group = document.createElementNS(SVG, 'g');
-        group.setAttribute('role', 'group');
-        group.setAttribute('aria-label', section.name);
-        for (const row of section.rows) {
-          for (const s of row.seats) {
-            const id = `${section.id}-${row.id}-${s.number}`;
-            const el = document.createElementNS(SVG, 'circle');
-            for (const [k, v] of Object.entries({ cx: s.x, cy: s.y, r: 22, tabindex: 0, role: 'checkbox' })) el.setAttribute(k, v);
-            el.dataset.seat = id;
-            const seat = { id, el, state: 'free', x: s.x, y: s.y, label: `${section.name} ${row.id}-${s.number}` };
-            seats.set(id, seat);
-            el.addEventListener('click', () => choose([id], !chosen.has(id)));
-            el.addEventListener('keydown', (ev) => {
-              if (ev.key === ' ' || ev.key === 'Enter') { ev.preventDefault(); choose([id], !chosen.has(id)); }
-            });
-            group.append(el);
-          }
-        }
-        svg.append(group);
-      }
+      const { svg } = SeatMap.draw(layout, ({ id, el, section, row, seat }) => {
+        const record = { id, el, state: 'free', x: seat.x, y: seat.y, label: `${section.name} ${row.id}-${seat.number}` };
+        seats.set(id, record);
+        return record;
+      }, (seat) => choose([seat.id], !chosen.has(seat.id)));
+      svg.setAttribute('aria-label', t('seatMap'));
       // A box dragged on the map selects the seats inside it.
       let from = null;
-      const box = document.createElementNS(SVG, 'rect');
-      box.setAttribute('class', 'box');
+      const box = SeatMap.element('rect', { class: 'box' });
       const at = (ev) => {
         const p = svg.createSVGPoint();
         [p.x, p.y] = [ev.clientX, ev.clientY];
@@ -361,21 +327,14 @@
 
     /// The map's states on the seats, and each section's counts (withdrawn: the rest).
     function apply(map) {
+      SeatMap.eachState(layout, map, (id, state) => {
+        const seat = seats.get(id);
+        seat.state = state;
+        paint(seat);
+      });
       const rows = map.sections.map((section) => {
         const inLayout = layout.sections.find((s) => s.id === section.id);
-        let total = 0;
-        for (const row of section.rows) {
-          const numbers = inLayout.rows.find((r) => r.id === row.id).seats.map((x) => x.number);
-          total += numbers.length;
-          let i = 0;
-          for (const [, letter, count] of row.states.matchAll(/([fhsx])(\d+)/g)) {
-            for (let k = 0; k < Number(count); k++, i++) {
-              const seat = seats.get(`${section.id}-${row.id}-${numbers[i]}`);
-              seat.state = STATES[letter];
-              paint(seat);
-            }
-          }
-        }
+        const total = inLayout.rows.reduce((n, row) => n + row.seats.length, 0);
         const tr = document.createElement('tr');
         tr.append(cell(inLayout.name), cell(section.free, true), cell(section.held, true), cell(section.sold, true),
           cell(total - section.free - section.held - section.sold, true));

@@ -733,8 +733,6 @@
   // ---- the seat map: a sale drawn from a venue layout ----------------------------------------
 
   const seatMap = (() => {
-    const SVG = 'http://www.w3.org/2000/svg';
-    const STATES = { f: 'free', h: 'held', s: 'sold', x: 'off' };
     const COLOURS = ['#0b57d0', '#c5221f', '#188038', '#e37400', '#8e24aa', '#00838f'];
     let layout = null;
     let drawn = false;
@@ -773,50 +771,13 @@
 
     function draw() {
       const view = $('seat-map');
-      const svg = document.createElementNS(SVG, 'svg');
-      const xs = [layout.stage.x, layout.stage.x + layout.stage.width];
-      const ys = [layout.stage.y, layout.stage.y + layout.stage.height];
-      for (const section of layout.sections) for (const row of section.rows) for (const seat of row.seats) { xs.push(seat.x); ys.push(seat.y); }
-      const pad = 80;
-      const [x0, x1, y0, y1] = [Math.min(...xs) - pad, Math.max(...xs) + pad, Math.min(...ys) - pad, Math.max(...ys) + pad];
-      svg.setAttribute('viewBox', `${x0} ${y0} ${x1 - x0} ${y1 - y0}`);
-      svg.setAttribute('role', 'group');
-      const stage = document.createElementNS(SVG, 'rect');
-      for (const [k, v] of Object.entries({ x: layout.stage.x, y: layout.stage.y, width: layout.stage.width, height: layout.stage.height })) stage.setAttribute(k, v);
-      stage.setAttribute('class', 'stage');
-      const stageLabel = document.createElementNS(SVG, 'text');
-      stageLabel.setAttribute('x', layout.stage.x + layout.stage.width / 2);
-      stageLabel.setAttribute('y', layout.stage.y + layout.stage.height / 2);
-      stageLabel.setAttribute('class', 'stage-label');
-      stageLabel.textContent = layout.stage.label;
-      svg.append(stage, stageLabel);
       const categories = [...new Set(layout.sections.flatMap((s) => s.rows.flatMap((r) => r.seats.map((x) => x.category))))];
-      for (const section of layout.sections) {
-        const group = document.createElementNS(SVG, 'g');
-        group.setAttribute('role', 'group');
-        group.setAttribute('aria-label', section.name);
-        for (const row of section.rows) {
-          for (const s of row.seats) {
-            const el = document.createElementNS(SVG, 'circle');
-            el.setAttribute('cx', s.x);
-            el.setAttribute('cy', s.y);
-            el.setAttribute('r', 22);
-            el.setAttribute('tabindex', '0');
-            el.setAttribute('role', 'checkbox');
-            el.setAttribute('fill', COLOURS[categories.indexOf(s.category) % COLOURS.length]);
-            const id = `${section.id}-${row.id}-${s.number}`;
-            el.dataset.seat = id;
-            const seat = { id, el, state: 'free', section: section.name, row: row.id, number: s.number, category: s.category };
-            seats.set(id, seat);
-            el.addEventListener('click', () => toggle(seat));
-            el.addEventListener('keydown', (ev) => {
-              if (ev.key === ' ' || ev.key === 'Enter') { ev.preventDefault(); toggle(seat); }
-            });
-            group.append(el);
-          }
-        }
-        svg.append(group);
-      }
+      const { svg } = SeatMap.draw(layout, ({ id, el, section, row, seat }) => {
+        el.setAttribute('fill', COLOURS[categories.indexOf(seat.category) % COLOURS.length]);
+        const record = { id, el, state: 'free', section: section.name, row: row.id, number: seat.number, category: seat.category };
+        seats.set(id, record);
+        return record;
+      }, toggle);
       view.replaceChildren(svg);
       $('seat-legend').textContent = categories.filter(Boolean)
         .map((c) => `${c} ${price(c)}`).join(' · ');
@@ -837,16 +798,7 @@
 
     /// The whole map (`getSeatMap`, or a stream's `map` event), seat by seat.
     function apply(map) {
-      for (const section of map.sections) {
-        const rows = layout.sections.find((s) => s.id === section.id).rows;
-        for (const row of section.rows) {
-          const numbers = rows.find((r) => r.id === row.id).seats.map((x) => x.number);
-          let at = 0;
-          for (const [, letter, count] of row.states.matchAll(/([fhsx])(\d+)/g)) {
-            for (let i = 0; i < Number(count); i++, at++) set(`${section.id}-${row.id}-${numbers[at]}`, STATES[letter]);
-          }
-        }
-      }
+      SeatMap.eachState(layout, map, set);
     }
 
     /// The seats as they change: the sale's seat-map stream (the browser resumes it with its
