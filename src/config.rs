@@ -300,6 +300,10 @@ pub struct PortOneConfig {
     pub api_base: String,
     /// Where the waiting page loads PortOne's browser SDK from.
     pub js_url: String,
+    /// Origins of the PG windows PortOne's SDK opens in a frame on the waiting page, which its
+    /// policy then lets in (`frame-src`), e.g. `https://stdpay.inicis.com` for KG Inicis:
+    /// scheme://host[:port], the host may start with `*.`. PortOne's own hosts are in already.
+    pub frame_origins: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -525,6 +529,7 @@ impl Default for Config {
                     channel_key: String::new(),
                     api_base: "https://api.portone.io".into(),
                     js_url: "https://cdn.portone.io/v2/browser-sdk.js".into(),
+                    frame_origins: Vec::new(),
                 },
             },
             workers: WorkersConfig {
@@ -836,6 +841,16 @@ impl Config {
                     if !(url.starts_with("https://") || url.starts_with("http://")) {
                         return bad(key, "must be an http(s) URL");
                     }
+                }
+                // (`*.` stands for any subdomain in a page's policy)
+                let framed = |o: &String| is_origin(&o.replacen("://*.", "://", 1));
+                if let Some(origin) = portone.frame_origins.iter().find(|o| !framed(o)) {
+                    return bad(
+                        "payments.portone.frame_origins",
+                        format!(
+                            "`{origin}` is not an origin: scheme://host[:port], no path, e.g. https://stdpay.inicis.com"
+                        ),
+                    );
                 }
             }
         }
@@ -1377,6 +1392,40 @@ mod tests {
             assert!(
                 err.contains("http.cors_allowed_origins"),
                 "{origins:?}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn portone_frame_origins_are_origins_or_any_subdomain_of_one() {
+        let with = |origins: &[&str]| {
+            let mut c = Config::default();
+            c.ledger.url = "postgres://sluice@127.0.0.1/sluice".into();
+            c.auth.admin_key = "admin-key-0123456789".into();
+            c.auth.user_jwt_hs256_secret = Some("user-secret-0123456789".into());
+            c.payments.provider = Some(ProviderName::PortOne);
+            c.payments.portone.api_secret = "portone-api-secret-0123".into();
+            c.payments.portone.webhook_secret = "whsec_c2x1aWNlLXBvcnRvbmUtdGVzdA==".into();
+            c.payments.portone.store_id = "store-1".into();
+            c.payments.portone.channel_key = "channel-key-1".into();
+            c.payments.portone.frame_origins = origins.iter().map(|o| o.to_string()).collect();
+            c.validate().map_err(|e| e.to_string())
+        };
+        assert_eq!(with(&[]), Ok(()));
+        assert_eq!(
+            with(&["https://stdpay.inicis.com", "https://*.nicepay.co.kr"]),
+            Ok(())
+        );
+        for origin in [
+            "https://stdpay.inicis.com/pay",
+            "stdpay.inicis.com",
+            "https://*",
+            "https://pg.example; script-src *",
+        ] {
+            let err = with(&[origin]).unwrap_err();
+            assert!(
+                err.contains("payments.portone.frame_origins"),
+                "{origin}: {err}"
             );
         }
     }

@@ -96,9 +96,21 @@ impl PaymentSources {
             ProviderName::PortOne => {
                 let js = origin(&payments.portone.js_url).unwrap_or_default();
                 let own = js == "https://cdn.portone.io";
-                (js, if own { " https://*.portone.io" } else { "" })
+                let mut sources =
+                    PaymentSources::alike(js, if own { " https://*.portone.io" } else { "" });
+                for framed in &payments.portone.frame_origins {
+                    sources.frame.push(' ');
+                    sources.frame.push_str(framed);
+                }
+                return sources;
             }
         };
+        PaymentSources::alike(js, extra)
+    }
+
+    /// The provider's script origin `js` and its `extra` hosts, as script, frame and connect
+    /// sources alike.
+    fn alike(js: &str, extra: &str) -> Self {
         PaymentSources {
             script: format!(" {js}{extra}"),
             frame: format!(" {js}{extra}"),
@@ -252,5 +264,27 @@ mod tests {
         );
         assert!(policy.contains("frame-src 'self' https://js.stripe.com https://hooks.stripe.com;"));
         assert!(policy.contains("connect-src 'self' https://js.stripe.com https://api.stripe.com;"));
+    }
+
+    #[test]
+    fn a_portone_sale_lets_in_the_pg_windows_it_is_told_of_as_frames_only() {
+        let mut config = crate::config::Config::default();
+        config.payments.provider = Some(crate::config::ProviderName::PortOne);
+        config.payments.portone.frame_origins = vec![
+            "https://stdpay.inicis.com".into(),
+            "https://*.nicepay.co.kr".into(),
+        ];
+        let policy = policy(&PageConfig::default(), &PaymentSources::of(&config));
+        assert!(
+            policy.contains(
+                "frame-src 'self' https://cdn.portone.io https://*.portone.io \
+                 https://stdpay.inicis.com https://*.nicepay.co.kr;"
+            ),
+            "{policy}"
+        );
+        assert!(
+            policy.contains("script-src 'self' https://cdn.portone.io https://*.portone.io;"),
+            "{policy}"
+        );
     }
 }
