@@ -204,6 +204,15 @@ pub async fn apply_found(
     })
 }
 
+/// Notes on the payment `reference` (the attempt's file) that the provider refused a refund.
+pub async fn note_refund_refused(app: &App, reference: uuid::Uuid) -> ServiceResult<()> {
+    let event = format!("refund_refused:{}", uuid::Uuid::new_v4().simple());
+    app.ledger
+        .note_payment(&event, reference, "refund_refused")
+        .await?;
+    Ok(())
+}
+
 /// Who gives back money that arrives after its attempt expired: sluice, through the provider
 /// ([`refund_late`]), when `payments.refund_late_payments` is on and the provider has an API;
 /// else the shop.
@@ -246,12 +255,7 @@ pub async fn refund_late(app: &App, record: &AttemptRecord) {
                 "a payment that came after its attempt expired is not refunded: refund it by hand");
             // In the attempt's file too, where support looks.
             if let Some(reference) = record.payment_reference {
-                let event = format!("refund_refused:{}", uuid::Uuid::new_v4().simple());
-                if let Err(e) = app
-                    .ledger
-                    .note_payment(&event, reference, "refund_refused")
-                    .await
-                {
+                if let Err(e) = note_refund_refused(app, reference).await {
                     tracing::warn!(attempt = %record.id, error = %e, "a refused refund is not noted");
                 }
             }

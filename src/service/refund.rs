@@ -107,10 +107,7 @@ async fn refund_at_provider(app: &App, record: &AttemptRecord) -> ServiceResult<
         Err(e) => {
             if let ProviderError::Refused(detail) = &e {
                 tracing::warn!(attempt = %record.id, %detail, "the provider refused a refund");
-                let event = format!("refund_refused:{}", uuid::Uuid::new_v4().simple());
-                app.ledger
-                    .note_payment(&event, reference, "refund_refused")
-                    .await?;
+                super::payment::note_refund_refused(app, reference).await?;
             }
             Err(super::checkout::provider_error(e))
         }
