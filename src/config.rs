@@ -302,7 +302,7 @@ pub struct PortOneConfig {
     pub js_url: String,
     /// Origins of the PG windows PortOne's SDK opens in a frame on the waiting page, which its
     /// policy then lets in (`frame-src`), e.g. `https://stdpay.inicis.com` for KG Inicis:
-    /// scheme://host[:port], the host may start with `*.`. PortOne's own hosts are in already.
+    /// `scheme://host[:port]`, the host may start with `*.`. PortOne's own hosts are in already.
     pub frame_origins: Vec<String>,
 }
 

@@ -225,7 +225,7 @@ fn late_refunding(app: &App) -> Refunding {
 }
 
 /// Money that arrived after its attempt expired goes back through the provider when
-/// [`late_refunding`] says sluice asks for it (the `refund_required` event is written either
+/// `late_refunding` says sluice asks for it (the `refund_required` event is written either
 /// way, its `data.refund` saying which). A refund the provider does not take is logged, counted
 /// and noted in the attempt's file: the shop refunds it by hand.
 pub async fn refund_late(app: &App, record: &AttemptRecord) {
