@@ -11,6 +11,7 @@ mod cli;
 mod connections;
 mod contention;
 mod cors;
+mod double_taps;
 mod drift;
 mod ecosystem;
 mod errors;
