@@ -171,6 +171,13 @@ pub async fn follow(app: &App, sale: SaleId, phases: &[Phase]) -> ServiceResult<
             phases[i].applied = true;
         }
     }
+    // While a pre-queue is fenced, its first serial is read from the ledger at each tick, not
+    // from the offer kept for a second: a rebuild of a line the store lost, on any replica,
+    // moves it to the new line (`sales::put_in_queue`), and a fence of the lost line would let
+    // the new line's pre-queue in early. One indexed read a tick, while a pre-queue waits.
+    if phase::fence(&phases, now).is_some() {
+        phases = app.ledger.phases(sale).await?;
+    }
     Ok(Steps {
         below: phase::fence(&phases, now),
         draw: phase::draw(&phases, now).map(|(seed, from)| (seed.to_owned(), from)),

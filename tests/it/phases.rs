@@ -547,10 +547,15 @@ async fn phases_lists_and_codes_refuse_what_they_cannot_take_and_change_nothing(
 /// The queue store loses a sale while a lottery phase's pre-queue is open (on Redis: its keys
 /// gone). The rebuilt line is numbered anew from 1, and the phases move to it: whoever joins
 /// the new line waits for the draw, as the pre-queue does, instead of falling below the lost
-/// line's first serial of the pre-queue and being admitted before the phase starts.
+/// line's first serial of the pre-queue and being admitted before the phase starts. The join
+/// that rebuilds the sale lands on a replica that does not admit, so the admitter learns of
+/// the move from the ledger, not from its own rebuild.
 #[tokio::test]
 async fn a_pre_queue_the_store_lost_waits_for_its_draw_in_the_rebuilt_line() {
     let t = TestApp::spawn().await;
+    let mut config = (*t.app.config).clone();
+    config.workers.enabled = false;
+    let joins_only = TestApp::spawn_config(config).await;
     let opens = at_ms(Utc::now() + chrono::Duration::milliseconds(1000));
     let sale = t
         .create_sale(json!({ "quantity": 50, "opens_at": opens }))
@@ -582,7 +587,7 @@ async fn a_pre_queue_the_store_lost_waits_for_its_draw_in_the_rebuilt_line() {
     assert_eq!(first_of_prequeue().await, Some(4));
 
     t.wipe_queue_keys().await;
-    let late = attempt_of_join(join_with(&t, &sale, "g0", None).await).await;
+    let late = attempt_of_join(join_with(&joins_only, &sale, "g0", None).await).await;
     assert_eq!(first_of_prequeue().await, Some(1), "moved to the new line");
     sleep_until(draw_at - chrono::Duration::milliseconds(700)).await;
     assert_eq!(t.status(&late, "g0").await["state"], "QUEUED");
