@@ -379,14 +379,15 @@ async fn put_in_queue(app: &App, record: &SaleRecord, force: bool) -> ServiceRes
     let id = record.sale.id;
     let snapshot = app.ledger.snapshot(id).await?;
     let version = record.settings_version;
+    // A forced rebuild (`sluice reconcile`) keeps the line of a sale the store holds.
+    let line_lost = !force || !app.queue.refresh(id, "", 0, &[]).await?.figures.known;
     if app
         .queue
         .init_sale(&record.sale, version, &snapshot, force)
         .await?
     {
         tracing::warn!(sale = %id, live = snapshot.live.len(), "sale rebuilt in the queue store from the ledger");
-        // (forced, the store may have kept its line: `sluice reconcile` leaves the phases be)
-        if !force && app.ledger.renumber_phases(id).await? > 0 {
+        if line_lost && app.ledger.renumber_phases(id).await? > 0 {
             app.offers.forget(id);
             tracing::warn!(sale = %id, "the sale's phases start at serial 1 of its new line");
         }

@@ -594,3 +594,44 @@ async fn a_pre_queue_the_store_lost_waits_for_its_draw_in_the_rebuilt_line() {
     t.wait_for(&late, "g0", "ADMITTED", Duration::from_secs(10))
         .await;
 }
+
+/// `sluice reconcile` rebuilds a sale by force: a line the store still holds keeps its
+/// numbering and the phases theirs; a line the store lost is numbered anew, and the phases'
+/// first serials move to it, as when a join or the admitter rebuilds it.
+#[tokio::test]
+async fn a_forced_rebuild_moves_the_phases_only_when_the_line_was_lost() {
+    let t = TestApp::spawn().await;
+    let opens = at_ms(Utc::now() + chrono::Duration::seconds(60));
+    let sale = t
+        .create_sale(json!({ "quantity": 5, "opens_at": opens }))
+        .await;
+    let mut general = phase(
+        "General draw",
+        opens + chrono::Duration::seconds(60),
+        "everyone",
+        1,
+    );
+    general["lottery"] = json!(true);
+    general["joins_from"] = json!(opens + chrono::Duration::seconds(30));
+    let early = phase("Early", opens, "everyone", 1);
+    let resp = put_phases(&t, &sale, json!([early, general])).await;
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    let id = sluice::domain::SaleId::parse(&sale).unwrap();
+    // As the admitter writes it when the pre-queue opens, six joins in.
+    assert!(t.app.ledger.open_prequeue(id, 1, 7).await.unwrap());
+    let first_of_prequeue = || async { t.app.ledger.phases(id).await.unwrap()[1].first_serial };
+    let reconcile = || async {
+        assert!(sluice::service::sales::restore_in_queue(&t.app, id, true)
+            .await
+            .unwrap());
+    };
+    reconcile().await;
+    assert_eq!(first_of_prequeue().await, Some(7), "the line was kept");
+    t.wipe_queue_keys().await;
+    reconcile().await;
+    assert_eq!(
+        first_of_prequeue().await,
+        Some(1),
+        "the line was numbered anew"
+    );
+}
