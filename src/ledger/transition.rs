@@ -224,7 +224,8 @@ pub(crate) async fn apply_in<T: LedgerTx + ?Sized>(
     let mut expired_first = None;
     if let Some(timeout) = due_timeout(tx, &record).await? {
         if timeout != event {
-            let (step, after) = write(tx, record, timeout, None, refunding).await?;
+            // (a timeout asks no refund)
+            let (step, after) = write(tx, record, timeout, None, Refunding::Owed).await?;
             expired_first = Some(step);
             record = after;
         }

@@ -11,9 +11,9 @@
 //!   map 32 serials each to their user, `u:<n>` hashes (65,536 of them, by SHA-1 of the user
 //!   id) map a waiting user to their attempt and serial, and an admitted user to their
 //!   attempt, so that a join finding no entry knows a new user at once (`meta.layout`; a line
-//!   written before it has 100 serials a hash, 16,384 user hashes, and asks `users`). Redis keeps hashes that small as
-//!   listpacks, ~95 bytes per queued user in all (a sorted-set entry plus two hash entries,
-//!   the first layout, took ~380). `gone`: serials at or above `head` that left out of turn,
+//!   written before it has 100 serials a hash, 16,384 user hashes, and asks `users`). Redis
+//!   keeps hashes that small as listpacks, ~95 bytes per queued user in all (a sorted-set
+//!   entry plus two hash entries, the first layout, took ~380). `gone`: serials at or above `head` that left out of turn,
 //!   so a position is `serial - head + 1 - gone ahead` with no scan;
 //! - `users`: user → their admitted attempt, `owners`: admitted attempt → user (join is
 //!   idempotent past admission; status and leave check ownership without the ledger); `left`:

@@ -288,7 +288,7 @@
 
     function draw() {
       seats.clear();
-      const { svg } = SeatMap.draw(layout, ({ id, el, section, row, seat }) => {
+      const svg = SeatMap.draw(layout, ({ id, el, section, row, seat }) => {
         const record = { id, el, state: 'free', x: seat.x, y: seat.y, label: `${section.name} ${row.id}-${seat.number}` };
         seats.set(id, record);
         return record;

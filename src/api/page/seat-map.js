@@ -15,9 +15,9 @@ const SeatMap = (() => {
     return el;
   }
 
-  /// `layout` drawn: `{ svg, seats }`, `seats` by id (`<section>-<row>-<number>`), each the
-  /// record `make({ id, el, section, row, seat })` returns for its circle `el` (free at first);
-  /// a click, Space or Enter on the circle calls `toggle(record)`.
+  /// `layout` drawn as an SVG. Each seat's circle `el`, with its id (`<section>-<row>-<number>`),
+  /// goes to `make({ id, el, section, row, seat })`, which keeps the caller's record of it; a
+  /// click, Space or Enter on the circle calls `toggle(record)`.
   function draw(layout, make, toggle) {
     const st = layout.stage;
     const xs = [st.x, st.x + st.width];
@@ -31,7 +31,6 @@ const SeatMap = (() => {
     const stageLabel = element('text', { x: st.x + st.width / 2, y: st.y + st.height / 2, class: 'stage-label' });
     stageLabel.textContent = st.label;
     svg.append(element('rect', { x: st.x, y: st.y, width: st.width, height: st.height, class: 'stage' }), stageLabel);
-    const seats = new Map();
     for (const section of layout.sections) {
       const group = element('g', { role: 'group', 'aria-label': section.name });
       for (const row of section.rows) {
@@ -40,7 +39,6 @@ const SeatMap = (() => {
           const el = element('circle', { cx: seat.x, cy: seat.y, r: 22, tabindex: 0, role: 'checkbox' });
           el.dataset.seat = id;
           const record = make({ id, el, section, row, seat });
-          seats.set(id, record);
           el.addEventListener('click', () => toggle(record));
           el.addEventListener('keydown', (ev) => {
             if (ev.key === ' ' || ev.key === 'Enter') { ev.preventDefault(); toggle(record); }
@@ -50,7 +48,7 @@ const SeatMap = (() => {
       }
       svg.append(group);
     }
-    return { svg, seats };
+    return svg;
   }
 
   /// Each seat of the seat-map answer `map` with its state (free, held, sold or off):

@@ -772,7 +772,7 @@
     function draw() {
       const view = $('seat-map');
       const categories = [...new Set(layout.sections.flatMap((s) => s.rows.flatMap((r) => r.seats.map((x) => x.category))))];
-      const { svg } = SeatMap.draw(layout, ({ id, el, section, row, seat }) => {
+      const svg = SeatMap.draw(layout, ({ id, el, section, row, seat }) => {
         el.setAttribute('fill', COLOURS[categories.indexOf(seat.category) % COLOURS.length]);
         const record = { id, el, state: 'free', section: section.name, row: row.id, number: seat.number, category: seat.category };
         seats.set(id, record);
