@@ -3,9 +3,13 @@
 -- (recorded.lua): if the admitter dies in between, the next lease holder gets that batch back
 -- first, so nobody admitted here is missing from the ledger (skipped) or admitted twice.
 -- A change to the active set bumps meta.version (see lua/lib/changes.lua).
+-- An instant sale's turn is its claim (meta.instant): each admitted takes one unit, counted
+-- to the user and kept among the sold, as lua/join.lua claims; the batch is then recorded as
+-- claims, and leaves the active set once the ledger has it (lua/claims_recorded.lua). With
+-- nothing left to claim, nobody more is taken: those waiting stay, and see it sold out.
 -- KEYS: 1 meta, 2 seq, 3 gone, 4 active (zset attempt -> deadline ms), 5 owners (attempt ->
 --       user), 6 users (user -> attempt), 7 lease, 8 seen, 9 unrecorded (list: attempt,
---       serial, user, deadline, ...)
+--       serial, user, deadline, ...), 10 stock, 11 bought, 12 sold
 -- ARGV: lease, wanted, admission_ttl_ms, grace_ms, measured_rate, below
 -- REPLY: status, admitted...: [attempt, serial, user, deadline_ms]
 -- Arguments: 1 lease value "<fence>:<holder>" (fencing: a stale admitter admits nobody),
@@ -36,6 +40,8 @@ local out = {'ok'}
 if n <= 0 then return out end
 local deadline = now + tonumber(ARGV[3])
 local head, last = queue_head(), last_serial(KEYS[2])
+local instant = redis.call('HGET', KEYS[1], 'instant') == '1'
+if instant then n = math.min(n, tonumber(redis.call('GET', KEYS[10]) or '0')) end
 local below = tonumber(ARGV[6] or '0')
 if below > 0 then last = math.min(last, below - 1) end
 -- A bucket at a time: its serials read in one call, those passed removed in one call.
@@ -64,6 +70,11 @@ while n > 0 and head <= last do
         redis.call('ZADD', KEYS[4], deadline, attempt)
         redis.call('HSET', KEYS[5], attempt, user)
         redis.call('HSET', KEYS[6], user, attempt)
+        if instant then
+          redis.call('DECRBY', KEYS[10], 1)
+          redis.call('HINCRBY', KEYS[11], user, 1)
+          redis.call('HSET', KEYS[12], attempt, 'q|1|' .. user)
+        end
         redis.call('ZREM', KEYS[8], head)
         for _, v in ipairs({attempt, tostring(head), user, tostring(deadline)}) do
           table.insert(out, v)

@@ -7,14 +7,14 @@
 --       9 unrecorded (an admission batch not yet in the ledger: the rebuilt active set is
 --       the ledger's, so that batch is gone), 10 sold (CONFIRMED attempts' hold records),
 --       11 seatlog (starts anew: seat maps read the rebuilt holdings whole)
--- ARGV: settings: [version, status, opens_at_ms, closes_at_ms, max_active, per_user_limit, rate_per_minute, kind, hold_ttl_ms, payment_ttl_ms], force, reset, free_units, n_seats, seats..., n_live, live...: [attempt, user, deadline_ms, hold], n_bought, bought...: [user, units], n_buyers, buyers...: [user, attempt, bought]
+-- ARGV: settings: [version, status, opens_at_ms, closes_at_ms, max_active, per_user_limit, rate_per_minute, kind, hold_ttl_ms, payment_ttl_ms, instant], force, reset, free_units, n_seats, seats..., n_live, live...: [attempt, user, deadline_ms, hold], n_bought, bought...: [user, units], n_buyers, buyers...: [user, attempt, bought]
 -- REPLY: rebuilt
--- Arguments: 1-10 the settings (lib/settings.lua), 11 force: '1', '0', or
+-- Arguments: 1-11 the settings (lib/settings.lua), 12 force: '1', '0', or
 --       'v<version>': rebuild only if meta.version still reads that (the drift checker's
 --       repair, a compare-and-set: a change since its read leaves the sale alone; it keeps
 --       the unrecorded batch, whose attempts its snapshot carries, and the settings),
---       12 reset (1/0: the sale existed before, so places in its queue were lost),
---       13 free quantity, 14 n free seats, then the seats,
+--       13 reset (1/0: the sale existed before, so places in its queue were lost),
+--       14 free quantity, 15 n free seats, then the seats,
 --       then n live attempts, then per attempt: id, user, deadline ms, hold record ('' if none),
 --       then n users, then per user: user, units held or bought,
 --       then n buyers, then per buyer: user, their CONFIRMED attempt (join answers it), what

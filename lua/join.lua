@@ -3,17 +3,28 @@
 -- joins twice in one call gets the same attempt twice.
 -- KEYS: 1 meta (hash), 2 seq (counter), 3 gone (zset), 4 users (hash user -> admitted
 --       attempt), 5 active (zset), 6 seen (zset waiting serial -> last sign of life, ms; only
---       when abandonment is on), 7 bought (hash user -> units held or bought)
--- ARGV: presence, now_ms, join...: [user, attempt, bucket_key]
+--       when abandonment is on), 7 bought (hash user -> units held or bought), 8 stock, 9 sold
+--       (hash attempt -> the record of what it bought), 10 owners (hash attempt -> user),
+--       11 claims (hash attempt -> serial, an instant sale's claims the ledger may not have yet)
+-- ARGV: presence, now_ms, front, claim_until_ms, join...: [user, attempt, bucket_key]
 -- REPLY: measured_rate, configured_rate, epoch, join...: [status, attempt, position, waiting, serial]
--- Arguments: 1 '1' to track presence for abandonment, 2 now (ms, the joins'), then for each
---       join: user id, attempt id (32 hex) to use if the user has no live attempt, the key of
---       the user's bucket in a line of layout 2 (lib/queue.lua's user_bucket, computed by the
---       caller; '' to compute it here)
+-- Arguments: 1 '1' to track presence for abandonment, 2 now (ms, the joins'), 3 '1' when the
+--       caller's ledger is behind its claims (an instant sale's line then fronts new joins),
+--       4 until when a claim made here stays in the active set awaiting its record in the
+--       ledger (ms), then for each join: user id, attempt id (32 hex) to use if the user has
+--       no live attempt, the key of the user's bucket in a line of layout 2
+--       (lib/queue.lua's user_bucket, computed by the caller; '' to compute it here)
 -- Returns the sale's admission rates and the line's epoch (meta.epoch) once, then five values
 --   per join, in order: status, attempt ('' when it is the one sent), position, waiting,
---   serial (0 unless queued); status is queued | active (already admitted, or bought:
---   position 0) | unknown (no such sale) | closed
+--   serial (0 unless queued or claimed); status is queued | active (already admitted, or
+--   bought: position 0) | unknown (no such sale) | closed, and for an instant sale claimed
+--   (a unit taken for the attempt, its record in the ledger to be made: also a claim made
+--   before whose record may not be) | sold_out | limit (position: units the user has)
+-- An instant sale (meta.instant) claims for a new user while the sale is open, nobody waits
+-- and the caller's ledger keeps up: one unit taken, counted to the user, kept among the sold
+-- (a refund gives it back), the attempt in the active set until the ledger has it. The claim
+-- takes the next serial and the head moves past it, so the line stays empty. Otherwise the
+-- user waits in line, and the admitter claims in turn (lua/admit_batch.lua).
 -- One attempt per user per sale: a user whose admitted attempt bought (it left the active set
 -- with units still counted to the user) gets that attempt back, not a new place in line; one
 -- whose attempt expired (units given back, or none taken) joins anew.
@@ -21,15 +32,17 @@
 -- A sale whose stock was never written here (unknown, or lost in a flush) is unknown: the
 -- caller restores it from the ledger.
 local meta = redis.call('HMGET', KEYS[1], 'stock_initialised', 'status', 'closes_at_ms', 'head',
-  'measured_rate', 'rate_per_minute', 'epoch', 'drawing', 'draw_to', 'layout')
+  'measured_rate', 'rate_per_minute', 'epoch', 'drawing', 'draw_to', 'layout', 'instant',
+  'opens_at_ms', 'per_user_limit')
 local closes_at = tonumber(meta[3] or '0')
 local reply, n = {meta[5] or '0', meta[6] or '0', meta[7] or ''}, 3
 local now = ARGV[2]
 -- A sale unknown here or closed answers every join of the call alike.
 local shut = (not meta[1] and 'unknown')
   or ((meta[2] == 'closed' or (closes_at > 0 and tonumber(now) >= closes_at)) and 'closed')
+local FIRST = 5
 if shut then
-  for _ = 3, #ARGV, 3 do
+  for _ = FIRST, #ARGV, 3 do
     reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = shut, '', 0, 0, 0
     n = n + 5
   end
@@ -53,8 +66,15 @@ local first_new
 -- written once at the end.
 local names, seen, named, seens = {}, {}, 0, 0
 local presence = ARGV[1] == '1'
+-- An instant sale claims while it is open, the caller keeps up and nobody waits (checked per
+-- join below: one queued in this call fronts the rest).
+local instant = meta[11] == '1'
+local claiming = instant and meta[2] == 'open' and tonumber(now) >= tonumber(meta[12] or '0')
+  and ARGV[3] ~= '1'
+local claim_until, limit = tonumber(ARGV[4]), tonumber(meta[13] or '0')
+local head_moved, claimed = false, false
 -- (inline, no helper functions: a script's functions are made anew on every call)
-for i = 3, #ARGV, 3 do
+for i = FIRST, #ARGV, 3 do
   local user, sent = ARGV[i], ARGV[i + 1]
   local attempt, place, serial, stale, admitted
   -- A new user's place is taken in one write (no lookup first); a user already in the
@@ -74,11 +94,46 @@ for i = 3, #ARGV, 3 do
       admitted = nil
     end
   end
+  local status
   if admitted then
-    -- Not waiting: the place just taken is given back.
+    -- Not waiting: the place just taken is given back. A claim whose record the ledger may
+    -- not have yet is answered claimed again, so the caller records it (idempotent).
     if not stale then redis.call('HDEL', bucket, user) end
-    reply[n + 1], reply[n + 2], reply[n + 3] = 'active', admitted == sent and '' or admitted, 0
-    place = 0
+    status, place = 'active', 0
+    if instant then
+      local pending = redis.call('HGET', KEYS[11], admitted)
+      if pending then status, place = 'claimed', tonumber(pending) end
+    end
+    reply[n + 1], reply[n + 2], reply[n + 3] = status, admitted == sent and '' or admitted, 0
+  elseif (new or stale) and claiming and last - head + 1 - gone == 0 then
+    -- An instant sale's claim, for a user not waiting, with nobody waiting ahead.
+    local bought = tonumber(redis.call('HGET', KEYS[7], user) or '0')
+    if bought + 1 > limit then
+      redis.call('HDEL', bucket, user)
+      status, place = 'limit', bought
+    elseif tonumber(redis.call('GET', KEYS[8]) or '0') < 1 then
+      redis.call('HDEL', bucket, user)
+      status, place = 'sold_out', 0
+    else
+      -- Nobody waits: every serial from the head on is gone, and the head passes them all.
+      last = last + 1
+      head, gone, head_moved, claimed = last + 1, 0, true, true
+      redis.call('DECRBY', KEYS[8], 1)
+      redis.call('HINCRBY', KEYS[7], user, 1)
+      redis.call('HSET', KEYS[9], sent, 'q|1|' .. user)
+      redis.call('HSET', KEYS[4], user, sent)
+      redis.call('HSET', KEYS[10], sent, user)
+      redis.call('ZADD', KEYS[5], claim_until, sent)
+      redis.call('HSET', KEYS[11], sent, last)
+      if keeps_admitted() then
+        redis.call('HSET', bucket, user, sent)
+      else
+        redis.call('HDEL', bucket, user)
+      end
+      status, place = 'claimed', last
+    end
+    reply[n + 1], reply[n + 2], reply[n + 3] = status, '', status == 'limit' and place or 0
+    if status == 'limit' then place = 0 end
   else
     if not attempt then
       -- The serial is a service-issued sequence, never a clock: FIFO even across replicas.
@@ -105,6 +160,15 @@ for i = 3, #ARGV, 3 do
   end
   reply[n + 4], reply[n + 5] = last - head + 1 - gone, place
   n = n + 5
+end
+if head_moved then
+  -- Claims took serials and nobody waits: the head passes them (and those gone before).
+  redis.call('HSET', KEYS[1], 'head', head)
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. head)
+end
+if claimed then
+  redis.call('HINCRBY', KEYS[1], 'version', 1)
+  if not first_new then redis.call('SET', KEYS[2], last) end
 end
 if first_new then
   redis.call('SET', KEYS[2], last)

@@ -136,6 +136,13 @@ pub struct LedgerConfig {
     pub acquire_timeout_ms: u64,
     /// Run pending migrations when `serve` starts.
     pub migrate_on_start: bool,
+    /// Most holds, checkouts or claims of one sale written in one transaction (one commit).
+    /// Writes that arrive while a sale's transactions are out wait and go together, up to
+    /// this many; a lone one waits for nobody.
+    pub batch_max: u32,
+    /// Transactions of one sale's batches out at once, per replica: two keep the database
+    /// busy with one batch while the next gathers.
+    pub batch_calls: u32,
 }
 
 /// Where the embedded backends keep their files.
@@ -486,6 +493,8 @@ impl Default for Config {
                 max_connections: 20,
                 acquire_timeout_ms: 3000,
                 migrate_on_start: true,
+                batch_max: 256,
+                batch_calls: 2,
             },
             embedded: EmbeddedConfig {
                 data_dir: "sluice-data".into(),
@@ -944,6 +953,15 @@ impl Config {
         }
         if self.ledger.max_connections == 0 {
             return bad("ledger.max_connections", "must be positive");
+        }
+        if !(1..=10_000).contains(&self.ledger.batch_max) {
+            return bad("ledger.batch_max", "must be between 1 and 10000");
+        }
+        if !(1..=self.ledger.max_connections).contains(&self.ledger.batch_calls) {
+            return bad(
+                "ledger.batch_calls",
+                "must be between 1 and ledger.max_connections",
+            );
         }
         if self.events.poll_ms < 10 || self.events.batch == 0 {
             return bad("events.poll_ms", "poll_ms at least 10 and batch positive");

@@ -16,8 +16,10 @@
 //!   counters. A trait; [`queue::RedisQueue`] runs one Lua script (`lua/`) per operation, on
 //!   one Redis or a Redis Cluster (all of a sale's keys in one slot); joins and status lookups
 //!   of one sale that arrive together go in one call.
-//! - [`ledger`]: the durable truth from ADMITTED on — attempts, holds (one row per unit of
-//!   stock), payments, audit trail, idempotency keys, outbox, the named admin keys and the
+//! - [`gather`]: what arrives together goes together — one sale's calls that arrive while
+//!   earlier ones are out, gathered into one batch (Redis calls, ledger transactions).
+//! - [`ledger`]: the durable truth from ADMITTED on — attempts, holds (a quantity sale's free
+//!   units one counter, a seat one row), payments, audit trail, idempotency keys, outbox, the named admin keys and the
 //!   admin audit log. A trait, implemented once in SQL (`ledger/sql`) and compiled for each
 //!   dialect: [`ledger::PgLedger`] is PostgreSQL (`migrations/postgres`, behind the breaker),
 //!   [`ledger::SqliteLedger`] the embedded SQLite (`migrations/sqlite`, the same column names).
@@ -65,14 +67,16 @@
 //! Waiting users exist only in the queue store: join and the status of a waiting user never
 //! touch the database, and a waiting user's status is answered from the replica's view of the
 //! line (refreshed from the queue store), not by a lookup of its own. From admission on, the
-//! ledger decides, and taking stock there is conditional (a unit row has at most one holder),
-//! so a wiped or stale queue store can never oversell.
+//! ledger decides, and taking stock there is conditional (a counter that never goes below
+//! zero, a seat row with at most one holder), so a wiped or stale queue store can never
+//! oversell.
 
 pub mod api;
 pub mod auth;
 pub mod config;
 pub mod domain;
 pub mod events;
+pub mod gather;
 pub mod ledger;
 pub mod notify;
 pub mod payments;

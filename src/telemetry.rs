@@ -27,6 +27,8 @@ const REDIS_CALL_BUCKETS: &[f64] = &[
 ];
 /// Questions per Redis call (joins or status lookups of one sale sent together; at most 64).
 const BATCH_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+/// A ledger batch carries up to `ledger.batch_max` (256 by default).
+const LEDGER_BATCH_BUCKETS: &[f64] = &[1.0, 4.0, 16.0, 64.0, 128.0, 256.0, 1024.0];
 
 pub fn metrics_handle() -> PrometheusHandle {
     HANDLE
@@ -48,6 +50,11 @@ pub fn metrics_handle() -> PrometheusHandle {
                 .set_buckets_for_metric(
                     Matcher::Full("sluice_queue_journal_batch_size".into()),
                     BATCH_BUCKETS,
+                )
+                .expect("static buckets are valid")
+                .set_buckets_for_metric(
+                    Matcher::Full("sluice_ledger_batch_size".into()),
+                    LEDGER_BATCH_BUCKETS,
                 )
                 .expect("static buckets are valid")
                 .build_recorder();
@@ -217,6 +224,22 @@ fn describe() {
         "Changes to the embedded store's waiting lines written to its journal with one sync"
     );
     describe_histogram!(
+        "sluice_ledger_batch_size",
+        "Holds and checkouts (label call events) or an instant sale's claims (claims) of one sale written in one ledger transaction"
+    );
+    describe_counter!(
+        "sluice_claims_total",
+        "An instant sale's claims made by joins, by what the ledger made of them (claimed, claimed_before, sold_out, failed)"
+    );
+    describe_counter!(
+        "sluice_phase_list_reads_total",
+        "Whole reads of a list phase's members from the ledger, one per replica and version of the list (a join asks the replica's copy)"
+    );
+    describe_counter!(
+        "sluice_queue_excess_units_taken_total",
+        "Units a quantity sale's queue store had free that the ledger had taken (a failover lost the store's side of holds), taken off its count"
+    );
+    describe_histogram!(
         "sluice_ledger_commit_duration_seconds",
         Unit::Seconds,
         "Ledger write transactions, begin to commit, by operation"
@@ -281,6 +304,7 @@ fn zero_counters() {
         "sluice_events_published_total",
         "sluice_event_publish_errors_total",
         "sluice_outbox_dead_letters_total",
+        "sluice_phase_list_reads_total",
     ] {
         metrics::counter!(name).increment(0);
     }

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! QUEUED ──admit──▶ ADMITTED ──hold──▶ HOLD ──checkout──▶ PAYMENT_PENDING ──paid──▶ CONFIRMED
+//!   │ └──────────────────────── claim (an instant sale) ──────────────────────────────▲
 //!   │ leave            │ leave           │ release, leave       │ payment failed
 //!   │ abandon          │ admission TTL   │ hold TTL             │ payment TTL
 //!   │ sale closed      │                 │ (stock back)         │ (stock back)
@@ -31,7 +32,8 @@
 //! - an event that does not apply to the state is [`Rejected`] (HTTP 409, or 410 once EXPIRED);
 //! - an event that already happened leaves the state as it is (`changed == false`): repeats are
 //!   idempotent;
-//! - entering HOLD takes the hold's units ([`Effect::TakeStock`]); leaving a state that owns
+//! - entering a state that owns units from one that does not (HOLD, or CONFIRMED by an
+//!   instant sale's claim) takes them ([`Effect::TakeStock`]); leaving a state that owns
 //!   units (HOLD, PAYMENT_PENDING, CONFIRMED) for EXPIRED gives them back
 //!   ([`Effect::ReturnStock`]), which happens once because EXPIRED is never left;
 //! - an operator's refund ends a CONFIRMED attempt (EXPIRED `refunded`): its units go back and
@@ -111,6 +113,9 @@ pub enum AttemptEvent {
     Checkout,
     /// Checkout of a hold that costs nothing (a free claim): confirmed with no payment.
     ClaimFree,
+    /// An instant sale's join that took a unit: confirmed at once, from the queue (the queue
+    /// store decided it; the ledger records it).
+    Claim,
     PaymentSucceeded,
     PaymentFailed,
     PaymentTimeout,
@@ -128,7 +133,7 @@ impl AttemptEvent {
         }
     }
 
-    pub const ALL: [AttemptEvent; 14] = [
+    pub const ALL: [AttemptEvent; 15] = [
         AttemptEvent::Admit,
         AttemptEvent::Leave,
         AttemptEvent::Abandon,
@@ -139,6 +144,7 @@ impl AttemptEvent {
         AttemptEvent::HoldTimeout,
         AttemptEvent::Checkout,
         AttemptEvent::ClaimFree,
+        AttemptEvent::Claim,
         AttemptEvent::PaymentSucceeded,
         AttemptEvent::PaymentFailed,
         AttemptEvent::PaymentTimeout,
@@ -158,6 +164,7 @@ impl AttemptEvent {
             AttemptEvent::HoldTimeout => "hold_timeout",
             AttemptEvent::Checkout => "checkout",
             AttemptEvent::ClaimFree => "claim_free",
+            AttemptEvent::Claim => "claim",
             AttemptEvent::PaymentSucceeded => "payment_succeeded",
             AttemptEvent::PaymentFailed => "payment_failed",
             AttemptEvent::PaymentTimeout => "payment_timeout",
@@ -273,6 +280,7 @@ fn queued(event: AttemptEvent) -> Next {
         AttemptEvent::Leave => expire(ExpiryReason::Left),
         AttemptEvent::Abandon => expire(ExpiryReason::Abandoned),
         AttemptEvent::SaleClosed => expire(ExpiryReason::SaleClosed),
+        AttemptEvent::Claim => Next::Go(AttemptState::Confirmed),
         AttemptEvent::AdmissionTimeout
         | AttemptEvent::Hold
         | AttemptEvent::Release
@@ -297,6 +305,7 @@ fn admitted(event: AttemptEvent) -> Next {
         | AttemptEvent::HoldTimeout
         | AttemptEvent::Checkout
         | AttemptEvent::ClaimFree
+        | AttemptEvent::Claim
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
         | AttemptEvent::PaymentTimeout
@@ -312,6 +321,7 @@ fn hold(event: AttemptEvent) -> Next {
         AttemptEvent::Release | AttemptEvent::Leave => expire(ExpiryReason::Released),
         AttemptEvent::HoldTimeout => expire(ExpiryReason::HoldTimeout),
         AttemptEvent::Abandon
+        | AttemptEvent::Claim
         | AttemptEvent::AdmissionTimeout
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
@@ -330,6 +340,7 @@ fn payment_pending(event: AttemptEvent) -> Next {
         AttemptEvent::PaymentFailed => expire(ExpiryReason::PaymentFailed),
         AttemptEvent::PaymentTimeout => expire(ExpiryReason::PaymentTimeout),
         AttemptEvent::ClaimFree
+        | AttemptEvent::Claim
         | AttemptEvent::Leave
         | AttemptEvent::Abandon
         | AttemptEvent::AdmissionTimeout
@@ -347,6 +358,7 @@ fn confirmed(event: AttemptEvent) -> Next {
         | AttemptEvent::Hold
         | AttemptEvent::Checkout
         | AttemptEvent::ClaimFree
+        | AttemptEvent::Claim
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
         | AttemptEvent::SaleClosed => Next::Stay,
@@ -380,17 +392,18 @@ fn expired(reason: ExpiryReason, event: AttemptEvent) -> Next {
         | AttemptEvent::Admit
         | AttemptEvent::Hold
         | AttemptEvent::Checkout
-        | AttemptEvent::ClaimFree => Next::Refuse,
+        | AttemptEvent::ClaimFree
+        | AttemptEvent::Claim => Next::Refuse,
     }
 }
 
-/// What every decision implies, from its two states alone: stock taken on entering HOLD and
-/// given back on leaving a state that owns units for EXPIRED, the refund of money that came
+/// What every decision implies, from its two states alone: stock taken on entering a state
+/// that owns units from one that does not, and given back on leaving one for EXPIRED, the refund of money that came
 /// after the end or that an operator gives back, and where the transition is kept.
 fn on_transition(from: AttemptState, event: AttemptEvent, to: AttemptState) -> Decision {
     let changed = from != to;
     let mut effects = Vec::new();
-    if changed && to.holds_stock() && !from.holds_stock() {
+    if changed && to.owns_units() && !from.owns_units() {
         effects.push(Effect::TakeStock);
     }
     if changed && from.owns_units() && to.reason().is_some() {

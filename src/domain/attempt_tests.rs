@@ -9,7 +9,7 @@ use AttemptEvent as E;
 #[test]
 fn transition_table() {
     // Columns in the order of AttemptEvent::ALL.
-    const EVENTS: [AttemptEvent; 14] = [
+    const EVENTS: [AttemptEvent; 15] = [
         E::Admit,
         E::Leave,
         E::Abandon,
@@ -20,6 +20,7 @@ fn transition_table() {
         E::HoldTimeout,
         E::Checkout,
         E::ClaimFree,
+        E::Claim,
         E::PaymentSucceeded,
         E::PaymentFailed,
         E::PaymentTimeout,
@@ -27,14 +28,14 @@ fn transition_table() {
     ];
     assert_eq!(EVENTS, AttemptEvent::ALL);
     #[rustfmt::skip]
-    let rows: [(&str, [&str; 14]); 6] = [
-        //                admit       leave                    abandon              closed                  admission TTL                hold       release              hold TTL                 checkout           free         paid         failed                   payment TTL                 refund
-        ("QUEUED",          ["ADMITTED", "EXPIRED(left)",       "EXPIRED(abandoned)", "EXPIRED(sale_closed)", "-",                          "-",      "-",                  "-",                     "-",               "-",         "-",         "-",                     "-", "-"]),
-        ("ADMITTED",        ["=",        "EXPIRED(left)",       "-",                  "=",                    "EXPIRED(admission_timeout)", "HOLD",   "-",                  "-",                     "-",               "-",         "-",         "-",                     "-", "-"]),
-        ("HOLD",            ["=",        "EXPIRED(released)",   "-",                  "=",                    "-",                          "=",      "EXPIRED(released)",  "EXPIRED(hold_timeout)", "PAYMENT_PENDING", "CONFIRMED", "-",         "-",                     "-", "-"]),
-        ("PAYMENT_PENDING", ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "-",         "CONFIRMED", "EXPIRED(payment_failed)", "EXPIRED(payment_timeout)", "-"]),
-        ("CONFIRMED",       ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "=",         "=",         "=",                     "-", "EXPIRED(refunded)"]),
-        ("EXPIRED",         ["-",        "=",                   "=",                  "=",                    "=",                          "-",      "=",                  "=",                     "-",               "-",         "=",         "=",                     "=", "-"]),
+    let rows: [(&str, [&str; 15]); 6] = [
+        //                admit       leave                    abandon              closed                  admission TTL                hold       release              hold TTL                 checkout           free         claim        paid         failed                   payment TTL                 refund
+        ("QUEUED",          ["ADMITTED", "EXPIRED(left)",       "EXPIRED(abandoned)", "EXPIRED(sale_closed)", "-",                          "-",      "-",                  "-",                     "-",               "-",         "CONFIRMED", "-",         "-",                     "-", "-"]),
+        ("ADMITTED",        ["=",        "EXPIRED(left)",       "-",                  "=",                    "EXPIRED(admission_timeout)", "HOLD",   "-",                  "-",                     "-",               "-",         "-",         "-",         "-",                     "-", "-"]),
+        ("HOLD",            ["=",        "EXPIRED(released)",   "-",                  "=",                    "-",                          "=",      "EXPIRED(released)",  "EXPIRED(hold_timeout)", "PAYMENT_PENDING", "CONFIRMED", "-",         "-",         "-",                     "-", "-"]),
+        ("PAYMENT_PENDING", ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "-",         "-",         "CONFIRMED", "EXPIRED(payment_failed)", "EXPIRED(payment_timeout)", "-"]),
+        ("CONFIRMED",       ["=",        "-",                   "-",                  "=",                    "-",                          "=",      "-",                  "-",                     "=",               "=",         "=",         "=",         "=",                     "-", "EXPIRED(refunded)"]),
+        ("EXPIRED",         ["-",        "=",                   "=",                  "=",                    "=",                          "-",      "=",                  "=",                     "-",               "-",         "-",         "=",         "=",                     "=", "-"]),
     ];
     let mut checked = 0;
     for from in AttemptState::all() {
@@ -69,7 +70,9 @@ fn transition_table() {
             assert_eq!(d.changed, d.to != from, "{from} + {event:?}");
             assert_eq!(d.event, event);
             let effects: &[Effect] = match (from, event) {
-                (AttemptState::Admitted, E::Hold) => &[Effect::TakeStock],
+                (AttemptState::Admitted, E::Hold) | (AttemptState::Queued, E::Claim) => {
+                    &[Effect::TakeStock]
+                }
                 (AttemptState::Hold, E::Leave | E::Release | E::HoldTimeout)
                 | (AttemptState::PaymentPending, E::PaymentFailed | E::PaymentTimeout) => {
                     &[Effect::ReturnStock]
@@ -83,7 +86,9 @@ fn transition_table() {
             assert_eq!(d.effects, effects, "{from} + {event:?}");
             let kept = match (d.changed, from) {
                 (false, _) => Kept::Nowhere,
-                (true, AttemptState::Queued) if event != E::Admit => Kept::QueueStore,
+                (true, AttemptState::Queued) if !matches!(event, E::Admit | E::Claim) => {
+                    Kept::QueueStore
+                }
                 (true, _) => Kept::Ledger,
             };
             assert_eq!(d.kept, kept, "{from} + {event:?}");
@@ -149,7 +154,8 @@ proptest! {
             let Some(att) = sim.attempts.get_mut(who) else { continue };
             let event = AttemptEvent::ALL[ev];
             // Stock is checked before the machine is asked, as the hold path does.
-            if event == E::Hold && att.state == AttemptState::Admitted && sim.stock < att.quantity {
+            let takes = matches!((att.state, event), (AttemptState::Admitted, E::Hold) | (AttemptState::Queued, E::Claim));
+            if takes && sim.stock < att.quantity {
                 continue;
             }
             let before = att.state;

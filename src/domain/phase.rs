@@ -63,6 +63,9 @@ pub struct Phase {
     pub first_serial: Option<u64>,
     /// Its settings are the sale's (it has started).
     pub applied: bool,
+    /// How many user ids its list holds (a list phase): the version of the list a replica
+    /// keeps in memory.
+    pub members: u64,
 }
 
 impl Phase {
@@ -212,6 +215,7 @@ pub fn parse(new: Vec<NewPhase>, sale: &Sale) -> Result<Vec<Phase>, PhaseError> 
             joins_from: p.joins_from,
             first_serial: None,
             applied: false,
+            members: 0,
         });
     }
     Ok(phases)
@@ -315,6 +319,7 @@ mod tests {
             joins_from: None,
             first_serial: None,
             applied: false,
+            members: 0,
         }
     }
 

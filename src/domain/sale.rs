@@ -20,14 +20,6 @@ impl Stock {
             Stock::Seats(seats) => seats.len() as u32,
         }
     }
-    /// The free part of a sale's stock, from the ids of its free units.
-    pub fn from_free_units(kind: StockKind, free: Vec<String>) -> Stock {
-        match kind {
-            StockKind::Seats => Stock::Seats(free),
-            StockKind::Quantity => Stock::Quantity(free.len() as u32),
-        }
-    }
-
     pub fn kind(&self) -> StockKind {
         match self {
             Stock::Quantity(_) => StockKind::Quantity,
@@ -207,6 +199,10 @@ pub struct Sale {
     pub created_at: DateTime<Utc>,
     /// The venue layout its seats are drawn from (named-seat sales made from one).
     pub layout: Option<uuid::Uuid>,
+    /// A free sale whose join is the claim: one unit, CONFIRMED at once, while nobody waits
+    /// and the ledger keeps up; otherwise the line fronts it and the admitter claims for each
+    /// in turn.
+    pub instant: bool,
 }
 
 /// How a sale opens.
@@ -261,6 +257,8 @@ pub struct NewSale {
     pub price: super::NewPrice,
     /// The venue layout the seats (and the categories' seats) come from.
     pub layout: Option<uuid::Uuid>,
+    /// Joins claim a unit at once ([`Sale::instant`]).
+    pub instant: bool,
 }
 
 impl NewSale {
@@ -306,6 +304,23 @@ impl NewSale {
         }
         let admission = Admission::parse(self.rate_per_minute, self.max_active, self.adaptive)?;
         let price = self.price.parse(&stock)?;
+        if self.instant {
+            if !matches!(stock, Stock::Quantity(_)) {
+                return Err(SaleError::new(
+                    "instant",
+                    "an instant sale sells a quantity, not named seats",
+                ));
+            }
+            if price
+                .as_ref()
+                .is_some_and(|p| p.unit_price > 0 || !p.categories.is_empty())
+            {
+                return Err(SaleError::new(
+                    "instant",
+                    "an instant sale is free: its unit_price is 0 (or it has no price)",
+                ));
+            }
+        }
         let opens_at = self.opens_at.unwrap_or(now);
         if let Some(closes_at) = self.closes_at {
             if closes_at <= opens_at {
@@ -339,6 +354,7 @@ impl NewSale {
             status: SaleStatus::Open,
             created_at: now,
             layout: self.layout,
+            instant: self.instant,
         })
     }
 }
@@ -432,6 +448,7 @@ mod tests {
             lottery: None,
             layout: None,
             price: Default::default(),
+            instant: false,
         }
     }
 

@@ -3,6 +3,7 @@
 //! also writes its audit row and its outbox event. Stock is taken conditionally here too, so a
 //! wiped or stale queue store can never oversell. Deadlines are judged by the database's clock.
 
+mod batch;
 pub mod breaker;
 mod flows;
 mod idempotency;
@@ -18,6 +19,7 @@ pub mod sqlite;
 mod support;
 mod transition;
 
+pub use batch::{ClaimAsk, Claimed, EventAsk};
 pub use idempotency::{IdempotencyLedger, SavedResponse};
 pub use layouts::{LayoutLedger, LayoutSummary};
 pub use outbox::{OutboxEvent, OutboxLedger, RelayLease};
@@ -65,7 +67,7 @@ pub fn from_config(config: &crate::config::Config) -> anyhow::Result<std::sync::
     })
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LedgerError {
     /// The database is down or too slow: answer 503 + Retry-After.
     #[error("ledger unavailable: {0}")]
@@ -115,6 +117,27 @@ pub enum LedgerError {
 
 pub type LedgerResult<T> = Result<T, LedgerError>;
 
+impl LedgerError {
+    /// Whether the ledger said no to what was asked (it changed nothing for it), rather than
+    /// failed: in a batch, a refusal answers one ask and the others go on.
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            LedgerError::NotFound
+            | LedgerError::Rejected(_)
+            | LedgerError::RejectedAfterExpiry { .. }
+            | LedgerError::SaleClosed
+            | LedgerError::SoldOut
+            | LedgerError::SeatTaken(_)
+            | LedgerError::UnknownSeat(_)
+            | LedgerError::NotFree { .. }
+            | LedgerError::SeatExists(_)
+            | LedgerError::NameTaken(_)
+            | LedgerError::TooMany { .. } => true,
+            LedgerError::Unavailable(_) | LedgerError::Other(_) => false,
+        }
+    }
+}
+
 /// Times one write transaction, begin to commit, into `sluice_ledger_commit_duration_seconds`
 /// (refused ones too: a slow refusal is as much database pressure). The adaptive valve reads
 /// its p99.
@@ -149,6 +172,9 @@ pub struct AdmissionPlan {
     pub opening: Opening,
     /// Joins end then; its admitter closes the sale once nobody waits past it.
     pub closes_at: Option<DateTime<Utc>>,
+    /// An instant sale: an admission is a claim, recorded as one, and the line drains as fast
+    /// as the ledger records claims (the rate is not used).
+    pub instant: bool,
 }
 
 /// What an attempt holds.
@@ -368,6 +394,9 @@ pub trait Ledger:
     /// Just the free units (what a buyer may still choose).
     async fn free_stock(&self, id: SaleId) -> LedgerResult<crate::domain::Stock>;
 
+    /// A quantity sale's free units (its counter: one row read); `None` for named seats.
+    async fn free_units(&self, id: SaleId) -> LedgerResult<Option<u32>>;
+
     /// Records attempts the queue store just admitted (QUEUED → ADMITTED). Returns those the
     /// ledger had admitted before (a batch recorded twice, or an attempt the store admitted
     /// again after a failover lost its first admission): they keep the state they have.
@@ -389,6 +418,24 @@ pub trait Ledger:
         event: AttemptEvent,
         take: Option<&Take>,
     ) -> LedgerResult<Applied>;
+
+    /// Events of one sale's attempts that arrived together, as [`Ledger::apply`] applies each,
+    /// in one transaction: each ask's own outcome, in order (one refused does not stop the
+    /// others); `Err` when the transaction failed, for all of them.
+    async fn apply_all(
+        &self,
+        sale: SaleId,
+        asks: &[EventAsk],
+    ) -> LedgerResult<Vec<LedgerResult<Applied>>>;
+
+    /// Records an instant sale's claims that the queue store made (QUEUED → CONFIRMED, one
+    /// unit each), in one transaction: each claim's outcome, in order. Idempotent: a claim
+    /// recorded before answers as it is.
+    async fn record_claims(
+        &self,
+        sale: SaleId,
+        claims: &[ClaimAsk],
+    ) -> LedgerResult<Vec<LedgerResult<Claimed>>>;
 
     /// An operator's refund: the `Refund` event applied as [`Ledger::apply`] does, with its
     /// audit entry when it changes the attempt (a second refund changes nothing);

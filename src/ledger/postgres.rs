@@ -4,8 +4,7 @@
 //! the two databases spell a thing differently.
 //!
 //! Here: the pool, how a write transaction begins, how an error is classified, the relay's
-//! lease (a session advisory lock), and the statements over arrays (`unnest`, `ANY`,
-//! `generate_series`, the hold's claim by row address).
+//! lease (a session advisory lock), and the statements over arrays (`unnest`, `ANY`).
 
 use std::time::Duration;
 
@@ -14,8 +13,9 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{AdmissionPlan, LedgerError, LedgerResult, RelayLease};
-use crate::domain::{AttemptId, Decision, SaleId};
+use crate::domain::{AttemptId, Decision, DomainEvent, SaleId};
 use crate::queue::Admitted;
+use crate::queue::SyncChange;
 
 /// The database's clock.
 macro_rules! now {
@@ -58,6 +58,13 @@ macro_rules! row_lock {
 macro_rules! each_text {
     ($list:literal) => {
         concat!("unnest(", $list, "::text[]) AS list(value)")
+    };
+}
+
+/// A column matched against an [`Ids`](crate::ledger::sql_types::Ids) parameter.
+macro_rules! in_ids {
+    ($list:literal) => {
+        concat!("= ANY(", $list, ")")
     };
 }
 
@@ -159,69 +166,6 @@ pub(crate) async fn relay_lease(
     Ok(held.then(|| Box::new(PgRelayLease(conn)) as Box<dyn RelayLease>))
 }
 
-/// Claims up to `$3` free units of sale `$1` for attempt `$2`, returning their ids. The free
-/// units are picked and locked by an uncorrelated sub-select, which PostgreSQL runs once (an
-/// InitPlan), then updated by row address. Written as `unit_id IN (SELECT … LIMIT $3 FOR UPDATE
-/// SKIP LOCKED)`, the planner may run the locking sub-select again for every unit of the sale
-/// (a nested-loop semi-join, its choice when the table's statistics predate the sale's units,
-/// as right after a sale is created): in the benchmark, holds of a new sale stalled for
-/// minutes that way. The rows are locked by this transaction, so their addresses hold still.
-///
-/// Run after [`FREE_UNITS_BY_INDEX`] in the same transaction.
-pub const CLAIM_FREE_UNITS: &str = "UPDATE stock_units SET attempt_id = $2
-     WHERE ctid = ANY(ARRAY(
-         SELECT ctid FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL
-         LIMIT $3 FOR UPDATE SKIP LOCKED))
-     RETURNING unit_id";
-
-/// Free units are found through the free-units index, never by a sequential scan. For a
-/// `LIMIT`, the planner likes a sequential scan when its statistics say free rows are many,
-/// reckoning it meets some early; but a new sale's units are stored behind every older sale's
-/// rows, so each hold would read all of those first (`docs/benchmarks.md` has the figures).
-/// For the rest of the hold transaction, whose statements go by key, the setting changes
-/// nothing.
-pub const FREE_UNITS_BY_INDEX: &str = "SET LOCAL enable_seqscan = off";
-
-/// Claims up to `n` free units of a quantity sale for the attempt (skipping those another hold
-/// is claiming right now, so holds never wait on each other); the ids claimed.
-pub(crate) async fn claim_free_units(
-    conn: &mut PgConnection,
-    id: AttemptId,
-    n: u32,
-) -> LedgerResult<Vec<String>> {
-    sqlx::query(FREE_UNITS_BY_INDEX)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-    sqlx::query_scalar(CLAIM_FREE_UNITS)
-        .bind(id.sale.0)
-        .bind(id.local)
-        .bind(i64::from(n))
-        .fetch_all(conn)
-        .await
-        .map_err(db_error)
-}
-
-/// Inserts units "from + 1" to "from + n" of a quantity sale.
-pub(crate) async fn insert_numbered_units(
-    conn: &mut PgConnection,
-    sale: SaleId,
-    from: i64,
-    n: u32,
-) -> LedgerResult<()> {
-    sqlx::query(
-        "INSERT INTO stock_units (sale_id, unit_id)
-         SELECT $1, CAST($2 + g AS TEXT) FROM generate_series(1, $3) g",
-    )
-    .bind(sale.0)
-    .bind(from)
-    .bind(i64::from(n))
-    .execute(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(())
-}
-
 /// One statement for the batch: its ids as an array.
 pub(crate) async fn audit_all(
     conn: &mut PgConnection,
@@ -268,6 +212,152 @@ pub(crate) async fn insert_admitted(
     .fetch_all(conn)
     .await
     .map_err(db_error)
+}
+
+/// New payment rows, `(reference, attempt)`, pending, in one statement; an attempt that has
+/// one keeps it.
+pub(crate) async fn insert_payments(
+    conn: &mut PgConnection,
+    payments: &[(Uuid, Uuid)],
+) -> LedgerResult<()> {
+    let (references, attempts): (Vec<Uuid>, Vec<Uuid>) = payments.iter().copied().unzip();
+    sqlx::query(
+        "INSERT INTO payments (reference, attempt_id, status, created_at, updated_at)
+         SELECT reference, attempt_id, 'pending', now(), now()
+         FROM unnest($1::uuid[], $2::uuid[]) AS t(reference, attempt_id)
+         ON CONFLICT (attempt_id) DO NOTHING",
+    )
+    .bind(&references)
+    .bind(&attempts)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// Outbox rows for `events`, in one statement, stamped in their order.
+pub(crate) async fn insert_events(
+    conn: &mut PgConnection,
+    events: &[DomainEvent],
+) -> LedgerResult<()> {
+    let ids: Vec<Uuid> = events.iter().map(|e| e.id).collect();
+    let sales: Vec<Uuid> = events.iter().map(|e| e.sale_id.0).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    let payloads = events
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| LedgerError::Other(e.to_string()))?;
+    sqlx::query(
+        "INSERT INTO outbox (id, sale_id, event_type, payload, created_at)
+         SELECT id, sale_id, event_type, CAST(payload AS JSONB), clock_timestamp()
+         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[])
+              AS t(id, sale_id, event_type, payload)",
+    )
+    .bind(&ids)
+    .bind(&sales)
+    .bind(&kinds)
+    .bind(&payloads)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// Queue-sync rows for `changes`, in one statement; their ids, in order.
+pub(crate) async fn record_syncs(
+    conn: &mut PgConnection,
+    changes: &[(AttemptId, SyncChange)],
+) -> LedgerResult<Vec<i64>> {
+    let sales: Vec<Uuid> = changes.iter().map(|(id, _)| id.sale.0).collect();
+    let attempts: Vec<Uuid> = changes.iter().map(|(id, _)| id.local).collect();
+    let kinds: Vec<&str> = changes.iter().map(|(_, c)| c.as_str()).collect();
+    let rows: Vec<(i64, i64)> = sqlx::query_as(
+        "WITH new AS (
+           INSERT INTO queue_sync (sale_id, attempt_id, change, created_at)
+           SELECT sale_id, attempt_id, change, clock_timestamp()
+           FROM unnest($1::uuid[], $2::uuid[], $3::text[]) WITH ORDINALITY AS t(sale_id, attempt_id, change, n)
+           ORDER BY n
+           RETURNING id, attempt_id)
+         SELECT new.id, t.n FROM new
+         JOIN unnest($2::uuid[]) WITH ORDINALITY AS t(attempt_id, n) USING (attempt_id)",
+    )
+    .bind(&sales)
+    .bind(&attempts)
+    .bind(&kinds)
+    .fetch_all(conn)
+    .await
+    .map_err(db_error)?;
+    let mut ids = vec![0; changes.len()];
+    for (id, n) in rows {
+        if let Some(slot) = ids.get_mut(n as usize - 1) {
+            *slot = id;
+        }
+    }
+    Ok(ids)
+}
+
+/// The hold rows of attempts of a quantity sale that took their units (`held`, at the sale's
+/// unit price), in one statement.
+pub(crate) async fn insert_quantity_holds(
+    conn: &mut PgConnection,
+    sale: SaleId,
+    holds: &[(Uuid, u32)],
+) -> LedgerResult<()> {
+    let attempts: Vec<Uuid> = holds.iter().map(|(id, _)| *id).collect();
+    let quantities: Vec<i32> = holds.iter().map(|(_, n)| *n as i32).collect();
+    sqlx::query(
+        "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status, created_at, amount,
+                           currency)
+         SELECT t.attempt_id, $1, t.quantity, '{}', 'held', now(),
+                CAST(t.quantity * s.unit_price AS BIGINT), s.currency
+         FROM unnest($2::uuid[], $3::int[]) AS t(attempt_id, quantity), sales s
+         WHERE s.id = $1",
+    )
+    .bind(sale.0)
+    .bind(&attempts)
+    .bind(&quantities)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+/// The attempts an instant sale's claims confirmed, `(attempt, user, join serial)`, and their
+/// holds of one unit each (at the sale's unit price), in two statements.
+pub(crate) async fn insert_claims(
+    conn: &mut PgConnection,
+    sale: SaleId,
+    claims: &[(Uuid, &str, i64)],
+) -> LedgerResult<()> {
+    let ids: Vec<Uuid> = claims.iter().map(|c| c.0).collect();
+    let users: Vec<&str> = claims.iter().map(|c| c.1).collect();
+    let seqs: Vec<i64> = claims.iter().map(|c| c.2).collect();
+    sqlx::query(
+        "INSERT INTO attempts (id, sale_id, user_id, seq, state, admitted_at,
+                               admission_expires_at, updated_at)
+         SELECT id, $1, user_id, seq, 'CONFIRMED', now(), now(), now()
+         FROM unnest($2::uuid[], $3::text[], $4::bigint[]) AS t(id, user_id, seq)",
+    )
+    .bind(sale.0)
+    .bind(&ids)
+    .bind(&users)
+    .bind(&seqs)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    sqlx::query(
+        "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status, created_at, ended_at,
+                           amount, currency)
+         SELECT t.id, $1, 1, '{}', 'confirmed', now(), now(), s.unit_price, s.currency
+         FROM unnest($2::uuid[]) AS t(id), sales s WHERE s.id = $1",
+    )
+    .bind(sale.0)
+    .bind(&ids)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(())
 }
 
 /// Marks outbox rows published, in one statement.

@@ -101,6 +101,43 @@ impl<'q> Encode<'q, Sqlite> for TextList<'_> {
     }
 }
 
+/// A list of ids (attempts, outbox rows) as one parameter: a statement matches a column
+/// against it with the dialect's `in_ids!` — `= ANY(…)` over a `uuid[]` on PostgreSQL, `IN`
+/// the ids of a JSON array of hex strings on SQLite (whose ids are 16-byte blobs).
+#[derive(Debug, Clone, Copy)]
+pub struct Ids<'a>(pub &'a [uuid::Uuid]);
+
+impl Type<Postgres> for Ids<'_> {
+    fn type_info() -> PgTypeInfo {
+        <Vec<uuid::Uuid> as Type<Postgres>>::type_info()
+    }
+}
+
+impl Encode<'_, Postgres> for Ids<'_> {
+    fn encode_by_ref(&self, buf: &mut PgArgumentBuffer) -> Result<IsNull, BoxDynError> {
+        <&[uuid::Uuid] as Encode<Postgres>>::encode_by_ref(&self.0, buf)
+    }
+}
+
+impl Type<Sqlite> for Ids<'_> {
+    fn type_info() -> SqliteTypeInfo {
+        <String as Type<Sqlite>>::type_info()
+    }
+}
+
+impl<'q> Encode<'q, Sqlite> for Ids<'_> {
+    fn encode_by_ref(
+        &self,
+        args: &mut Vec<SqliteArgumentValue<'q>>,
+    ) -> Result<IsNull, BoxDynError> {
+        let hex: Vec<String> = self.0.iter().map(|id| id.simple().to_string()).collect();
+        args.push(SqliteArgumentValue::Text(
+            serde_json::to_string(&hex)?.into(),
+        ));
+        Ok(IsNull::No)
+    }
+}
+
 /// A stored list of seat ids, read back (`holds.seat_ids`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Seats(pub Vec<String>);

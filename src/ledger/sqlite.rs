@@ -16,8 +16,9 @@ use sqlx::SqliteConnection;
 use uuid::Uuid;
 
 use super::{AdmissionPlan, LedgerError, LedgerResult, RelayLease};
-use crate::domain::{AttemptId, Decision, SaleId};
+use crate::domain::{AttemptId, Decision, DomainEvent, SaleId};
 use crate::queue::Admitted;
+use crate::queue::SyncChange;
 
 /// The database's clock, in Unix milliseconds.
 macro_rules! now {
@@ -59,6 +60,14 @@ macro_rules! row_lock {
 macro_rules! each_text {
     ($list:literal) => {
         concat!("json_each(", $list, ")")
+    };
+}
+
+/// A column matched against an [`Ids`](crate::ledger::sql_types::Ids) parameter (a JSON
+/// array of hex ids; ids are 16-byte blobs here).
+macro_rules! in_ids {
+    ($list:literal) => {
+        concat!("IN (SELECT unhex(value) FROM json_each(", $list, "))")
     };
 }
 
@@ -142,45 +151,6 @@ pub(crate) async fn relay_lease(
     Ok(Some(Box::new(Always)))
 }
 
-/// Claims up to `n` free units of a quantity sale for the attempt; the ids claimed.
-pub(crate) async fn claim_free_units(
-    conn: &mut SqliteConnection,
-    id: AttemptId,
-    n: u32,
-) -> LedgerResult<Vec<String>> {
-    sqlx::query_scalar(
-        "UPDATE stock_units SET attempt_id = $2
-         WHERE rowid IN (SELECT rowid FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL LIMIT $3)
-         RETURNING unit_id",
-    )
-    .bind(id.sale.0)
-    .bind(id.local)
-    .bind(i64::from(n))
-    .fetch_all(conn)
-    .await
-    .map_err(db_error)
-}
-
-/// Inserts units "from + 1" to "from + n" of a quantity sale.
-pub(crate) async fn insert_numbered_units(
-    conn: &mut SqliteConnection,
-    sale: SaleId,
-    from: i64,
-    n: u32,
-) -> LedgerResult<()> {
-    sqlx::query(
-        "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < $3)
-         INSERT INTO stock_units (sale_id, unit_id) SELECT $1, CAST($2 + n AS TEXT) FROM g",
-    )
-    .bind(sale.0)
-    .bind(from)
-    .bind(i64::from(n))
-    .execute(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(())
-}
-
 /// One row per attempt: SQLite has no array parameter.
 pub(crate) async fn audit_all(
     conn: &mut SqliteConnection,
@@ -219,6 +189,114 @@ pub(crate) async fn insert_admitted(
         }
     }
     Ok(inserted)
+}
+
+/// New payment rows, `(reference, attempt)`, pending, one statement each; an attempt that
+/// has one keeps it.
+pub(crate) async fn insert_payments(
+    conn: &mut SqliteConnection,
+    payments: &[(Uuid, Uuid)],
+) -> LedgerResult<()> {
+    for (reference, attempt) in payments {
+        sqlx::query(concat!(
+            "INSERT INTO payments (reference, attempt_id, status, created_at, updated_at)
+             VALUES ($1, $2, 'pending', ",
+            now!(),
+            ", ",
+            now!(),
+            ") ON CONFLICT (attempt_id) DO NOTHING"
+        ))
+        .bind(reference)
+        .bind(attempt)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    }
+    Ok(())
+}
+
+/// Outbox rows for `events`, one statement each.
+pub(crate) async fn insert_events(
+    conn: &mut SqliteConnection,
+    events: &[DomainEvent],
+) -> LedgerResult<()> {
+    for event in events {
+        sql::outbox::insert(&mut *conn, event).await?;
+    }
+    Ok(())
+}
+
+/// Queue-sync rows for `changes`, one statement each; their ids, in order.
+pub(crate) async fn record_syncs(
+    conn: &mut SqliteConnection,
+    changes: &[(AttemptId, SyncChange)],
+) -> LedgerResult<Vec<i64>> {
+    let mut ids = Vec::with_capacity(changes.len());
+    for (id, change) in changes {
+        ids.push(sql::queue_sync::record(&mut *conn, *id, *change).await?);
+    }
+    Ok(ids)
+}
+
+/// The hold rows of attempts of a quantity sale that took their units, one statement each.
+pub(crate) async fn insert_quantity_holds(
+    conn: &mut SqliteConnection,
+    sale: SaleId,
+    holds: &[(Uuid, u32)],
+) -> LedgerResult<()> {
+    for (attempt, n) in holds {
+        let id = AttemptId {
+            sale,
+            local: *attempt,
+        };
+        let take = crate::domain::Take::Quantity(*n);
+        sql::attempts::insert_holds(&mut *conn, sale, &[(id, &take)]).await?;
+    }
+    Ok(())
+}
+
+/// The attempts an instant sale's claims confirmed, `(attempt, user, join serial)`, and their
+/// holds of one unit each (at the sale's unit price), two statements a claim.
+pub(crate) async fn insert_claims(
+    conn: &mut SqliteConnection,
+    sale: SaleId,
+    claims: &[(Uuid, &str, i64)],
+) -> LedgerResult<()> {
+    for (id, user, seq) in claims {
+        sqlx::query(concat!(
+            "INSERT INTO attempts (id, sale_id, user_id, seq, state, admitted_at,
+                                   admission_expires_at, updated_at)
+             VALUES ($1, $2, $3, $4, 'CONFIRMED', ",
+            now!(),
+            ", ",
+            now!(),
+            ", ",
+            now!(),
+            ")"
+        ))
+        .bind(id)
+        .bind(sale.0)
+        .bind(*user)
+        .bind(seq)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+        sqlx::query(concat!(
+            "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status, created_at,
+                               ended_at, amount, currency)
+             SELECT $1, $2, 1, '[]', 'confirmed', ",
+            now!(),
+            ", ",
+            now!(),
+            ", s.unit_price, s.currency FROM sales s WHERE s.id = $2"
+        ))
+        .bind(id)
+        .bind(sale.0)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    }
+    Ok(())
 }
 
 /// Marks outbox rows published, one statement each.

@@ -39,6 +39,45 @@ pub(crate) trait LedgerTx: Send {
     /// Writes the queue store's side of the transition (a queue-sync row); returns its id.
     async fn record_sync(&mut self, id: AttemptId, change: SyncChange) -> LedgerResult<i64>;
 
+    /// The database's clock.
+    async fn now(&mut self) -> LedgerResult<DateTime<Utc>>;
+    /// Loads and locks the attempts `ids` of `sale` that exist, in the order of their ids.
+    async fn lock_attempts(
+        &mut self,
+        sale: SaleId,
+        ids: &[Uuid],
+    ) -> LedgerResult<Vec<AttemptRecord>>;
+    /// Takes each of `wants` units of a quantity sale that is free once those before it are
+    /// taken; whether each was.
+    async fn take_each(&mut self, sale: SaleId, wants: &[u32]) -> LedgerResult<Vec<bool>>;
+    /// Claims named seats for the attempt, all or none.
+    async fn claim_seats(&mut self, id: AttemptId, seats: &[String]) -> LedgerResult<()>;
+    /// The hold rows of attempts that took their units or seats.
+    async fn insert_holds(
+        &mut self,
+        sale: SaleId,
+        holds: &[(AttemptId, &Take)],
+    ) -> LedgerResult<()>;
+    /// The new state of many attempts ([`LedgerTx::enter_state`] for each).
+    async fn enter_states(&mut self, ids: &[Uuid], to: AttemptState) -> LedgerResult<()>;
+    /// Queue-sync rows of many transitions; their ids, in order.
+    async fn record_syncs(&mut self, changes: &[(AttemptId, SyncChange)])
+        -> LedgerResult<Vec<i64>>;
+    async fn insert_events(&mut self, events: &[DomainEvent]) -> LedgerResult<()>;
+    /// The CONFIRMED attempt of each of `users` in the sale that has one, `(user, attempt)`.
+    async fn confirmed_of(
+        &mut self,
+        sale: SaleId,
+        users: &[String],
+    ) -> LedgerResult<Vec<(String, Uuid)>>;
+    /// The rows of attempts an instant sale's claims confirmed: each attempt CONFIRMED with
+    /// its hold of one unit, `(attempt, user, join serial)`.
+    async fn insert_claims(
+        &mut self,
+        sale: SaleId,
+        claims: &[(Uuid, &str, i64)],
+    ) -> LedgerResult<()>;
+
     /// The audit rows of one decision for many attempts (an admission batch).
     async fn audit_all(&mut self, ids: &[AttemptId], decision: &Decision) -> LedgerResult<()> {
         for id in ids {
@@ -158,7 +197,7 @@ async fn write<T: LedgerTx + ?Sized>(
     }
     let mut sync = None;
     if decision.changed {
-        if let Some(change) = SyncChange::entering(decision.to) {
+        if let Some(change) = SyncChange::of(&decision) {
             let row = tx.record_sync(id, change).await?;
             sync = Some(PendingSync {
                 id: row,
@@ -185,22 +224,36 @@ pub(crate) async fn due_timeout<T: LedgerTx + ?Sized>(
     tx: &mut T,
     record: &AttemptRecord,
 ) -> LedgerResult<Option<AttemptEvent>> {
-    let (event, deadline) = match record.state {
-        AttemptState::Admitted => (
-            AttemptEvent::AdmissionTimeout,
-            Some(record.admission_expires_at),
-        ),
-        AttemptState::Hold => (AttemptEvent::HoldTimeout, record.hold_expires_at),
-        // A payment success that arrives after the payment deadline but before the reaper
-        // still confirms: the units are still held for this attempt, and the customer paid.
+    match deadline(record) {
+        Some((event, deadline)) if tx.is_past(deadline).await? => Ok(Some(event)),
+        _ => Ok(None),
+    }
+}
+
+/// The timeout an attempt's state has and when it falls due. A payment success that arrives
+/// after the payment deadline but before the reaper still confirms: the units are still held
+/// for the attempt, and the customer paid.
+pub(crate) fn deadline(record: &AttemptRecord) -> Option<(AttemptEvent, DateTime<Utc>)> {
+    match record.state {
+        AttemptState::Admitted => {
+            Some((AttemptEvent::AdmissionTimeout, record.admission_expires_at))
+        }
+        AttemptState::Hold => Some((AttemptEvent::HoldTimeout, record.hold_expires_at?)),
         AttemptState::PaymentPending
         | AttemptState::Queued
         | AttemptState::Confirmed
-        | AttemptState::Expired { .. } => return Ok(None),
-    };
-    match deadline {
-        Some(deadline) if tx.is_past(deadline).await? => Ok(Some(event)),
-        _ => Ok(None),
+        | AttemptState::Expired { .. } => None,
+    }
+}
+
+/// The event as the machine is asked it for `record`: which checkout it is depends on what
+/// the hold costs (the domain's rule).
+pub(crate) fn as_asked(event: AttemptEvent, record: &AttemptRecord) -> AttemptEvent {
+    match event {
+        AttemptEvent::Checkout => {
+            AttemptEvent::checkout_of(record.hold.as_ref().and_then(|h| h.amount.as_ref()))
+        }
+        other => other,
     }
 }
 
@@ -231,13 +284,7 @@ pub(crate) async fn apply_in<T: LedgerTx + ?Sized>(
         }
     }
     let after_expiry = expired_first.is_some().then(|| record.clone());
-    // Which checkout it is depends on what the hold costs (the domain's rule).
-    let event = match event {
-        AttemptEvent::Checkout => {
-            AttemptEvent::checkout_of(record.hold.as_ref().and_then(|h| h.amount.as_ref()))
-        }
-        other => other,
-    };
+    let event = as_asked(event, &record);
     match write(tx, record, event, take, refunding).await {
         Ok((step, record)) => Ok(Ok(Applied {
             expired_first,
@@ -274,6 +321,7 @@ pub(crate) fn timeout_state(event: AttemptEvent) -> LedgerResult<(&'static str, 
         | AttemptEvent::Release
         | AttemptEvent::Checkout
         | AttemptEvent::ClaimFree
+        | AttemptEvent::Claim
         | AttemptEvent::PaymentSucceeded
         | AttemptEvent::PaymentFailed
         | AttemptEvent::Refund => Err(LedgerError::Other(format!("{event:?} is not a timeout"))),

@@ -2,7 +2,7 @@
 //! records in the transition's own transaction (see `migrations/*/…_queue_sync.sql`) and the
 //! store applies, once, by its id ([`super::QueueStore::apply_sync`]).
 
-use crate::domain::{AttemptId, AttemptState};
+use crate::domain::{AttemptEvent, AttemptId, AttemptState, Decision};
 
 /// What a committed transition asks of the queue store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +23,15 @@ impl SyncChange {
             AttemptState::Confirmed => Some(SyncChange::Finish),
             AttemptState::PaymentPending => Some(SyncChange::Extend),
             AttemptState::Queued | AttemptState::Admitted | AttemptState::Hold => None,
+        }
+    }
+
+    /// The change a committed decision asks of the store: none for an instant sale's claim,
+    /// which the store made before the ledger recorded it (as it takes a hold's units first).
+    pub fn of(decision: &Decision) -> Option<SyncChange> {
+        match decision.event {
+            AttemptEvent::Claim => None,
+            _ => Self::entering(decision.to),
         }
     }
 

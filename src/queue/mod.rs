@@ -128,6 +128,14 @@ pub enum QueueError {
 
 pub type QueueResult<T> = Result<T, QueueError>;
 
+/// An instant sale's claim the ledger may not have ([`QueueStore::stale_claims`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleClaim {
+    pub attempt: AttemptId,
+    pub user: UserId,
+    pub serial: u64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum JoinOutcome {
     /// Waiting at `position` (1 = next) of `waiting`, with the sale's admission rates for the
@@ -147,9 +155,27 @@ pub enum JoinOutcome {
     Active {
         attempt: AttemptId,
     },
+    /// An instant sale took a unit for the attempt (now, or before without the ledger's word
+    /// that it has it): record the claim, with its join `serial`, then call
+    /// [`QueueStore::claims_recorded`].
+    Claimed {
+        attempt: AttemptId,
+        serial: u64,
+    },
+    /// An instant sale with nothing left to claim.
+    SoldOut,
+    /// An instant sale's user who has as many units as the sale allows.
+    LimitReached {
+        already: u32,
+    },
     UnknownSale,
     Closed,
 }
+
+/// How long an instant sale's claim stays in the active set awaiting its record in the
+/// ledger before the sale's admitter records it itself ([`QueueStore::stale_claims`]): the
+/// replica that made it is gone, or its ledger failed. Longer than a batch ever takes.
+pub const CLAIM_RECORD_MS: i64 = 10_000;
 
 /// What the queue store knows about one attempt.
 #[derive(Debug, Clone, PartialEq)]
@@ -398,7 +424,25 @@ pub trait QueueStore: Send + Sync + 'static {
     /// sale.
     async fn settings_version(&self, sale: SaleId) -> QueueResult<Option<u64>>;
 
-    async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome>;
+    /// Joins the sale's line, or claims in an instant sale (see `lua/join.lua`).
+    async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
+        self.join_or_claim(sale, user, now_ms, false).await
+    }
+    /// [`QueueStore::join`]; `front`: this replica's ledger is behind its claims, so an
+    /// instant sale's line fronts the join.
+    async fn join_or_claim(
+        &self,
+        sale: SaleId,
+        user: &UserId,
+        now_ms: i64,
+        front: bool,
+    ) -> QueueResult<JoinOutcome>;
+    /// The ledger has these claims of the sale: they leave the active set and are no longer
+    /// answered `claimed`.
+    async fn claims_recorded(&self, sale: SaleId, attempts: &[AttemptId]) -> QueueResult<()>;
+    /// Claims of the sale still awaiting their record past their time
+    /// ([`CLAIM_RECORD_MS`]): the admitter records them.
+    async fn stale_claims(&self, sale: SaleId) -> QueueResult<Vec<StaleClaim>>;
     /// What the store knows of `attempt`, for `user`'s status: another user's waiting attempt
     /// is not shown (no owner, no position).
     async fn view(&self, attempt: AttemptId, user: &UserId) -> QueueResult<QueueView>;

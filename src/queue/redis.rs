@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use super::redis_batches::{Asked, Gathering};
+use super::redis_batches::{self, Gathering};
 use super::redis_connection::RedisConnection;
 use super::redis_script::{Args, Counted, Each, Reply, Rest};
 use super::redis_scripts::*;
@@ -73,9 +73,9 @@ pub struct RedisQueue {
     abandon_after_ms: u64,
     /// Status lookups going to Redis together (see [`super::redis_batches`]; shared by the
     /// store's clones).
-    views: Arc<Gathering<Asked<(AttemptId, UserId), QueueView>>>,
+    views: Arc<Gathering<(AttemptId, UserId), QueueView>>,
     /// Joins going to Redis together (each user with the time of the join, ms), likewise.
-    joins: Arc<Gathering<Asked<(UserId, i64), JoinOutcome>>>,
+    joins: Arc<Gathering<(UserId, i64, bool), JoinOutcome>>,
 }
 
 /// The keys of one sale, all in the `{sale:<id>}` hash slot.
@@ -134,8 +134,8 @@ impl RedisQueue {
             prefix: prefix.into(),
             timeout,
             abandon_after_ms: 0,
-            views: Arc::new(Gathering::new("status")),
-            joins: Arc::new(Gathering::new("join")),
+            views: redis_batches::gathering("status"),
+            joins: redis_batches::gathering("join"),
         })
     }
 
@@ -279,6 +279,9 @@ impl RedisQueue {
     }
 }
 
+/// Most stale claims one call returns (bounds the script; the admitter asks every tick).
+const STALE_CLAIMS_A_CALL: u32 = 1000;
+
 /// A sale's settings as `lua/lib/settings.lua` takes them, as of the ledger's `version`.
 fn settings_args(sale: &Sale, version: u64) -> SettingsArgs {
     SettingsArgs {
@@ -292,6 +295,7 @@ fn settings_args(sale: &Sale, version: u64) -> SettingsArgs {
         kind: sale.stock.kind().as_str(),
         hold_ttl_ms: sale.ttls.hold_secs as u64 * 1000,
         payment_ttl_ms: sale.ttls.payment_secs as u64 * 1000,
+        instant: if sale.instant { "1" } else { "0" },
     }
 }
 
@@ -348,17 +352,35 @@ impl RedisQueue {
 
     /// Joins `asks` (users of `sale`, each with the time of their join, ms) in their order: one
     /// call of `lua/join.lua`, one outcome per ask.
-    async fn joins(&self, sale: SaleId, asks: &[(UserId, i64)]) -> QueueResult<Vec<JoinOutcome>> {
+    async fn joins(
+        &self,
+        sale: SaleId,
+        asks: &[(UserId, i64, bool)],
+    ) -> QueueResult<Vec<JoinOutcome>> {
         let sent: Vec<String> = asks.iter().map(|_| local(AttemptId::new(sale))).collect();
         let keys = self.keys(sale);
-        let join = asks.iter().zip(&sent).map(|((user, _), attempt)| JoinAsk {
-            user: user.to_string(),
-            attempt: attempt.clone(),
-            bucket_key: keys.key(&format!("u:{}", user_bucket(user))),
-        });
+        let join = asks
+            .iter()
+            .zip(&sent)
+            .map(|((user, _, _), attempt)| JoinAsk {
+                user: user.to_string(),
+                attempt: attempt.clone(),
+                bucket_key: keys.key(&format!("u:{}", user_bucket(user))),
+            });
+        let now_ms = asks
+            .iter()
+            .map(|(_, now, _)| *now)
+            .min()
+            .unwrap_or_default();
         let args = JoinArgs {
             presence: self.tracks_presence(),
-            now_ms: asks.iter().map(|(_, now)| *now).min().unwrap_or_default(),
+            now_ms,
+            front: if asks.iter().any(|(_, _, front)| *front) {
+                "1"
+            } else {
+                "0"
+            },
+            claim_until_ms: now_ms + super::CLAIM_RECORD_MS,
             join: Each(join.collect()),
         };
         let reply = self.call("join", &JOIN, sale, &args).await?;
@@ -383,6 +405,14 @@ impl RedisQueue {
                     epoch: epoch.clone(),
                 },
                 "active" => JoinOutcome::Active { attempt: attempt? },
+                "claimed" => JoinOutcome::Claimed {
+                    attempt: attempt?,
+                    serial: join.serial.max(0) as u64,
+                },
+                "sold_out" => JoinOutcome::SoldOut,
+                "limit" => JoinOutcome::LimitReached {
+                    already: join.position.max(0) as u32,
+                },
                 "unknown" => JoinOutcome::UnknownSale,
                 "closed" => JoinOutcome::Closed,
                 other => return Err(protocol("join", &other)),
@@ -570,14 +600,20 @@ impl QueueStore for RedisQueue {
         Ok(held.map(|_| version.unwrap_or(0)))
     }
 
-    async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
+    async fn join_or_claim(
+        &self,
+        sale: SaleId,
+        user: &UserId,
+        now_ms: i64,
+        front: bool,
+    ) -> QueueResult<JoinOutcome> {
         let queue = self.clone();
-        let call = move |asks: Vec<(UserId, i64)>| {
+        let call = move |asks: Vec<(UserId, i64, bool)>| {
             let queue = queue.clone();
             async move { queue.joins(sale, &asks).await }
         };
-        let ask = (user.clone(), now_ms);
-        self.joins.ask(sale, ask, self.timeout, call).await
+        let ask = (user.clone(), now_ms, front);
+        redis_batches::ask(&self.joins, sale, ask, self.timeout, call).await
     }
 
     async fn view(&self, attempt: AttemptId, user: &UserId) -> QueueResult<QueueView> {
@@ -588,7 +624,7 @@ impl QueueStore for RedisQueue {
             async move { queue.positions(sale, &asks).await }
         };
         let ask = (attempt, user.clone());
-        self.views.ask(sale, ask, self.timeout, call).await
+        redis_batches::ask(&self.views, sale, ask, self.timeout, call).await
     }
 
     async fn leave(&self, attempt: AttemptId, user: &UserId) -> QueueResult<LeaveOutcome> {
@@ -783,6 +819,40 @@ impl QueueStore for RedisQueue {
         self.call("admissions_recorded", &RECORDED, sale, &args)
             .await?;
         Ok(())
+    }
+
+    async fn claims_recorded(&self, sale: SaleId, attempts: &[AttemptId]) -> QueueResult<()> {
+        if attempts.is_empty() {
+            return Ok(());
+        }
+        let args = ClaimsRecordedArgs {
+            attempt: Rest(attempts.iter().map(|a| local(*a)).collect()),
+        };
+        self.call("claims_recorded", &CLAIMS_RECORDED, sale, &args)
+            .await?;
+        Ok(())
+    }
+
+    async fn stale_claims(&self, sale: SaleId) -> QueueResult<Vec<StaleClaim>> {
+        let args = StaleClaimsArgs {
+            now_ms: chrono::Utc::now().timestamp_millis(),
+            most: STALE_CLAIMS_A_CALL,
+        };
+        let reply = self
+            .call("stale_claims", &STALE_CLAIMS, sale, &args)
+            .await?;
+        reply
+            .claim
+            .0
+            .into_iter()
+            .map(|c| {
+                Ok(StaleClaim {
+                    attempt: attempt_of(sale, &c.attempt)?,
+                    user: UserId::parse(&c.user).map_err(|_| protocol("stale_claims", &c.user))?,
+                    serial: c.serial.max(0) as u64,
+                })
+            })
+            .collect()
     }
 
     async fn unadmit(&self, sale: SaleId, admitted: &[Admitted]) -> QueueResult<()> {

@@ -129,6 +129,8 @@ args!(
         kind: &'static str,
         hold_ttl_ms: u64,
         payment_ttl_ms: u64,
+        /// "1": a join claims (an instant sale).
+        instant: &'static str,
     }
 );
 
@@ -138,6 +140,10 @@ args!(
         presence: &'static str,
         /// The joins' time (the earliest of them).
         now_ms: i64,
+        /// "1": the caller's ledger is behind its claims (an instant sale's line fronts).
+        front: &'static str,
+        /// Until when a claim made now stays in the active set awaiting its record.
+        claim_until_ms: i64,
         join: Each<JoinAsk>,
     }
 );
@@ -161,7 +167,8 @@ reply!(
 );
 reply!(
     struct Joined {
-        /// queued | active (already admitted, or bought) | unknown (no such sale) | closed.
+        /// queued | active (already admitted, or bought) | unknown (no such sale) | closed |
+        /// claimed | sold_out | limit (an instant sale).
         status: String,
         /// '' when it is the attempt sent.
         attempt: String,
@@ -174,7 +181,7 @@ reply!(
 queue_lua!(
     JOIN: JoinArgs => JoinReply,
     "join.lua",
-    ["meta", "seq", "gone", "users", "active", "seen", "bought"]
+    ["meta", "seq", "gone", "users", "active", "seen", "bought", "stock", "sold", "owners", "claims"]
 );
 
 args!(
@@ -301,7 +308,10 @@ queue_lua!(
         "users",
         "lease",
         "seen",
-        "unrecorded"
+        "unrecorded",
+        "stock",
+        "bought",
+        "sold"
     ]
 );
 
@@ -327,8 +337,44 @@ reply!(
 queue_lua!(
     UNADMIT: UnadmitArgs => UnadmitReply,
     "unadmit.lua",
-    ["meta", "seq", "gone", "active", "unrecorded"]
+    ["meta", "seq", "gone", "active", "unrecorded", "stock", "bought", "sold"]
 );
+
+args!(
+    struct ClaimsRecordedArgs {
+        /// The claims' attempts (32 hex).
+        attempt: Rest<String>,
+    }
+);
+reply!(
+    struct ClaimsRecorded {
+        /// How many were still awaiting their record (no caller needs the count).
+        #[allow(dead_code)]
+        recorded: i64,
+    }
+);
+lua!(CLAIMS_RECORDED: ClaimsRecordedArgs => ClaimsRecorded, "claims_recorded.lua", ["meta", "active", "claims"]);
+
+args!(
+    struct StaleClaimsArgs {
+        now_ms: i64,
+        /// The most to return.
+        most: u32,
+    }
+);
+reply!(
+    struct StaleClaimsReply {
+        claim: Each<ClaimEntry>,
+    }
+);
+reply!(
+    struct ClaimEntry {
+        attempt: String,
+        user: String,
+        serial: i64,
+    }
+);
+lua!(STALE_CLAIMS: StaleClaimsArgs => StaleClaimsReply, "stale_claims.lua", ["active", "claims", "owners"]);
 
 args!(
     struct AbandonArgs {
@@ -756,9 +802,11 @@ lua!(RECORDED: RecordedArgs => Recorded, "recorded.lua", ["unrecorded"]);
 
 /// Every script above: the store puts them in Redis's script cache ahead of the calls (a unit
 /// test checks the list against the declarations).
-pub(super) fn scripts() -> [&'static dyn Declared; 26] {
+pub(super) fn scripts() -> [&'static dyn Declared; 28] {
     [
         &JOIN,
+        &CLAIMS_RECORDED,
+        &STALE_CLAIMS,
         &POSITION,
         &LEAVE,
         &ADMIT_BATCH,

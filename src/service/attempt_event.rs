@@ -5,7 +5,7 @@
 use super::transition::settle;
 use super::{App, AttemptView, ServiceError, ServiceResult};
 use crate::domain::{decide, AttemptEvent, AttemptId, UserId};
-use crate::ledger::LedgerError;
+use crate::ledger::{EventAsk, LedgerError};
 
 /// `event` for the user's attempt, through the ledger, settled, and answered with the
 /// attempt after it; for an attempt without a ledger row, see [`unrecorded`].
@@ -15,7 +15,13 @@ pub async fn apply_event(
     user: &UserId,
     event: AttemptEvent,
 ) -> ServiceResult<AttemptView> {
-    match app.ledger.apply(attempt, Some(user), event, None).await {
+    let ask = EventAsk {
+        id: attempt,
+        user: Some(user.clone()),
+        event,
+        take: None,
+    };
+    match app.batches.apply(ask).await {
         Ok(applied) => {
             settle(app, &applied).await;
             Ok(AttemptView::from_record(&applied.record, None))

@@ -8,7 +8,7 @@ use crate::auth::admission_token::AdmissionTokenError;
 use crate::domain::sale::parse_seat_id;
 use crate::domain::Take;
 use crate::domain::{AttemptEvent, AttemptId, UserId};
-use crate::ledger::LedgerError;
+use crate::ledger::{EventAsk, LedgerError};
 use crate::queue::HoldOutcome;
 
 pub use crate::domain::best_seats::BestAsk;
@@ -98,16 +98,10 @@ pub async fn hold(
     // future, which would leave the units taken in the store only. So the two steps run to
     // their end on a task of their own.
     let (app, user) = (app.clone(), user.clone());
-    let written =
-        tokio::spawn(async move { write_hold(&app, attempt, &user, ask, admitted_until_ms).await });
-    match written.await {
-        Ok(answer) => answer,
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        // The runtime is going away.
-        Err(e) => Err(ServiceError::Internal(format!(
-            "the hold was cut short: {e}"
-        ))),
-    }
+    super::to_the_end("the hold", async move {
+        write_hold(&app, attempt, &user, ask, admitted_until_ms).await
+    })
+    .await
 }
 
 /// The hold in the queue store, then in the ledger; the store's units back if the ledger
@@ -159,11 +153,13 @@ async fn write_hold(
                 return Err(ServiceError::NoAdjacent { count, free });
             }
         };
-    match app
-        .ledger
-        .apply(attempt, Some(user), AttemptEvent::Hold, Some(&held))
-        .await
-    {
+    let ask = EventAsk {
+        id: attempt,
+        user: Some(user.clone()),
+        event: AttemptEvent::Hold,
+        take: Some(held),
+    };
+    match app.batches.apply(ask).await {
         Ok(applied) => {
             settle(app, &applied).await;
             Ok(AttemptView::from_record(&applied.record, None))

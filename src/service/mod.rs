@@ -12,7 +12,9 @@ mod sync;
 mod view;
 
 pub mod attempt_event;
+pub mod batches;
 pub mod checkout;
+pub mod claim;
 pub mod drain;
 pub mod figures;
 pub mod hold;
@@ -20,6 +22,7 @@ pub mod join;
 pub mod layouts;
 pub mod leave;
 pub mod line;
+pub mod member_lists;
 pub mod offer;
 pub mod operators;
 pub mod payment;
@@ -55,6 +58,22 @@ use crate::queue::QueueStore;
 
 pub type ServiceResult<T> = Result<T, ServiceError>;
 
+/// Runs `work` to its end on a task of its own, whatever becomes of the request that asked:
+/// a client that goes away drops the request's future, which would stop a change made in the
+/// queue store before the ledger follows (a hold's units, a claim). `what` names it should
+/// the runtime go away first.
+pub(crate) async fn to_the_end<T: Send + 'static>(
+    what: &'static str,
+    work: impl std::future::Future<Output = ServiceResult<T>> + Send + 'static,
+) -> ServiceResult<T> {
+    match tokio::spawn(work).await {
+        Ok(answer) => answer,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // The runtime is going away.
+        Err(e) => Err(ServiceError::Internal(format!("{what} was cut short: {e}"))),
+    }
+}
+
 /// Everything a request or a worker needs; cheap to clone.
 /// Everything a request or a worker needs, shared: cloning an `App` (per request in the
 /// middleware, per status stream and poll) copies one pointer, not the keys, validators and
@@ -76,6 +95,10 @@ pub struct AppParts {
     pub queue: Arc<dyn QueueStore>,
     /// The truth from ADMITTED on; never touched by join or by the status of waiting users.
     pub ledger: Arc<dyn Ledger>,
+    /// The ledger's writes that arrive together, gathered into one transaction per sale.
+    pub batches: batches::LedgerBatches,
+    /// This replica's copies of list phases' members: a presale's joins read no ledger.
+    pub member_lists: member_lists::MemberLists,
     /// Verifies the customer's user tokens.
     pub users: UserTokens,
     /// Signs and verifies admission tokens.
@@ -148,6 +171,12 @@ impl App {
             holds_in_flight: Default::default(),
             turns: crate::notify::Turns::new(&config.notify)?,
             seat_maps: Default::default(),
+            member_lists: Default::default(),
+            batches: batches::LedgerBatches::new(
+                Arc::clone(&ledger),
+                Arc::clone(&queue),
+                &config.ledger,
+            ),
             queue,
             ledger,
             config: Arc::new(config),

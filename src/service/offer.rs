@@ -196,6 +196,7 @@ mod tests {
             lottery: None,
             layout: None,
             price: Default::default(),
+            instant: false,
         }
         .parse(Utc::now())
         .unwrap();

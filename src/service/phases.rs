@@ -124,7 +124,12 @@ async fn may_join(
     let position = position as u32;
     Ok(match p.audience {
         Audience::Everyone => true,
-        Audience::List => app.ledger.is_member(sale, position, user).await?,
+        Audience::List => {
+            let ledger: &dyn crate::ledger::PhaseLedger = &*app.ledger;
+            app.member_lists
+                .contains(ledger, sale, position, p.members, user)
+                .await?
+        }
         Audience::Codes => app.ledger.redeem(sale, position, user, code).await? == Redeemed::Yes,
     })
 }

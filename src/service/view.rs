@@ -118,7 +118,7 @@ fn estimated_wait_secs(position: u64, rate_per_minute: f64) -> Option<u64> {
 pub fn poll_after_ms(state: AttemptState, eta_secs: Option<u64>) -> u64 {
     let base: u64 = match state {
         AttemptState::Queued => match eta_secs {
-            Some(eta) => (eta * 1000 / 10).clamp(1_000, 30_000),
+            Some(eta) => (eta.saturating_mul(1000) / 10).clamp(1_000, 30_000),
             None => 5_000,
         },
         AttemptState::Admitted | AttemptState::Hold => 5_000,
@@ -141,5 +141,16 @@ mod tests {
         assert!((24_000..=36_000).contains(&far), "{far}");
         assert_eq!(estimated_wait_secs(600, 600.0), Some(60));
         assert_eq!(estimated_wait_secs(1, 0.0), None);
+    }
+
+    /// A line that stopped moving (the cap reached, nobody leaving) has a measured rate that
+    /// decays towards zero, and an expected wait that grows past any number: the poll hint is
+    /// the longest, not an overflow.
+    #[test]
+    fn a_line_that_stopped_moving_is_asked_about_at_the_longest_interval() {
+        let eta = estimated_wait_secs(100_000, 1e-300);
+        assert_eq!(eta, Some(u64::MAX));
+        let after = poll_after_ms(AttemptState::Queued, eta);
+        assert!((24_000..=36_000).contains(&after), "{after}");
     }
 }

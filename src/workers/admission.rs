@@ -31,7 +31,14 @@ struct SaleTicker {
     valve: Option<Valve>,
     /// When this process began a lottery's draw that is still under way (for its log line).
     drawing_since: Option<std::time::Instant>,
+    /// When the store's free units were last compared with the ledger's
+    /// (`drift::take_back_excess`).
+    excess_checked: Option<std::time::Instant>,
 }
+
+/// How often the sale's admitter compares the store's free units with the ledger's (at most
+/// once a tick).
+const EXCESS_CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// Most waiting attempts dropped for inactivity per sale and tick (bounds one script's work).
 const ABANDON_PER_TICK: u32 = 1000;
@@ -41,6 +48,10 @@ const MAX_BATCH: u32 = 1000;
 
 /// At most this many ticks' worth of credit is kept, so a pause does not end in a burst.
 const MAX_CREDIT_TICKS: f64 = 2.0;
+
+/// Most batches an instant sale's admitter claims in a tick: its line drains as fast as the
+/// ledger records claims, a batch at a time, and the other sales' ticks still come.
+const INSTANT_BATCHES_PER_TICK: u32 = 10;
 
 /// Admits every tick until the process drains; then, its tick done, gives up the leases of
 /// the sales it admitted for, so another replica admits for them at its next tick.
@@ -153,11 +164,31 @@ async fn admit(
             crate::service::transition::waiting_ended(AttemptEvent::Abandon, abandoned);
         }
     }
+    if ticker
+        .excess_checked
+        .is_none_or(|at| at.elapsed() >= EXCESS_CHECK_EVERY)
+    {
+        ticker.excess_checked = Some(std::time::Instant::now());
+        if let Err(e) = super::drift::take_back_excess(app, sale).await {
+            warn_throttled!(%sale, error = %e, "the stock check of a sale failed");
+        }
+    }
+    if plan.instant {
+        let recorded = crate::service::claim::record_stale(app, sale).await?;
+        if recorded > 0 {
+            tracing::warn!(%sale, recorded, "recorded claims their replica left unrecorded");
+        }
+    }
     let rate = controller::rate(app, plan, &mut ticker.valve, fresh).await;
     metrics::gauge!("sluice_admission_rate_per_minute", "sale" => sale_label.clone())
         .set(ticker.measured_rate);
     let per_tick = rate * tick.as_secs_f64() / 60.0;
     ticker.credit = (ticker.credit + per_tick).min(per_tick * MAX_CREDIT_TICKS + 1.0);
+    if plan.instant {
+        // Claims from the line go as fast as the ledger records them (the store bounds the
+        // claims in flight by max_active and by the units left).
+        ticker.credit = f64::from(MAX_BATCH * INSTANT_BATCHES_PER_TICK);
+    }
     let wanted = ticker.credit.floor() as u32;
     if wanted == 0 {
         return Ok(());
@@ -207,6 +238,44 @@ async fn admit(
             0.8 * ticker.measured_rate + 0.2 * observed
         };
     }
+    Ok(())
+}
+
+/// An instant sale's batch from the line: its claims recorded in the ledger (each the
+/// store gave a unit), the store told which the ledger has (the rest give their unit back),
+/// then the batch no longer kept as unrecorded. If the ledger fails, the batch goes back to
+/// its places in the queue, units and all.
+async fn record_claims(
+    app: &App,
+    plan: &AdmissionPlan,
+    admitted: &[Admitted],
+) -> anyhow::Result<()> {
+    let sale = plan.sale;
+    let Some(first) = admitted.first() else {
+        return Ok(());
+    };
+    let asks: Vec<crate::ledger::ClaimAsk> = admitted
+        .iter()
+        .map(|a| crate::ledger::ClaimAsk {
+            attempt: a.attempt,
+            user: a.user.clone(),
+            seq: a.seq,
+        })
+        .collect();
+    let claimed = match crate::service::claim::settle_batch(app, sale, &asks).await {
+        Ok(claimed) => claimed,
+        Err(e) => {
+            tracing::warn!(%sale, error = %e, count = admitted.len(), "claims not recorded; putting them back in the queue");
+            app.queue.unadmit(sale, admitted).await?;
+            return Err(e);
+        }
+    };
+    app.queue.admissions_recorded(sale, first.attempt).await?;
+    for a in admitted {
+        app.lines.nudges.nudge(a.attempt);
+    }
+    metrics::counter!("sluice_admitted_total", "sale" => sale.to_string())
+        .increment(claimed as u64);
     Ok(())
 }
 
@@ -268,6 +337,9 @@ async fn record(app: &App, plan: &AdmissionPlan, admitted: &[Admitted]) -> anyho
     let Some(first) = admitted.first() else {
         return Ok(());
     };
+    if plan.instant {
+        return record_claims(app, plan, admitted).await;
+    }
     let before = match app.ledger.record_admissions(plan, admitted).await {
         Ok(before) => before,
         Err(e) => {

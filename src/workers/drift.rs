@@ -29,6 +29,11 @@
 //!
 //! Which mechanism repairs which failure, with its metric and alert: `docs/architecture.md`,
 //! "Keeping the stores in line".
+//!
+//! One difference needs no stillness: a quantity sale's store with more units free than the
+//! ledger (a failover lost the store's side of holds the ledger committed: the store would
+//! sell units the ledger refuses). The sale's admitter looks every second
+//! ([`take_back_excess`]), however busy the sale is, and takes the excess off at once.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -103,6 +108,58 @@ async fn check(app: &App, seen: &mut Seen, versions: &mut Versions) -> anyhow::R
         }
     }
     Ok(())
+}
+
+/// Units a quantity sale's store has free that the ledger does not, taken off the store's
+/// count; how many. One look (the ledger read before and after the store) tells whether the
+/// store has units the ledger does not: a hold takes its units in the store first and a unit
+/// given back comes back in the ledger first, so no such change in flight puts the store's
+/// count above both readings, and a look never finds more than the store really has over.
+/// Changes in flight can hide some: when a look finds any, two windows of looks are taken,
+/// a quarter of a second apart, and the most either found in both comes off. An operator's
+/// withdrawal (the ledger first, then the store, a moment apart) could show in one look: it
+/// is gone by the second window.
+pub async fn take_back_excess(app: &App, sale: SaleId) -> anyhow::Result<u32> {
+    if excess(app, sale).await? == 0 {
+        return Ok(0);
+    }
+    let mut windows = [0u32; 2];
+    for found in &mut windows {
+        tokio::time::sleep(EXCESS_WINDOW).await;
+        for _ in 0..EXCESS_LOOKS {
+            *found = (*found).max(excess(app, sale).await?);
+        }
+    }
+    let take = windows[0].min(windows[1]);
+    if take == 0 {
+        return Ok(0);
+    }
+    app.queue
+        .adjust_stock(sale, &crate::domain::StockChange::Withdraw(take))
+        .await?;
+    metrics::counter!("sluice_queue_excess_units_taken_total", "sale" => sale.to_string())
+        .increment(u64::from(take));
+    tracing::warn!(%sale, excess = take, "the queue store had units free that the ledger took: taken off");
+    Ok(take)
+}
+
+/// Looks a window of [`take_back_excess`] takes, and the time between its windows.
+const EXCESS_LOOKS: usize = 5;
+const EXCESS_WINDOW: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// One look: the store's free units above the ledger's readings before and after it.
+async fn excess(app: &App, sale: SaleId) -> anyhow::Result<u32> {
+    let Some(before) = app.ledger.free_units(sale).await? else {
+        return Ok(0);
+    };
+    let store = app.queue.stats(sale).await?;
+    let Some(after) = app.ledger.free_units(sale).await? else {
+        return Ok(0);
+    };
+    if !store.known {
+        return Ok(0);
+    }
+    Ok(store.remaining.saturating_sub(u64::from(before.max(after))) as u32)
 }
 
 /// Compares the version of each sale's settings the store holds with the ledger's

@@ -210,9 +210,11 @@ async fn concurrent_holds_are_never_repaired_and_leave_no_drift(backend: Backend
     t.stop().await;
 }
 
-/// The store's free units go up and down by one every 10 ms for 2 s (about six checks, 300 ms
+/// The store's free units go down and up by one every 10 ms for 2 s (about six checks, 300 ms
 /// apart): its version never stands still from one check to the next, so its holdings are not
-/// read. Left one unit over the ledger, it is read and repaired.
+/// read. Left one unit under the ledger, it is read and repaired. (Units over the ledger's are
+/// the admitter's to take back at once, whether the store moves or not:
+/// `a_store_with_units_the_ledger_took_gives_them_up_while_it_moves`.)
 async fn a_moving_store_is_not_read_whole_until_it_stands_still(backend: Backend) {
     let t = TestApp::spawn_on_with(backend, |c| {
         c.workers.drift_check_ms = 300;
@@ -222,15 +224,15 @@ async fn a_moving_store_is_not_read_whole_until_it_stands_still(backend: Backend
     let sale = t.create_sale(json!({ "quantity": 10 })).await;
     let id = SaleId::parse(&sale).unwrap();
     let moving_until = Instant::now() + Duration::from_secs(2);
-    let mut up = true;
+    let mut down = true;
     while Instant::now() < moving_until {
-        let change = if up {
-            StockChange::Add(1)
-        } else {
+        let change = if down {
             StockChange::Withdraw(1)
+        } else {
+            StockChange::Add(1)
         };
         assert!(t.app.queue.adjust_stock(id, &change).await.unwrap());
-        up = !up;
+        down = !down;
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(reads(&t, &sale).await, 0.0, "a moving store is not read");
@@ -238,11 +240,11 @@ async fn a_moving_store_is_not_read_whole_until_it_stands_still(backend: Backend
         assert!(t
             .app
             .queue
-            .adjust_stock(id, &StockChange::Add(1))
+            .adjust_stock(id, &StockChange::Withdraw(1))
             .await
             .unwrap());
     }
-    assert_eq!(counter(&t, id).await, 11, "one unit over the ledger's 10");
+    assert_eq!(counter(&t, id).await, 9, "one unit under the ledger's 10");
     until_repaired(&t, id).await;
     assert_eq!(counter(&t, id).await, 10);
     assert!(reads(&t, &sale).await >= 2.0, "read at two checks in a row");

@@ -265,10 +265,10 @@ impl TestApp {
     /// The value of the counter `name` in the series with all of `labels` (0 if none shows).
     pub async fn counter(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
         let metrics = self.metrics().await;
-        let series = format!("{name}{{");
+        let (series, bare) = (format!("{name}{{"), format!("{name} "));
         metrics
             .lines()
-            .filter(|line| line.starts_with(&series))
+            .filter(|line| line.starts_with(&series) || line.starts_with(&bare))
             .find(|line| {
                 labels
                     .iter()

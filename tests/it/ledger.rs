@@ -10,7 +10,10 @@ use sluice::domain::{
     Admission, AdmissionMode, AttemptEvent, AttemptId, NewSale, Sale, SaleStatus, Stock, Ttls,
     UserId,
 };
-use sluice::ledger::{AdmissionPlan, Ledger, LedgerError, PgLedger, SaleChange, SqliteLedger};
+use sluice::ledger::{
+    AdmissionPlan, ClaimAsk, Claimed, EventAsk, Ledger, LedgerError, PgLedger, SaleChange,
+    SqliteLedger,
+};
 use sluice::queue::{Admitted, Take};
 
 use crate::helpers::fresh_database;
@@ -49,6 +52,9 @@ macro_rules! on_every_ledger {
 
 on_every_ledger!(
     concurrent_holds_without_the_queue_store_never_oversell,
+    a_batch_of_holds_is_one_transaction_and_each_keeps_its_outcome,
+    concurrent_batches_of_holds_never_oversell,
+    claims_are_recorded_once_and_a_user_claims_once,
     a_seat_has_one_holder_and_unknown_seats_are_named,
     admission_mode_and_bounds_are_kept,
     idempotency_claims_are_exclusive_and_stale_ones_are_taken_over,
@@ -57,61 +63,60 @@ on_every_ledger!(
     the_settings_checked_are_of_the_open_sales_then_the_closed_newest_first,
 );
 
-/// A hold claims its units with one locking pass over the sale's free units, whatever the
-/// statistics say. Taken while only an older sale's units were in the table (as right after a
-/// sale is created), they make the planner think the new sale has next to no units; an
-/// `IN (SELECT … FOR UPDATE SKIP LOCKED)` claim was then planned as a nested-loop semi-join that
-/// runs the locking sub-select again for every unit, and holds stalled for minutes.
+/// A quantity sale's free units are one counter: a sale of a million units is made with one
+/// row (it inserted a row per unit, 5.5 s), and a hold takes its units from that row however
+/// many were sold before (claiming rows walked the free-units index past every row taken).
 #[tokio::test]
-async fn a_hold_claims_units_in_one_locking_pass_even_on_stale_statistics() {
+async fn a_quantity_sale_is_one_counter_and_holds_take_from_it() {
     let (pg, ledger, _older) = ledger_with_an_older_sale().await;
-    sqlx::query("ANALYZE").execute(pg.pool()).await.unwrap();
-    let sale = new_sale(Stock::Quantity(20_000));
+    let sale = new_sale(Stock::Quantity(1_000_000));
     ledger.create_sale(&sale, None).await.unwrap();
-
-    let plan = explain_claim(&pg, &sale, sluice::ledger::postgres::CLAIM_FREE_UNITS, true).await;
-    assert!(
-        plan.contains("InitPlan") && plan.contains("Tid Scan") && !plan.contains("Loop"),
-        "the locking sub-select runs once, then the claim goes by row address:\n{plan}"
-    );
-    // The setup does reproduce the hazard: the old form of the claim is planned as a semi-join.
-    let old = explain_claim(
-        &pg,
-        &sale,
-        "UPDATE stock_units SET attempt_id = $2 WHERE sale_id = $1 AND unit_id IN (
-             SELECT unit_id FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL
-             LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING unit_id",
-        false,
-    )
-    .await;
-    assert!(old.contains("Semi Join"), "{old}");
-}
-
-/// A new sale's units are stored behind the rows of older sales, whose units are held. A hold
-/// reaches the new sale's free units through the free-units index, not by reading the table
-/// from its start: for a `LIMIT`, the planner counted on free rows spread over the whole table
-/// and chose a sequential scan, so every hold read all older sales' rows.
-#[tokio::test]
-async fn a_hold_reaches_a_new_sale_s_units_by_index_behind_older_held_units() {
-    let (pg, ledger, older) = ledger_with_an_older_sale().await;
-    sqlx::query("UPDATE stock_units SET attempt_id = gen_random_uuid() WHERE sale_id = $1")
-        .bind(older.id.0)
-        .execute(pg.pool())
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM stock_units WHERE sale_id = $1")
+        .bind(sale.id.0)
+        .fetch_one(pg.pool())
         .await
         .unwrap();
-    let sale = new_sale(Stock::Quantity(20_000));
-    ledger.create_sale(&sale, None).await.unwrap();
-    sqlx::query("ANALYZE").execute(pg.pool()).await.unwrap();
-
-    let claim = sluice::ledger::postgres::CLAIM_FREE_UNITS;
-    let plan = explain_claim(&pg, &sale, claim, true).await;
-    assert!(
-        plan.contains("Index Scan using stock_units_free") && !plan.contains("Seq Scan"),
-        "the free units are found by index:\n{plan}"
+    assert_eq!(rows, 0, "no row per unit");
+    assert_eq!(ledger.free_units(sale.id).await.unwrap(), Some(1_000_000));
+    let held = admitted(&ledger, &sale, 3).await;
+    for (id, user) in &held {
+        ledger
+            .apply(
+                *id,
+                Some(user),
+                AttemptEvent::Hold,
+                Some(&Take::Quantity(2)),
+            )
+            .await
+            .unwrap();
+    }
+    assert_eq!(ledger.free_units(sale.id).await.unwrap(), Some(999_994));
+    assert_eq!(
+        ledger.sale(sale.id).await.unwrap().unwrap().remaining,
+        999_994
     );
-    // The setup does reproduce the hazard: left to itself, the planner scans the table.
-    let unguided = explain_claim(&pg, &sale, claim, false).await;
-    assert!(unguided.contains("Seq Scan"), "{unguided}");
+    // A hold given back comes back to the counter, once.
+    let (id, user) = &held[0];
+    ledger
+        .apply(*id, Some(user), AttemptEvent::Release, None)
+        .await
+        .unwrap();
+    ledger
+        .apply(*id, Some(user), AttemptEvent::Release, None)
+        .await
+        .unwrap();
+    assert_eq!(ledger.free_units(sale.id).await.unwrap(), Some(999_996));
+    let plan: Vec<String> = sqlx::query_scalar(
+        "EXPLAIN UPDATE quantity_stock SET free = free - 1 WHERE sale_id = $1 AND free >= 1",
+    )
+    .bind(sale.id.0)
+    .fetch_all(pg.pool())
+    .await
+    .unwrap();
+    assert!(
+        plan.join("\n").contains("quantity_stock_pkey"),
+        "one row by its key: {plan:?}"
+    );
 }
 
 /// A hold of named seats reaches each seat by its id in the free-units index, even right after
@@ -168,26 +173,6 @@ async fn ledger_with_an_older_sale() -> (PgLedger, Arc<dyn Ledger>, Sale) {
     let older = new_sale(Stock::Quantity(20_000));
     ledger.create_sale(&older, None).await.unwrap();
     (pg, ledger, older)
-}
-
-/// The plan of a claim (`$1` sale, `$2` attempt, `$3` units) of one unit of `sale`, in a
-/// transaction that first says what the ledger's holds say (`by_index`) or not.
-async fn explain_claim(pg: &PgLedger, sale: &Sale, claim: &str, by_index: bool) -> String {
-    let mut tx = pg.pool().begin().await.unwrap();
-    if by_index {
-        sqlx::query(sluice::ledger::postgres::FREE_UNITS_BY_INDEX)
-            .execute(&mut *tx)
-            .await
-            .unwrap();
-    }
-    let lines: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN {claim}"))
-        .bind(sale.id.0)
-        .bind(uuid::Uuid::now_v7())
-        .bind(1_i64)
-        .fetch_all(&mut *tx)
-        .await
-        .unwrap();
-    lines.join("\n")
 }
 
 /// One request per (user, key) runs; the others find its claim, then its answer. A failed
@@ -291,6 +276,7 @@ fn new_sale(stock: Stock) -> Sale {
         lottery: None,
         layout: None,
         price: Default::default(),
+        instant: false,
     }
     .parse(Utc::now())
     .unwrap()
@@ -478,9 +464,197 @@ async fn admitted(ledger: &Arc<dyn Ledger>, sale: &Sale, n: usize) -> Vec<(Attem
         admission_ttl_secs: 60,
         opening: sale.opening.clone(),
         closes_at: None,
+        instant: false,
     };
     ledger.record_admissions(&plan, &admitted).await.unwrap();
     admitted.into_iter().map(|a| (a.attempt, a.user)).collect()
+}
+
+/// Holds of one sale asked together: each gets its own outcome. One short of units is sold
+/// out while a smaller one after it still fits; another user's attempt is not found; a hold
+/// repeated in the batch answers the hold; a checkout in the same batch moves on. The units
+/// taken are exactly those granted, and each granted attempt has its audit row and event.
+async fn a_batch_of_holds_is_one_transaction_and_each_keeps_its_outcome(ledger: Arc<dyn Ledger>) {
+    let sale = new_sale(Stock::Quantity(5));
+    ledger.create_sale(&sale, None).await.unwrap();
+    let a = admitted(&ledger, &sale, 5).await;
+    let hold = |i: usize, n: u32| EventAsk {
+        id: a[i].0,
+        user: Some(a[i].1.clone()),
+        event: AttemptEvent::Hold,
+        take: Some(Take::Quantity(n)),
+    };
+    let mut stranger = hold(4, 1);
+    stranger.user = Some(UserId::parse("stranger").unwrap());
+    let asks = vec![
+        hold(0, 2),
+        hold(1, 2),
+        hold(2, 2),
+        hold(3, 1),
+        stranger,
+        hold(0, 2),
+    ];
+    let outcomes = ledger.apply_all(sale.id, &asks).await.unwrap();
+    let states: Vec<String> = outcomes
+        .iter()
+        .map(|o| match o {
+            Ok(applied) => applied.record.state.to_string(),
+            Err(e) => format!("{e:?}"),
+        })
+        .collect();
+    assert_eq!(
+        states,
+        ["HOLD", "HOLD", "SoldOut", "HOLD", "NotFound", "HOLD"],
+        "{outcomes:?}"
+    );
+    assert_eq!(ledger.free_units(sale.id).await.unwrap(), Some(0));
+    for i in [0, 1, 3] {
+        let record = ledger.attempt(a[i].0).await.unwrap().unwrap();
+        assert!(record.hold.is_some() && record.hold_expires_at.is_some());
+        let trail = ledger.trail(a[i].0).await.unwrap();
+        assert_eq!(trail.len(), 2, "admit, hold: {trail:?}");
+    }
+    assert!(ledger
+        .attempt(a[2].0)
+        .await
+        .unwrap()
+        .unwrap()
+        .hold
+        .is_none());
+    // Checkouts and a release in one batch: each as alone.
+    let event = |i: usize, event| EventAsk {
+        id: a[i].0,
+        user: Some(a[i].1.clone()),
+        event,
+        take: None,
+    };
+    let asks = vec![
+        event(0, AttemptEvent::Checkout),
+        event(1, AttemptEvent::Release),
+        event(2, AttemptEvent::Checkout),
+        event(3, AttemptEvent::Checkout),
+    ];
+    let outcomes = ledger.apply_all(sale.id, &asks).await.unwrap();
+    assert_eq!(
+        outcomes[0].as_ref().unwrap().record.state.name(),
+        "PAYMENT_PENDING"
+    );
+    assert!(outcomes[0]
+        .as_ref()
+        .unwrap()
+        .record
+        .payment_reference
+        .is_some());
+    assert_eq!(outcomes[1].as_ref().unwrap().record.state.name(), "EXPIRED");
+    assert!(
+        matches!(outcomes[2], Err(LedgerError::Rejected(_))),
+        "{:?}",
+        outcomes[2]
+    );
+    assert_eq!(
+        outcomes[3].as_ref().unwrap().record.state.name(),
+        "PAYMENT_PENDING"
+    );
+    assert_eq!(
+        ledger.free_units(sale.id).await.unwrap(),
+        Some(2),
+        "the release gave 2 back"
+    );
+}
+
+/// Batches of holds from many writers at once (one sale, more asks than units): never more
+/// units taken than the sale has, and the ledger's count equals what was granted.
+async fn concurrent_batches_of_holds_never_oversell(ledger: Arc<dyn Ledger>) {
+    let sale = new_sale(Stock::Quantity(50));
+    ledger.create_sale(&sale, None).await.unwrap();
+    let attempts = admitted(&ledger, &sale, 120).await;
+    let batches = attempts.chunks(15).map(|chunk| {
+        let ledger = ledger.clone();
+        let asks: Vec<EventAsk> = chunk
+            .iter()
+            .map(|(id, user)| EventAsk {
+                id: *id,
+                user: Some(user.clone()),
+                event: AttemptEvent::Hold,
+                take: Some(Take::Quantity(1)),
+            })
+            .collect();
+        async move { ledger.apply_all(sale.id, &asks).await.unwrap() }
+    });
+    let outcomes: Vec<_> = join_all(batches).await.into_iter().flatten().collect();
+    let held = outcomes.iter().filter(|o| o.is_ok()).count();
+    let sold_out = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(LedgerError::SoldOut)))
+        .count();
+    assert_eq!((held, sold_out), (50, 70));
+    assert_eq!(ledger.free_units(sale.id).await.unwrap(), Some(0));
+    let stats = ledger.stats(sale.id).await.unwrap();
+    assert_eq!((stats.holding, stats.units_held), (50, 50));
+}
+
+/// An instant sale's claims: recorded CONFIRMED with one unit each while the ledger has
+/// units, then sold out; recorded again, a claim answers as it is (nothing taken twice); a
+/// user's claim under another attempt answers the first.
+async fn claims_are_recorded_once_and_a_user_claims_once(ledger: Arc<dyn Ledger>) {
+    let mut sale = new_sale(Stock::Quantity(3));
+    sale.instant = true;
+    ledger.create_sale(&sale, None).await.unwrap();
+    let claim = |user: &str, seq: u64| ClaimAsk {
+        attempt: AttemptId::new(sale.id),
+        user: UserId::parse(user).unwrap(),
+        seq,
+    };
+    let first = vec![claim("a", 1), claim("b", 2), claim("c", 3), claim("d", 4)];
+    let outcomes = ledger.record_claims(sale.id, &first).await.unwrap();
+    for o in &outcomes[..3] {
+        match o {
+            Ok(Claimed::Recorded(applied)) => {
+                assert_eq!(applied.record.state.name(), "CONFIRMED");
+                assert_eq!(applied.record.hold.as_ref().unwrap().quantity, 1);
+                assert!(applied.decision().changed);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        matches!(outcomes[3], Err(LedgerError::SoldOut)),
+        "{:?}",
+        outcomes[3]
+    );
+    assert_eq!(ledger.free_units(sale.id).await.unwrap(), Some(0));
+    // The same claims again (a retry): as they are, nothing taken.
+    let again = ledger.record_claims(sale.id, &first[..2]).await.unwrap();
+    for (o, c) in again.iter().zip(&first) {
+        match o {
+            Ok(Claimed::Recorded(applied)) => {
+                assert_eq!(applied.record.id, c.attempt);
+                assert!(!applied.decision().changed);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // User a again, under a new attempt (a store that lost the claim): the first answers.
+    let lost = ledger
+        .record_claims(sale.id, &[claim("a", 9)])
+        .await
+        .unwrap();
+    match &lost[0] {
+        Ok(Claimed::Before(record)) => assert_eq!(record.id, first[0].attempt),
+        other => panic!("{other:?}"),
+    }
+    let stats = ledger.stats(sale.id).await.unwrap();
+    assert_eq!(
+        (stats.confirmed, stats.units_sold, stats.remaining),
+        (3, 3, 0)
+    );
+    let trail = ledger.trail(first[0].attempt).await.unwrap();
+    assert_eq!(
+        trail.len(),
+        1,
+        "QUEUED -> CONFIRMED by its claim: {trail:?}"
+    );
+    assert_eq!(trail[0].cause, "claim");
 }
 
 async fn concurrent_holds_without_the_queue_store_never_oversell(ledger: Arc<dyn Ledger>) {

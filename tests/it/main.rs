@@ -18,6 +18,7 @@ mod errors;
 mod events;
 mod figures;
 mod generated;
+mod instant;
 mod kafka;
 mod layout;
 mod ledger;

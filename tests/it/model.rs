@@ -6,6 +6,9 @@
 //! transitions that the ledger keeps. A fixed seed and a small case count keep it short.
 //! Abandonment takes real time (its shortest setting, 3 s), so it is driven only where it can
 //! happen: a buyer waiting in a paused sale stops asking while the others go on.
+//! An instant sale runs the same way (its own cases): a join is the claim, decided by the
+//! machine's `claim` (QUEUED → CONFIRMED), and buyers who wait (a paused sale, or one sold
+//! out) are claimed for in join order once the sale is open and has units.
 
 use std::time::{Duration, Instant};
 
@@ -73,6 +76,19 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
+/// An instant sale's steps: what can happen to a claim.
+fn instant_step() -> impl Strategy<Value = Step> {
+    let user = 0..USERS;
+    prop_oneof![
+        4 => user.clone().prop_map(Step::Join),
+        1 => user.clone().prop_map(Step::Leave),
+        2 => user.prop_map(Step::Refund),
+        1 => Just(Step::Pause),
+        1 => Just(Step::Resume),
+        1 => Just(Step::Close),
+    ]
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SaleState {
     Open,
@@ -83,6 +99,8 @@ enum SaleState {
 /// What the pure machine says of one buyer's attempt, and what the test needs to drive it.
 struct Buyer {
     name: String,
+    /// When it joined, among the run's joins (an instant sale claims for waiters in order).
+    joined: usize,
     attempt: String,
     state: AttemptState,
     /// Units the attempt holds or bought.
@@ -97,6 +115,9 @@ struct Buyer {
 
 struct Model {
     sale: String,
+    /// An instant sale: a join is the claim.
+    instant: bool,
+    joins: usize,
     status: SaleState,
     free: u32,
     buyers: Vec<Option<Buyer>>,
@@ -217,9 +238,24 @@ async fn apply(t: &TestApp, m: &mut Model, step: Step) -> Step {
                 crate::helpers::assert_problem(resp, 409, "/problems/sale-closed").await;
                 return step;
             }
-            assert_eq!(resp.status(), 202, "{what}");
+            let waiting = m
+                .buyers
+                .iter()
+                .flatten()
+                .any(|b| b.state == AttemptState::Queued);
+            let claims = m.instant && m.status == SaleState::Open && !waiting;
+            if claims && m.free == 0 {
+                crate::helpers::assert_problem(resp, 409, "/problems/sold-out").await;
+                return step;
+            }
+            let decided =
+                claims.then(|| decide(AttemptState::Queued, AttemptEvent::Claim).unwrap());
+            let expected = if claims { 201 } else { 202 };
+            assert_eq!(resp.status(), expected, "{what}");
             let body: Value = resp.json().await.unwrap();
+            m.joins += 1;
             m.buyers[u] = Some(Buyer {
+                joined: m.joins,
                 name,
                 attempt: body["attempt_id"].as_str().unwrap().to_owned(),
                 state: AttemptState::Queued,
@@ -230,6 +266,12 @@ async fn apply(t: &TestApp, m: &mut Model, step: Step) -> Step {
                 payment_reference: None,
                 last_webhook: None,
             });
+            if let Some(d) = decided {
+                let b = m.buyers[u].as_mut().unwrap();
+                assert_eq!(body["state"], d.to.name(), "{what}: {body}");
+                b.units = 1;
+                b.take(&d, &mut m.free);
+            }
         }
         Step::Leave(u) | Step::Release(u) | Step::Checkout(u) => {
             let Some(b) = m.buyers[u].as_mut() else {
@@ -464,9 +506,30 @@ async fn apply(t: &TestApp, m: &mut Model, step: Step) -> Step {
 }
 
 /// While the sale is open, the valve lets every waiting buyer in (its cap is above the
-/// buyers): the model admits them and the test waits until the service has.
+/// buyers): the model admits them and the test waits until the service has. An instant
+/// sale's waiters are claimed for in join order while units last.
 async fn admissions_follow(t: &TestApp, m: &mut Model) {
     if m.status != SaleState::Open {
+        return;
+    }
+    if m.instant {
+        let mut waiting: Vec<&mut Buyer> = m
+            .buyers
+            .iter_mut()
+            .flatten()
+            .filter(|b| b.state == AttemptState::Queued)
+            .collect();
+        waiting.sort_by_key(|b| b.joined);
+        for b in waiting {
+            if m.free == 0 {
+                break;
+            }
+            t.wait_for(&b.attempt, &b.name, "CONFIRMED", Duration::from_secs(10))
+                .await;
+            b.units = 1;
+            let d = decide(b.state, AttemptEvent::Claim).unwrap();
+            b.take(&d, &mut m.free);
+        }
         return;
     }
     for b in m.buyers.iter_mut().flatten() {
@@ -554,7 +617,8 @@ async fn check(t: &TestApp, m: &Model, after: &[Step]) {
         (m.free, held, paying, sold),
         "the ledger's units after {after:?}"
     );
-    assert_eq!(u64::from(m.free) + held + paying + sold, u64::from(UNITS));
+    let total = if m.instant { 2 } else { UNITS };
+    assert_eq!(u64::from(m.free) + held + paying + sold, u64::from(total));
     let queue = t.app.queue.stats(sale).await.unwrap();
     assert_eq!(
         queue.remaining,
@@ -566,14 +630,18 @@ async fn check(t: &TestApp, m: &Model, after: &[Step]) {
 /// The machine's transitions the run went through, as "FROM --cause--> TO".
 type Seen = std::sync::Mutex<std::collections::BTreeSet<String>>;
 
-async fn run_case(t: &TestApp, steps: &[Step], seen: &Seen) {
-    let sale = t
-        .create_sale(json!({ "quantity": UNITS, "per_user_limit": 3, "max_active": 100 }))
-        .await;
+async fn run_case(t: &TestApp, steps: &[Step], seen: &Seen, instant: bool) {
+    let sale = match instant {
+        false => json!({ "quantity": UNITS, "per_user_limit": 3, "max_active": 100 }),
+        true => json!({ "quantity": 2, "per_user_limit": 1, "max_active": 100, "instant": true }),
+    };
+    let sale = t.create_sale(sale).await;
     let mut m = Model {
         sale,
+        instant,
+        joins: 0,
         status: SaleState::Open,
-        free: UNITS,
+        free: if instant { 2 } else { UNITS },
         buyers: (0..USERS).map(|_| None).collect(),
         webhooks: 0,
     };
@@ -615,8 +683,23 @@ fn the_service_follows_the_machine(backend: Backend) {
     let started = Instant::now();
     let seen = Seen::default();
     let result = runner.run(&prop::collection::vec(step(), 1..=MAX_STEPS), |steps| {
-        runtime.block_on(run_case(&t, &steps, &seen));
+        runtime.block_on(run_case(&t, &steps, &seen, false));
         Ok(())
+    });
+    // An instant sale's cases: joins (claims), leaves, refunds and the operator's changes.
+    let instant_steps = prop::collection::vec(instant_step(), 1..=MAX_STEPS / 2);
+    let mut instant_runner = TestRunner::new_with_rng(
+        ProptestConfig {
+            cases: CASES / 2,
+            ..runner.config().clone()
+        },
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[29; 32]),
+    );
+    let result = result.and_then(|()| {
+        instant_runner.run(&instant_steps, |steps| {
+            runtime.block_on(run_case(&t, &steps, &seen, true));
+            Ok(())
+        })
     });
     let seen = seen.into_inner().unwrap();
     eprintln!(
@@ -649,6 +732,7 @@ fn the_service_follows_the_machine(backend: Backend) {
         "PAYMENT_PENDING --payment_failed--> EXPIRED",
         "PAYMENT_PENDING --payment_timeout--> EXPIRED",
         "CONFIRMED --refund--> EXPIRED",
+        "QUEUED --claim--> CONFIRMED",
     ] {
         assert!(
             seen.contains(transition),

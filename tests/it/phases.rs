@@ -635,3 +635,65 @@ async fn a_forced_rebuild_moves_the_phases_only_when_the_line_was_lost() {
         "the line was numbered anew"
     );
 }
+
+/// A presale of 100,000 listed members: every member joins (a sample of non-members is
+/// refused), and the ledger is read for the list once, whole, not once a join. A member
+/// added to the list after is let in within about a second (the list's count moves with the
+/// offer, and the replica reads the list again). (Redis + PostgreSQL: the joins are the
+/// queue store's; the in-process store's list costs the same.)
+#[tokio::test]
+async fn a_presale_of_a_hundred_thousand_members_reads_the_list_once() {
+    let backend = Backend::Servers;
+    use futures_util::StreamExt;
+    const MEMBERS: usize = 100_000;
+    let t = TestApp::spawn_on(backend).await;
+    let opens = at_ms(Utc::now() + chrono::Duration::seconds(1));
+    let sale = t
+        .create_sale(json!({ "quantity": 10, "opens_at": opens, "max_active": 10 }))
+        .await;
+    let resp = put_phases(&t, &sale, json!([phase("Members", opens, "list", 1)])).await;
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    let csv: String = (0..MEMBERS).map(|i| format!("member-{i}\n")).collect();
+    let uploaded: Value = upload(&t, &sale, 0, &csv).await.json().await.unwrap();
+    assert_eq!(uploaded["total"], MEMBERS as u64);
+    // The replica's offer (kept a second) has the uploaded list's count by the opening.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    sleep_until(opens).await;
+    let reads_before = t.counter("sluice_phase_list_reads_total", &[]).await;
+    let statuses: Vec<u16> = futures_util::stream::iter(0..MEMBERS)
+        .map(|i| {
+            let (t, sale) = (&t, &sale);
+            async move {
+                let user = format!("member-{i}");
+                join_with(t, sale, &user, None).await.status().as_u16()
+            }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    assert!(statuses.iter().all(|s| *s == 202), "every member joins");
+    for i in 0..20 {
+        let refused = join_with(&t, &sale, &format!("stranger-{i}"), None).await;
+        assert_eq!(refused.status(), 403, "not on the list");
+    }
+    let reads = t.counter("sluice_phase_list_reads_total", &[]).await - reads_before;
+    assert_eq!(
+        reads, 1.0,
+        "the list read once for 100,000 joins, not once a join"
+    );
+    // A member added now is let in once the offer carries the list's new count.
+    upload(&t, &sale, 0, "late-member\n").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let late = join_with(&t, &sale, "late-member", None).await.status();
+        if late == 202 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the added member is never let in"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    t.stop().await;
+}

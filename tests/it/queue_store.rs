@@ -1288,6 +1288,7 @@ fn sale(stock: Stock, max_active: u32) -> Sale {
         lottery: None,
         layout: None,
         price: Default::default(),
+        instant: false,
     }
     .parse(Utc::now())
     .unwrap()

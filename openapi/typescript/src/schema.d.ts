@@ -620,6 +620,9 @@ export interface paths {
          *     opening; a closed sale answers 409. A sale may ask for proof of work (428 without it).
          *     A sale with phases lets in, while each runs, only its audience: others get 403
          *     `not-in-phase` with the next phase open to them (named in `detail`; `next_phase_at`).
+         *     An instant sale's join is the claim: 201 CONFIRMED with one unit, 409 `sold-out`, 409
+         *     `limit-reached`, or 202 as above (waiting while the line fronts the sale, or the claim
+         *     made before).
          */
         post: operations["joinSale"];
         delete?: never;
@@ -1615,6 +1618,7 @@ export interface components {
          *       "admission_ttl_secs": 120,
          *       "currency": "KRW",
          *       "hold_ttl_secs": 300,
+         *       "instant": false,
          *       "max_active": 1000,
          *       "name": "Summer tour — Berlin",
          *       "opening": "fifo",
@@ -1656,6 +1660,16 @@ export interface components {
              * @default 300
              */
             hold_ttl_secs?: number;
+            /**
+             * @description A coupon drop, or any free first-come sale: a join (`joinSale`) is the claim. It
+             *     answers CONFIRMED with one unit (201), the user's claim again for a user who claimed
+             *     (200), `409 /problems/sold-out`, or, while the line fronts the sale (before it opens,
+             *     while others wait, or while claims come faster than the ledger records them), 202
+             *     QUEUED: the waiting user is claimed for in turn, and their status then says CONFIRMED
+             *     (or `sold_out`). A quantity sale whose `unit_price` is 0 (or that has no price).
+             * @default false
+             */
+            instant?: boolean;
             /**
              * @description A named-seat sale of a venue layout (`createLayout`): its seats are the layout's, and
              *     each category's seats the layout's seats of that category (give `categories` with a
@@ -2600,6 +2614,7 @@ export interface components {
          *       "currency": "KRW",
          *       "hold_ttl_secs": 300,
          *       "id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
+         *       "instant": false,
          *       "max_active": 1000,
          *       "max_rate_per_minute": 3000,
          *       "min_rate_per_minute": 60,
@@ -2631,6 +2646,8 @@ export interface components {
             /** Format: uint32 */
             hold_ttl_secs: number;
             id: string;
+            /** @description A join is the claim (see `createSale`). */
+            instant: boolean;
             /** @description The venue layout its seats are drawn from (`getSeatMap` draws them). */
             layout_id?: string;
             /**
@@ -5825,7 +5842,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description In the queue, or the user's existing attempt (waiting, live or CONFIRMED). */
+            /** @description An instant sale's claim, made by this join: CONFIRMED with its unit. */
+            201: {
+                headers: {
+                    LOCATION: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["AttemptOut"];
+                };
+            };
+            /**
+             * @description In the queue, or the user's existing attempt (waiting, live or CONFIRMED: an instant
+             *     sale's claim made before).
+             */
             202: {
                 headers: {
                     LOCATION: string;

@@ -51,7 +51,11 @@ fn retry_after_secs(view: &AttemptView) -> u64 {
 
 #[derive(ApiResponse)]
 pub enum JoinResponse {
-    /// In the queue, or the user's existing attempt (waiting, live or CONFIRMED).
+    /// An instant sale's claim, made by this join: CONFIRMED with its unit.
+    #[oai(status = 201)]
+    Created(Serialized<AttemptOut>, #[oai(header = "Location")] String),
+    /// In the queue, or the user's existing attempt (waiting, live or CONFIRMED: an instant
+    /// sale's claim made before).
     #[oai(status = 202)]
     Accepted(
         Serialized<AttemptOut>,
@@ -97,6 +101,9 @@ impl AttemptsApi {
     /// opening; a closed sale answers 409. A sale may ask for proof of work (428 without it).
     /// A sale with phases lets in, while each runs, only its audience: others get 403
     /// `not-in-phase` with the next phase open to them (named in `detail`; `next_phase_at`).
+    /// An instant sale's join is the claim: 201 CONFIRMED with one unit, 409 `sold-out`, 409
+    /// `limit-reached`, or 202 as above (waiting while the line fronts the sale, or the claim
+    /// made before).
     #[oai(
         path = "/v1/sales/:sale_id/attempts",
         method = "post",
@@ -120,7 +127,7 @@ impl AttemptsApi {
     ) -> Result<JoinResponse, ApiError> {
         let sale = parse_sale_id(&sale_id)?;
         limit(&self.app, Limited::Join, &auth.0)?;
-        let view = service::join::join(
+        let joined = service::join::join(
             &self.app,
             sale,
             &auth.0,
@@ -128,8 +135,15 @@ impl AttemptsApi {
             code.0.as_deref(),
         )
         .await?;
+        let view = joined.view;
         let retry = retry_after_secs(&view);
         let location = format!("/v1/attempts/{}", view.attempt);
+        if joined.claimed_now {
+            return Ok(JoinResponse::Created(
+                Serialized(out(&self.app, view)),
+                location,
+            ));
+        }
         Ok(JoinResponse::Accepted(
             Serialized(out(&self.app, view)),
             location,

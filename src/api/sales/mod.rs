@@ -129,6 +129,7 @@ impl SalesApi {
                 .map(uuid::Uuid::parse_str)
                 .transpose()
                 .map_err(|_| ServiceError::validation("layout_id", "not a layout id"))?,
+            instant: b.instant,
         };
         let app = &self.app;
         let sale_id = idempotent(

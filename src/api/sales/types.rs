@@ -162,6 +162,14 @@ pub struct CreateSale {
         )
     )]
     pub layout_id: Option<Text>,
+    /// A coupon drop, or any free first-come sale: a join (`joinSale`) is the claim. It
+    /// answers CONFIRMED with one unit (201), the user's claim again for a user who claimed
+    /// (200), `409 /problems/sold-out`, or, while the line fronts the sale (before it opens,
+    /// while others wait, or while claims come faster than the ledger records them), 202
+    /// QUEUED: the waiting user is claimed for in turn, and their status then says CONFIRMED
+    /// (or `sold_out`). A quantity sale whose `unit_price` is 0 (or that has no price).
+    #[oai(default)]
+    pub instant: bool,
 }
 
 /// A seat category of a new sale.
@@ -274,6 +282,7 @@ impl poem_openapi::types::Example for CreateSale {
             unit_price: Some(99_000),
             categories: None,
             layout_id: None,
+            instant: false,
         }
     }
 }
@@ -343,6 +352,8 @@ pub struct SaleOut {
     /// The venue layout its seats are drawn from (`getSeatMap` draws them).
     #[oai(skip_serializing_if_is_none)]
     pub layout_id: Option<String>,
+    /// A join is the claim (see `createSale`).
+    pub instant: bool,
     pub created_at: DateTime<Utc>,
 }
 
@@ -375,6 +386,7 @@ impl poem_openapi::types::Example for SaleOut {
             categories: None,
             created_at: example_time(),
             layout_id: None,
+            instant: false,
         }
     }
 }
@@ -445,6 +457,7 @@ impl SaleOut {
             }),
             created_at: s.created_at,
             layout_id: s.layout.map(|l| l.to_string()),
+            instant: s.instant,
         }
     }
 }

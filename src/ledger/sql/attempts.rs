@@ -7,7 +7,7 @@ use super::{db_error, Conn, DbRow};
 use crate::domain::{
     AttemptId, AttemptState, Buyer, Currency, Decision, LiveAttempt, Money, SaleId, Take, UserId,
 };
-use crate::ledger::sql_types::{At, Seats, TextList};
+use crate::ledger::sql_types::{At, Ids, Seats, TextList};
 use crate::ledger::{AttemptRecord, HeldStock, LedgerError, LedgerResult};
 
 /// Everything [`record_from_row`] reads, and the rest of the statement, as one `&'static str`.
@@ -168,50 +168,80 @@ pub const CLAIM_SEAT: &str = "UPDATE stock_units SET attempt_id = $2
      RETURNING unit_id";
 
 /// Claims the hold's units: free units of a quantity sale, or the named seats. All or nothing:
-/// short of units, the caller's transaction rolls back.
+/// short of units, nothing is taken (seats claimed before the one missing are let go again).
 pub(super) async fn take_units(conn: &mut Conn, id: AttemptId, take: &Take) -> LedgerResult<()> {
-    let (claimed, seats): (Vec<String>, &[String]) = match take {
-        Take::Quantity(n) => (super::claim_free_units(&mut *conn, id, *n).await?, &[]),
-        Take::Seats(seats) => {
-            let mut claimed = Vec::with_capacity(seats.len());
-            for seat in seats {
-                let got: Option<String> = sqlx::query_scalar(CLAIM_SEAT)
-                    .bind(id.sale.0)
-                    .bind(id.local)
-                    .bind(seat)
-                    .fetch_optional(&mut *conn)
-                    .await
-                    .map_err(db_error)?;
-                claimed.extend(got);
+    match take {
+        Take::Quantity(n) => {
+            if !super::stock::take(&mut *conn, id.sale, *n).await? {
+                return Err(LedgerError::SoldOut);
             }
-            (claimed, seats.as_slice())
         }
-    };
-    let wanted = take.units() as usize;
-    if claimed.len() < wanted {
-        return Err(missing_seat(conn, id, seats, &claimed).await?);
+        Take::Seats(seats) => claim_seats(&mut *conn, id, seats).await?,
     }
-    // The amount is the sum of the units' prices as the sale has them now: a seat's
-    // category's, or the sale's unit price (NULL when the sale is not priced).
-    sqlx::query(concat!(
-        "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status, created_at, amount,
-                           currency)
-         SELECT $1, $2, $3, $4, 'held', ",
-        now!(),
-        ", (SELECT CAST(sum(coalesce(c.unit_price, s.unit_price)) AS BIGINT)
-              FROM stock_units u
-              LEFT JOIN sale_categories c ON c.sale_id = u.sale_id AND c.name = u.category
-              WHERE u.sale_id = $2 AND u.attempt_id = $1),
-            s.currency
-         FROM sales s WHERE s.id = $2"
-    ))
-    .bind(id.local)
-    .bind(id.sale.0)
-    .bind(wanted as i32)
-    .bind(TextList(seats))
-    .execute(conn)
-    .await
-    .map_err(db_error)?;
+    insert_holds(conn, id.sale, &[(id, take)]).await
+}
+
+/// Claims each of the named seats for the attempt, all or none ([`LedgerError::SeatTaken`],
+/// [`LedgerError::UnknownSeat`] for the first one missing).
+pub(super) async fn claim_seats(
+    conn: &mut Conn,
+    id: AttemptId,
+    seats: &[String],
+) -> LedgerResult<()> {
+    let mut claimed = Vec::with_capacity(seats.len());
+    for seat in seats {
+        let got: Option<String> = sqlx::query_scalar(CLAIM_SEAT)
+            .bind(id.sale.0)
+            .bind(id.local)
+            .bind(seat)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        claimed.extend(got);
+    }
+    if claimed.len() == seats.len() {
+        return Ok(());
+    }
+    let missing = missing_seat(&mut *conn, id, seats, &claimed).await?;
+    free_seats_of(conn, id).await?;
+    Err(missing)
+}
+
+/// Inserts the hold rows of attempts that took their units or seats (`held`). The amount is
+/// the sum of the units' prices as the sale has them now: a seat's category's, or the sale's
+/// unit price (NULL when the sale is not priced).
+pub(crate) async fn insert_holds(
+    conn: &mut Conn,
+    sale: SaleId,
+    holds: &[(AttemptId, &Take)],
+) -> LedgerResult<()> {
+    for (id, take) in holds {
+        let seats: &[String] = match take {
+            Take::Quantity(_) => &[],
+            Take::Seats(seats) => seats,
+        };
+        sqlx::query(concat!(
+            "INSERT INTO holds (attempt_id, sale_id, quantity, seat_ids, status, created_at, amount,
+                               currency)
+             SELECT $1, $2, $3, $4, 'held', ",
+            now!(),
+            ", CASE WHEN $5 THEN CAST($3 * s.unit_price AS BIGINT) ELSE
+                  (SELECT CAST(sum(coalesce(c.unit_price, s.unit_price)) AS BIGINT)
+                   FROM stock_units u
+                   LEFT JOIN sale_categories c ON c.sale_id = u.sale_id AND c.name = u.category
+                   WHERE u.sale_id = $2 AND u.attempt_id = $1) END,
+                s.currency
+             FROM sales s WHERE s.id = $2"
+        ))
+        .bind(id.local)
+        .bind(sale.0)
+        .bind(take.units() as i32)
+        .bind(TextList(seats))
+        .bind(seats.is_empty())
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    }
     Ok(())
 }
 
@@ -241,86 +271,96 @@ async fn missing_seat(
 }
 
 /// Ends a hold, or a purchase refunded, whose units go back, exactly once (the hold's status
-/// guards it).
+/// guards it): a quantity to the sale's counter, seats to the free seats.
 pub(super) async fn return_units(conn: &mut Conn, id: AttemptId) -> LedgerResult<()> {
-    let ended = sqlx::query(concat!(
+    let ended: Option<(i32, Seats)> = sqlx::query_as(concat!(
         "UPDATE holds SET status = 'returned', ended_at = ",
         now!(),
-        " WHERE attempt_id = $1 AND status IN ('held', 'confirmed')"
+        " WHERE attempt_id = $1 AND status IN ('held', 'confirmed')
+         RETURNING quantity, seat_ids"
     ))
     .bind(id.local)
-    .execute(&mut *conn)
+    .fetch_optional(&mut *conn)
     .await
     .map_err(db_error)?;
-    if ended.rows_affected() == 1 {
-        sqlx::query(
-            "UPDATE stock_units SET attempt_id = NULL WHERE sale_id = $1 AND attempt_id = $2",
-        )
+    match ended {
+        Some((quantity, Seats(seats))) if seats.is_empty() => {
+            super::stock::give_back(conn, id.sale, quantity as u32).await
+        }
+        Some(_) => free_seats_of(conn, id).await,
+        None => Ok(()),
+    }
+}
+
+/// Frees the seats the attempt holds.
+async fn free_seats_of(conn: &mut Conn, id: AttemptId) -> LedgerResult<()> {
+    sqlx::query("UPDATE stock_units SET attempt_id = NULL WHERE sale_id = $1 AND attempt_id = $2")
         .bind(id.sale.0)
         .bind(id.local)
         .execute(conn)
         .await
         .map_err(db_error)?;
-    }
     Ok(())
 }
 
-/// The new state, and what entering it writes besides (deadlines, the payment row).
-pub(super) async fn enter_state(conn: &mut Conn, id: Uuid, to: AttemptState) -> LedgerResult<()> {
+/// The new state of the attempts `ids`, and what entering it writes besides (deadlines, the
+/// payment rows), in one statement of each kind however many they are.
+pub(super) async fn enter_state(
+    conn: &mut Conn,
+    ids: &[Uuid],
+    to: AttemptState,
+) -> LedgerResult<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
     let also = match to {
         AttemptState::Hold => Some(concat!(
             "UPDATE attempts SET hold_expires_at = ",
             secs_from_now!("(SELECT hold_ttl_secs FROM sales WHERE sales.id = attempts.sale_id)"),
-            " WHERE id = $1"
+            " WHERE id ",
+            in_ids!("$1")
         )),
         AttemptState::PaymentPending => {
-            sqlx::query(concat!(
-                "INSERT INTO payments (reference, attempt_id, status, created_at, updated_at)
-                 VALUES ($1, $2, 'pending', ",
-                now!(),
-                ", ",
-                now!(),
-                ") ON CONFLICT (attempt_id) DO NOTHING"
-            ))
-            .bind(Uuid::new_v4())
-            .bind(id)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_error)?;
+            let payments: Vec<(Uuid, Uuid)> = ids.iter().map(|id| (Uuid::new_v4(), *id)).collect();
+            super::insert_payments(&mut *conn, &payments).await?;
             Some(concat!(
                 "UPDATE attempts SET payment_expires_at = ",
                 secs_from_now!(
                     "(SELECT payment_ttl_secs FROM sales WHERE sales.id = attempts.sale_id)"
                 ),
-                " WHERE id = $1"
+                " WHERE id ",
+                in_ids!("$1")
             ))
         }
         AttemptState::Confirmed => {
             sqlx::query(concat!(
                 "UPDATE payments SET status = 'succeeded', updated_at = ",
                 now!(),
-                " WHERE attempt_id = $1"
+                " WHERE attempt_id ",
+                in_ids!("$1")
             ))
-            .bind(id)
+            .bind(Ids(ids))
             .execute(&mut *conn)
             .await
             .map_err(db_error)?;
             Some(concat!(
                 "UPDATE holds SET status = 'confirmed', ended_at = ",
                 now!(),
-                " WHERE attempt_id = $1 AND status = 'held'"
+                " WHERE status = 'held' AND attempt_id ",
+                in_ids!("$1")
             ))
         }
         AttemptState::Expired { .. } => Some(concat!(
             "UPDATE payments SET status = 'failed', updated_at = ",
             now!(),
-            " WHERE attempt_id = $1 AND status = 'pending'"
+            " WHERE status = 'pending' AND attempt_id ",
+            in_ids!("$1")
         )),
         AttemptState::Queued | AttemptState::Admitted => None,
     };
     if let Some(sql) = also {
         sqlx::query(sql)
-            .bind(id)
+            .bind(Ids(ids))
             .execute(&mut *conn)
             .await
             .map_err(db_error)?;
@@ -328,15 +368,37 @@ pub(super) async fn enter_state(conn: &mut Conn, id: Uuid, to: AttemptState) -> 
     sqlx::query(concat!(
         "UPDATE attempts SET state = $2, reason = $3, updated_at = ",
         now!(),
-        " WHERE id = $1"
+        " WHERE id ",
+        in_ids!("$1")
     ))
-    .bind(id)
+    .bind(Ids(ids))
     .bind(to.name())
     .bind(to.reason().map(|r| r.as_str()))
     .execute(conn)
     .await
     .map_err(db_error)?;
     Ok(())
+}
+
+/// Loads and locks the attempts `ids` for the rest of the transaction, in the order of their
+/// ids (so two batches that share an attempt lock in the same order); the ones of `sale`.
+pub(super) async fn lock_all(
+    conn: &mut Conn,
+    sale: SaleId,
+    ids: &[Uuid],
+) -> LedgerResult<Vec<AttemptRecord>> {
+    let rows = sqlx::query(select_attempts!(concat!(
+        "WHERE a.id ",
+        in_ids!("$1"),
+        " AND a.sale_id = $2 ORDER BY a.id",
+        row_lock!(" FOR UPDATE OF a")
+    )))
+    .bind(Ids(ids))
+    .bind(sale.0)
+    .fetch_all(conn)
+    .await
+    .map_err(db_error)?;
+    rows.iter().map(record_from_row).collect()
 }
 
 /// Writes a decision's row of the audit trail (from, to, cause).

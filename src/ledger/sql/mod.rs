@@ -7,7 +7,7 @@
 //!
 //! Layout: this file (the pool, connections behind the breaker, the [`Ledger`] impl);
 //! `tx.rs` (the statements of `LedgerTx` that the shared transitions and flows run);
-//! `attempts.rs`, `sales.rs`, `figures.rs` (a sale's figures over time), `idempotency.rs`,
+//! `attempts.rs`, `sales.rs`, `stock.rs` (a quantity sale's counter), `figures.rs` (a sale's figures over time), `idempotency.rs`,
 //! `push.rs` (Web Push subscriptions), `layouts.rs` (venue layouts), `phases.rs` (a sale's phases, lists and codes),
 //! `operators.rs` (admin keys and the admin audit log), `outbox.rs`, `queue_sync.rs`,
 //! `support.rs` (support's reads).
@@ -31,12 +31,13 @@ mod figures;
 mod idempotency;
 mod layouts;
 mod operators;
-mod outbox;
+pub(super) mod outbox;
 mod payments;
 mod phases;
 mod push;
-mod queue_sync;
+pub(super) mod queue_sync;
 mod sales;
+mod stock;
 mod support;
 mod tx;
 
@@ -49,8 +50,9 @@ use sqlx::{Pool, Transaction};
 use uuid::Uuid;
 
 use super::{
-    audit_all, begin_write, claim_free_units, db_error, insert_admitted, insert_numbered_units,
-    mark_published, mark_synced, reachable, relay_lease, Conn, Db, Options, MIGRATOR,
+    audit_all, begin_write, db_error, insert_admitted, insert_claims, insert_events,
+    insert_payments, insert_quantity_holds, mark_published, mark_synced, reachable, record_syncs,
+    relay_lease, Conn, Db, Options, MIGRATOR,
 };
 
 /// A row of this dialect.
@@ -61,12 +63,12 @@ use crate::domain::{
 };
 use crate::ledger::breaker::{Breaker, PROBE_EVERY, PROBE_TIMEOUT};
 use crate::ledger::{
-    flows, metered, transition, AdminKeyRow, AdmissionPlan, Applied, AttemptQuery, AttemptRecord,
-    Audit, AuditQuery, IdempotencyLedger, LayoutLedger, LayoutSummary, Ledger, LedgerError,
-    LedgerResult, LedgerStats, OpenPayment, OutboxEvent, OutboxLedger, PaymentApplied,
-    PaymentEventRow, PaymentLedger, PendingSync, PhaseLedger, PushLedger, QueueSyncLedger,
-    RelayLease, SaleChange, SaleFigures, SaleRecord, SaleSummary, SavedResponse, SupportLedger,
-    TransitionRow,
+    batch, flows, metered, transition, AdminKeyRow, AdmissionPlan, Applied, AttemptQuery,
+    AttemptRecord, Audit, AuditQuery, ClaimAsk, Claimed, EventAsk, IdempotencyLedger, LayoutLedger,
+    LayoutSummary, Ledger, LedgerError, LedgerResult, LedgerStats, OpenPayment, OutboxEvent,
+    OutboxLedger, PaymentApplied, PaymentEventRow, PaymentLedger, PendingSync, PhaseLedger,
+    PushLedger, QueueSyncLedger, RelayLease, SaleChange, SaleFigures, SaleRecord, SaleSummary,
+    SavedResponse, SupportLedger, TransitionRow,
 };
 use crate::queue::Admitted;
 
@@ -214,6 +216,10 @@ impl Ledger for SqlLedger {
         sales::free_stock(&mut *self.conn().await?, id).await
     }
 
+    async fn free_units(&self, id: SaleId) -> LedgerResult<Option<u32>> {
+        stock::free(&mut *self.conn().await?, id).await
+    }
+
     async fn record_admissions(
         &self,
         plan: &AdmissionPlan,
@@ -247,6 +253,24 @@ impl Ledger for SqlLedger {
             Refunding::Owed
         ));
         metered("apply", async { apply.await? }).await
+    }
+
+    async fn apply_all(
+        &self,
+        sale: SaleId,
+        asks: &[EventAsk],
+    ) -> LedgerResult<Vec<LedgerResult<Applied>>> {
+        let apply = in_write!(self, |tx| batch::apply_all_in(tx, sale, asks));
+        metered("apply", apply).await
+    }
+
+    async fn record_claims(
+        &self,
+        sale: SaleId,
+        claims: &[ClaimAsk],
+    ) -> LedgerResult<Vec<LedgerResult<Claimed>>> {
+        let record = in_write!(self, |tx| batch::record_claims_in(tx, sale, claims));
+        metered("record_claims", record).await
     }
 
     async fn refund(

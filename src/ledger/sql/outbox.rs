@@ -9,7 +9,7 @@ use super::{backlog_of, db_error, Conn};
 use crate::domain::{DomainEvent, SaleId};
 use crate::ledger::{LedgerResult, OutboxEvent};
 
-pub(super) async fn insert(conn: &mut Conn, event: &DomainEvent) -> LedgerResult<()> {
+pub(crate) async fn insert(conn: &mut Conn, event: &DomainEvent) -> LedgerResult<()> {
     sqlx::query(concat!(
         "INSERT INTO outbox (id, sale_id, event_type, payload, created_at)
          VALUES ($1, $2, $3, $4, ",

@@ -11,7 +11,7 @@ use crate::ledger::{AccessCode, LedgerError, LedgerResult, PhaseCounts, Redeemed
 pub(super) async fn load(conn: &mut Conn, sale: SaleId) -> LedgerResult<Vec<Phase>> {
     let rows = sqlx::query(
         "SELECT name, starts_at, audience, rate_per_minute, max_active, per_user_limit,
-                first_serial, lottery_seed, joins_from, applied
+                first_serial, lottery_seed, joins_from, applied, members
          FROM sale_phases WHERE sale_id = $1 ORDER BY position",
     )
     .bind(sale.0)
@@ -33,6 +33,7 @@ pub(super) async fn load(conn: &mut Conn, sale: SaleId) -> LedgerResult<Vec<Phas
                 joins_from: r.get::<Option<At>, _>("joins_from").map(|t| t.0),
                 first_serial: r.get::<Option<i64>, _>("first_serial").map(|s| s as u64),
                 applied: r.get("applied"),
+                members: r.get::<i64, _>("members").max(0) as u64,
             })
         })
         .collect()
@@ -67,6 +68,16 @@ pub(super) async fn replace(conn: &mut Conn, sale: SaleId, phases: &[Phase]) -> 
         .await
         .map_err(db_error)?;
     }
+    // The lists stay with their positions: each phase counts what its position's list holds.
+    sqlx::query(
+        "UPDATE sale_phases SET members = (SELECT count(*) FROM phase_members m
+            WHERE m.sale_id = sale_phases.sale_id AND m.position = sale_phases.position)
+         WHERE sale_id = $1",
+    )
+    .bind(sale.0)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
     Ok(())
 }
 
@@ -155,10 +166,19 @@ pub(super) async fn add_members(
     .bind(sale.0)
     .bind(position as i32)
     .bind(TextList(users))
-    .execute(conn)
+    .execute(&mut *conn)
     .await
     .map_err(db_error)?
     .rows_affected();
+    sqlx::query(
+        "UPDATE sale_phases SET members = members + $3 WHERE sale_id = $1 AND position = $2",
+    )
+    .bind(sale.0)
+    .bind(position as i32)
+    .bind(added as i64)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
     Ok(added)
 }
 

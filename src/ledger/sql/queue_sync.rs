@@ -1,10 +1,31 @@
-//! The queue-sync log's reads: what the queue store has not been seen to apply, what was
+//! The queue-sync log: a transition's row, and its reads: what the queue store has not been seen to apply, what was
 //! applied lately (for a replay), and pruning. Marking rows applied is the dialect's (a list).
 
 use uuid::Uuid;
 
 use super::{backlog_of, db_error, Conn};
-use crate::ledger::{sync_rows_from, LedgerResult, PendingSync};
+use crate::domain::AttemptId;
+use crate::ledger::{sync_rows_from, LedgerResult, PendingSync, SyncChange};
+
+/// Writes the queue store's side of a transition (a queue-sync row); its id.
+pub(crate) async fn record(
+    conn: &mut Conn,
+    id: AttemptId,
+    change: SyncChange,
+) -> LedgerResult<i64> {
+    sqlx::query_scalar(concat!(
+        "INSERT INTO queue_sync (sale_id, attempt_id, change, created_at)
+         VALUES ($1, $2, $3, ",
+        clock!(),
+        ") RETURNING id"
+    ))
+    .bind(id.sale.0)
+    .bind(id.local)
+    .bind(change.as_str())
+    .fetch_one(conn)
+    .await
+    .map_err(db_error)
+}
 
 pub(super) async fn pending(
     conn: &mut Conn,

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use super::{db_error, insert_numbered_units, Conn, DbRow};
+use super::{db_error, stock, Conn, DbRow};
 use crate::domain::{
     Admission, Category, Currency, Opening, Price, ProofOfWork, Sale, SaleId, SaleStatus, Stock,
     StockKind, Ttls,
@@ -20,7 +20,7 @@ macro_rules! sale_columns {
         "id, name, opens_at, closes_at, stock_kind, total, per_user_limit,
     admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute, max_active,
     adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status,
-    created_at, currency, unit_price, layout_id"
+    created_at, currency, unit_price, layout_id, instant"
     };
 }
 
@@ -31,9 +31,9 @@ pub(super) async fn insert(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
         "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total,
             per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
             max_active, adaptive_min_rate, adaptive_max_rate, status, created_at, opening,
-            lottery_seed, currency, unit_price, layout_id)
+            lottery_seed, currency, unit_price, layout_id, instant)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-                 $19, $20, $21)",
+                 $19, $20, $21, $22)",
     )
     .bind(sale.id.0)
     .bind(&sale.name)
@@ -56,6 +56,7 @@ pub(super) async fn insert(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
     .bind(sale.price.as_ref().map(|p| p.currency.code()))
     .bind(sale.price.as_ref().map(|p| p.unit_price as i64))
     .bind(sale.layout)
+    .bind(sale.instant)
     .execute(conn)
     .await
     .map_err(db_error)?;
@@ -67,7 +68,7 @@ pub(super) async fn insert(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
 pub(super) async fn insert_units(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
     match &sale.stock {
         Stock::Seats(seats) => insert_seats(&mut *conn, sale.id, seats).await?,
-        Stock::Quantity(n) => insert_numbered_units(&mut *conn, sale.id, 0, *n).await?,
+        Stock::Quantity(n) => stock::create(&mut *conn, sale.id, *n).await?,
     }
     let categories = sale.price.iter().flat_map(|p| &p.categories);
     for (position, category) in categories.enumerate() {
@@ -191,6 +192,7 @@ fn sale_from_row(
         status: SaleStatus::parse(row.get("status")).ok_or_else(|| bad("status"))?,
         created_at: row.get::<At, _>("created_at").0,
         layout: row.get("layout_id"),
+        instant: row.get("instant"),
     })
 }
 
@@ -205,14 +207,17 @@ fn admission_from_row(row: &DbRow) -> Admission {
     )
 }
 
-/// The sale with its free units counted: a scan of the free-units index (145 ms for a million
-/// units on PostgreSQL), so not for every second (see [`settings`]).
+/// The sale with its free units counted: a quantity sale's counter, or a scan of the free
+/// seats (so not for every second, see [`settings`]).
 pub(super) async fn load(conn: &mut Conn, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
     let Some(sale) = settings(&mut *conn, id).await? else {
         return Ok(None);
     };
     let (remaining, settings_version): (i64, i64) = sqlx::query_as(
-        "SELECT (SELECT count(*) FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL),
+        "SELECT CASE WHEN stock_kind = 'quantity'
+                    THEN (SELECT CAST(free AS BIGINT) FROM quantity_stock WHERE sale_id = $1)
+                    ELSE (SELECT count(*) FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL)
+                END,
                 settings_version
          FROM sales WHERE id = $1",
     )
@@ -314,7 +319,7 @@ pub(super) async fn write_admission(
 pub(super) async fn admitting(conn: &mut Conn) -> LedgerResult<Vec<AdmissionPlan>> {
     let rows = sqlx::query(concat!(
         "SELECT id, rate_per_minute, max_active, adaptive_min_rate, adaptive_max_rate,
-                admission_ttl_secs, opening, lottery_seed, closes_at FROM sales
+                admission_ttl_secs, opening, lottery_seed, closes_at, instant FROM sales
          WHERE status = 'open' AND opens_at <= ",
         now!()
     ))
@@ -329,6 +334,7 @@ pub(super) async fn admitting(conn: &mut Conn) -> LedgerResult<Vec<AdmissionPlan
             admission_ttl_secs: r.get::<i32, _>("admission_ttl_secs") as u32,
             opening: Opening::from_stored(r.get("opening"), r.get("lottery_seed")),
             closes_at: r.get::<Option<At>, _>("closes_at").map(|t| t.0),
+            instant: r.get("instant"),
         })
         .collect())
 }
@@ -365,16 +371,29 @@ pub(super) async fn free_stock(conn: &mut Conn, id: SaleId) -> LedgerResult<Stoc
         .await
         .map_err(db_error)?;
     let kind = kind.ok_or(LedgerError::NotFound)?;
-    let free: Vec<String> = sqlx::query_scalar(
-        "SELECT unit_id FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL ORDER BY unit_id",
-    )
-    .bind(id.0)
-    .fetch_all(conn)
-    .await
-    .map_err(db_error)?;
-    let kind = StockKind::parse(&kind)
-        .ok_or_else(|| LedgerError::Other("bad stock_kind in sales row".into()))?;
-    Ok(Stock::from_free_units(kind, free))
+    match StockKind::parse(&kind) {
+        Some(StockKind::Quantity) => {
+            let free: Option<i32> =
+                sqlx::query_scalar("SELECT free FROM quantity_stock WHERE sale_id = $1")
+                    .bind(id.0)
+                    .fetch_optional(conn)
+                    .await
+                    .map_err(db_error)?;
+            Ok(Stock::Quantity(free.unwrap_or(0).max(0) as u32))
+        }
+        Some(StockKind::Seats) => {
+            let free: Vec<String> = sqlx::query_scalar(
+                "SELECT unit_id FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL
+                 ORDER BY unit_id",
+            )
+            .bind(id.0)
+            .fetch_all(conn)
+            .await
+            .map_err(db_error)?;
+            Ok(Stock::Seats(free))
+        }
+        None => Err(LedgerError::Other("bad stock_kind in sales row".into())),
+    }
 }
 
 /// [`LedgerTx::write_proof_of_work`].
@@ -430,17 +449,9 @@ pub(super) async fn lock_stock(
     Ok(row.and_then(|(kind, total)| Some((StockKind::parse(&kind)?, total as u32))))
 }
 
-/// [`LedgerTx::add_units`]: numbered on from the sale's highest.
+/// [`LedgerTx::add_units`]: the counter goes up.
 pub(super) async fn add_units(conn: &mut Conn, id: SaleId, n: u32) -> LedgerResult<()> {
-    let top: i64 = sqlx::query_scalar(
-        "SELECT CAST(coalesce(max(CAST(unit_id AS INTEGER)), 0) AS BIGINT) FROM stock_units
-         WHERE sale_id = $1",
-    )
-    .bind(id.0)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    insert_numbered_units(conn, id, top, n).await
+    stock::give_back(conn, id, n).await
 }
 
 /// [`LedgerTx::add_seats`]: a seat the sale has already is [`LedgerError::SeatExists`].
@@ -462,21 +473,9 @@ pub(super) async fn add_seats(conn: &mut Conn, id: SaleId, seats: &[String]) -> 
     insert_seats(conn, id, seats).await
 }
 
-/// [`LedgerTx::withdraw_units`]: free units only (those no attempt holds), any of them.
+/// [`LedgerTx::withdraw_units`]: free units only (those no attempt holds).
 pub(super) async fn withdraw_units(conn: &mut Conn, id: SaleId, n: u32) -> LedgerResult<u32> {
-    let done = sqlx::query(concat!(
-        "DELETE FROM stock_units WHERE sale_id = $1 AND unit_id IN (
-           SELECT unit_id FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL
-           LIMIT $2",
-        row_lock!(" FOR UPDATE SKIP LOCKED"),
-        ")"
-    ))
-    .bind(id.0)
-    .bind(i64::from(n))
-    .execute(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(done.rows_affected() as u32)
+    stock::withdraw(conn, id, n).await
 }
 
 /// [`LedgerTx::withdraw_seats`]: the named seats that are free.

@@ -11,7 +11,7 @@ use crate::domain::{
     AdminAction, Admission, AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent,
     ProofOfWork, Sale, SaleId, SaleStatus, StockKind, Take,
 };
-use crate::ledger::sql_types::At;
+use crate::ledger::sql_types::{At, TextList};
 use crate::ledger::transition::{timeout_state, LedgerTx};
 use crate::ledger::{
     AdminKeyRow, AdmissionPlan, AttemptRecord, LedgerResult, SaleRecord, SyncChange,
@@ -41,7 +41,7 @@ impl LedgerTx for Conn {
     }
 
     async fn enter_state(&mut self, id: AttemptId, to: AttemptState) -> LedgerResult<()> {
-        attempts::enter_state(self, id.local, to).await
+        attempts::enter_state(self, &[id.local], to).await
     }
 
     async fn audit(&mut self, id: AttemptId, decision: &Decision) -> LedgerResult<()> {
@@ -53,18 +53,102 @@ impl LedgerTx for Conn {
     }
 
     async fn record_sync(&mut self, id: AttemptId, change: SyncChange) -> LedgerResult<i64> {
-        sqlx::query_scalar(concat!(
-            "INSERT INTO queue_sync (sale_id, attempt_id, change, created_at)
-             VALUES ($1, $2, $3, ",
-            clock!(),
-            ") RETURNING id"
+        super::queue_sync::record(self, id, change).await
+    }
+
+    async fn now(&mut self) -> LedgerResult<DateTime<Utc>> {
+        let now: At = sqlx::query_scalar(concat!("SELECT ", now!()))
+            .fetch_one(self)
+            .await
+            .map_err(db_error)?;
+        Ok(now.0)
+    }
+
+    async fn lock_attempts(
+        &mut self,
+        sale: SaleId,
+        ids: &[Uuid],
+    ) -> LedgerResult<Vec<AttemptRecord>> {
+        attempts::lock_all(self, sale, ids).await
+    }
+
+    async fn take_each(&mut self, sale: SaleId, wants: &[u32]) -> LedgerResult<Vec<bool>> {
+        super::stock::take_each(self, sale, wants).await
+    }
+
+    async fn claim_seats(&mut self, id: AttemptId, seats: &[String]) -> LedgerResult<()> {
+        attempts::claim_seats(self, id, seats).await
+    }
+
+    async fn insert_holds(
+        &mut self,
+        sale: SaleId,
+        holds: &[(AttemptId, &Take)],
+    ) -> LedgerResult<()> {
+        let (quantities, seats): (Vec<_>, Vec<_>) = holds
+            .iter()
+            .partition(|(_, take)| matches!(take, Take::Quantity(_)));
+        let quantities: Vec<(Uuid, u32)> = quantities
+            .iter()
+            .map(|(id, take)| (id.local, take.units()))
+            .collect();
+        if !quantities.is_empty() {
+            super::insert_quantity_holds(self, sale, &quantities).await?;
+        }
+        if !seats.is_empty() {
+            attempts::insert_holds(self, sale, &seats).await?;
+        }
+        Ok(())
+    }
+
+    async fn enter_states(&mut self, ids: &[Uuid], to: AttemptState) -> LedgerResult<()> {
+        attempts::enter_state(self, ids, to).await
+    }
+
+    async fn record_syncs(
+        &mut self,
+        changes: &[(AttemptId, SyncChange)],
+    ) -> LedgerResult<Vec<i64>> {
+        if changes.is_empty() {
+            return Ok(Vec::new());
+        }
+        super::record_syncs(self, changes).await
+    }
+
+    async fn insert_events(&mut self, events: &[DomainEvent]) -> LedgerResult<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        super::insert_events(self, events).await
+    }
+
+    async fn confirmed_of(
+        &mut self,
+        sale: SaleId,
+        users: &[String],
+    ) -> LedgerResult<Vec<(String, Uuid)>> {
+        sqlx::query_as(concat!(
+            "SELECT user_id, id FROM attempts
+             WHERE sale_id = $1 AND state = 'CONFIRMED' AND user_id IN (SELECT value FROM ",
+            each_text!("$2"),
+            ")"
         ))
-        .bind(id.sale.0)
-        .bind(id.local)
-        .bind(change.as_str())
-        .fetch_one(self)
+        .bind(sale.0)
+        .bind(TextList(users))
+        .fetch_all(self)
         .await
         .map_err(db_error)
+    }
+
+    async fn insert_claims(
+        &mut self,
+        sale: SaleId,
+        claims: &[(Uuid, &str, i64)],
+    ) -> LedgerResult<()> {
+        if claims.is_empty() {
+            return Ok(());
+        }
+        super::insert_claims(self, sale, claims).await
     }
 
     async fn audit_all(&mut self, ids: &[AttemptId], decision: &Decision) -> LedgerResult<()> {

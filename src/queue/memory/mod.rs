@@ -51,7 +51,10 @@ struct SaleQueue {
     /// older one is left out, as `lua/lib/settings.lua` does.
     settings_version: u64,
     status: SaleStatus,
+    opens_at_ms: i64,
     closes_at_ms: i64,
+    /// A join claims (`lua/join.lua`'s instant sale).
+    instant: bool,
     max_active: u32,
     per_user_limit: u32,
     rate_per_minute: u32,
@@ -82,6 +85,9 @@ struct SaleQueue {
     fence: u64,
     /// The last admission batch until its admitter says the ledger has it (see admit_batch.lua).
     unrecorded: Vec<Admitted>,
+    /// An instant sale's claims made by joins, by attempt, with their serial, until the
+    /// ledger has them (as `claims`).
+    claims: HashMap<Uuid, u64>,
     /// When the sale was rebuilt from the ledger (ms; 0 = never).
     rebuilt_at_ms: i64,
     /// The admission controller's published state and its expiry (ms).
@@ -179,7 +185,9 @@ impl SaleQueue {
         }
         self.settings_version = version;
         self.status = sale.status;
+        self.opens_at_ms = sale.opens_at.timestamp_millis();
         self.closes_at_ms = sale.closes_at.map(|t| t.timestamp_millis()).unwrap_or(0);
+        self.instant = sale.instant;
         self.max_active = sale.admission.max_active;
         self.per_user_limit = sale.per_user_limit;
         self.rate_per_minute = sale.admission.rate_per_minute;
@@ -308,7 +316,9 @@ impl SaleQueue {
             journal,
             settings_version: 0,
             status: sale.status,
+            opens_at_ms: 0,
             closes_at_ms: 0,
+            instant: false,
             max_active: 0,
             per_user_limit: 0,
             rate_per_minute: 0,
@@ -330,6 +340,7 @@ impl SaleQueue {
             lease: None,
             fence: 0,
             unrecorded: Vec::new(),
+            claims: HashMap::new(),
             rebuilt_at_ms: 0,
             controller: None,
             seen: Presence::default(),
@@ -558,6 +569,35 @@ impl SaleQueue {
     }
 
     /// A join's answer for a waiting attempt.
+    /// An instant sale's claim for a user with nobody waiting (as `lua/join.lua`).
+    fn claim(&mut self, attempt: AttemptId, user: &UserId, now_ms: i64) -> JoinOutcome {
+        let bought = self.bought.get(user).copied().unwrap_or(0);
+        if bought + 1 > self.per_user_limit {
+            return JoinOutcome::LimitReached { already: bought };
+        }
+        if self.stock < 1 {
+            return JoinOutcome::SoldOut;
+        }
+        self.seq += 1;
+        self.take_claim(attempt.local, user);
+        self.active.insert(attempt.local, now_ms + CLAIM_RECORD_MS);
+        self.claims.insert(attempt.local, self.seq);
+        self.users.insert(user.clone(), attempt.local);
+        self.owners.insert(attempt.local, user.clone());
+        JoinOutcome::Claimed {
+            attempt,
+            serial: self.seq,
+        }
+    }
+
+    /// A claim's unit: taken from the stock, counted to the user, kept among the sold.
+    fn take_claim(&mut self, attempt: Uuid, user: &UserId) {
+        self.stock -= 1;
+        *self.bought.entry(user.clone()).or_default() += 1;
+        self.sold.insert(attempt, (Take::Quantity(1), user.clone()));
+        self.version += 1;
+    }
+
     fn queued(&self, attempt: AttemptId, position: u64) -> JoinOutcome {
         JoinOutcome::Queued {
             attempt,
@@ -648,7 +688,13 @@ impl QueueStore for MemoryQueue {
         Ok(self.with(sale, |q| q.settings_version))
     }
 
-    async fn join(&self, sale: SaleId, user: &UserId, now_ms: i64) -> QueueResult<JoinOutcome> {
+    async fn join_or_claim(
+        &self,
+        sale: SaleId,
+        user: &UserId,
+        now_ms: i64,
+        front: bool,
+    ) -> QueueResult<JoinOutcome> {
         let _timer = CallTimer::start("join");
         record_batch("join", 1);
         let track = self.abandon_after_ms > 0;
@@ -674,10 +720,21 @@ impl QueueStore for MemoryQueue {
                         sale,
                         local: existing,
                     };
+                    if let Some(serial) = q.claims.get(&existing).copied() {
+                        return (JoinOutcome::Claimed { attempt, serial }, None);
+                    }
                     return (JoinOutcome::Active { attempt }, None);
                 }
             }
             let attempt = AttemptId::new(sale);
+            let claiming = q.instant
+                && q.status == SaleStatus::Open
+                && now_ms >= q.opens_at_ms
+                && !front
+                && q.queue.is_empty();
+            if claiming {
+                return (q.claim(attempt, user, now_ms), None);
+            }
             q.seq += 1;
             let seq = q.seq;
             q.queue.insert(seq, attempt.local);
@@ -938,7 +995,10 @@ impl QueueStore for MemoryQueue {
             }
             q.measured_rate = measured_rate;
             let free = (q.max_active as usize).saturating_sub(q.active.len());
-            let n = free.min(wanted as usize);
+            let mut n = free.min(wanted as usize);
+            if q.instant {
+                n = n.min(q.stock.max(0) as usize);
+            }
             let deadline = now + admission_ttl_ms as i64;
             let mut admitted = Vec::with_capacity(n);
             for _ in 0..n {
@@ -951,6 +1011,9 @@ impl QueueStore for MemoryQueue {
                 q.journal_gone(local);
                 q.active.insert(local, deadline);
                 let Some(user) = q.owners.get(&local).cloned() else { continue };
+                if q.instant {
+                    q.take_claim(local, &user);
+                }
                 admitted.push(Admitted { attempt: AttemptId { sale, local }, seq, user, deadline_ms: deadline });
             }
             if !admitted.is_empty() {
@@ -972,6 +1035,43 @@ impl QueueStore for MemoryQueue {
         Ok(())
     }
 
+    async fn claims_recorded(&self, sale: SaleId, attempts: &[AttemptId]) -> QueueResult<()> {
+        let _timer = CallTimer::start("claims_recorded");
+        self.with(sale, |q| {
+            let mut recorded = false;
+            for attempt in attempts {
+                recorded |= q.active.remove(&attempt.local).is_some();
+                q.claims.remove(&attempt.local);
+            }
+            if recorded {
+                q.version += 1;
+            }
+        });
+        Ok(())
+    }
+
+    async fn stale_claims(&self, sale: SaleId) -> QueueResult<Vec<StaleClaim>> {
+        let _timer = CallTimer::start("stale_claims");
+        let now = now_ms();
+        let stale = self.with(sale, |q| {
+            q.claims
+                .iter()
+                .filter(|(attempt, _)| q.active.get(attempt).is_none_or(|until| *until < now))
+                .filter_map(|(attempt, serial)| {
+                    Some(StaleClaim {
+                        attempt: AttemptId {
+                            sale,
+                            local: *attempt,
+                        },
+                        user: q.owners.get(attempt)?.clone(),
+                        serial: *serial,
+                    })
+                })
+                .collect()
+        });
+        Ok(stale.unwrap_or_default())
+    }
+
     async fn unadmit(&self, sale: SaleId, admitted: &[Admitted]) -> QueueResult<()> {
         let _timer = CallTimer::start("unadmit");
         self.with(sale, |q| {
@@ -979,6 +1079,12 @@ impl QueueStore for MemoryQueue {
             q.version += 1;
             for a in admitted {
                 q.active.remove(&a.attempt.local);
+                if q.sold.remove(&a.attempt.local).is_some() {
+                    q.stock += 1;
+                    if let Some(bought) = q.bought.get_mut(&a.user) {
+                        *bought = bought.saturating_sub(1);
+                    }
+                }
                 q.queue.insert(a.seq, a.attempt.local);
                 q.queued.insert(a.attempt.local, a.seq);
                 if let Some(journal) = &q.journal {

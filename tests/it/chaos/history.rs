@@ -54,14 +54,17 @@ pub struct Ending {
     /// Units by end: free, held, paying, sold; and the sale's total.
     pub units: (u64, u64, u64, u64),
     pub total: u64,
-    /// Units claimed in the ledger's stock table by attempts that are not holding, paying or
-    /// confirmed (a unit whose end is not accounted for).
+    /// Units of holds not given back whose attempts are not holding, paying or confirmed (a
+    /// unit whose end is not accounted for).
     pub orphan_units: u64,
-    /// Units sold, counted from the confirmed holds, and the number of distinct units they
-    /// claim (equal unless a unit was sold twice).
+    /// Units sold, counted from the confirmed holds, and the units the sale's counter gave
+    /// out for them (equal unless a unit was sold twice).
     pub sold_claims: (u64, u64),
     /// Free units as the ledger and as the queue store count them.
     pub free_ledger_vs_store: (u64, u64),
+    /// The coupon drop beside the sale: units claimed, free in the ledger, its total, free
+    /// in the queue store.
+    pub coupons: (u64, u64, u64, u64),
 }
 
 /// The first violation found, with the history around it.
@@ -91,7 +94,7 @@ pub fn check(history: &[Record], faults: &[Fault], end: &Ending) -> Result<Strin
     let (sold, distinct) = end.sold_claims;
     if sold != distinct {
         return Err(format!(
-            "a unit sold twice: {sold} units sold over {distinct} distinct units\n{}",
+            "a unit sold twice: {sold} units sold over {distinct} units given out\n{}",
             around(None, Duration::ZERO)
         ));
     }
@@ -99,6 +102,13 @@ pub fn check(history: &[Record], faults: &[Fault], end: &Ending) -> Result<Strin
     if ledger_free != store_free {
         return Err(format!(
             "the ledger has {ledger_free} units free and the queue store {store_free}"
+        ));
+    }
+    let (claimed, coupons_free, coupons, coupons_in_store) = end.coupons;
+    if claimed + coupons_free != coupons || coupons_free != coupons_in_store {
+        return Err(format!(
+            "coupons not accounted for: {claimed} claimed + {coupons_free} free of {coupons}, \
+             {coupons_in_store} free in the queue store"
         ));
     }
     let (free, held, paying, sold_units) = end.units;

@@ -67,6 +67,8 @@ struct Opening {
     http: reqwest::Client,
     bases: Vec<String>,
     sale: String,
+    /// A coupon drop beside the sale: an instant sale some buyers claim from instead.
+    coupon: String,
     began: Instant,
     ends: Instant,
     users: sluice::auth::UserTokens,
@@ -200,8 +202,42 @@ async fn buyer(opening: Arc<Opening>, n: u64, mut rng: Rng) {
     while !opening.over() {
         tokio::time::sleep(Duration::from_millis(rng.below(3000))).await;
         let user = format!("chaos-{n}-{k}");
-        while !opening.over() && one_attempt(&opening, &user, n, &mut rng).await {}
+        if rng.chance(25) {
+            one_claim(&opening, &user, &mut rng).await;
+        } else {
+            while !opening.over() && one_attempt(&opening, &user, n, &mut rng).await {}
+        }
         k += 1;
+    }
+}
+
+/// One claim of `user` on the coupon drop, as a client makes it: asked until answered (a
+/// timeout or a 503 is asked again: the same claim, or none made), then, told to wait,
+/// polled until CONFIRMED or sold out.
+async fn one_claim(opening: &Arc<Opening>, user: &str, rng: &mut Rng) {
+    let path = format!("/v1/sales/{}/attempts", opening.coupon);
+    let mut attempt = None;
+    while attempt.is_none() && !opening.over() {
+        let (status, answer) = opening
+            .user_call(rng, "claim", user, reqwest::Method::POST, &path, None)
+            .await;
+        match status {
+            201 | 202 => attempt = answer["attempt_id"].as_str().map(str::to_owned),
+            409 => return,
+            _ => tokio::time::sleep(Duration::from_millis(300 + rng.below(500))).await,
+        }
+    }
+    let Some(attempt) = attempt else { return };
+    let path = format!("/v1/attempts/{attempt}");
+    while !opening.over() {
+        let (status, answer) = opening
+            .user_call(rng, "status", user, reqwest::Method::GET, &path, None)
+            .await;
+        let done = answer["state"] == "CONFIRMED" || answer["sold_out"] == true;
+        if status == 410 || (status == 200 && done) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200 + rng.below(300))).await;
     }
 }
 
@@ -457,6 +493,20 @@ async fn an_opening_under_faults_keeps_every_invariant_of_its_history() {
         .await
         .unwrap();
     let sale = sale["id"].as_str().unwrap().to_owned();
+    let coupon: Value = http
+        .post(format!("{}/v1/sales", replicas[0].base))
+        .header("X-Admin-Key", ADMIN_KEY)
+        .json(&json!({
+            "name": "chaos coupons", "quantity": 40, "per_user_limit": 1, "instant": true,
+            "max_active": 40,
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let coupon = coupon["id"].as_str().unwrap().to_owned();
     let slot = slot_of(
         &cluster.any_direct(),
         sluice::domain::SaleId::parse(&sale).unwrap(),
@@ -466,6 +516,7 @@ async fn an_opening_under_faults_keeps_every_invariant_of_its_history() {
         http,
         bases,
         sale: sale.clone(),
+        coupon: coupon.clone(),
         began,
         ends: began + Duration::from_secs(secs),
         users: sluice::auth::UserTokens::from_config(&config.auth).unwrap(),
@@ -553,7 +604,13 @@ async fn an_opening_under_faults_keeps_every_invariant_of_its_history() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let primary = tokio::task::block_in_place(|| cluster.primary_of(slot));
-    let end = ending(
+    let coupon_primary = tokio::task::block_in_place(|| {
+        cluster.primary_of(slot_of(
+            &cluster.any_direct(),
+            sluice::domain::SaleId::parse(&coupon).unwrap(),
+        ))
+    });
+    let mut end = ending(
         &pg.url,
         &sale,
         &config.queue.key_prefix,
@@ -561,6 +618,7 @@ async fn an_opening_under_faults_keeps_every_invariant_of_its_history() {
         order_from,
     )
     .await;
+    end.coupons = coupons(&pg.url, &coupon, &config.queue.key_prefix, &coupon_primary).await;
     let history = opening.history.lock().unwrap().clone();
     let verdict = history::check(&history, &faults, &end);
     let mut kinds: std::collections::BTreeMap<&str, usize> = Default::default();
@@ -599,6 +657,31 @@ async fn an_opening_under_faults_keeps_every_invariant_of_its_history() {
         r.kill();
     }
     drop(cluster);
+}
+
+/// The coupon drop's end: units claimed (the CONFIRMED attempts' holds), free in the ledger,
+/// its total, and free in the queue store (waited for, as the sale's).
+async fn coupons(url: &str, coupon: &str, prefix: &str, primary: &str) -> (u64, u64, u64, u64) {
+    let mut conn = ledger(url).await;
+    let id = sluice::domain::SaleId::parse(coupon).unwrap();
+    let one = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql).bind(id.0);
+    let claimed = one(
+        "SELECT coalesce(CAST(sum(h.quantity) AS BIGINT), 0) FROM holds h
+         JOIN attempts a ON a.id = h.attempt_id WHERE h.sale_id = $1 AND a.state = 'CONFIRMED'",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    let free = one("SELECT CAST(free AS BIGINT) FROM quantity_stock WHERE sale_id = $1")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let total = one("SELECT CAST(total AS BIGINT) FROM sales WHERE id = $1")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let store_free = store_free_as(primary, prefix, coupon, free).await;
+    (claimed as u64, free as u64, total as u64, store_free)
 }
 
 /// An operator's read, not recorded in the history (the opening is over).
@@ -658,7 +741,8 @@ async fn ending(url: &str, sale: &str, prefix: &str, primary: &str, order_from: 
         .to_string()
     };
     let mut end = Ending::default();
-    for row in sqlx::query("SELECT id, state, reason FROM attempts")
+    // Every attempt of both sales, the coupon drop's too.
+    for row in sqlx::query("SELECT id, sale_id, state, reason FROM attempts")
         .fetch_all(&mut conn)
         .await
         .unwrap()
@@ -668,7 +752,11 @@ async fn ending(url: &str, sale: &str, prefix: &str, primary: &str, order_from: 
             Some(reason) => format!("{state}({reason})"),
             None => state,
         };
-        end.states.insert(id_of(row.get("id")), state);
+        let id = sluice::domain::AttemptId {
+            sale: sluice::domain::SaleId(row.get("sale_id")),
+            local: row.get("id"),
+        };
+        end.states.insert(id.to_string(), state);
     }
     for row in sqlx::query(
         "SELECT attempt_id, count(*) AS n FROM attempt_transitions WHERE to_state = 'ADMITTED'
@@ -697,15 +785,20 @@ async fn ending(url: &str, sale: &str, prefix: &str, primary: &str, order_from: 
         end.provider_events
             .insert(row.get("provider_event_id"), row.get::<i64, _>("n") as u32);
     }
+    // A quantity sale's free units are a counter; the units each attempt holds or bought are
+    // its hold's, until the hold is returned.
     let count = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql);
-    let total = count("SELECT count(*) FROM stock_units")
+    let of_sale = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql).bind(sale_id.0);
+    let total = of_sale("SELECT CAST(total AS BIGINT) FROM sales WHERE id = $1")
         .fetch_one(&mut conn)
         .await
         .unwrap();
     let by_state = |state: &'static str| {
         format!(
-            "SELECT count(*) FROM stock_units u JOIN attempts a ON a.id = u.attempt_id
-             WHERE a.state = '{state}'"
+            "SELECT coalesce(CAST(sum(h.quantity) AS BIGINT), 0) FROM holds h
+             JOIN attempts a ON a.id = h.attempt_id
+             WHERE h.status IN ('held', 'confirmed') AND a.state = '{state}'
+               AND h.sale_id = $1"
         )
     };
     let mut units = [0i64; 3];
@@ -714,11 +807,12 @@ async fn ending(url: &str, sale: &str, prefix: &str, primary: &str, order_from: 
         .enumerate()
     {
         units[i] = sqlx::query_scalar(&by_state(state))
+            .bind(sale_id.0)
             .fetch_one(&mut conn)
             .await
             .unwrap();
     }
-    let free = count("SELECT count(*) FROM stock_units WHERE attempt_id IS NULL")
+    let free = of_sale("SELECT CAST(free AS BIGINT) FROM quantity_stock WHERE sale_id = $1")
         .fetch_one(&mut conn)
         .await
         .unwrap();
@@ -730,26 +824,31 @@ async fn ending(url: &str, sale: &str, prefix: &str, primary: &str, order_from: 
         units[2] as u64,
     );
     end.orphan_units = count(
-        "SELECT count(*) FROM stock_units u LEFT JOIN attempts a ON a.id = u.attempt_id
-         WHERE u.attempt_id IS NOT NULL
+        "SELECT coalesce(CAST(sum(h.quantity) AS BIGINT), 0) FROM holds h
+         LEFT JOIN attempts a ON a.id = h.attempt_id
+         WHERE h.status IN ('held', 'confirmed')
            AND (a.state IS NULL OR a.state NOT IN ('HOLD', 'PAYMENT_PENDING', 'CONFIRMED'))",
     )
     .fetch_one(&mut conn)
     .await
     .unwrap() as u64;
-    let sold: i64 = count(
-        "SELECT coalesce(CAST(sum(h.quantity) AS BIGINT), 0) FROM holds h
-         JOIN attempts a ON a.id = h.attempt_id WHERE a.state = 'CONFIRMED'",
-    )
-    .fetch_one(&mut conn)
-    .await
-    .unwrap();
-    end.sold_claims = (sold as u64, units[2] as u64);
+    // Units sold by the holds, against the units the counter gave out for them (all it gave
+    // out, less what is free, held and paying): more sold than given out is a unit sold twice.
+    let given_out = total - free - units[0] - units[1];
+    end.sold_claims = (units[2] as u64, given_out.max(0) as u64);
     // The store follows the ledger (queue-sync, drift repair): wait for it, then compare.
+    let store_free = store_free_as(primary, prefix, sale, free).await;
+    end.free_ledger_vs_store = (free as u64, store_free);
+    end
+}
+
+/// The sale's free units in the store (its primary's), waited for (a minute at most) until
+/// they read `free`, as the ledger has them: the store follows the ledger.
+async fn store_free_as(primary: &str, prefix: &str, sale: &str, free: i64) -> u64 {
     let redis = redis::Client::open(format!("redis://{primary}")).unwrap();
     let mut store = redis.get_multiplexed_async_connection().await.unwrap();
     let key = format!("{prefix}:{{sale:{sale}}}:stock");
-    let mut store_free = 0;
+    let mut store_free = -1;
     for _ in 0..120 {
         store_free = redis::cmd("GET")
             .arg(&key)
@@ -763,6 +862,5 @@ async fn ending(url: &str, sale: &str, prefix: &str, primary: &str, order_from: 
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    end.free_ledger_vs_store = (free as u64, store_free.max(0) as u64);
-    end
+    store_free.max(0) as u64
 }

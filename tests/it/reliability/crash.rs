@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
+use futures_util::StreamExt;
 use serde_json::{json, Value};
 use sqlx::Connection;
 
@@ -21,6 +22,14 @@ struct Client {
 }
 
 impl Client {
+    fn of(sluice: &SluiceProcess) -> Self {
+        Client {
+            http: reqwest::Client::new(),
+            base: sluice.base.clone(),
+            users: sluice::auth::UserTokens::from_config(&sluice.config.auth).unwrap(),
+        }
+    }
+
     fn bearer(&self, user: &str) -> String {
         let user = sluice::domain::UserId::parse(user).unwrap();
         format!("Bearer {}", self.users.mint(&user, 3600).unwrap())
@@ -117,11 +126,7 @@ async fn a_sigkilled_sluice_restarts_with_nothing_stuck_lost_or_answered_twice()
     let db = fresh_database().await;
     config.ledger.url = db.clone();
     let mut sluice = SluiceProcess::start(config, "warn").await;
-    let client = Client {
-        http: reqwest::Client::new(),
-        base: sluice.base.clone(),
-        users: sluice::auth::UserTokens::from_config(&sluice.config.auth).unwrap(),
-    };
+    let client = Client::of(&sluice);
     let sale = client
         .admin(
             reqwest::Method::POST,
@@ -310,6 +315,188 @@ async fn a_sigkilled_sluice_restarts_with_nothing_stuck_lost_or_answered_twice()
             ("holds stuck after restart", "0".into()),
             ("confirmations lost", "0 of 5".into()),
             ("events lost", "0".into()),
+        ],
+    );
+}
+
+crate::on_both_configurations!(a_coupon_drop_sigkilled_mid_batch_loses_no_answered_claim);
+
+/// A coupon drop's replica is SIGKILLed while claims are being written in batches, and started
+/// again. Every claim answered CONFIRMED is CONFIRMED in the ledger; every claim cut off was
+/// either made (its retry answers it CONFIRMED) or not made at all (its retry claims anew, or
+/// is told sold out), never half: at the end each user holds at most one unit, the ledger's
+/// confirmed claims are exactly the users told CONFIRMED, and the ledger and the queue store
+/// count the same units free.
+async fn a_coupon_drop_sigkilled_mid_batch_loses_no_answered_claim(
+    backend: crate::helpers::Backend,
+) {
+    const USERS: usize = 600;
+    const COUPONS: u64 = 300;
+    let mut config = test_config();
+    match backend {
+        crate::helpers::Backend::Embedded => {
+            config.queue.url = String::new();
+            config.ledger.url = String::new();
+            config.embedded.data_dir = std::env::temp_dir()
+                .join(format!("sluice-crash-{}", uuid::Uuid::new_v4().simple()));
+        }
+        _ => config.ledger.url = fresh_database().await,
+    }
+    let mut sluice = SluiceProcess::start(config, "warn").await;
+    let client = Client::of(&sluice);
+    let sale = client
+        .admin(
+            reqwest::Method::POST,
+            "/v1/sales",
+            Some(
+                json!({"name": "crash drop", "quantity": COUPONS, "per_user_limit": 1,
+                "instant": true, "max_active": 100000}),
+            ),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let claim = |user: String| {
+        let client = &client;
+        let path = format!("/v1/sales/{sale}/attempts");
+        async move {
+            let answer = client
+                .user(reqwest::Method::POST, &path, &user, None, None)
+                .await
+                .ok();
+            (user, answer)
+        }
+    };
+    let claims = futures_util::stream::iter((0..USERS).map(|i| claim(format!("drop-{i}"))))
+        .buffer_unordered(64)
+        .collect::<Vec<_>>();
+    let killer = async {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        sluice.kill();
+    };
+    let (answers, ()) = tokio::join!(claims, killer);
+    let cut_off: Vec<&String> = answers
+        .iter()
+        .filter(|(_, a)| a.is_none())
+        .map(|(u, _)| u)
+        .collect();
+    let confirmed_before: Vec<(&String, String)> = answers
+        .iter()
+        .filter_map(|(user, answer)| match answer {
+            Some((201, body)) => Some((user, body["attempt_id"].as_str()?.to_owned())),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !confirmed_before.is_empty() && !cut_off.is_empty(),
+        "the kill fell mid-drop: {} confirmed, {} cut off",
+        confirmed_before.len(),
+        cut_off.len()
+    );
+    sluice.spawn("warn").await;
+
+    // Every answered claim stands.
+    for (user, attempt) in &confirmed_before {
+        let (status, body) = client
+            .user(
+                reqwest::Method::GET,
+                &format!("/v1/attempts/{attempt}"),
+                user,
+                None,
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (status, body["state"].as_str()),
+            (200, Some("CONFIRMED")),
+            "{user}"
+        );
+    }
+    // Every user asks again (the cut-off ones retry; the others find their answer).
+    let mut holders: HashSet<String> = HashSet::new();
+    for (user, first) in &answers {
+        let (status, body) = claim(user.clone())
+            .await
+            .1
+            .expect("answered after the restart");
+        let confirmed = match status {
+            201 | 202 if body["state"] == "CONFIRMED" => true,
+            202 => {
+                let attempt = body["attempt_id"].as_str().unwrap().to_owned();
+                let mut last = body;
+                for _ in 0..200 {
+                    if last["state"] == "CONFIRMED" || last["sold_out"] == true {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    last = client
+                        .user(
+                            reqwest::Method::GET,
+                            &format!("/v1/attempts/{attempt}"),
+                            user,
+                            None,
+                            None,
+                        )
+                        .await
+                        .unwrap()
+                        .1;
+                }
+                last["state"] == "CONFIRMED"
+            }
+            409 => false,
+            other => panic!("{user}: {other} {body}"),
+        };
+        if matches!(first, Some((201, _))) {
+            assert!(confirmed, "{user} was told CONFIRMED before the kill");
+        }
+        if confirmed {
+            holders.insert(user.clone());
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stats = client
+            .admin(
+                reqwest::Method::GET,
+                &format!("/v1/sales/{sale}/stats"),
+                None,
+            )
+            .await;
+        let offer = client
+            .admin(
+                reqwest::Method::GET,
+                &format!("/v1/public/sales/{sale}/offer"),
+                None,
+            )
+            .await;
+        let agreed = stats["confirmed"] == holders.len() as u64
+            && stats["remaining"] == COUPONS - holders.len() as u64
+            && offer["remaining"] == stats["remaining"];
+        if agreed {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} told CONFIRMED; ledger {stats}; store's offer {offer}",
+            holders.len()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    super::record(
+        "a coupon drop's replica SIGKILLed mid-batch, restarted",
+        &[
+            ("claims cut off by the kill", cut_off.len().to_string()),
+            (
+                "answered CONFIRMED before the kill, lost",
+                format!("0 of {}", confirmed_before.len()),
+            ),
+            (
+                "users holding a coupon at the end",
+                holders.len().to_string(),
+            ),
+            ("units taken without a user told CONFIRMED", "0".into()),
         ],
     );
 }

@@ -1,0 +1,6 @@
+-- How many user ids each list phase holds, kept with the phase: the version of the list a
+-- replica keeps in memory to let members in without reading the ledger on each join.
+ALTER TABLE sale_phases ADD COLUMN members BIGINT NOT NULL DEFAULT 0;
+UPDATE sale_phases SET members = (SELECT count(*) FROM phase_members m
+                                  WHERE m.sale_id = sale_phases.sale_id
+                                    AND m.position = sale_phases.position);
