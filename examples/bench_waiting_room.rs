@@ -17,6 +17,16 @@
 //!   retries it (after `Retry-After × 2^n` plus up to as much again at random, three tries at
 //!   most); prints `<users> <joined> <seconds> <joins a second> <p50 ms> <p99 ms> <max ms>
 //!   <503 answers> <users who gave up> <other answers, neither 2xx nor 503>`;
+//! - `claims <base url> <sale> <tokens file> <users> <in flight>`: a coupon drop: the first
+//!   `<users>` users of the file each claim once (an instant sale's join), `<in flight>` at a
+//!   time; a user told to wait polls until CONFIRMED or sold out; prints `<users> <confirmed>
+//!   <confirmed at once> <sold out> <waited> <other answers> <seconds to the last
+//!   confirmation> <claims a second until then> <p50 ms> <p99 ms>` (latencies of the claims'
+//!   own answers);
+//! - `holds <base url> <holds file> <in flight> [checkout]`: each line of the file
+//!   (`admission-tokens`' output) holds one unit once, `<in flight>` at a time, and with
+//!   `checkout` checks out right after (a free sale's claim as hold + checkout); prints `<holds>
+//!   <done> <seconds> <a second> <p50 ms> <p99 ms>` (a user's whole way, both calls);
 //! - `seat-streams <base url> <sale> <streams> <admin key> <seats file>`: opens that many
 //!   streams of the sale's seat map, withdraws the seats of the file one every 200 ms (50:
 //!   10 s) while they are open, then puts them back; prints `<streams open> <store calls for
@@ -53,8 +63,22 @@ async fn main() -> anyhow::Result<()> {
         Some("seat-streams") => {
             seat_streams(&args[2], &args[3], args[4].parse()?, &args[5], &args[6]).await
         }
+        Some("holds") => {
+            let checkout = args.get(5).is_some_and(|a| a == "checkout");
+            holds(&args[2], &args[3], args[4].parse()?, checkout).await
+        }
+        Some("claims") => {
+            claims(
+                &args[2],
+                &args[3],
+                &args[4],
+                args[5].parse()?,
+                args[6].parse()?,
+            )
+            .await
+        }
         _ => anyhow::bail!(
-            "usage: tokens | join-all | opening | sse | seat-streams (see the file's doc)"
+            "usage: tokens | join-all | opening | sse | seat-streams | claims (see the file's doc)"
         ),
     }
 }
@@ -128,6 +152,21 @@ struct Opened {
     other: u32,
 }
 
+/// The first `users` tokens of the file (it must have that many).
+fn first_tokens(file: &str, users: usize) -> anyhow::Result<Vec<String>> {
+    let tokens: Vec<String> = std::fs::read_to_string(file)?
+        .lines()
+        .take(users)
+        .map(str::to_owned)
+        .collect();
+    anyhow::ensure!(
+        tokens.len() == users,
+        "the tokens file has {} users",
+        tokens.len()
+    );
+    Ok(tokens)
+}
+
 /// An opening's burst over the replicas `bases` (see the file's doc).
 async fn opening(
     bases: &str,
@@ -138,16 +177,7 @@ async fn opening(
 ) -> anyhow::Result<()> {
     use rand::Rng;
     let bases: Vec<String> = bases.split(',').map(str::to_owned).collect();
-    let tokens: Vec<String> = std::fs::read_to_string(tokens)?
-        .lines()
-        .take(users)
-        .map(str::to_owned)
-        .collect();
-    anyhow::ensure!(
-        tokens.len() == users,
-        "the tokens file has {} users",
-        tokens.len()
-    );
+    let tokens = first_tokens(tokens, users)?;
     let http = reqwest::Client::new();
     let started = Instant::now();
     let outcomes: Vec<Opened> = stream::iter(tokens.into_iter().enumerate())
@@ -218,6 +248,172 @@ async fn opening(
         at(1.0),
     );
     Ok(())
+}
+
+/// Each admitted user holds one unit once (and checks out): see the file's doc.
+async fn holds(base: &str, holds: &str, in_flight: usize, checkout: bool) -> anyhow::Result<()> {
+    let lines: Vec<(String, String, String)> = std::fs::read_to_string(holds)?
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace();
+            Some((
+                parts.next()?.to_owned(),
+                parts.next()?.to_owned(),
+                parts.next()?.to_owned(),
+            ))
+        })
+        .collect();
+    let n = lines.len();
+    let http = reqwest::Client::new();
+    let started = Instant::now();
+    let outcomes: Vec<(bool, u64)> = stream::iter(lines)
+        .map(|(attempt, token, admission)| {
+            let http = http.clone();
+            async move {
+                let sent = Instant::now();
+                let held = http
+                    .post(format!("{base}/v1/attempts/{attempt}/hold"))
+                    .bearer_auth(&token)
+                    .json(&serde_json::json!({ "admission_token": admission, "quantity": 1 }))
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success());
+                let done = held
+                    && (!checkout
+                        || http
+                            .post(format!("{base}/v1/attempts/{attempt}/checkout"))
+                            .bearer_auth(&token)
+                            .send()
+                            .await
+                            .is_ok_and(|r| r.status().is_success()));
+                (done, sent.elapsed().as_micros() as u64)
+            }
+        })
+        .buffer_unordered(in_flight)
+        .collect()
+        .await;
+    let secs = started.elapsed().as_secs_f64();
+    let done = outcomes.iter().filter(|(ok, _)| *ok).count();
+    let mut latencies: Vec<u64> = outcomes.iter().map(|(_, us)| *us).collect();
+    latencies.sort_unstable();
+    let at = |q: f64| latencies[((latencies.len().max(1) - 1) as f64 * q) as usize] as f64 / 1000.0;
+    println!(
+        "{n} {done} {secs:.2} {:.0} {:.2} {:.2}",
+        done as f64 / secs,
+        at(0.5),
+        at(0.99)
+    );
+    Ok(())
+}
+
+/// What became of one user's claim: its answer's latency (µs) and kind, and when (since the
+/// drop began) it was CONFIRMED, if it was.
+struct Claim {
+    latency_us: u64,
+    kind: &'static str,
+    confirmed_at: Option<Duration>,
+}
+
+/// A coupon drop (see the file's doc).
+async fn claims(
+    base: &str,
+    sale: &str,
+    tokens: &str,
+    users: usize,
+    in_flight: usize,
+) -> anyhow::Result<()> {
+    let tokens = first_tokens(tokens, users)?;
+    let http = reqwest::Client::new();
+    let started = Instant::now();
+    let url = format!("{base}/v1/sales/{sale}/attempts");
+    let outcomes: Vec<Claim> = stream::iter(tokens)
+        .map(|token| {
+            let (http, url) = (http.clone(), url.clone());
+            async move {
+                let sent = Instant::now();
+                let answer = http.post(&url).bearer_auth(&token).send().await;
+                let latency_us = sent.elapsed().as_micros() as u64;
+                let (status, body) = match answer {
+                    Ok(a) => (
+                        a.status().as_u16(),
+                        a.json::<serde_json::Value>().await.ok(),
+                    ),
+                    Err(_) => (0, None),
+                };
+                let body = body.unwrap_or_default();
+                let kind = match (status, body["type"].as_str()) {
+                    (201, _) => "confirmed",
+                    (202, _) => "waited",
+                    (409, Some("/problems/sold-out")) => "sold_out",
+                    _ => "other",
+                };
+                let mut confirmed_at = (kind == "confirmed").then(|| started.elapsed());
+                if kind == "waited" {
+                    let attempt = body["attempt_id"].as_str().unwrap_or_default().to_owned();
+                    confirmed_at = waited(&http, base, &attempt, &token, started).await;
+                }
+                Claim {
+                    latency_us,
+                    kind,
+                    confirmed_at,
+                }
+            }
+        })
+        .buffer_unordered(in_flight)
+        .collect()
+        .await;
+    let mut latencies: Vec<u64> = outcomes.iter().map(|c| c.latency_us).collect();
+    latencies.sort_unstable();
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize] as f64 / 1000.0;
+    let count = |kind: &str| outcomes.iter().filter(|c| c.kind == kind).count();
+    let confirmed = outcomes.iter().filter(|c| c.confirmed_at.is_some()).count();
+    let last = outcomes
+        .iter()
+        .filter_map(|c| c.confirmed_at)
+        .max()
+        .unwrap_or_default()
+        .as_secs_f64();
+    println!(
+        "{users} {confirmed} {} {} {} {} {last:.2} {:.0} {:.2} {:.2}",
+        count("confirmed"),
+        count("sold_out"),
+        count("waited"),
+        count("other"),
+        confirmed as f64 / last.max(1e-9),
+        at(0.5),
+        at(0.99),
+    );
+    Ok(())
+}
+
+/// A user told to wait: polls until CONFIRMED (when, since the drop began) or sold out.
+async fn waited(
+    http: &reqwest::Client,
+    base: &str,
+    attempt: &str,
+    token: &str,
+    started: Instant,
+) -> Option<Duration> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        let status: serde_json::Value = http
+            .get(format!("{base}/v1/attempts/{attempt}"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        if status["state"] == "CONFIRMED" {
+            return Some(started.elapsed());
+        }
+        if status["sold_out"] == true || status["state"] == "EXPIRED" {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    None
 }
 
 /// The `(attempt, token, queue ticket)` lines `join-all` wrote.

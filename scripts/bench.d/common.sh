@@ -55,12 +55,16 @@ wrk_on() {
 raw_rps() { redis-benchmark -c "$CONNECTIONS" -q "$@" | awk '{for (i=1;i<=NF;i++) if ($i=="requests") print int($(i-1))}' | tail -n 1; }
 
 # The join script as sluice runs it (the queue's layout, lua/lib/queue.lua, first) and the keys
-# it takes for a sale's key base; then 0 (presence not tracked), now (ms) and, for each join
-# (one here, where sluice sends those that arrive together), user id, attempt id (32 hex) and
+# it takes for a sale's key base; then 0 (presence not tracked), now (ms), 0 (not fronted),
+# 0 (claims' time: none is made, the sale is not instant) and, for each join (one here, where
+# sluice sends those that arrive together), user id, attempt id (32 hex) and
 # the key of the user's bucket ('' here: redis-benchmark cannot compute it, so the script
 # makes it, with a SHA-1 sluice spares it; join_cost sends it).
 JOIN_SRC=$(cat lua/lib/queue.lua lua/join.lua)
-join_keys() { echo 7 "$1:meta" "$1:seq" "$1:gone" "$1:users" "$1:active" "$1:seen" "$1:bought"; }
+join_keys() {
+  echo 11 "$1:meta" "$1:seq" "$1:gone" "$1:users" "$1:active" "$1:seen" "$1:bought" "$1:stock" \
+    "$1:sold" "$1:owners" "$1:claims"
+}
 # evalsha_us <redis port> <joins a call>: Redis's own time per join in EVALSHA (µs, from INFO
 # commandstats) since its statistics were last reset.
 evalsha_us() {

@@ -10,11 +10,16 @@ import sys
 
 sha, base, batch, calls = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 first = int(sys.argv[5]) if len(sys.argv) > 5 else 0
-keys = [f"{base}:{k}" for k in ("meta", "seq", "gone", "users", "active", "seen", "bought")]
+keys = [
+    f"{base}:{k}"
+    for k in ("meta", "seq", "gone", "users", "active", "seen", "bought", "stock", "sold",
+              "owners", "claims")
+]
 out = sys.stdout.buffer
 user = first
 for _ in range(calls):
-    args = ["EVALSHA", sha, str(len(keys)), *keys, "0", "0"]
+    # presence off, now 0, not fronted, no claim time (the sale is not instant)
+    args = ["EVALSHA", sha, str(len(keys)), *keys, "0", "0", "0", "0"]
     for _ in range(batch):
         name = f"user-{user}"
         bucket = int(hashlib.sha1(name.encode()).hexdigest()[:5], 16) % 65536
