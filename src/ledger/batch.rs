@@ -83,6 +83,7 @@ pub(crate) async fn apply_all_in<T: LedgerTx + ?Sized>(
     sale: SaleId,
     asks: &[EventAsk],
 ) -> LedgerResult<Vec<LedgerResult<Applied>>> {
+    tx.by_index().await?;
     let mut answers: Vec<Option<LedgerResult<Applied>>> = vec![None; asks.len()];
     let mut ids: Vec<Uuid> = asks.iter().map(|a| a.id.local).collect();
     ids.sort();
@@ -304,6 +305,7 @@ pub(crate) async fn record_claims_in<T: LedgerTx + ?Sized>(
     sale: SaleId,
     claims: &[ClaimAsk],
 ) -> LedgerResult<Vec<LedgerResult<Claimed>>> {
+    tx.by_index().await?;
     let mut answers: Vec<Option<LedgerResult<Claimed>>> = vec![None; claims.len()];
     let mut ids: Vec<Uuid> = claims.iter().map(|c| c.attempt.local).collect();
     ids.sort();

@@ -166,6 +166,35 @@ pub(crate) async fn relay_lease(
     Ok(held.then(|| Box::new(PgRelayLease(conn)) as Box<dyn RelayLease>))
 }
 
+/// The attempts of `users` in the sale, `(user, attempt, state)`: an index probe a user, by
+/// the sale and the user (a join from the list). With the list a condition (`= ANY`, `IN`),
+/// a planner whose statistics predate the sale's rows took the sale alone to the index and
+/// read every attempt of the sale (11 ms a batch at 20,000 attempts).
+pub(crate) async fn attempts_of_users(
+    conn: &mut PgConnection,
+    sale: SaleId,
+    users: &[String],
+) -> LedgerResult<Vec<(String, Uuid, String)>> {
+    sqlx::query_as(
+        "SELECT a.user_id, a.id, a.state FROM unnest($2::text[]) AS u(user_id)
+         JOIN attempts a ON a.sale_id = $1 AND a.user_id = u.user_id",
+    )
+    .bind(sale.0)
+    .bind(users)
+    .fetch_all(conn)
+    .await
+    .map_err(db_error)
+}
+
+/// Rows found by index for the rest of the transaction (`LedgerTx::by_index`).
+pub(crate) async fn by_index(conn: &mut PgConnection) -> LedgerResult<()> {
+    sqlx::query("SET LOCAL enable_seqscan = off")
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+    Ok(())
+}
+
 /// One statement for the batch: its ids as an array.
 pub(crate) async fn audit_all(
     conn: &mut PgConnection,

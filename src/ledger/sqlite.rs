@@ -151,6 +151,28 @@ pub(crate) async fn relay_lease(
     Ok(Some(Box::new(Always)))
 }
 
+/// The attempts of `users` in the sale, `(user, attempt, state)`, by the sale-and-user index.
+pub(crate) async fn attempts_of_users(
+    conn: &mut SqliteConnection,
+    sale: SaleId,
+    users: &[String],
+) -> LedgerResult<Vec<(String, Uuid, String)>> {
+    sqlx::query_as(
+        "SELECT user_id, id, state FROM attempts
+         WHERE sale_id = $1 AND user_id IN (SELECT value FROM json_each($2))",
+    )
+    .bind(sale.0)
+    .bind(crate::ledger::sql_types::TextList(users))
+    .fetch_all(conn)
+    .await
+    .map_err(db_error)
+}
+
+/// Nothing to do: SQLite plans by its indexes' shapes, not by statistics it has not gathered.
+pub(crate) async fn by_index(_: &mut SqliteConnection) -> LedgerResult<()> {
+    Ok(())
+}
+
 /// One row per attempt: SQLite has no array parameter.
 pub(crate) async fn audit_all(
     conn: &mut SqliteConnection,

@@ -41,6 +41,10 @@ pub(crate) trait LedgerTx: Send {
 
     /// The database's clock.
     async fn now(&mut self) -> LedgerResult<DateTime<Utc>>;
+    /// For the rest of the transaction, rows are found by index, never by reading a table
+    /// whole: a batch's statements all go by key, and a planner whose statistics predate the
+    /// rows a drop wrote in seconds took the tables for small.
+    async fn by_index(&mut self) -> LedgerResult<()>;
     /// Loads and locks the attempts `ids` of `sale` that exist, in the order of their ids.
     async fn lock_attempts(
         &mut self,

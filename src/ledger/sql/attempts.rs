@@ -382,23 +382,31 @@ pub(super) async fn enter_state(
 
 /// Loads and locks the attempts `ids` for the rest of the transaction, in the order of their
 /// ids (so two batches that share an attempt lock in the same order); the ones of `sale`.
+/// Found by their primary key alone: with the sale in the condition, a planner whose
+/// statistics predate the sale's rows (a drop fills the table in seconds) read the sale's
+/// attempts through another index, every one of them at every batch.
 pub(super) async fn lock_all(
     conn: &mut Conn,
     sale: SaleId,
     ids: &[Uuid],
 ) -> LedgerResult<Vec<AttemptRecord>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
     let rows = sqlx::query(select_attempts!(concat!(
         "WHERE a.id ",
         in_ids!("$1"),
-        " AND a.sale_id = $2 ORDER BY a.id",
+        " ORDER BY a.id",
         row_lock!(" FOR UPDATE OF a")
     )))
     .bind(Ids(ids))
-    .bind(sale.0)
     .fetch_all(conn)
     .await
     .map_err(db_error)?;
-    rows.iter().map(record_from_row).collect()
+    rows.iter()
+        .filter(|row| row.get::<Uuid, _>("sale_id") == sale.0)
+        .map(record_from_row)
+        .collect()
 }
 
 /// Writes a decision's row of the audit trail (from, to, cause).

@@ -50,9 +50,9 @@ use sqlx::{Pool, Transaction};
 use uuid::Uuid;
 
 use super::{
-    audit_all, begin_write, db_error, insert_admitted, insert_claims, insert_events,
-    insert_payments, insert_quantity_holds, mark_published, mark_synced, reachable, record_syncs,
-    relay_lease, Conn, Db, Options, MIGRATOR,
+    attempts_of_users, audit_all, begin_write, by_index, db_error, insert_admitted, insert_claims,
+    insert_events, insert_payments, insert_quantity_holds, mark_published, mark_synced, reachable,
+    record_syncs, relay_lease, Conn, Db, Options, MIGRATOR,
 };
 
 /// A row of this dialect.

@@ -11,7 +11,7 @@ use crate::domain::{
     AdminAction, Admission, AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent,
     ProofOfWork, Sale, SaleId, SaleStatus, StockKind, Take,
 };
-use crate::ledger::sql_types::{At, TextList};
+use crate::ledger::sql_types::At;
 use crate::ledger::transition::{timeout_state, LedgerTx};
 use crate::ledger::{
     AdminKeyRow, AdmissionPlan, AttemptRecord, LedgerResult, SaleRecord, SyncChange,
@@ -62,6 +62,10 @@ impl LedgerTx for Conn {
             .await
             .map_err(db_error)?;
         Ok(now.0)
+    }
+
+    async fn by_index(&mut self) -> LedgerResult<()> {
+        super::by_index(self).await
     }
 
     async fn lock_attempts(
@@ -127,17 +131,15 @@ impl LedgerTx for Conn {
         sale: SaleId,
         users: &[String],
     ) -> LedgerResult<Vec<(String, Uuid)>> {
-        sqlx::query_as(concat!(
-            "SELECT user_id, id FROM attempts
-             WHERE sale_id = $1 AND state = 'CONFIRMED' AND user_id IN (SELECT value FROM ",
-            each_text!("$2"),
-            ")"
-        ))
-        .bind(sale.0)
-        .bind(TextList(users))
-        .fetch_all(self)
-        .await
-        .map_err(db_error)
+        if users.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = super::attempts_of_users(self, sale, users).await?;
+        Ok(rows
+            .into_iter()
+            .filter(|(_, _, state)| state == AttemptState::Confirmed.name())
+            .map(|(user, id, _)| (user, id))
+            .collect())
     }
 
     async fn insert_claims(
