@@ -221,7 +221,7 @@ fn describe() {
     );
     describe_histogram!(
         "sluice_queue_journal_batch_size",
-        "Changes to the embedded store's waiting lines written to its journal with one sync"
+        "Calls of the embedded store whose writes went to its journal with one sync"
     );
     describe_histogram!(
         "sluice_ledger_batch_size",

@@ -5,7 +5,7 @@
 //! first; the seats go to the first block with enough free seats side by side that leave no
 //! single free seat stranded (unless the layout allows it), and in that block to the
 //! placement whose middle is nearest its seat nearest the stage. `lua/hold_best.lua` picks
-//! the same way inside Redis; [`pick`] is the in-process store's (and the tests') copy.
+//! the same way inside the queue store; [`pick`] is the tests' copy, which they check it against.
 //!
 //! Seats next to each other in a row's list are side by side: a layout puts an aisle between
 //! sections, or starts a new row after it.
@@ -112,49 +112,16 @@ pub fn blocks(layout: &Layout, category: Option<&str>) -> Blocks {
 /// The seats best available gives `ask` with `is_free` telling which seats are free; `None`
 /// when no block has them side by side.
 pub fn pick(blocks: &Blocks, ask: &BestAsk, is_free: impl Fn(&str) -> bool) -> Option<Vec<String>> {
-    pick_from(blocks, ask, 0, is_free)
-        .seats
-        .map(|(seats, _)| seats)
-}
-
-/// What [`pick_from`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Picked {
-    /// The seats, and the block they are in.
-    pub seats: Option<(Vec<String>, usize)>,
-    /// The first block from the start not known to lack room for the count: the one the
-    /// seats are in, or one left out (another section, too small), or past the last.
-    pub next_start: usize,
-}
-
-/// [`pick`], looking from the `start`-th block on (the blocks before it known to lack room for
-/// the count), as `lua/hold_best.lua` does with its cursors.
-pub fn pick_from(
-    blocks: &Blocks,
-    ask: &BestAsk,
-    start: usize,
-    is_free: impl Fn(&str) -> bool,
-) -> Picked {
     let count = ask.count as usize;
-    let mut next_start = None;
-    for (i, block) in blocks.blocks.iter().enumerate().skip(start) {
+    blocks.blocks.iter().find_map(|block| {
         let wanted = ask.section.as_ref().is_none_or(|s| *s == block.section);
         if !wanted || block.seats.len() < count {
-            next_start.get_or_insert(i);
-            continue;
+            return None;
         }
         let free: Vec<bool> = block.seats.iter().map(|s| is_free(s)).collect();
-        if let Some(at) = place(&free, count, block.nearest, blocks.single_gaps) {
-            return Picked {
-                seats: Some((block.seats[at..at + count].to_vec(), i)),
-                next_start: *next_start.get_or_insert(i),
-            };
-        }
-    }
-    Picked {
-        seats: None,
-        next_start: next_start.unwrap_or(blocks.blocks.len()),
-    }
+        place(&free, count, block.nearest, blocks.single_gaps)
+            .map(|at| block.seats[at..at + count].to_vec())
+    })
 }
 
 /// Where in a block with `free` seats `count` seats side by side go (their first's index).

@@ -34,12 +34,16 @@
 //! - `controller`: the adaptive controller's state as JSON, expiring unless its admitter renews it.
 //!
 //! Attempts are stored by their local UUID (32 hex digits): the sale is in the key already.
+//!
+//! One implementation serves every deployment: [`RedisQueue`] calls the scripts of `lua/` on a
+//! Redis, a Redis Cluster, or the embedded default's Redis in process ([`embedded`]), which
+//! runs the same scripts in Lua 5.1 over a keyspace of its own.
 
 pub mod budget;
 mod change;
+pub mod embedded;
 mod holdings;
 mod line;
-pub mod memory;
 pub mod redis;
 mod redis_batches;
 mod redis_connection;
@@ -59,12 +63,11 @@ pub use crate::domain::{LiveAttempt, SaleSnapshot, Take};
 pub use self::change::{PendingSync, SyncChange};
 pub use self::holdings::{Drift, Holdings};
 pub use self::line::{LineDigest, LineFigures, Renumbering, MAX_DEPARTURES};
-pub use self::memory::MemoryQueue;
 pub use self::redis::RedisQueue;
 
 /// Records `sluice_queue_call_duration_seconds{call}` when dropped: every store times its
-/// calls under the same names (Redis: the round trip and the script; in-process: the work
-/// under the sale's lock), so the dashboard and the alerts read the same on every store.
+/// calls under the same names (the round trip and the script, on Redis or in process), so the
+/// dashboard and the alerts read the same on every store.
 pub(crate) struct CallTimer {
     call: &'static str,
     started: std::time::Instant,
@@ -91,19 +94,15 @@ impl Drop for CallTimer {
     }
 }
 
-/// Records that one store call carried `n` joins or status lookups (`call`) of one sale.
-pub(crate) fn record_batch(call: &'static str, n: usize) {
-    metrics::histogram!("sluice_queue_batch_size", "call" => call).record(n as f64);
-}
-
-/// The queue store named by the configuration: in-process when `queue.url` is empty, its
-/// waiting lines kept in the data directory (`lines.journal`).
+/// The queue store named by the configuration: the in-process Redis ([`embedded`]) when
+/// `queue.url` is empty, kept in the data directory (`queue.aof`).
 pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Arc<dyn QueueStore>> {
     let queue = &config.queue;
     let abandon_after_ms = config.workers.abandon_after_secs * 1000;
     Ok(if queue.url.is_empty() {
-        let journal = config.embedded.data_dir.join("lines.journal");
-        Arc::new(MemoryQueue::durable(&journal)?.with_abandonment(abandon_after_ms))
+        let store = embedded::Embedded::durable(&config.embedded.data_dir.join("queue.aof"))?;
+        let store = RedisQueue::in_process(store, &queue.key_prefix, config.queue_timeout());
+        Arc::new(store.with_abandonment(abandon_after_ms))
     } else {
         let urls: Vec<&str> = queue.url.split(',').map(str::trim).collect();
         let store = if queue.cluster {
@@ -393,7 +392,7 @@ impl Lease {
 #[async_trait]
 pub trait QueueStore: Send + Sync + 'static {
     /// Makes the store ready for its calls: Redis gets the scripts its cache lacks (after a
-    /// restart or a failover emptied it); how many were loaded. Nothing to do in process.
+    /// restart or a failover emptied it); how many were loaded.
     async fn prepare(&self) -> QueueResult<usize> {
         Ok(0)
     }

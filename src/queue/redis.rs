@@ -122,6 +122,11 @@ impl RedisQueue {
         Self::connect(nodes, true, prefix, timeout)
     }
 
+    /// A store on the in-process Redis of the embedded default (`super::embedded`).
+    pub fn in_process(store: Arc<super::embedded::Embedded>, prefix: &str, timeout: Duration) -> Self {
+        Self::with_connection(RedisConnection::InProcess(store), prefix, timeout)
+    }
+
     fn connect(
         urls: &[&str],
         cluster: bool,
@@ -129,14 +134,18 @@ impl RedisQueue {
         timeout: Duration,
     ) -> anyhow::Result<Self> {
         let conn = RedisConnection::new(urls, cluster, timeout)?;
-        Ok(RedisQueue {
+        Ok(Self::with_connection(conn, prefix, timeout))
+    }
+
+    fn with_connection(conn: RedisConnection, prefix: &str, timeout: Duration) -> Self {
+        RedisQueue {
             conn,
             prefix: prefix.into(),
             timeout,
             abandon_after_ms: 0,
             views: redis_batches::gathering("status"),
             joins: redis_batches::gathering("join"),
-        })
+        }
     }
 
     /// Waiting attempts idle for `ms` lose their place (0: off).

@@ -1,9 +1,11 @@
 //! The one connection the Redis queue store talks through: a single server (a multiplexed
-//! [`ConnectionManager`]) or a Redis Cluster (the `cluster-async` connection, which follows
-//! MOVED/ASK and reconnects by itself). Both reconnect in the background, so the store never
-//! holds a dead socket. Every key of a sale shares the hash slot `{sale:<id>}`, so each script
+//! [`ConnectionManager`]), a Redis Cluster (the `cluster-async` connection, which follows
+//! MOVED/ASK and reconnects by itself), or the in-process Redis of the embedded default
+//! ([`Embedded`]). The first two reconnect in the background, so the store never holds a dead
+//! socket. Every key of a sale shares the hash slot `{sale:<id>}`, so each script
 //! and pipeline of the store runs on one node whichever kind this is.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use ::redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
@@ -11,10 +13,24 @@ use ::redis::cluster::ClusterClientBuilder;
 use ::redis::cluster_async::ClusterConnection;
 use ::redis::{Cmd, Pipeline, RedisFuture, Value};
 
+use super::embedded::Embedded;
+
 #[derive(Clone)]
 pub enum RedisConnection {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    InProcess(Arc<Embedded>),
+}
+
+/// A command's arguments as the in-process store takes them.
+fn argv(cmd: &Cmd) -> Vec<Vec<u8>> {
+    cmd.args_iter()
+        .map(|a| match a {
+            ::redis::Arg::Simple(b) => b.to_vec(),
+            // No call of the store iterates a cursor client-side.
+            _ => b"0".to_vec(),
+        })
+        .collect()
 }
 
 impl RedisConnection {
@@ -56,6 +72,10 @@ impl ConnectionLike for RedisConnection {
         match self {
             RedisConnection::Single(c) => c.req_packed_command(cmd),
             RedisConnection::Cluster(c) => c.req_packed_command(cmd),
+            RedisConnection::InProcess(store) => {
+                let argv = argv(cmd);
+                Box::pin(async move { Ok(store.execute(argv).await) })
+            }
         }
     }
 
@@ -68,6 +88,16 @@ impl ConnectionLike for RedisConnection {
         match self {
             RedisConnection::Single(c) => c.req_packed_commands(pipeline, offset, count),
             RedisConnection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            RedisConnection::InProcess(store) => {
+                let commands: Vec<_> = pipeline.cmd_iter().map(argv).collect();
+                Box::pin(async move {
+                    let mut replies = Vec::with_capacity(commands.len());
+                    for argv in commands {
+                        replies.push(store.execute(argv).await);
+                    }
+                    Ok(replies.into_iter().skip(offset).take(count).collect())
+                })
+            }
         }
     }
 
@@ -75,6 +105,7 @@ impl ConnectionLike for RedisConnection {
         match self {
             RedisConnection::Single(c) => c.get_db(),
             RedisConnection::Cluster(c) => c.get_db(),
+            RedisConnection::InProcess(_) => 0,
         }
     }
 }

@@ -20,6 +20,7 @@ mod figures;
 mod generated;
 mod instant;
 mod kafka;
+mod keyspace;
 mod layout;
 mod ledger;
 mod lifecycle;

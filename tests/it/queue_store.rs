@@ -7,7 +7,7 @@ use sluice::domain::{Admission, Buyer, NewSale, Sale, SaleStatus, Stock, Ttls, U
 use std::sync::Arc;
 
 use sluice::queue::{
-    AdmitOutcome, HoldOutcome, JoinOutcome, LiveAttempt, LotteryDraw, MemoryQueue, PendingSync,
+    AdmitOutcome, HoldOutcome, JoinOutcome, LiveAttempt, LotteryDraw, PendingSync,
     QueueStore, RedisQueue, SaleSnapshot, SyncChange, Take,
 };
 
@@ -29,7 +29,13 @@ fn redis_cluster_with(prefix: &str) -> Arc<dyn QueueStore> {
 }
 
 fn memory() -> Arc<dyn QueueStore> {
-    Arc::new(MemoryQueue::new())
+    Arc::new(in_process())
+}
+
+/// A store on a fresh in-process Redis (the embedded default's).
+fn in_process() -> RedisQueue {
+    let store = sluice::queue::embedded::Embedded::in_memory();
+    RedisQueue::in_process(store, "q", std::time::Duration::from_secs(2))
 }
 
 /// Each named test runs once per store of the list (`[test name: store maker, ...]`).
@@ -1772,7 +1778,7 @@ mod abandonment {
     }
 
     fn in_process_store() -> Arc<dyn QueueStore> {
-        Arc::new(MemoryQueue::new().with_abandonment(IDLE_MS))
+        Arc::new(in_process().with_abandonment(IDLE_MS))
     }
 
     // Each named test runs on both stores, abandonment on.

@@ -1,0 +1,110 @@
+//! The embedded default's queue store: a Redis in process. The Redis queue store
+//! (`RedisQueue`) talks to it as to a server, through the same connection type, so the
+//! scripts of `lua/` are the one implementation of the queue's behaviour whichever store runs
+//! them. What lives here is what Redis itself provides, not what sluice decides.
+//!
+//! # Layout
+//! - `keyspace.rs`: the values and the commands the scripts and the store call, with Redis's
+//!   replies; `sorted_set.rs` the sorted set they rest on.
+//! - `scripting.rs`: Lua 5.1 as Redis runs it (`redis.call`, `KEYS`, `ARGV`, the script
+//!   cache); `struct_lib.rs` the `struct` library.
+//! - `journal.rs`: each call's writes on disk, replayed at start (the append-only file).
+//!
+//! One lock serves every call, as Redis's one thread does: a script runs alone, so each is
+//! atomic, and a call that wrote answers once its effects are on disk.
+
+mod journal;
+mod keyspace;
+mod scripting;
+mod sorted_set;
+mod struct_lib;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use ::redis::Value;
+
+use self::journal::Journal;
+use self::keyspace::{Keyspace, Reply};
+use self::scripting::{error_value, Scripting};
+
+/// A key, a value, an argument: Redis's strings are bytes.
+type Bytes = Vec<u8>;
+
+pub struct Embedded {
+    /// The Lua state, its scripts and the keyspace, behind the one lock every call takes.
+    state: Mutex<Scripting>,
+    /// Where writes are kept; none for a store that keeps nothing (tests, tools).
+    journal: Option<Journal>,
+}
+
+impl Embedded {
+    /// A store that keeps nothing on disk.
+    pub fn in_memory() -> Arc<Self> {
+        Arc::new(Embedded {
+            state: Mutex::new(Scripting::new(Keyspace::default()).expect("a Lua state")),
+            journal: None,
+        })
+    }
+
+    /// A store kept in the journal at `path`, replayed now.
+    pub fn durable(path: &Path) -> anyhow::Result<Arc<Self>> {
+        let mut keyspace = Keyspace::default();
+        let journal = Journal::open(path, &mut keyspace)?;
+        Ok(Arc::new(Embedded {
+            state: Mutex::new(Scripting::new(keyspace)?),
+            journal: Some(journal),
+        }))
+    }
+
+    /// Runs one command (`argv[0]` its name) and answers as Redis would; an error is a
+    /// [`Value::ServerError`]. A call that wrote answers once its writes are on disk.
+    pub async fn execute(&self, argv: Vec<Bytes>) -> Value {
+        let (reply, written) = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let reply = run(&mut state, keyspace::now_ms(), &argv);
+            let effects = std::mem::take(&mut state.running().effects);
+            let written = match &self.journal {
+                Some(journal) if !effects.is_empty() => {
+                    Some(journal.append(journal::transaction(&effects)))
+                }
+                _ => None,
+            };
+            (reply, written)
+        };
+        if let (Some(journal), Some(n)) = (&self.journal, written) {
+            if let Err(e) = journal.synced(n).await {
+                return error_value(format!("ERR the queue store's journal failed: {e}"));
+            }
+        }
+        reply.unwrap_or_else(error_value)
+    }
+}
+
+/// One command: the script commands here, the rest on the keyspace.
+fn run(state: &mut Scripting, now_ms: i64, argv: &[Bytes]) -> Reply {
+    let name = argv.first().map(|n| n.to_ascii_uppercase()).unwrap_or_default();
+    let rest = argv.get(1..).unwrap_or_default();
+    match name.as_slice() {
+        b"EVALSHA" | b"EVAL" if rest.is_empty() => {
+            Err("ERR wrong number of arguments for 'evalsha' command".to_owned())
+        }
+        b"EVALSHA" => state.eval_sha(now_ms, &rest[0], &rest[1..]),
+        b"EVAL" => state.eval(now_ms, &rest[0], &rest[1..]),
+        b"SCRIPT" => {
+            let sub = rest.first().map(|s| s.to_ascii_uppercase()).unwrap_or_default();
+            match (sub.as_slice(), rest.get(1..).unwrap_or_default()) {
+                (b"LOAD", [source]) => state.load(source).map(|sha| Value::BulkString(sha.into_bytes())),
+                (b"EXISTS", shas) if !shas.is_empty() => Ok(Value::Array(
+                    shas.iter().map(|s| Value::Int(i64::from(state.exists(s)))).collect(),
+                )),
+                _ => Err("ERR unknown or malformed SCRIPT subcommand".to_owned()),
+            }
+        }
+        _ => {
+            let mut running = state.running();
+            let scripting::Running { keyspace, effects, .. } = &mut *running;
+            keyspace.run(now_ms, argv, effects)
+        }
+    }
+}
