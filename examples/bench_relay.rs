@@ -73,7 +73,7 @@ async fn relay(brokers: &str, pg_admin: &str, topic: &str, n: usize) -> f64 {
     config.ledger.url = url.clone();
     config.auth.admin_key = "bench-admin-key-0123456789".into();
     config.auth.user_jwt_hs256_secret = Some("bench-user-secret-0123456789".into());
-    config.auth.admission_key_seed_hex = Some("00".repeat(32));
+    config.auth.admission_key_seed_hex = Some("00".repeat(32).into());
     config.payments.webhook_secret = "bench-webhook-secret-0123456789".into();
     config.events.batch = BATCH as u32;
     config.events.poll_ms = 10;

@@ -85,7 +85,7 @@ async fn main() -> anyhow::Result<()> {
 
 fn tokens(secret: &str, count: usize, file: &str) -> anyhow::Result<()> {
     let mut auth = sluice::config::Config::default().auth;
-    auth.user_jwt_hs256_secret = Some(secret.to_owned());
+    auth.user_jwt_hs256_secret = Some(secret.into());
     let users = sluice::auth::UserTokens::from_config(&auth)?;
     let mut out = std::io::BufWriter::new(std::fs::File::create(file)?);
     for i in 0..count {

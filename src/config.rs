@@ -1,6 +1,6 @@
 //! Configuration in three layers: built-in defaults, then an optional TOML file, then
 //! `SLUICE__SECTION__KEY` environment variables (`SLUICE__QUEUE__URL=redis://…`).
-//! [`Config::load`] validates the result and names the offending key in its error. A leaf: it
+//! [`Config::load`] validates the result whole and names every offending key in its error. A leaf: it
 //! parses and validates; start-up (`secrets::load`) fills the embedded default's secrets first.
 
 use std::collections::BTreeMap;
@@ -11,6 +11,11 @@ use std::time::Duration;
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 use serde::{Deserialize, Serialize};
+
+mod secret;
+mod validate;
+pub use secret::Secret;
+pub use validate::Problem;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -158,9 +163,9 @@ pub struct EmbeddedConfig {
 pub struct AuthConfig {
     /// The `X-Admin-Key` of the admin routes (at least 16 characters). Embedded, when unset:
     /// generated once and kept in the data directory.
-    pub admin_key: String,
+    pub admin_key: Secret,
     /// HS256 secret that signs the customer's user tokens; or use `user_jwt_public_key_pem`.
-    pub user_jwt_hs256_secret: Option<String>,
+    pub user_jwt_hs256_secret: Option<Secret>,
     /// Ed25519 or RSA public key (PEM) of the customer's identity provider.
     pub user_jwt_public_key_pem: Option<String>,
     /// When set, every user token must name this issuer in `iss` (a string, or an array that
@@ -184,7 +189,7 @@ pub struct AuthConfig {
     pub user_issuers: Vec<TrustedIssuer>,
     /// 32-byte Ed25519 seed (hex) that signs admission tokens. Every replica needs the same one;
     /// when unset a key is generated at start (fine for one process, not for replicas).
-    pub admission_key_seed_hex: Option<String>,
+    pub admission_key_seed_hex: Option<Secret>,
 }
 
 /// One more identity provider whose user tokens sluice takes (`auth.user_issuers`).
@@ -212,7 +217,7 @@ pub struct PaymentsConfig {
     pub provider: Option<ProviderName>,
     /// Shared HMAC-SHA256 secret of the `sandbox` and `webhook` providers' webhooks (at least
     /// 16 characters).
-    pub webhook_secret: String,
+    pub webhook_secret: Secret,
     /// Webhooks whose timestamp is further than this from now are refused (replays).
     pub tolerance_secs: u64,
     /// The sandbox payment provider (`/sandbox/payments/{reference}`) when `provider` is unset:
@@ -262,12 +267,12 @@ impl ProviderName {
 #[serde(deny_unknown_fields)]
 pub struct StripeConfig {
     /// The secret API key (`sk_live_…`, `sk_test_…`, or a restricted `rk_…`).
-    pub secret_key: String,
+    pub secret_key: Secret,
     /// The publishable key the page's Stripe.js takes (`pk_…`).
     pub publishable_key: String,
     /// The signing secret of the webhook endpoint registered at Stripe (`whsec_…`): Stripe
     /// posts to `/v1/webhooks/stripe`.
-    pub webhook_secret: String,
+    pub webhook_secret: Secret,
     /// Stripe's API (the tests point it at a local server).
     pub api_base: String,
     /// Where the waiting page loads Stripe.js from.
@@ -281,7 +286,7 @@ pub struct StripeConfig {
 pub struct TossConfig {
     /// The secret key (`live_sk_…`, `test_sk_…`; or a payment widget's `live_gsk_…`,
     /// `test_gsk_…`): confirms, looks up and cancels payments.
-    pub secret_key: String,
+    pub secret_key: Secret,
     /// The client key the page's SDK takes (`live_ck_…`, `test_ck_…`, `…_gck_…`).
     pub client_key: String,
     /// Toss's API (the tests point it at a stand-in).
@@ -296,9 +301,9 @@ pub struct TossConfig {
 #[serde(deny_unknown_fields)]
 pub struct PortOneConfig {
     /// The V2 API secret (console → 결제 연동 → 연동 정보 → V2 API).
-    pub api_secret: String,
+    pub api_secret: Secret,
     /// The webhook's signing secret (`whsec_…`, or its base64 without the prefix).
-    pub webhook_secret: String,
+    pub webhook_secret: Secret,
     /// The store id (`store-…`) the page's SDK pays into.
     pub store_id: String,
     /// The channel key (`channel-key-…`) of the PG channel the page's SDK pays through.
@@ -379,7 +384,7 @@ pub struct EventsConfig {
 pub struct NotifyConfig {
     /// Web Push: the server's VAPID private key, base64url of the raw P-256 scalar, as
     /// `npx web-push generate-vapid-keys` prints it. Empty: no Web Push.
-    pub vapid_private_key: String,
+    pub vapid_private_key: Secret,
     /// The VAPID public key printed beside it (the page subscribes with it).
     pub vapid_public_key: String,
     /// The contact a push service may reach the sender at: `mailto:…` or `https://…`.
@@ -391,7 +396,7 @@ pub struct NotifyConfig {
     /// The shop's webhook for `attempt.admitted` (`https://…`). Empty: none.
     pub webhook_url: String,
     /// Signs the webhook (`Sluice-Signature`); at least 16 characters.
-    pub webhook_secret: String,
+    pub webhook_secret: Secret,
     /// Most messages a second, per channel.
     pub max_per_second: u32,
 }
@@ -500,7 +505,7 @@ impl Default for Config {
                 data_dir: "sluice-data".into(),
             },
             auth: AuthConfig {
-                admin_key: String::new(),
+                admin_key: Secret::default(),
                 user_jwt_hs256_secret: None,
                 user_jwt_public_key_pem: None,
                 user_jwt_issuer: None,
@@ -512,28 +517,28 @@ impl Default for Config {
             },
             payments: PaymentsConfig {
                 provider: None,
-                webhook_secret: String::new(),
+                webhook_secret: Secret::default(),
                 tolerance_secs: 300,
                 sandbox: None,
                 refund_late_payments: true,
                 reconcile_after_secs: 120,
                 call_timeout_ms: 5000,
                 stripe: StripeConfig {
-                    secret_key: String::new(),
+                    secret_key: Secret::default(),
                     publishable_key: String::new(),
-                    webhook_secret: String::new(),
+                    webhook_secret: Secret::default(),
                     api_base: "https://api.stripe.com".into(),
                     js_url: "https://js.stripe.com/v3/".into(),
                 },
                 toss: TossConfig {
-                    secret_key: String::new(),
+                    secret_key: Secret::default(),
                     client_key: String::new(),
                     api_base: "https://api.tosspayments.com".into(),
                     js_url: "https://js.tosspayments.com/v2/standard".into(),
                 },
                 portone: PortOneConfig {
-                    api_secret: String::new(),
-                    webhook_secret: String::new(),
+                    api_secret: Secret::default(),
+                    webhook_secret: Secret::default(),
                     store_id: String::new(),
                     channel_key: String::new(),
                     api_base: "https://api.portone.io".into(),
@@ -564,7 +569,7 @@ impl Default for Config {
                 max_tries: 5,
             },
             notify: NotifyConfig {
-                vapid_private_key: String::new(),
+                vapid_private_key: Secret::default(),
                 vapid_public_key: String::new(),
                 vapid_subject: String::new(),
                 web_push_hosts: [
@@ -576,7 +581,7 @@ impl Default for Config {
                 .map(String::from)
                 .to_vec(),
                 webhook_url: String::new(),
-                webhook_secret: String::new(),
+                webhook_secret: Secret::default(),
                 max_per_second: 200,
             },
             valve: ValveConfig {
@@ -612,13 +617,19 @@ impl Default for Config {
     }
 }
 
-/// A configuration that cannot be used; the message names the key.
+/// A configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// A layer that does not parse (a value of the wrong type, a file that is not TOML).
     #[error("configuration: {0}")]
     Parse(Box<figment::Error>),
-    #[error("configuration key `{key}`: {message}")]
-    Invalid { key: &'static str, message: String },
+    /// Every setting that parses but cannot be used, each naming its key.
+    #[error("configuration: {} setting(s) cannot be used:{}", .0.len(), list(.0))]
+    Invalid(Vec<Problem>),
+}
+
+fn list(problems: &[Problem]) -> String {
+    problems.iter().map(|p| format!("\n  - {p}")).collect()
 }
 
 /// The list settings the environment gives as comma-separated values (`SLUICE__HTTP__
@@ -670,17 +681,53 @@ impl Config {
     }
 
     pub fn from_figment(figment: Figment) -> Result<Config, ConfigError> {
-        let config = Self::parse(figment)?;
-        config.validate()?;
-        Ok(config)
+        let (config, problems) = Self::parse(figment)?;
+        config.checked(problems)
     }
 
     /// The layers as they are, not validated: start-up fills the embedded default's secrets
-    /// (`secrets::load`) before it validates.
-    pub fn parse(figment: Figment) -> Result<Config, ConfigError> {
-        figment
-            .extract()
-            .map_err(|e| ConfigError::Parse(Box::new(e)))
+    /// (`secrets::load`) before it validates. A value of the wrong type is a problem, and its
+    /// default stands in for it, so that the check that follows reports the rest as well.
+    /// A layer that does not parse at all (a file that is not TOML) is an error of its own.
+    pub fn parse(mut figment: Figment) -> Result<(Config, Vec<Problem>), ConfigError> {
+        let defaults = serde_json::to_value(Config::default()).unwrap_or_default();
+        let mut problems = Vec::new();
+        loop {
+            let e = match figment.extract::<Config>() {
+                Ok(config) => return Ok((config, problems)),
+                Err(e) => e,
+            };
+            let key = e.path.join(".");
+            let default = e
+                .path
+                .iter()
+                .try_fold(&defaults, |node, part| node.get(part));
+            let Some(default) = default.filter(|_| !key.is_empty() && problems.len() < 64) else {
+                return Err(ConfigError::Parse(Box::new(e)));
+            };
+            let source = e
+                .metadata
+                .as_ref()
+                .map_or(String::new(), |m| match &m.source {
+                    Some(source) => format!(" (in {} {source})", m.name),
+                    None => format!(" (in {})", m.name),
+                });
+            problems.push(Problem {
+                message: format!("{}{source}", e.kind),
+                key: key.clone(),
+            });
+            figment = figment.merge(Serialized::default(&key, default.clone()));
+        }
+    }
+
+    /// `problems` and the check's own, or the configuration if there are none.
+    pub fn checked(self, mut problems: Vec<Problem>) -> Result<Config, ConfigError> {
+        problems.extend(self.problems());
+        if problems.is_empty() {
+            Ok(self)
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
     }
 
     /// The JSON lines file of the event sink.
@@ -713,435 +760,6 @@ impl Config {
         self.ledger.url.is_empty()
     }
 
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        fn bad(key: &'static str, message: impl Into<String>) -> Result<(), ConfigError> {
-            Err(ConfigError::Invalid {
-                key,
-                message: message.into(),
-            })
-        }
-        let queue = &self.queue.url;
-        let is_redis = |u: &str| u.starts_with("redis://") || u.starts_with("rediss://");
-        if !queue.is_empty() && !queue.split(',').map(str::trim).all(is_redis) {
-            return bad(
-                "queue.url",
-                "empty (in-process), redis://…, or (cluster) redis://…,redis://…",
-            );
-        }
-        if queue.contains(',') && !self.queue.cluster {
-            return bad(
-                "queue.url",
-                "several urls name a Redis Cluster: set queue.cluster = true",
-            );
-        }
-        if self.queue.cluster && queue.is_empty() {
-            return bad("queue.cluster", "a cluster needs its nodes in queue.url");
-        }
-        let ledger = &self.ledger.url;
-        if !ledger.is_empty()
-            && !ledger.starts_with("postgres://")
-            && !ledger.starts_with("postgresql://")
-        {
-            return bad(
-                "ledger.url",
-                "empty (SQLite in embedded.data_dir) or postgres://…",
-            );
-        }
-        if self.auth.admin_key.len() < 16 {
-            return bad("auth.admin_key", "must be set, at least 16 characters");
-        }
-        match self.payment_provider() {
-            ProviderName::Sandbox | ProviderName::Webhook => {
-                if self.payments.webhook_secret.len() < 16 {
-                    return bad(
-                        "payments.webhook_secret",
-                        "must be set, at least 16 characters",
-                    );
-                }
-            }
-            ProviderName::Stripe => {
-                let stripe = &self.payments.stripe;
-                if !["sk_", "rk_"]
-                    .iter()
-                    .any(|p| stripe.secret_key.starts_with(p))
-                {
-                    return bad(
-                        "payments.stripe.secret_key",
-                        "must be set: a secret key (sk_…) or a restricted one (rk_…)",
-                    );
-                }
-                if !stripe.publishable_key.starts_with("pk_") {
-                    return bad("payments.stripe.publishable_key", "must be set (pk_…)");
-                }
-                if !stripe.webhook_secret.starts_with("whsec_") {
-                    return bad(
-                        "payments.stripe.webhook_secret",
-                        "must be set: the endpoint's signing secret (whsec_…)",
-                    );
-                }
-                for (key, url) in [
-                    ("payments.stripe.api_base", &stripe.api_base),
-                    ("payments.stripe.js_url", &stripe.js_url),
-                ] {
-                    if !(url.starts_with("https://") || url.starts_with("http://")) {
-                        return bad(key, "must be an http(s) URL");
-                    }
-                }
-            }
-            ProviderName::Toss => {
-                let toss = &self.payments.toss;
-                let key_of = |k: &str, kind: &str| {
-                    ["live_", "test_"].iter().any(|m| {
-                        k.strip_prefix(m).is_some_and(|rest| {
-                            rest.starts_with(&format!("{kind}_"))
-                                || rest.starts_with(&format!("g{kind}_"))
-                        })
-                    })
-                };
-                if !key_of(&toss.secret_key, "sk") {
-                    return bad(
-                        "payments.toss.secret_key",
-                        "must be set: a secret key (live_sk_…, test_sk_…, or a widget's …_gsk_…)",
-                    );
-                }
-                if !key_of(&toss.client_key, "ck") {
-                    return bad(
-                        "payments.toss.client_key",
-                        "must be set: a client key (live_ck_…, test_ck_…, or a widget's …_gck_…)",
-                    );
-                }
-                for (key, url) in [
-                    ("payments.toss.api_base", &toss.api_base),
-                    ("payments.toss.js_url", &toss.js_url),
-                ] {
-                    if !(url.starts_with("https://") || url.starts_with("http://")) {
-                        return bad(key, "must be an http(s) URL");
-                    }
-                }
-            }
-            ProviderName::PortOne => {
-                let portone = &self.payments.portone;
-                if portone.api_secret.len() < 16 {
-                    return bad(
-                        "payments.portone.api_secret",
-                        "must be set: the store's V2 API secret",
-                    );
-                }
-                if crate::payments::standard_webhooks::secret_bytes(&portone.webhook_secret)
-                    .is_none()
-                {
-                    return bad(
-                        "payments.portone.webhook_secret",
-                        "must be set: the webhook's secret (whsec_… or its base64)",
-                    );
-                }
-                for (key, value) in [
-                    ("payments.portone.store_id", &portone.store_id),
-                    ("payments.portone.channel_key", &portone.channel_key),
-                ] {
-                    if value.is_empty() {
-                        return bad(key, "must be set (PortOne's console names it)");
-                    }
-                }
-                for (key, url) in [
-                    ("payments.portone.api_base", &portone.api_base),
-                    ("payments.portone.js_url", &portone.js_url),
-                ] {
-                    if !(url.starts_with("https://") || url.starts_with("http://")) {
-                        return bad(key, "must be an http(s) URL");
-                    }
-                }
-                // (`*.` stands for any subdomain in a page's policy)
-                let framed = |o: &String| is_origin(&o.replacen("://*.", "://", 1));
-                if let Some(origin) = portone.frame_origins.iter().find(|o| !framed(o)) {
-                    return bad(
-                        "payments.portone.frame_origins",
-                        format!(
-                            "`{origin}` is not an origin: scheme://host[:port], no path, e.g. https://stdpay.inicis.com"
-                        ),
-                    );
-                }
-            }
-        }
-        let public = &self.http.public_url;
-        if !public.is_empty()
-            && !((public.starts_with("https://") || public.starts_with("http://"))
-                && public.matches('/').count() == 2)
-        {
-            return bad(
-                "http.public_url",
-                "empty, or an origin such as https://queue.shop.example (no path)",
-            );
-        }
-        if self.payments.call_timeout_ms == 0 {
-            return bad("payments.call_timeout_ms", "must be at least 1");
-        }
-        for (key, url) in [
-            ("auth.user_oidc_issuer", &self.auth.user_oidc_issuer),
-            ("auth.user_jwks_url", &self.auth.user_jwks_url),
-        ] {
-            if url
-                .as_ref()
-                .is_some_and(|u| !(u.starts_with("https://") || u.starts_with("http://")))
-            {
-                return bad(key, "must be an http(s) URL");
-            }
-        }
-        let mut prefixes = std::collections::HashSet::new();
-        for more in &self.auth.user_issuers {
-            let urls = std::iter::once(&more.issuer).chain(more.jwks_url.as_ref());
-            if urls
-                .into_iter()
-                .any(|u| !(u.starts_with("https://") || u.starts_with("http://")))
-            {
-                return bad(
-                    "auth.user_issuers",
-                    "each issuer (and jwks_url) is an http(s) URL",
-                );
-            }
-            if more.user_prefix.is_empty() || !prefixes.insert(more.user_prefix.as_str()) {
-                return bad(
-                    "auth.user_issuers",
-                    "each issuer needs a user_prefix of its own (e.g. \"kakao:\")",
-                );
-            }
-        }
-        let published = self.auth.user_oidc_issuer.is_some()
-            || self.auth.user_jwks_url.is_some()
-            || !self.auth.user_issuers.is_empty();
-        match (
-            &self.auth.user_jwt_hs256_secret,
-            &self.auth.user_jwt_public_key_pem,
-        ) {
-            (None, None) if !published => {
-                return bad(
-                    "auth.user_jwt_hs256_secret",
-                    "set it, auth.user_jwt_public_key_pem, auth.user_jwks_url or auth.user_oidc_issuer to verify user tokens",
-                )
-            }
-            (Some(s), _) if s.len() < 16 => {
-                return bad("auth.user_jwt_hs256_secret", "at least 16 characters")
-            }
-            _ => {}
-        }
-        if let Some(seed) = &self.auth.admission_key_seed_hex {
-            if hex::decode(seed).map(|b| b.len()) != Ok(32) {
-                return bad("auth.admission_key_seed_hex", "must be 64 hex digits");
-            }
-        }
-        if self.queue.key_prefix.is_empty() || self.queue.key_prefix.contains(['{', '}', ' ']) {
-            return bad("queue.key_prefix", "non-empty, without braces or spaces");
-        }
-        if self.queue.timeout_ms == 0 {
-            return bad("queue.timeout_ms", "must be positive");
-        }
-        if !(20..=5000).contains(&self.queue.line_refresh_ms) {
-            return bad("queue.line_refresh_ms", "from 20 to 5000");
-        }
-        self.validate_cors()?;
-        self.validate_page()?;
-        if self.http.drain_delay_secs > 0
-            && self.http.drain_delay_secs >= self.http.shutdown_timeout_secs
-        {
-            return bad(
-                "http.drain_delay_secs",
-                "must be shorter than http.shutdown_timeout_secs, which it is part of",
-            );
-        }
-        if self.http.body_limit_bytes < 1024 {
-            return bad("http.body_limit_bytes", "must be at least 1024");
-        }
-        if self.ledger.max_connections == 0 {
-            return bad("ledger.max_connections", "must be positive");
-        }
-        if !(1..=10_000).contains(&self.ledger.batch_max) {
-            return bad("ledger.batch_max", "must be between 1 and 10000");
-        }
-        if !(1..=self.ledger.max_connections).contains(&self.ledger.batch_calls) {
-            return bad(
-                "ledger.batch_calls",
-                "must be between 1 and ledger.max_connections",
-            );
-        }
-        if self.events.poll_ms < 10 || self.events.batch == 0 {
-            return bad("events.poll_ms", "poll_ms at least 10 and batch positive");
-        }
-        if self.workers.queue_sync_ms < 10 {
-            return bad("workers.queue_sync_ms", "must be at least 10");
-        }
-        let replay_ms = self.workers.queue_sync_replay_secs.saturating_mul(1000);
-        if !(10_000..=crate::domain::holding::SYNCED_KEEP_MS).contains(&replay_ms) {
-            return bad(
-                "workers.queue_sync_replay_secs",
-                "must be between 10 and 3600 (the queue store keeps its record of applied changes an hour)",
-            );
-        }
-        if self.workers.admission_tick_ms < 10 {
-            return bad("workers.admission_tick_ms", "must be at least 10");
-        }
-        if self.workers.lease_ttl_ms < 2 * self.workers.admission_tick_ms {
-            return bad(
-                "workers.lease_ttl_ms",
-                "must be at least twice admission_tick_ms",
-            );
-        }
-        if (1..3).contains(&self.workers.abandon_after_secs) {
-            return bad(
-                "workers.abandon_after_secs",
-                "0 (off) or at least 3 seconds",
-            );
-        }
-        if self.workers.reaper_cron.split_whitespace().count() != 6 {
-            return bad("workers.reaper_cron", "needs six fields, seconds first");
-        }
-        self.validate_notify()?;
-        self.validate_valve()
-    }
-
-    fn validate_page(&self) -> Result<(), ConfigError> {
-        let page = &self.page;
-        let colour = |c: &str| {
-            c.is_empty()
-                || (c.starts_with('#')
-                    && matches!(c.len(), 4 | 7)
-                    && c[1..].bytes().all(|b| b.is_ascii_hexdigit()))
-        };
-        if !colour(&page.accent_colour) {
-            return Err(ConfigError::Invalid {
-                key: "page.accent_colour",
-                message: "#rgb or #rrggbb".into(),
-            });
-        }
-        if !colour(&page.background_colour) {
-            return Err(ConfigError::Invalid {
-                key: "page.background_colour",
-                message: "#rgb or #rrggbb".into(),
-            });
-        }
-        let logo = &page.logo_url;
-        let plain = logo.bytes().all(|b| b.is_ascii_graphic()) && !logo.contains(['\'', '"', ';']);
-        if !logo.is_empty() && !(plain && (logo.starts_with("https://") || logo.starts_with('/'))) {
-            return Err(ConfigError::Invalid {
-                key: "page.logo_url",
-                message: "a path on sluice's origin (/…) or an https:// URL".into(),
-            });
-        }
-        Ok(())
-    }
-
-    fn validate_cors(&self) -> Result<(), ConfigError> {
-        let bad = |message: String| {
-            Err(ConfigError::Invalid {
-                key: "http.cors_allowed_origins",
-                message,
-            })
-        };
-        let origins = &self.http.cors_allowed_origins;
-        let any = origins.iter().any(|o| o == "*");
-        if any && origins.len() > 1 {
-            return bad("`*` stands alone: it already allows every origin".into());
-        }
-        if any && self.http.cors_allow_credentials {
-            return bad("`*` cannot be combined with http.cors_allow_credentials".into());
-        }
-        for origin in origins.iter().filter(|o| *o != "*") {
-            if !is_origin(origin) {
-                return bad(format!(
-                    "`{origin}` is not an origin: scheme://host[:port], no path, e.g. https://shop.example"
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn validate_notify(&self) -> Result<(), ConfigError> {
-        let n = &self.notify;
-        let bad = |key, message: &str| {
-            Err(ConfigError::Invalid {
-                key,
-                message: message.into(),
-            })
-        };
-        if !n.vapid_private_key.is_empty() {
-            // That the two keys are one pair is checked at start, where the sender is made.
-            if n.vapid_public_key.is_empty() {
-                return bad(
-                    "notify.vapid_public_key",
-                    "the public key of the VAPID pair",
-                );
-            }
-            if !(n.vapid_subject.starts_with("mailto:") || n.vapid_subject.starts_with("https://"))
-            {
-                return bad("notify.vapid_subject", "mailto:… or https://…");
-            }
-        }
-        if !n.webhook_url.is_empty() {
-            if !(n.webhook_url.starts_with("https://") || n.webhook_url.starts_with("http://"))
-                || reqwest::Url::parse(&n.webhook_url).is_err()
-            {
-                return bad("notify.webhook_url", "an http(s) URL");
-            }
-            if n.webhook_secret.len() < 16 {
-                return bad(
-                    "notify.webhook_secret",
-                    "must be set, at least 16 characters",
-                );
-            }
-        }
-        if n.max_per_second == 0 {
-            return bad("notify.max_per_second", "at least 1");
-        }
-        Ok(())
-    }
-
-    fn validate_valve(&self) -> Result<(), ConfigError> {
-        let bad = |key: &'static str, message: String| Err(ConfigError::Invalid { key, message });
-        let v = &self.valve;
-        if !v.prometheus_url.is_empty() && !v.prometheus_url.starts_with("http://") {
-            return bad(
-                "valve.prometheus_url",
-                "empty (own metrics) or http://…".into(),
-            );
-        }
-        if v.tick_ms < 100 || v.query_timeout_ms == 0 {
-            return bad(
-                "valve.tick_ms",
-                "tick_ms at least 100 and query_timeout_ms positive".into(),
-            );
-        }
-        if !(v.backoff > 0.0 && v.backoff < 1.0) {
-            return bad("valve.backoff", "must be between 0 and 1".into());
-        }
-        if !(v.hold_band > 0.0 && v.hold_band <= 1.0) {
-            return bad("valve.hold_band", "must be above 0, at most 1".into());
-        }
-        if !(v.increase_fraction > 0.0 && v.increase_fraction <= 1.0) {
-            return bad(
-                "valve.increase_fraction",
-                "must be above 0, at most 1".into(),
-            );
-        }
-        for (name, signal) in v.signals.iter().filter(|(_, s)| s.enabled) {
-            if !(signal.target.is_finite() && signal.target > 0.0) {
-                return bad(
-                    "valve.signals",
-                    format!("`{name}`: target must be positive"),
-                );
-            }
-            let known = crate::domain::signal_catalogue::builtin(name).is_some();
-            if v.prometheus_url.is_empty() && !known {
-                return bad(
-                    "valve.signals",
-                    format!("`{name}` is not built in: it needs valve.prometheus_url"),
-                );
-            }
-            if signal.query.trim().is_empty() {
-                return bad("valve.signals", format!("`{name}`: query is empty"));
-            }
-        }
-        Ok(())
-    }
-
     /// `http.idle_timeout_secs` as the server takes it: `None` for never.
     pub fn http_idle_timeout(&self) -> Option<Duration> {
         (self.http.idle_timeout_secs > 0).then(|| Duration::from_secs(self.http.idle_timeout_secs))
@@ -1150,36 +768,6 @@ impl Config {
     pub fn queue_timeout(&self) -> Duration {
         Duration::from_millis(self.queue.timeout_ms)
     }
-}
-
-/// `scheme://host[:port]` as a browser sends it in `Origin` (lower-case, no path).
-fn is_origin(origin: &str) -> bool {
-    let Some((scheme, authority)) = origin.split_once("://") else {
-        return false;
-    };
-    // `[::1]:8080`: an IPv6 host is bracketed; otherwise the port follows the only colon.
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(v6) => match v6.split_once(']') {
-            Some((addr, tail)) if addr.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') => {
-                ("v6", tail)
-            }
-            _ => return false,
-        },
-        None => match authority.find(':') {
-            Some(at) => (&authority[..at], &authority[at..]),
-            None => (authority, ""),
-        },
-    };
-    let port_ok = match port.strip_prefix(':') {
-        None => port.is_empty(),
-        Some(p) => (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()),
-    };
-    matches!(scheme, "http" | "https")
-        && !host.is_empty()
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        && port_ok
 }
 
 #[cfg(test)]
@@ -1486,6 +1074,67 @@ mod tests {
             assert!(err.contains("http.drain_delay_secs"), "{err}");
             jail.set_env("SLUICE__HTTP__DRAIN_DELAY_SECS", "5");
             assert_eq!(Config::load(None).unwrap().http.drain_delay_secs, 5);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_printed_config_shows_no_secret() {
+        let mut c = Config::default();
+        c.auth.admin_key = "admin-key-0123456789".into();
+        c.auth.user_jwt_hs256_secret = Some("user-secret-0123456789".into());
+        c.payments.stripe.secret_key = "sk_test_0123456789".into();
+        c.payments.portone.api_secret = "portone-secret-0123456789".into();
+        c.notify.webhook_secret = "hook-secret-0123456789".into();
+        let printed = format!("{c:?}");
+        for secret in [
+            "admin-key-0123456789",
+            "user-secret-0123456789",
+            "sk_test_0123456789",
+            "portone-secret-0123456789",
+            "hook-secret-0123456789",
+        ] {
+            assert!(!printed.contains(secret), "{secret} printed");
+        }
+        assert!(printed.contains("[secret]"), "{printed}");
+    }
+
+    #[test]
+    fn a_config_with_five_mistakes_names_all_five() {
+        Jail::expect_with(|jail| {
+            jail.clear_env();
+            valid_env(jail);
+            jail.create_file(
+                "sluice.toml",
+                "[queue]\ntimeout_ms = 0\n\n[http]\nbody_limit_bytes = \"lots\"\n\
+                 cors_allowed_origins = [\"https://shop.example/path\"]\n",
+            )?;
+            jail.set_env("SLUICE__LEDGER__URL", "mysql://nope");
+            jail.set_env("SLUICE__WORKERS__REAPER_CRON", "* * * * *");
+            let err = Config::load(Some(Path::new("sluice.toml"))).unwrap_err();
+            let ConfigError::Invalid(problems) = &err else {
+                panic!("one error, not the list: {err}")
+            };
+            let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+            let text = err.to_string();
+            for (key, variable) in [
+                ("queue.timeout_ms", "SLUICE__QUEUE__TIMEOUT_MS"),
+                ("http.body_limit_bytes", "SLUICE__HTTP__BODY_LIMIT_BYTES"),
+                (
+                    "http.cors_allowed_origins",
+                    "SLUICE__HTTP__CORS_ALLOWED_ORIGINS",
+                ),
+                ("ledger.url", "SLUICE__LEDGER__URL"),
+                ("workers.reaper_cron", "SLUICE__WORKERS__REAPER_CRON"),
+            ] {
+                assert!(keys.contains(&key), "{key} missing from {keys:?}");
+                assert!(text.contains(&format!("`{key}` ({variable})")), "{text}");
+            }
+            assert_eq!(problems.len(), 5, "{text}");
+            assert!(
+                text.contains("\"lots\""),
+                "the wrong value is quoted: {text}"
+            );
             Ok(())
         });
     }

@@ -58,7 +58,8 @@
 //!   keys with a role, [`domain::Role`], kept as hashes); the payment providers sluice calls
 //!   (Stripe, Toss Payments, PortOne) behind one seam, and their webhook signatures.
 //! - [`config`], [`secrets`], [`telemetry`], [`server`]: layered configuration (a leaf: it
-//!   parses and validates), the embedded default's generated secrets (and [`secrets::load`],
+//!   parses and checks the whole of it, reporting every bad setting at once; its secrets are
+//!   [`config::Secret`]s, which never print), the embedded default's generated secrets (and [`secrets::load`],
 //!   the configuration start-up runs with), logs and metrics, start-up and the HTTP server (a
 //!   task per connection, HTTP/1.1 or HTTP/2 told by a peek).
 //!

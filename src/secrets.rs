@@ -8,20 +8,21 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, Problem};
 
 /// The configuration start-up runs with: the layers (defaults, `file`, the environment), the
 /// embedded default's secrets filled from its data directory, then validated.
 pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
-    let mut config = Config::parse(Config::figment(file))?;
+    let (mut config, problems) = Config::parse(Config::figment(file))?;
     if config.ledger_is_embedded() {
-        fill(&mut config).map_err(|e| ConfigError::Invalid {
-            key: "embedded.data_dir",
-            message: e.to_string(),
+        fill(&mut config).map_err(|e| {
+            ConfigError::Invalid(vec![Problem {
+                key: "embedded.data_dir".into(),
+                message: e.to_string(),
+            }])
         })?;
     }
-    config.validate()?;
-    Ok(config)
+    config.checked(problems)
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -92,16 +93,16 @@ pub fn fill(config: &mut Config) -> anyhow::Result<()> {
     }
     let auth = &mut config.auth;
     if auth.admin_key.is_empty() {
-        auth.admin_key = admin;
+        auth.admin_key = admin.into();
     }
     if auth.user_jwt_hs256_secret.is_none() && auth.user_jwt_public_key_pem.is_none() {
-        auth.user_jwt_hs256_secret = Some(user);
+        auth.user_jwt_hs256_secret = Some(user.into());
     }
     if auth.admission_key_seed_hex.is_none() {
-        auth.admission_key_seed_hex = Some(seed);
+        auth.admission_key_seed_hex = Some(seed.into());
     }
     if config.payments.webhook_secret.is_empty() {
-        config.payments.webhook_secret = webhook;
+        config.payments.webhook_secret = webhook.into();
     }
     Ok(())
 }

@@ -168,9 +168,12 @@ impl UserTokens {
                 Some((SignatureCheck::Jwks(Jwks::new(source)?), PUBLISHED, None))
             }
             (Some(secret), _, None) => Some((
-                SignatureCheck::Hs256(hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes())),
+                SignatureCheck::Hs256(hmac::Key::new(
+                    hmac::HMAC_SHA256,
+                    secret.expose().as_bytes(),
+                )),
                 HS256,
-                Some(EncodingKey::from_secret(secret.as_bytes())),
+                Some(EncodingKey::from_secret(secret.expose().as_bytes())),
             )),
             (None, Some(pem), None) => Some(match DecodingKey::from_ed_pem(pem.as_bytes()) {
                 Ok(key) => (SignatureCheck::PublicKey(key, Arc::default()), EDDSA, None),

@@ -55,7 +55,7 @@ impl Turns {
             None
         } else {
             let vapid = web_push::Vapid::new(
-                &config.vapid_private_key,
+                config.vapid_private_key.expose(),
                 &config.vapid_public_key,
                 &config.vapid_subject,
             )

@@ -37,7 +37,7 @@ impl ShopWebhook {
         Some(ShopWebhook {
             url,
             // The tolerance is the receiver's business: sluice only signs.
-            signer: WebhookSigner::new(&config.webhook_secret, 0),
+            signer: WebhookSigner::new(config.webhook_secret.expose(), 0),
         })
     }
 

@@ -106,7 +106,7 @@ impl PortOne {
         tolerance_secs: u64,
     ) -> anyhow::Result<Self> {
         let http = http_client(timeout)?;
-        let webhooks = StandardWebhooks::new(&config.webhook_secret, tolerance_secs)
+        let webhooks = StandardWebhooks::new(config.webhook_secret.expose(), tolerance_secs)
             .ok_or_else(|| anyhow::anyhow!("payments.portone.webhook_secret is not a secret"))?;
         Ok(PortOne {
             http,
@@ -138,7 +138,7 @@ impl PortOne {
             .request(method, url)
             .header(
                 reqwest::header::AUTHORIZATION,
-                format!("PortOne {}", self.config.api_secret),
+                format!("PortOne {}", self.config.api_secret.expose()),
             )
             .query(&[("storeId", &self.config.store_id)]);
         if let Some(body) = body {

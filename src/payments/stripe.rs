@@ -102,7 +102,7 @@ impl Stripe {
         tolerance_secs: u64,
     ) -> anyhow::Result<Self> {
         let http = http_client(timeout)?;
-        let signer = WebhookSigner::new(&config.webhook_secret, tolerance_secs);
+        let signer = WebhookSigner::new(config.webhook_secret.expose(), tolerance_secs);
         Ok(Stripe {
             http,
             config,
@@ -136,7 +136,7 @@ impl Stripe {
         let mut request = self
             .http
             .request(method, url)
-            .bearer_auth(&self.config.secret_key);
+            .bearer_auth(self.config.secret_key.expose());
         if !form.is_empty() {
             request = request.form(form);
         }

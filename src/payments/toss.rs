@@ -86,7 +86,7 @@ impl Toss {
         let http = http_client(timeout)?;
         let authorization = format!(
             "Basic {}",
-            STANDARD.encode(format!("{}:", config.secret_key))
+            STANDARD.encode(format!("{}:", config.secret_key.expose()))
         );
         Ok(Toss {
             http,

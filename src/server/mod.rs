@@ -86,7 +86,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     tracing::info!(%addr, ledger = %ledger_name(&app.config), queue, instance = %app.instance_id, "sluice is serving");
     if app.config.ledger_is_embedded() {
         tracing::info!(
-            admin_key = %app.config.auth.admin_key,
+            admin_key = %app.config.auth.admin_key.expose(),
             secrets = %crate::secrets::path(&app.config).display(),
             "embedded mode: send the admin key as X-Admin-Key; `sluice dev-token <user>` mints user tokens"
         );

@@ -137,14 +137,10 @@ impl App {
     pub fn build(config: Config) -> anyhow::Result<App> {
         let queue = crate::queue::from_config(&config)?;
         let ledger = crate::ledger::from_config(&config)?;
-        let seed = config
-            .auth
-            .admission_key_seed_hex
-            .as_deref()
-            .map(|hex_seed| {
-                let bytes = hex::decode(hex_seed).expect("validated at load");
-                <[u8; 32]>::try_from(bytes.as_slice()).expect("validated at load")
-            });
+        let seed = config.auth.admission_key_seed_hex.as_ref().map(|hex_seed| {
+            let bytes = hex::decode(hex_seed.expose()).expect("validated at load");
+            <[u8; 32]>::try_from(bytes.as_slice()).expect("validated at load")
+        });
         if seed.is_none() {
             tracing::warn!("auth.admission_key_seed_hex is unset: admission tokens are signed with a key generated at start, which other replicas cannot verify");
         }
@@ -157,9 +153,9 @@ impl App {
                 Duration::from_millis(config.queue.line_refresh_ms),
                 Duration::from_secs(config.workers.abandon_after_secs),
             )),
-            admin_key: AdminKey::new(&config.auth.admin_key),
+            admin_key: AdminKey::new(config.auth.admin_key.expose()),
             webhooks: WebhookSigner::new(
-                &config.payments.webhook_secret,
+                config.payments.webhook_secret.expose(),
                 config.payments.tolerance_secs,
             ),
             provider: crate::payments::Provider::from_config(&config)?,

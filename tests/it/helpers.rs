@@ -57,7 +57,7 @@ pub fn test_config() -> Config {
     c.auth.user_jwt_hs256_secret = Some(USER_SECRET.into());
     c.payments.webhook_secret = WEBHOOK_SECRET.into();
     // Replicas must share the admission key (each test has its own).
-    c.auth.admission_key_seed_hex = Some(hex::encode(rand::random::<[u8; 32]>()));
+    c.auth.admission_key_seed_hex = Some(hex::encode(rand::random::<[u8; 32]>()).into());
     c.workers.admission_tick_ms = 50;
     c.workers.lease_ttl_ms = 1000;
     c.workers.reaper_cron = "* * * * * *".into();

@@ -170,14 +170,23 @@ async fn redis_flushed_mid_sale_oversells_nothing() {
         .env("SLUICE__QUEUE__URL", &redis_url)
         .env("SLUICE__QUEUE__KEY_PREFIX", &t.app.config.queue.key_prefix)
         .env("SLUICE__LEDGER__URL", &t.app.config.ledger.url)
-        .env("SLUICE__AUTH__ADMIN_KEY", &t.app.config.auth.admin_key)
+        .env(
+            "SLUICE__AUTH__ADMIN_KEY",
+            t.app.config.auth.admin_key.expose(),
+        )
         .env(
             "SLUICE__AUTH__USER_JWT_HS256_SECRET",
-            t.app.config.auth.user_jwt_hs256_secret.as_deref().unwrap(),
+            t.app
+                .config
+                .auth
+                .user_jwt_hs256_secret
+                .as_ref()
+                .unwrap()
+                .expose(),
         )
         .env(
             "SLUICE__PAYMENTS__WEBHOOK_SECRET",
-            &t.app.config.payments.webhook_secret,
+            t.app.config.payments.webhook_secret.expose(),
         )
         .output()
         .unwrap();

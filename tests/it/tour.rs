@@ -20,10 +20,10 @@ fn tour_from_readme() -> String {
 async fn the_readme_tour_works_as_written() {
     // Secrets generated into the data directory, as a first `cargo run` does.
     let t = TestApp::spawn_on_with(Backend::Embedded, |c| {
-        c.auth.admin_key.clear();
+        c.auth.admin_key = Default::default();
         c.auth.user_jwt_hs256_secret = None;
         c.auth.admission_key_seed_hex = None;
-        c.payments.webhook_secret.clear();
+        c.payments.webhook_secret = Default::default();
         sluice::secrets::fill(c).expect("secrets generated");
     })
     .await;

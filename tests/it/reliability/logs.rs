@@ -273,7 +273,7 @@ async fn secrets_and_credentials_never_reach_the_logs() {
         ("wrong admin key", wrong_key),
         ("user JWT secret", USER_SECRET),
         ("webhook secret", WEBHOOK_SECRET),
-        ("admission key seed", seed.as_str()),
+        ("admission key seed", seed.expose()),
         ("user token", user_token.as_str()),
         ("admission token", admission_token.as_str()),
         ("webhook signature", signature.as_str()),
