@@ -123,8 +123,17 @@ impl RedisQueue {
     }
 
     /// A store on the in-process Redis of the embedded default (`super::embedded`).
-    pub fn in_process(store: Arc<super::embedded::Embedded>, prefix: &str, timeout: Duration) -> Self {
-        Self::with_connection(RedisConnection::InProcess(store), prefix, timeout)
+    pub fn in_process(
+        store: Arc<super::embedded::Embedded>,
+        prefix: &str,
+        timeout: Duration,
+    ) -> Self {
+        let mut queue = Self::with_connection(RedisConnection::InProcess(store), prefix, timeout);
+        // One call of a sale at a time: the in-process store runs one script at a time anyway,
+        // so a second call would only wait for the lock, and the batch it took grows instead.
+        queue.views = redis_batches::gathering("status", 1);
+        queue.joins = redis_batches::gathering("join", 1);
+        queue
     }
 
     fn connect(
@@ -143,8 +152,8 @@ impl RedisQueue {
             prefix: prefix.into(),
             timeout,
             abandon_after_ms: 0,
-            views: redis_batches::gathering("status"),
-            joins: redis_batches::gathering("join"),
+            views: redis_batches::gathering("status", redis_batches::MAX_CALLS),
+            joins: redis_batches::gathering("join", redis_batches::MAX_CALLS),
         }
     }
 

@@ -27,13 +27,14 @@ pub const MAX_QUESTIONS: usize = 64;
 /// The questions of one kind the queue store gathers; `Q` asks, `R` answers.
 pub type Gathering<Q, R> = gather::Gathering<gather::Asked<Q, R, QueueError>>;
 
-/// A gathering of the queue store's questions of kind `call` (`join`, `status`).
-pub fn gathering<Q, R>(call: &'static str) -> Arc<Gathering<Q, R>> {
+/// A gathering of the queue store's questions of kind `call` (`join`, `status`), with at most
+/// `calls` calls of a sale out at once.
+pub fn gathering<Q, R>(call: &'static str, calls: usize) -> Arc<Gathering<Q, R>> {
     Arc::new(gather::Gathering::new(
         "sluice_queue_batch_size",
         call,
         Limits {
-            calls: MAX_CALLS,
+            calls,
             batch: MAX_QUESTIONS,
         },
     ))
@@ -120,7 +121,7 @@ mod tests {
     where
         F: Future<Output = QueueResult<Vec<u32>>> + Send + 'static,
     {
-        let gathering = gathering("test");
+        let gathering = gathering("test", MAX_CALLS);
         let answer = Arc::new(answer);
         let (sale, timeout) = (sale(), Duration::from_secs(1));
         let asks = (0..10).map(|n| {
@@ -153,7 +154,7 @@ mod tests {
     /// question's call begins only once the first call is over).
     #[tokio::test(start_paused = true)]
     async fn the_wait_behind_calls_in_flight_is_not_counted_against_the_timeout() {
-        let gathering = gathering("test");
+        let gathering = gathering("test", MAX_CALLS);
         let (sale, timeout) = (sale(), Duration::from_millis(100));
         let call = |batch: Vec<u32>| async move {
             tokio::time::sleep(Duration::from_millis(80)).await;

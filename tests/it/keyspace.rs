@@ -91,12 +91,17 @@ impl Both {
                     for a in &argv[1..] {
                         cmd.arg(a.as_slice());
                     }
-                    (Some(self.redis.req_packed_command(&cmd).await.unwrap()), None)
+                    (
+                        Some(self.redis.req_packed_command(&cmd).await.unwrap()),
+                        None,
+                    )
                 } else {
                     (None, Some(self.embedded.execute(argv).await))
                 };
                 let reply = real.or(ours).unwrap();
-                let Value::Array(parts) = reply else { panic!("{command}: {reply:?}") };
+                let Value::Array(parts) = reply else {
+                    panic!("{command}: {reply:?}")
+                };
                 let [Value::BulkString(next), Value::Array(page)] = &parts[..] else {
                     panic!("{command}: {parts:?}")
                 };
@@ -107,18 +112,27 @@ impl Both {
                 }
             }
             assert_eq!(cursor, "0", "{command} did not end");
-            let how = if pairs { Compare::Pairs } else { Compare::Unordered };
+            let how = if pairs {
+                Compare::Pairs
+            } else {
+                Compare::Unordered
+            };
             let items = normal(&Value::Array(items), how);
             if pairs {
                 // A full iteration returns each element once: no pair repeats on either side.
-                let Norm::List(l) = &items else { unreachable!() };
+                let Norm::List(l) = &items else {
+                    unreachable!()
+                };
                 let mut dedup = l.clone();
                 dedup.dedup();
                 assert_eq!(dedup.len(), l.len(), "{command} returned an element twice");
             }
             seen.push(items);
         }
-        assert_eq!(seen[0], seen[1], "{command} {key}: Redis and the keyspace scanned different elements");
+        assert_eq!(
+            seen[0], seen[1],
+            "{command} {key}: Redis and the keyspace scanned different elements"
+        );
     }
 }
 
@@ -335,12 +349,15 @@ async fn keys_expire_and_go_as_redis_does() {
     ])
     .await;
     tokio::time::sleep(std::time::Duration::from_millis(80)).await;
-    b.same_each(&[&["GET", "$gone"], &["EXISTS", "$gone"], &["GET", "$t"]]).await;
+    b.same_each(&[&["GET", "$gone"], &["EXISTS", "$gone"], &["GET", "$t"]])
+        .await;
     // A key set again loses its expiry.
     b.same_each(&[&["SET", "$t", "2"], &["PTTL", "$t"]]).await;
     let (real, ours) = b.call_both(&["TIME"]).await;
     for reply in [real, ours] {
-        let Value::Array(parts) = reply else { panic!("TIME: {reply:?}") };
+        let Value::Array(parts) = reply else {
+            panic!("TIME: {reply:?}")
+        };
         let secs: i64 = redis::from_redis_value(parts[0].clone()).unwrap();
         let micros: i64 = redis::from_redis_value(parts[1].clone()).unwrap();
         assert!((0..1_000_000).contains(&micros));
@@ -414,14 +431,29 @@ async fn scripts_run_and_convert_as_redis_does() {
         b.same(&["SET", "$str", "plain"]).await;
         b.same(&["EVAL", s, "2", "$k", "$z", "v1", "v2"]).await;
         // A command that fails inside a script fails the script, with the command's code.
-        b.same(&["EVAL", "return redis.call('HGET', KEYS[1], 'f')", "1", "$str"]).await;
+        b.same(&[
+            "EVAL",
+            "return redis.call('HGET', KEYS[1], 'f')",
+            "1",
+            "$str",
+        ])
+        .await;
     }
-    let sha = b.same(&["SCRIPT", "LOAD", "return ARGV[1] .. KEYS[1]"]).await;
-    let Value::BulkString(sha) = sha else { panic!("{sha:?}") };
+    let sha = b
+        .same(&["SCRIPT", "LOAD", "return ARGV[1] .. KEYS[1]"])
+        .await;
+    let Value::BulkString(sha) = sha else {
+        panic!("{sha:?}")
+    };
     let sha = String::from_utf8(sha).unwrap();
     b.same_each(&[
         &["EVALSHA", &sha, "1", "x", "y"],
-        &["SCRIPT", "EXISTS", &sha, "0000000000000000000000000000000000000000"],
+        &[
+            "SCRIPT",
+            "EXISTS",
+            &sha,
+            "0000000000000000000000000000000000000000",
+        ],
         &["EVALSHA", "0000000000000000000000000000000000000000", "0"],
         &["EVALSHA", &sha, "3", "x"],
     ])

@@ -7,8 +7,8 @@ use sluice::domain::{Admission, Buyer, NewSale, Sale, SaleStatus, Stock, Ttls, U
 use std::sync::Arc;
 
 use sluice::queue::{
-    AdmitOutcome, HoldOutcome, JoinOutcome, LiveAttempt, LotteryDraw, PendingSync,
-    QueueStore, RedisQueue, SaleSnapshot, SyncChange, Take,
+    AdmitOutcome, HoldOutcome, JoinOutcome, LiveAttempt, LotteryDraw, PendingSync, QueueStore,
+    RedisQueue, SaleSnapshot, SyncChange, Take,
 };
 
 use crate::helpers::{redis_cluster_nodes, redis_url};

@@ -100,8 +100,12 @@ impl<R: Read> Commands<R> {
 /// Replays a journal into `keyspace`: every whole transaction; a torn one at the end is left
 /// out. Returns how many were replayed.
 fn replay(path: &Path, keyspace: &mut Keyspace) -> anyhow::Result<u64> {
-    let Ok(file) = File::open(path) else { return Ok(0) };
-    let mut commands = Commands { input: BufReader::new(file) };
+    let Ok(file) = File::open(path) else {
+        return Ok(0);
+    };
+    let mut commands = Commands {
+        input: BufReader::new(file),
+    };
     let mut pending: Vec<Vec<Bytes>> = Vec::new();
     let (mut open, mut replayed) = (false, 0);
     let mut ignored = Vec::new();
@@ -115,9 +119,9 @@ fn replay(path: &Path, keyspace: &mut Keyspace) -> anyhow::Result<u64> {
                 for argv in pending.drain(..) {
                     // A journal holds only what once ran; a command that fails now is a
                     // journal not written by this store, and is reported.
-                    keyspace
-                        .run(0, &argv, &mut ignored)
-                        .map_err(|e| anyhow::anyhow!("{}: a journalled command failed: {e}", path.display()))?;
+                    keyspace.run(0, &argv, &mut ignored).map_err(|e| {
+                        anyhow::anyhow!("{}: a journalled command failed: {e}", path.display())
+                    })?;
                     ignored.clear();
                 }
                 open = false;
@@ -144,17 +148,33 @@ fn snapshot(keyspace: &Keyspace, out: &mut impl Write) -> std::io::Result<()> {
         };
         match &entry.data {
             Data::String(s) => encode(&mut buf, &[b"SET".as_slice(), key, s]),
-            Data::Hash(h) => chunks("HSET", h.iter().flat_map(|(f, v)| [f.as_slice(), v]).collect(), 2),
+            Data::Hash(h) => chunks(
+                "HSET",
+                h.iter().flat_map(|(f, v)| [f.as_slice(), v]).collect(),
+                2,
+            ),
             Data::Set(s) => chunks("SADD", s.iter().map(Vec::as_slice).collect(), 1),
             Data::List(l) => chunks("RPUSH", l.iter().map(Vec::as_slice).collect(), 1),
             Data::SortedSet(z) => {
-                let scores: Vec<(String, &Bytes)> =
-                    z.iter().map(|(s, m)| (super::sorted_set::Score::format(s), m)).collect();
-                chunks("ZADD", scores.iter().flat_map(|(s, m)| [s.as_bytes(), m.as_slice()]).collect(), 2)
+                let scores: Vec<(String, &Bytes)> = z
+                    .iter()
+                    .map(|(s, m)| (super::sorted_set::Score::format(s), m))
+                    .collect();
+                chunks(
+                    "ZADD",
+                    scores
+                        .iter()
+                        .flat_map(|(s, m)| [s.as_bytes(), m.as_slice()])
+                        .collect(),
+                    2,
+                )
             }
         }
         if let Some(at) = entry.expires_at_ms {
-            encode(&mut buf, &[b"PEXPIREAT".as_slice(), key, at.to_string().as_bytes()]);
+            encode(
+                &mut buf,
+                &[b"PEXPIREAT".as_slice(), key, at.to_string().as_bytes()],
+            );
         }
         if buf.len() > 1 << 20 {
             out.write_all(&buf)?;
@@ -191,13 +211,20 @@ impl Journal {
         std::thread::Builder::new()
             .name("queue-journal".into())
             .spawn(move || write_batches(path, file, from_callers, report))?;
-        Ok(Journal { to_writer, queued: 0.into(), synced })
+        Ok(Journal {
+            to_writer,
+            queued: 0.into(),
+            synced,
+        })
     }
 
     /// Queues one call's effects (under the store's lock, so in the order calls ran): the
     /// number to wait for.
     pub fn append(&self, record: Vec<u8>) -> u64 {
-        let n = self.queued.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let n = self
+            .queued
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
         // A writer gone has reported why; the wait below answers it.
         let _ = self.to_writer.send((n, record));
         n
@@ -234,7 +261,9 @@ fn write_batches(
             result = result.and_then(|()| out.write_all(&record));
         }
         metrics::histogram!("sluice_queue_journal_batch_size").record(f64::from(calls));
-        let result = result.and_then(|()| out.flush()).and_then(|()| out.get_ref().sync_data());
+        let result = result
+            .and_then(|()| out.flush())
+            .and_then(|()| out.get_ref().sync_data());
         if let Err(e) = result {
             let why = format!("{}: {e}", path.display());
             tracing::error!(error = %why, "queue store journal write failed; calls that write fail from now");

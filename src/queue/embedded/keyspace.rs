@@ -73,7 +73,8 @@ struct Args<'a> {
 
 impl<'a> Args<'a> {
     fn arity(&self, min: usize, even_after: Option<usize>) -> Result<(), CommandError> {
-        let bad_pairs = even_after.is_some_and(|from| (self.rest.len().saturating_sub(from)) % 2 != 0);
+        let bad_pairs =
+            even_after.is_some_and(|from| (self.rest.len().saturating_sub(from)) % 2 != 0);
         if self.rest.len() < min || bad_pairs {
             return Err(format!(
                 "ERR wrong number of arguments for '{}' command",
@@ -121,8 +122,16 @@ fn eq(b: &[u8], word: &str) -> bool {
 /// `None` for an empty range.
 fn range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
     let len = len as i64;
-    let start = if start < 0 { (len + start).max(0) } else { start };
-    let stop = if stop < 0 { len + stop } else { stop.min(len - 1) };
+    let start = if start < 0 {
+        (len + start).max(0)
+    } else {
+        start
+    };
+    let stop = if stop < 0 {
+        len + stop
+    } else {
+        stop.min(len - 1)
+    };
     (start <= stop && start < len).then_some((start as usize, stop as usize))
 }
 
@@ -130,9 +139,28 @@ fn range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
 pub(super) fn is_write(name: &str) -> bool {
     matches!(
         name,
-        "SET" | "SETRANGE" | "INCR" | "INCRBY" | "DECRBY" | "DEL" | "UNLINK" | "PEXPIRE"
-            | "PEXPIREAT" | "HSET" | "HDEL" | "HINCRBY" | "HSETNX" | "SADD" | "SREM" | "ZADD"
-            | "ZREM" | "ZREMRANGEBYSCORE" | "ZPOPMIN" | "RPUSH" | "LPOP" | "FLUSHALL"
+        "SET"
+            | "SETRANGE"
+            | "INCR"
+            | "INCRBY"
+            | "DECRBY"
+            | "DEL"
+            | "UNLINK"
+            | "PEXPIRE"
+            | "PEXPIREAT"
+            | "HSET"
+            | "HDEL"
+            | "HINCRBY"
+            | "HSETNX"
+            | "SADD"
+            | "SREM"
+            | "ZADD"
+            | "ZREM"
+            | "ZREMRANGEBYSCORE"
+            | "ZPOPMIN"
+            | "RPUSH"
+            | "LPOP"
+            | "FLUSHALL"
     )
 }
 
@@ -159,7 +187,11 @@ impl Keyspace {
         match name {
             "PEXPIRE" => {
                 let ms = int(&argv[2]).unwrap_or(0);
-                vec![b"PEXPIREAT".to_vec(), argv[1].clone(), (now_ms + ms).to_string().into_bytes()]
+                vec![
+                    b"PEXPIREAT".to_vec(),
+                    argv[1].clone(),
+                    (now_ms + ms).to_string().into_bytes(),
+                ]
             }
             "SET" => {
                 let mut out = argv[..3].to_vec();
@@ -243,7 +275,11 @@ impl Keyspace {
                         int(&r[1])?.checked_neg().ok_or(NOT_INTEGER)?
                     }
                 };
-                let old = self.string(now, &r[0])?.map(|s| int(s)).transpose()?.unwrap_or(0);
+                let old = self
+                    .string(now, &r[0])?
+                    .map(|s| int(s))
+                    .transpose()?
+                    .unwrap_or(0);
                 let new = old
                     .checked_add(by)
                     .ok_or("ERR increment or decrement would overflow")?;
@@ -252,8 +288,12 @@ impl Keyspace {
             }
             "SETRANGE" => {
                 a.exact(3)?;
-                let offset = usize::try_from(int(&r[1])?).map_err(|_| "ERR offset is out of range")?;
-                let mut s = self.string(now, &r[0])?.map(<[u8]>::to_vec).unwrap_or_default();
+                let offset =
+                    usize::try_from(int(&r[1])?).map_err(|_| "ERR offset is out of range")?;
+                let mut s = self
+                    .string(now, &r[0])?
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_default();
                 if r[2].is_empty() {
                     return int_reply(s.len());
                 }
@@ -269,7 +309,9 @@ impl Keyspace {
                 a.exact(3)?;
                 let (start, stop) = (int(&r[1])?, int(&r[2])?);
                 let s = self.string(now, &r[0])?.unwrap_or_default();
-                Ok(bulk(range(start, stop, s.len()).map_or(&[][..], |(f, t)| &s[f..=t])))
+                Ok(bulk(
+                    range(start, stop, s.len()).map_or(&[][..], |(f, t)| &s[f..=t]),
+                ))
             }
             "HSET" | "HSETNX" | "HDEL" | "HGET" | "HMGET" | "HINCRBY" | "HEXISTS" | "HGETALL"
             | "HLEN" | "HSCAN" => self.hash_command(now, a),
@@ -288,7 +330,12 @@ impl Keyspace {
 
     /// The key's entry unless it has expired (an expired one goes now).
     fn live(&mut self, now: i64, key: &[u8]) -> Option<&mut Entry> {
-        if self.entries.get(key)?.expires_at_ms.is_some_and(|at| at <= now) {
+        if self
+            .entries
+            .get(key)?
+            .expires_at_ms
+            .is_some_and(|at| at <= now)
+        {
             self.entries.remove(key);
             return None;
         }
@@ -298,7 +345,10 @@ impl Keyspace {
     fn string(&mut self, now: i64, key: &[u8]) -> Result<Option<&[u8]>, CommandError> {
         match self.live(now, key) {
             None => Ok(None),
-            Some(Entry { data: Data::String(s), .. }) => Ok(Some(s)),
+            Some(Entry {
+                data: Data::String(s),
+                ..
+            }) => Ok(Some(s)),
             Some(_) => Err(WRONGTYPE.to_owned()),
         }
     }
@@ -306,7 +356,13 @@ impl Keyspace {
     /// Writes a string value, keeping the key's expiry (INCR, SETRANGE).
     fn put_string(&mut self, now: i64, key: &[u8], value: Bytes) {
         let expires_at_ms = self.live(now, key).and_then(|e| e.expires_at_ms);
-        self.entries.insert(key.to_vec(), Entry { data: Data::String(value), expires_at_ms });
+        self.entries.insert(
+            key.to_vec(),
+            Entry {
+                data: Data::String(value),
+                expires_at_ms,
+            },
+        );
     }
 
     fn set(&mut self, now: i64, a: &Args<'_>) -> Reply {
@@ -315,7 +371,11 @@ impl Keyspace {
         let (mut expires_at_ms, mut nx, mut xx, mut i) = (None, false, false, 2);
         while i < r.len() {
             let opt = &r[i];
-            let value = |i: usize| r.get(i + 1).ok_or(SYNTAX).and_then(|v| int(v).map_err(|_| NOT_INTEGER));
+            let value = |i: usize| {
+                r.get(i + 1)
+                    .ok_or(SYNTAX)
+                    .and_then(|v| int(v).map_err(|_| NOT_INTEGER))
+            };
             if eq(opt, "PX") || eq(opt, "PXAT") || eq(opt, "EX") {
                 let n = value(i).map_err(str::to_owned)?;
                 if n <= 0 && !eq(opt, "PXAT") {
@@ -345,7 +405,10 @@ impl Keyspace {
         }
         self.entries.insert(
             r[0].clone(),
-            Entry { data: Data::String(r[1].clone()), expires_at_ms },
+            Entry {
+                data: Data::String(r[1].clone()),
+                expires_at_ms,
+            },
         );
         Ok(Value::Okay)
     }
@@ -360,10 +423,18 @@ impl Keyspace {
     ) -> Result<Option<&mut T>, CommandError> {
         if self.live(now, key).is_none() {
             let Some(make) = create else { return Ok(None) };
-            self.entries.insert(key.to_vec(), Entry { data: make(), expires_at_ms: None });
+            self.entries.insert(
+                key.to_vec(),
+                Entry {
+                    data: make(),
+                    expires_at_ms: None,
+                },
+            );
         }
         let entry = self.entries.get_mut(key).expect("present");
-        pick(&mut entry.data).map(Some).ok_or_else(|| WRONGTYPE.to_owned())
+        pick(&mut entry.data)
+            .map(Some)
+            .ok_or_else(|| WRONGTYPE.to_owned())
     }
 
     /// Removes a container a command left empty, as Redis does.
@@ -375,7 +446,11 @@ impl Keyspace {
 
     fn hash_command(&mut self, now: i64, a: &Args<'_>) -> Reply {
         fn pick(d: &mut Data) -> Option<&mut BTreeMap<Bytes, Bytes>> {
-            if let Data::Hash(h) = d { Some(h) } else { None }
+            if let Data::Hash(h) = d {
+                Some(h)
+            } else {
+                None
+            }
         }
         fn make() -> Data {
             Data::Hash(BTreeMap::new())
@@ -386,7 +461,10 @@ impl Keyspace {
             "HSET" => {
                 a.arity(3, Some(1))?;
                 let h = self.typed(now, key, Some(make), pick)?.expect("created");
-                let added = r[1..].chunks(2).filter(|p| h.insert(p[0].clone(), p[1].clone()).is_none()).count();
+                let added = r[1..]
+                    .chunks(2)
+                    .filter(|p| h.insert(p[0].clone(), p[1].clone()).is_none())
+                    .count();
                 int_reply(added)
             }
             "HSETNX" => {
@@ -401,7 +479,9 @@ impl Keyspace {
             }
             "HDEL" => {
                 a.arity(2, None)?;
-                let Some(h) = self.typed(now, key, None, pick)? else { return int_reply(0) };
+                let Some(h) = self.typed(now, key, None, pick)? else {
+                    return int_reply(0);
+                };
                 int_reply(r[1..].iter().filter(|f| h.remove(*f).is_some()).count())
             }
             "HINCRBY" => {
@@ -427,7 +507,9 @@ impl Keyspace {
                 a.arity(2, None)?;
                 let h = self.typed(now, key, None, pick)?;
                 Ok(array(r[1..].iter().map(|f| {
-                    h.as_ref().and_then(|h| h.get(f)).map_or(Value::Nil, |v| bulk(v))
+                    h.as_ref()
+                        .and_then(|h| h.get(f))
+                        .map_or(Value::Nil, |v| bulk(v))
                 })))
             }
             "HEXISTS" => {
@@ -438,7 +520,11 @@ impl Keyspace {
             "HGETALL" => {
                 a.exact(1)?;
                 let h = self.typed(now, key, None, pick)?;
-                Ok(array(h.into_iter().flat_map(|h| h.iter()).flat_map(|(f, v)| [bulk(f), bulk(v)])))
+                Ok(array(
+                    h.into_iter()
+                        .flat_map(|h| h.iter())
+                        .flat_map(|(f, v)| [bulk(f), bulk(v)]),
+                ))
             }
             "HLEN" => {
                 a.exact(1)?;
@@ -448,10 +534,20 @@ impl Keyspace {
                 let (from, count) = scan_args(a)?;
                 let h = self.typed(now, key, None, pick)?;
                 let page: Vec<(&Bytes, &Bytes)> = h
-                    .map(|h| h.range::<Bytes, _>((from.as_ref().map_or(Bound::Unbounded, Bound::Excluded), Bound::Unbounded)).take(count).collect())
+                    .map(|h| {
+                        h.range::<Bytes, _>((
+                            from.as_ref().map_or(Bound::Unbounded, Bound::Excluded),
+                            Bound::Unbounded,
+                        ))
+                        .take(count)
+                        .collect()
+                    })
                     .unwrap_or_default();
                 let next = next_cursor(page.len(), count, page.last().map(|(f, _)| f.as_slice()));
-                Ok(array([next, array(page.into_iter().flat_map(|(f, v)| [bulk(f), bulk(v)]))]))
+                Ok(array([
+                    next,
+                    array(page.into_iter().flat_map(|(f, v)| [bulk(f), bulk(v)])),
+                ]))
             }
             _ => unreachable!("a hash command"),
         };
@@ -461,7 +557,11 @@ impl Keyspace {
 
     fn set_command(&mut self, now: i64, a: &Args<'_>) -> Reply {
         fn pick(d: &mut Data) -> Option<&mut BTreeSet<Bytes>> {
-            if let Data::Set(s) = d { Some(s) } else { None }
+            if let Data::Set(s) = d {
+                Some(s)
+            } else {
+                None
+            }
         }
         fn make() -> Data {
             Data::Set(BTreeSet::new())
@@ -476,7 +576,9 @@ impl Keyspace {
             }
             "SREM" => {
                 a.arity(2, None)?;
-                let Some(s) = self.typed(now, key, None, pick)? else { return int_reply(0) };
+                let Some(s) = self.typed(now, key, None, pick)? else {
+                    return int_reply(0);
+                };
                 int_reply(r[1..].iter().filter(|m| s.remove(*m)).count())
             }
             "SCARD" => {
@@ -491,7 +593,9 @@ impl Keyspace {
             "SMISMEMBER" => {
                 a.arity(2, None)?;
                 let s = self.typed(now, key, None, pick)?;
-                Ok(array(r[1..].iter().map(|m| Value::Int(i64::from(s.as_ref().is_some_and(|s| s.contains(m)))))))
+                Ok(array(r[1..].iter().map(|m| {
+                    Value::Int(i64::from(s.as_ref().is_some_and(|s| s.contains(m))))
+                })))
             }
             "SMEMBERS" => {
                 a.exact(1)?;
@@ -502,7 +606,14 @@ impl Keyspace {
                 let (from, count) = scan_args(a)?;
                 let s = self.typed(now, key, None, pick)?;
                 let page: Vec<&Bytes> = s
-                    .map(|s| s.range::<Bytes, _>((from.as_ref().map_or(Bound::Unbounded, Bound::Excluded), Bound::Unbounded)).take(count).collect())
+                    .map(|s| {
+                        s.range::<Bytes, _>((
+                            from.as_ref().map_or(Bound::Unbounded, Bound::Excluded),
+                            Bound::Unbounded,
+                        ))
+                        .take(count)
+                        .collect()
+                    })
                     .unwrap_or_default();
                 let next = next_cursor(page.len(), count, page.last().map(|m| m.as_slice()));
                 Ok(array([next, array(page.into_iter().map(|m| bulk(m)))]))
@@ -515,7 +626,11 @@ impl Keyspace {
 
     fn sorted_set_command(&mut self, now: i64, a: &Args<'_>) -> Reply {
         fn pick(d: &mut Data) -> Option<&mut SortedSet> {
-            if let Data::SortedSet(z) = d { Some(z) } else { None }
+            if let Data::SortedSet(z) = d {
+                Some(z)
+            } else {
+                None
+            }
         }
         fn make() -> Data {
             Data::SortedSet(SortedSet::default())
@@ -543,10 +658,16 @@ impl Keyspace {
                     return Err(SYNTAX.to_owned());
                 }
                 if nx && xx {
-                    return Err("ERR XX and NX options at the same time are not compatible".to_owned());
+                    return Err(
+                        "ERR XX and NX options at the same time are not compatible".to_owned()
+                    );
                 }
-                let scores = pairs.chunks(2).map(|p| float(&p[0])).collect::<Result<Vec<_>, _>>()?;
-                let Some(z) = self.typed(now, key, (!xx).then_some(make as fn() -> Data), pick)? else {
+                let scores = pairs
+                    .chunks(2)
+                    .map(|p| float(&p[0]))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let Some(z) = self.typed(now, key, (!xx).then_some(make as fn() -> Data), pick)?
+                else {
                     return int_reply(0);
                 };
                 let mut counted = 0;
@@ -572,11 +693,14 @@ impl Keyspace {
             "ZSCORE" => {
                 a.exact(2)?;
                 let z = self.typed(now, key, None, pick)?;
-                Ok(z.and_then(|z| z.score(&r[1])).map_or(Value::Nil, |s| bulk(Score::format(s).as_bytes())))
+                Ok(z.and_then(|z| z.score(&r[1]))
+                    .map_or(Value::Nil, |s| bulk(Score::format(s).as_bytes())))
             }
             "ZREM" => {
                 a.arity(2, None)?;
-                let Some(z) = self.typed(now, key, None, pick)? else { return int_reply(0) };
+                let Some(z) = self.typed(now, key, None, pick)? else {
+                    return int_reply(0);
+                };
                 int_reply(r[1..].iter().filter(|m| z.remove(m)).count())
             }
             "ZCARD" => {
@@ -585,12 +709,17 @@ impl Keyspace {
             }
             "ZCOUNT" => {
                 a.exact(3)?;
-                let range = ScoreRange::parse(&r[1], &r[2]).ok_or("ERR min or max is not a float")?;
-                int_reply(self.typed(now, key, None, pick)?.map_or(0, |z| z.range(&range).count()))
+                let range =
+                    ScoreRange::parse(&r[1], &r[2]).ok_or("ERR min or max is not a float")?;
+                int_reply(
+                    self.typed(now, key, None, pick)?
+                        .map_or(0, |z| z.range(&range).count()),
+                )
             }
             "ZRANGEBYSCORE" => {
                 a.arity(3, None)?;
-                let range = ScoreRange::parse(&r[1], &r[2]).ok_or("ERR min or max is not a float")?;
+                let range =
+                    ScoreRange::parse(&r[1], &r[2]).ok_or("ERR min or max is not a float")?;
                 let (mut scores, mut offset, mut limit, mut i) = (false, 0usize, usize::MAX, 3);
                 while i < r.len() {
                     if eq(&r[i], "WITHSCORES") {
@@ -610,7 +739,13 @@ impl Keyspace {
                 }
                 let z = self.typed(now, key, None, pick)?;
                 let items: Vec<(f64, Bytes)> = z
-                    .map(|z| z.range(&range).skip(offset).take(limit).map(|(s, m)| (s, m.clone())).collect())
+                    .map(|z| {
+                        z.range(&range)
+                            .skip(offset)
+                            .take(limit)
+                            .map(|(s, m)| (s, m.clone()))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 Ok(array(items.into_iter().flat_map(|(s, m)| {
                     let score = scores.then(|| bulk(Score::format(s).as_bytes()));
@@ -619,8 +754,11 @@ impl Keyspace {
             }
             "ZREMRANGEBYSCORE" => {
                 a.exact(3)?;
-                let range = ScoreRange::parse(&r[1], &r[2]).ok_or("ERR min or max is not a float")?;
-                let Some(z) = self.typed(now, key, None, pick)? else { return int_reply(0) };
+                let range =
+                    ScoreRange::parse(&r[1], &r[2]).ok_or("ERR min or max is not a float")?;
+                let Some(z) = self.typed(now, key, None, pick)? else {
+                    return int_reply(0);
+                };
                 let gone: Vec<Bytes> = z.range(&range).map(|(_, m)| m.clone()).collect();
                 for m in &gone {
                     z.remove(m);
@@ -631,9 +769,12 @@ impl Keyspace {
                 a.arity(1, None)?;
                 let count = match r.get(1) {
                     None => 1,
-                    Some(c) => usize::try_from(int(c)?).map_err(|_| "ERR value is out of range, must be positive")?,
+                    Some(c) => usize::try_from(int(c)?)
+                        .map_err(|_| "ERR value is out of range, must be positive")?,
                 };
-                let Some(z) = self.typed(now, key, None, pick)? else { return Ok(array([])) };
+                let Some(z) = self.typed(now, key, None, pick)? else {
+                    return Ok(array([]));
+                };
                 let mut out = Vec::new();
                 for _ in 0..count {
                     let Some((s, m)) = z.pop_min() else { break };
@@ -646,10 +787,21 @@ impl Keyspace {
                 let (from, count) = scan_args(a)?;
                 let z = self.typed(now, key, None, pick)?;
                 let page: Vec<(Bytes, f64)> = z
-                    .map(|z| z.members_after(from.as_deref()).take(count).map(|(m, s)| (m.clone(), s)).collect())
+                    .map(|z| {
+                        z.members_after(from.as_deref())
+                            .take(count)
+                            .map(|(m, s)| (m.clone(), s))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 let next = next_cursor(page.len(), count, page.last().map(|(m, _)| m.as_slice()));
-                Ok(array([next, array(page.into_iter().flat_map(|(m, s)| [bulk(&m), bulk(Score::format(s).as_bytes())]))]))
+                Ok(array([
+                    next,
+                    array(
+                        page.into_iter()
+                            .flat_map(|(m, s)| [bulk(&m), bulk(Score::format(s).as_bytes())]),
+                    ),
+                ]))
             }
             _ => unreachable!("a sorted-set command"),
         };
@@ -659,7 +811,11 @@ impl Keyspace {
 
     fn list_command(&mut self, now: i64, a: &Args<'_>) -> Reply {
         fn pick(d: &mut Data) -> Option<&mut VecDeque<Bytes>> {
-            if let Data::List(l) = d { Some(l) } else { None }
+            if let Data::List(l) = d {
+                Some(l)
+            } else {
+                None
+            }
         }
         fn make() -> Data {
             Data::List(VecDeque::new())
@@ -694,7 +850,8 @@ impl Keyspace {
                 a.exact(3)?;
                 let (start, stop) = (int(&r[1])?, int(&r[2])?);
                 let l = self.typed(now, key, None, pick)?;
-                let items = match l.and_then(|l| range(start, stop, l.len()).map(|span| (l, span))) {
+                let items = match l.and_then(|l| range(start, stop, l.len()).map(|span| (l, span)))
+                {
                     Some((l, (f, t))) => l.range(f..=t).map(|v| bulk(v)).collect(),
                     None => Vec::new(),
                 };
@@ -736,7 +893,10 @@ fn scan_args(a: &Args<'_>) -> Result<(Option<Bytes>, usize), CommandError> {
     let (mut count, mut i) = (10usize, 2);
     while i < r.len() {
         if eq(&r[i], "COUNT") && i + 1 < r.len() {
-            count = usize::try_from(int(&r[i + 1])?).ok().filter(|c| *c > 0).ok_or(SYNTAX)?;
+            count = usize::try_from(int(&r[i + 1])?)
+                .ok()
+                .filter(|c| *c > 0)
+                .ok_or(SYNTAX)?;
             i += 2;
         } else {
             return Err(SYNTAX.to_owned());

@@ -20,7 +20,9 @@ mod sorted_set;
 mod struct_lib;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use tokio::sync::Mutex;
 
 use ::redis::Value;
 
@@ -32,7 +34,9 @@ use self::scripting::{error_value, Scripting};
 type Bytes = Vec<u8>;
 
 pub struct Embedded {
-    /// The Lua state, its scripts and the keyspace, behind the one lock every call takes.
+    /// The Lua state, its scripts and the keyspace, behind the one lock every call takes: a
+    /// script holds it for its whole batch, so a call that waits for it yields its thread to
+    /// the requests instead of blocking it.
     state: Mutex<Scripting>,
     /// Where writes are kept; none for a store that keeps nothing (tests, tools).
     journal: Option<Journal>,
@@ -61,7 +65,7 @@ impl Embedded {
     /// [`Value::ServerError`]. A call that wrote answers once its writes are on disk.
     pub async fn execute(&self, argv: Vec<Bytes>) -> Value {
         let (reply, written) = {
-            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = self.state.lock().await;
             let reply = run(&mut state, keyspace::now_ms(), &argv);
             let effects = std::mem::take(&mut state.running().effects);
             let written = match &self.journal {
@@ -83,7 +87,10 @@ impl Embedded {
 
 /// One command: the script commands here, the rest on the keyspace.
 fn run(state: &mut Scripting, now_ms: i64, argv: &[Bytes]) -> Reply {
-    let name = argv.first().map(|n| n.to_ascii_uppercase()).unwrap_or_default();
+    let name = argv
+        .first()
+        .map(|n| n.to_ascii_uppercase())
+        .unwrap_or_default();
     let rest = argv.get(1..).unwrap_or_default();
     match name.as_slice() {
         b"EVALSHA" | b"EVAL" if rest.is_empty() => {
@@ -92,18 +99,27 @@ fn run(state: &mut Scripting, now_ms: i64, argv: &[Bytes]) -> Reply {
         b"EVALSHA" => state.eval_sha(now_ms, &rest[0], &rest[1..]),
         b"EVAL" => state.eval(now_ms, &rest[0], &rest[1..]),
         b"SCRIPT" => {
-            let sub = rest.first().map(|s| s.to_ascii_uppercase()).unwrap_or_default();
+            let sub = rest
+                .first()
+                .map(|s| s.to_ascii_uppercase())
+                .unwrap_or_default();
             match (sub.as_slice(), rest.get(1..).unwrap_or_default()) {
-                (b"LOAD", [source]) => state.load(source).map(|sha| Value::BulkString(sha.into_bytes())),
+                (b"LOAD", [source]) => state
+                    .load(source)
+                    .map(|sha| Value::BulkString(sha.into_bytes())),
                 (b"EXISTS", shas) if !shas.is_empty() => Ok(Value::Array(
-                    shas.iter().map(|s| Value::Int(i64::from(state.exists(s)))).collect(),
+                    shas.iter()
+                        .map(|s| Value::Int(i64::from(state.exists(s))))
+                        .collect(),
                 )),
                 _ => Err("ERR unknown or malformed SCRIPT subcommand".to_owned()),
             }
         }
         _ => {
             let mut running = state.running();
-            let scripting::Running { keyspace, effects, .. } = &mut *running;
+            let scripting::Running {
+                keyspace, effects, ..
+            } = &mut *running;
             keyspace.run(now_ms, argv, effects)
         }
     }

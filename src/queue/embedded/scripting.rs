@@ -10,8 +10,8 @@ use ::redis::Value;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue, Variadic};
 
 use super::keyspace::{CommandError, Keyspace, Reply};
-use super::Bytes;
 use super::struct_lib;
+use super::Bytes;
 
 /// What a running script's `redis.call` works on: the keyspace, the time of the call, and the
 /// effects its writes leave for the journal.
@@ -34,11 +34,24 @@ fn sha1_hex(source: &[u8]) -> String {
 
 impl Scripting {
     pub fn new(keyspace: Keyspace) -> mlua::Result<Self> {
-        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
-        lua.set_app_data(Running { keyspace, now_ms: 0, effects: Vec::new() });
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::default(),
+        )?;
+        lua.set_app_data(Running {
+            keyspace,
+            now_ms: 0,
+            effects: Vec::new(),
+        });
         let redis = lua.create_table()?;
-        redis.set("call", lua.create_function(|lua, args: Variadic<LuaValue>| call(lua, args, true))?)?;
-        redis.set("pcall", lua.create_function(|lua, args: Variadic<LuaValue>| call(lua, args, false))?)?;
+        redis.set(
+            "call",
+            lua.create_function(|lua, args: Variadic<LuaValue>| call(lua, args, true))?,
+        )?;
+        redis.set(
+            "pcall",
+            lua.create_function(|lua, args: Variadic<LuaValue>| call(lua, args, false))?,
+        )?;
         redis.set(
             "sha1hex",
             lua.create_function(|_, s: mlua::String| Ok(sha1_hex(&s.as_bytes())))?,
@@ -54,7 +67,10 @@ impl Scripting {
         }
         lua.globals().set("redis", redis)?;
         lua.globals().set("struct", struct_lib::table(&lua)?)?;
-        Ok(Scripting { lua, by_sha: HashMap::new() })
+        Ok(Scripting {
+            lua,
+            by_sha: HashMap::new(),
+        })
     }
 
     /// The running state: the keyspace between scripts, too.
@@ -172,7 +188,11 @@ fn call(lua: &Lua, args: Variadic<LuaValue>, raise: bool) -> mlua::Result<LuaVal
     }
     let reply = {
         let mut running = lua.app_data_mut::<Running>().expect("set at creation");
-        let Running { keyspace, now_ms, effects } = &mut *running;
+        let Running {
+            keyspace,
+            now_ms,
+            effects,
+        } = &mut *running;
         keyspace.run(*now_ms, &argv, effects)
     };
     match reply {

@@ -60,7 +60,10 @@ impl ScoreRange {
                 None => Score::parse(b).map(Bound::Included),
             }
         }
-        Some(ScoreRange { min: end(min)?, max: end(max)? })
+        Some(ScoreRange {
+            min: end(min)?,
+            max: end(max)?,
+        })
     }
 
     fn above_min(&self, s: f64) -> bool {
@@ -126,7 +129,10 @@ impl SortedSet {
     }
 
     /// The members whose scores fall in `range`, lowest first.
-    pub fn range<'a>(&'a self, range: &'a ScoreRange) -> impl Iterator<Item = (f64, &'a Bytes)> + 'a {
+    pub fn range<'a>(
+        &'a self,
+        range: &'a ScoreRange,
+    ) -> impl Iterator<Item = (f64, &'a Bytes)> + 'a {
         let start = match range.min {
             Bound::Included(m) | Bound::Excluded(m) => Bound::Included((Score(m), Vec::new())),
             Bound::Unbounded => Bound::Unbounded,
@@ -139,12 +145,17 @@ impl SortedSet {
     }
 
     /// The members after `after` in byte order (all, for none), with their scores.
-    pub fn members_after<'a>(&'a self, after: Option<&[u8]>) -> impl Iterator<Item = (&'a Bytes, f64)> + 'a {
+    pub fn members_after<'a>(
+        &'a self,
+        after: Option<&[u8]>,
+    ) -> impl Iterator<Item = (&'a Bytes, f64)> + 'a {
         let from = match after {
             Some(m) => Bound::Excluded(m.to_vec()),
             None => Bound::Unbounded,
         };
-        self.scores.range((from, Bound::Unbounded)).map(|(m, s)| (m, *s))
+        self.scores
+            .range((from, Bound::Unbounded))
+            .map(|(m, s)| (m, *s))
     }
 
     /// Every member with its score, in score order (the journal's snapshot).

@@ -24,7 +24,10 @@ fn parse(fmt: &[u8]) -> mlua::Result<Vec<(Item, bool)>> {
         while *i < fmt.len() && fmt[*i].is_ascii_digit() {
             *i += 1;
         }
-        std::str::from_utf8(&fmt[start..*i]).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+        std::str::from_utf8(&fmt[start..*i])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default)
     };
     while i < fmt.len() {
         let c = fmt[i];
@@ -44,21 +47,38 @@ fn parse(fmt: &[u8]) -> mlua::Result<Vec<(Item, bool)>> {
                 size(&mut i, 0);
                 continue;
             }
-            b'b' | b'B' => Item::Int { size: 1, signed: c == b'b' },
-            b'h' | b'H' => Item::Int { size: 2, signed: c == b'h' },
-            b'l' | b'L' => Item::Int { size: 8, signed: c == b'l' },
+            b'b' | b'B' => Item::Int {
+                size: 1,
+                signed: c == b'b',
+            },
+            b'h' | b'H' => Item::Int {
+                size: 2,
+                signed: c == b'h',
+            },
+            b'l' | b'L' => Item::Int {
+                size: 8,
+                signed: c == b'l',
+            },
             b'i' | b'I' => {
                 let n = size(&mut i, 4);
                 if !(1..=8).contains(&n) {
-                    return Err(mlua::Error::runtime(format!("integral size {n} is larger than limit of 8")));
+                    return Err(mlua::Error::runtime(format!(
+                        "integral size {n} is larger than limit of 8"
+                    )));
                 }
-                Item::Int { size: n, signed: c == b'i' }
+                Item::Int {
+                    size: n,
+                    signed: c == b'i',
+                }
             }
             b'c' => Item::Chars(size(&mut i, 1)),
             b'f' => Item::Float,
             b'd' => Item::Double,
             other => {
-                return Err(mlua::Error::runtime(format!("invalid format option '{}'", other as char)))
+                return Err(mlua::Error::runtime(format!(
+                    "invalid format option '{}'",
+                    other as char
+                )))
             }
         };
         out.push((item, big));
@@ -75,7 +95,9 @@ fn number(v: Option<&LuaValue>) -> mlua::Result<f64> {
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .ok_or_else(|| mlua::Error::runtime("bad argument to 'pack' (number expected)")),
-        _ => Err(mlua::Error::runtime("bad argument to 'pack' (number expected)")),
+        _ => Err(mlua::Error::runtime(
+            "bad argument to 'pack' (number expected)",
+        )),
     }
 }
 
@@ -83,7 +105,11 @@ fn pack(lua: &Lua, args: MultiValue) -> mlua::Result<mlua::String> {
     let mut args = args.into_iter();
     let fmt = match args.next() {
         Some(LuaValue::String(s)) => s.as_bytes().to_vec(),
-        _ => return Err(mlua::Error::runtime("bad argument #1 to 'pack' (string expected)")),
+        _ => {
+            return Err(mlua::Error::runtime(
+                "bad argument #1 to 'pack' (string expected)",
+            ))
+        }
     };
     let mut out = Vec::new();
     for (item, big) in parse(&fmt)? {
@@ -100,7 +126,9 @@ fn pack(lua: &Lua, args: MultiValue) -> mlua::Result<mlua::String> {
             }
             Item::Chars(n) => {
                 let Some(LuaValue::String(s)) = arg else {
-                    return Err(mlua::Error::runtime("bad argument to 'pack' (string expected)"));
+                    return Err(mlua::Error::runtime(
+                        "bad argument to 'pack' (string expected)",
+                    ));
                 };
                 let s = s.as_bytes();
                 let mut b = s[..n.min(s.len())].to_vec();
@@ -109,21 +137,33 @@ fn pack(lua: &Lua, args: MultiValue) -> mlua::Result<mlua::String> {
             }
             Item::Float => {
                 let b = (number(arg.as_ref())? as f32).to_bits().to_le_bytes();
-                out.extend(if big { b.iter().rev().copied().collect::<Vec<_>>() } else { b.to_vec() });
+                out.extend(if big {
+                    b.iter().rev().copied().collect::<Vec<_>>()
+                } else {
+                    b.to_vec()
+                });
             }
             Item::Double => {
                 let b = number(arg.as_ref())?.to_bits().to_le_bytes();
-                out.extend(if big { b.iter().rev().copied().collect::<Vec<_>>() } else { b.to_vec() });
+                out.extend(if big {
+                    b.iter().rev().copied().collect::<Vec<_>>()
+                } else {
+                    b.to_vec()
+                });
             }
         }
     }
     lua.create_string(out)
 }
 
-fn unpack(lua: &Lua, (fmt, data, pos): (mlua::String, mlua::String, Option<i64>)) -> mlua::Result<MultiValue> {
+fn unpack(
+    lua: &Lua,
+    (fmt, data, pos): (mlua::String, mlua::String, Option<i64>),
+) -> mlua::Result<MultiValue> {
     let data = data.as_bytes();
-    let mut at = usize::try_from(pos.unwrap_or(1) - 1)
-        .map_err(|_| mlua::Error::runtime("bad argument #3 to 'unpack' (offset must be 1 or greater)"))?;
+    let mut at = usize::try_from(pos.unwrap_or(1) - 1).map_err(|_| {
+        mlua::Error::runtime("bad argument #3 to 'unpack' (offset must be 1 or greater)")
+    })?;
     let mut out = Vec::new();
     for (item, big) in parse(&fmt.as_bytes())? {
         let size = match item {
@@ -133,7 +173,9 @@ fn unpack(lua: &Lua, (fmt, data, pos): (mlua::String, mlua::String, Option<i64>)
             Item::Double => 8,
         };
         let Some(raw) = data.get(at..at + size) else {
-            return Err(mlua::Error::runtime("bad argument #2 to 'unpack' (data string too short)"));
+            return Err(mlua::Error::runtime(
+                "bad argument #2 to 'unpack' (data string too short)",
+            ));
         };
         let mut b = raw.to_vec();
         if big && !matches!(item, Item::Chars(_)) {
@@ -150,8 +192,12 @@ fn unpack(lua: &Lua, (fmt, data, pos): (mlua::String, mlua::String, Option<i64>)
                 LuaValue::Number(n as f64)
             }
             Item::Chars(_) => LuaValue::String(lua.create_string(&b)?),
-            Item::Float => LuaValue::Number(f64::from(f32::from_bits(u32::from_le_bytes(b.try_into().expect("4 bytes"))))),
-            Item::Double => LuaValue::Number(f64::from_bits(u64::from_le_bytes(b.try_into().expect("8 bytes")))),
+            Item::Float => LuaValue::Number(f64::from(f32::from_bits(u32::from_le_bytes(
+                b.try_into().expect("4 bytes"),
+            )))),
+            Item::Double => LuaValue::Number(f64::from_bits(u64::from_le_bytes(
+                b.try_into().expect("8 bytes"),
+            ))),
         });
         at += size;
     }
