@@ -350,19 +350,44 @@ pub(crate) async fn record_claims_in<T: LedgerTx + ?Sized>(
             None => taking.push(at),
         }
     }
-    let wants = vec![1; taking.len()];
-    let granted = if wants.is_empty() {
-        Vec::new()
-    } else {
-        tx.take_each(sale, &wants).await?
-    };
-    let mut planned = Vec::with_capacity(taking.len());
-    for (at, granted) in taking.into_iter().zip(granted) {
-        if granted {
-            planned.push(at);
-        } else {
-            answers[at] = Some(Err(LedgerError::SoldOut));
+    // The counter's row stays locked until the commit, so it is taken last: one sale's
+    // batches overlap in everything else. Every claim is recorded, then their units taken in
+    // one conditional write; when the ledger has fewer free units than claims (the sale's last
+    // units), the batch goes back to its mark and takes the units first, claim by claim.
+    if !taking.is_empty() {
+        tx.mark().await?;
+        record_taken(tx, sale, claims, &taking, &decision, &mut answers).await?;
+        if !tx.take_all(sale, taking.len() as u32).await? {
+            tx.back_to_mark().await?;
+            let granted = tx.take_each(sale, &vec![1; taking.len()]).await?;
+            let mut planned = Vec::with_capacity(taking.len());
+            for (at, granted) in taking.into_iter().zip(granted) {
+                match granted {
+                    true => planned.push(at),
+                    false => answers[at] = Some(Err(LedgerError::SoldOut)),
+                }
+            }
+            record_taken(tx, sale, claims, &planned, &decision, &mut answers).await?;
         }
+    }
+    Ok(answers
+        .into_iter()
+        .map(|a| a.unwrap_or_else(|| Err(LedgerError::Other("a claim went unanswered".into()))))
+        .collect())
+}
+
+/// Records the claims at `planned` (units taken apart): their attempts CONFIRMED with a hold,
+/// their transitions and their events; each one's answer.
+async fn record_taken<T: LedgerTx + ?Sized>(
+    tx: &mut T,
+    sale: SaleId,
+    claims: &[ClaimAsk],
+    planned: &[usize],
+    decision: &Decision,
+    answers: &mut [Option<LedgerResult<Claimed>>],
+) -> LedgerResult<()> {
+    if planned.is_empty() {
+        return Ok(());
     }
     let rows: Vec<(Uuid, &str, i64)> = planned
         .iter()
@@ -373,13 +398,11 @@ pub(crate) async fn record_claims_in<T: LedgerTx + ?Sized>(
         .collect();
     tx.insert_claims(sale, &rows).await?;
     let ids: Vec<AttemptId> = planned.iter().map(|at| claims[*at].attempt).collect();
-    if !ids.is_empty() {
-        tx.audit_all(&ids, &decision).await?;
-    }
+    tx.audit_all(&ids, decision).await?;
     let locals: Vec<Uuid> = ids.iter().map(|id| id.local).collect();
     let mut after = locked(tx, sale, &locals).await?;
     let mut events = Vec::with_capacity(planned.len());
-    for at in planned {
+    for &at in planned {
         let claim = &claims[at];
         let record = after
             .remove(&claim.attempt.local)
@@ -388,7 +411,7 @@ pub(crate) async fn record_claims_in<T: LedgerTx + ?Sized>(
         events.extend(DomainEvent::for_decision(
             claim.attempt,
             claim.user.as_str(),
-            &decision,
+            decision,
             amount,
         ));
         answers[at] = Some(Ok(Claimed::Recorded(Applied {
@@ -400,9 +423,5 @@ pub(crate) async fn record_claims_in<T: LedgerTx + ?Sized>(
             record,
         })));
     }
-    tx.insert_events(&events).await?;
-    Ok(answers
-        .into_iter()
-        .map(|a| a.unwrap_or_else(|| Err(LedgerError::Other("a claim went unanswered".into()))))
-        .collect())
+    tx.insert_events(&events).await
 }

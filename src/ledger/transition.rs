@@ -54,6 +54,12 @@ pub(crate) trait LedgerTx: Send {
     /// Takes each of `wants` units of a quantity sale that is free once those before it are
     /// taken; whether each was.
     async fn take_each(&mut self, sale: SaleId, wants: &[u32]) -> LedgerResult<Vec<bool>>;
+    /// Takes `n` units of a quantity sale, all or none, in one write: whether they were free.
+    async fn take_all(&mut self, sale: SaleId, n: u32) -> LedgerResult<bool>;
+    /// Marks the transaction's state so far, for [`LedgerTx::back_to_mark`].
+    async fn mark(&mut self) -> LedgerResult<()>;
+    /// Undoes everything since the last [`LedgerTx::mark`], which stays set.
+    async fn back_to_mark(&mut self) -> LedgerResult<()>;
     /// Claims named seats for the attempt, all or none.
     async fn claim_seats(&mut self, id: AttemptId, seats: &[String]) -> LedgerResult<()>;
     /// The hold rows of attempts that took their units or seats.

@@ -80,6 +80,26 @@ impl LedgerTx for Conn {
         super::stock::take_each(self, sale, wants).await
     }
 
+    async fn take_all(&mut self, sale: SaleId, n: u32) -> LedgerResult<bool> {
+        super::stock::take(self, sale, n).await
+    }
+
+    async fn mark(&mut self) -> LedgerResult<()> {
+        sqlx::query("SAVEPOINT mark")
+            .execute(&mut *self)
+            .await
+            .map_err(super::db_error)?;
+        Ok(())
+    }
+
+    async fn back_to_mark(&mut self) -> LedgerResult<()> {
+        sqlx::query("ROLLBACK TO SAVEPOINT mark")
+            .execute(&mut *self)
+            .await
+            .map_err(super::db_error)?;
+        Ok(())
+    }
+
     async fn claim_seats(&mut self, id: AttemptId, seats: &[String]) -> LedgerResult<()> {
         attempts::claim_seats(self, id, seats).await
     }
