@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,6 +31,9 @@ pub struct OfferCache {
     offers: Mutex<HashMap<SaleId, (Instant, Arc<Offer>)>>,
     /// Held by the one request reading a sale's offer from the ledger.
     reading: Mutex<HashMap<SaleId, Arc<AsyncMutex<()>>>>,
+    /// Counts the changes forgotten here: a read that began before one may have read the old
+    /// settings, so its offer is answered but not kept.
+    changes: AtomicU64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -104,8 +108,12 @@ impl OfferCache {
                 reading
             }
         };
+        let changes = self.changes.load(Ordering::SeqCst);
         let offer = Arc::new(read().await?);
         let mut offers = self.offers.lock().expect("not poisoned");
+        if self.changes.load(Ordering::SeqCst) != changes {
+            return Ok(offer);
+        }
         // Old entries stay a while: the fallback of `join_rules` while the ledger is down.
         offers.retain(|_, (at, _)| at.elapsed() < KEEP_FOR);
         offers.insert(id, (Instant::now(), Arc::clone(&offer)));
@@ -114,7 +122,9 @@ impl OfferCache {
 
     /// Forgets a sale's offer (its settings changed here).
     pub fn forget(&self, id: SaleId) {
-        self.offers.lock().expect("not poisoned").remove(&id);
+        let mut offers = self.offers.lock().expect("not poisoned");
+        self.changes.fetch_add(1, Ordering::SeqCst);
+        offers.remove(&id);
     }
 
     /// The offer kept for a sale and when it was read.
@@ -169,7 +179,7 @@ async fn read(app: &App, id: SaleId) -> ServiceResult<Offer> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
 
     use chrono::Utc;
     use futures_util::future::join_all;
@@ -236,6 +246,32 @@ mod tests {
         assert_eq!(refreshed.unwrap().remaining, 2);
         assert_eq!((old, waited), (1, Duration::ZERO));
         assert_eq!(reads.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            cache.get(id, || slow_read(&reads)).await.unwrap().remaining,
+            2
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_that_began_before_a_change_is_not_kept_after_it() {
+        let (cache, id, reads) = (OfferCache::default(), SaleId::new(), AtomicUsize::new(0));
+        // The admitter reads the offer; the operator's change commits and is forgotten here
+        // while that read is still out; the read's (old) offer must not be kept.
+        let read = cache.get(id, || slow_read(&reads));
+        let change = async {
+            tokio::task::yield_now().await;
+            cache.forget(id);
+        };
+        let (old, ()) = tokio::join!(read, change);
+        assert_eq!(
+            old.unwrap().remaining,
+            1,
+            "the caller still gets what it read"
+        );
+        assert!(
+            cache.kept(id).is_none(),
+            "the old offer is kept after the change"
+        );
         assert_eq!(
             cache.get(id, || slow_read(&reads)).await.unwrap().remaining,
             2
