@@ -128,12 +128,9 @@ impl RedisQueue {
         prefix: &str,
         timeout: Duration,
     ) -> Self {
-        let mut queue = Self::with_connection(RedisConnection::InProcess(store), prefix, timeout);
         // One call of a sale at a time: the in-process store runs one script at a time anyway,
         // so a second call would only wait for the lock, and the batch it took grows instead.
-        queue.views = redis_batches::gathering("status", 1);
-        queue.joins = redis_batches::gathering("join", 1);
-        queue
+        Self::with_connection(RedisConnection::InProcess(store), prefix, timeout, 1)
     }
 
     fn connect(
@@ -143,17 +140,29 @@ impl RedisQueue {
         timeout: Duration,
     ) -> anyhow::Result<Self> {
         let conn = RedisConnection::new(urls, cluster, timeout)?;
-        Ok(Self::with_connection(conn, prefix, timeout))
+        Ok(Self::with_connection(
+            conn,
+            prefix,
+            timeout,
+            redis_batches::MAX_CALLS,
+        ))
     }
 
-    fn with_connection(conn: RedisConnection, prefix: &str, timeout: Duration) -> Self {
+    /// A store over `conn`, with at most `calls` calls of a sale's joins (and of its status
+    /// lookups) out at once.
+    fn with_connection(
+        conn: RedisConnection,
+        prefix: &str,
+        timeout: Duration,
+        calls: usize,
+    ) -> Self {
         RedisQueue {
             conn,
             prefix: prefix.into(),
             timeout,
             abandon_after_ms: 0,
-            views: redis_batches::gathering("status", redis_batches::MAX_CALLS),
-            joins: redis_batches::gathering("join", redis_batches::MAX_CALLS),
+            views: redis_batches::gathering("status", calls),
+            joins: redis_batches::gathering("join", calls),
         }
     }
 

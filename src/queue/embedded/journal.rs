@@ -12,6 +12,7 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
+use ::redis::Value;
 use tokio::sync::watch;
 
 use super::keyspace::{Data, Keyspace};
@@ -36,15 +37,13 @@ pub(super) struct Journal {
     synced: watch::Receiver<Synced>,
 }
 
-/// Appends one command as a RESP array.
+/// Appends one command as a RESP array, as the Redis client packs it.
 pub(super) fn encode(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
-    out.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
+    let mut cmd = ::redis::Cmd::new();
     for a in argv {
-        let a = a.as_ref();
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
+        cmd.arg(a.as_ref());
     }
+    cmd.write_packed_command(out);
 }
 
 /// One call's effects as a transaction.
@@ -58,42 +57,18 @@ pub(super) fn transaction(effects: &[Vec<Bytes>]) -> Vec<u8> {
     out
 }
 
-/// Reads RESP arrays of bulk strings, one command each; `None` at the end or at a torn tail.
-struct Commands<R> {
-    input: R,
-}
-
-impl<R: Read> Commands<R> {
-    fn line(&mut self) -> Option<Vec<u8>> {
-        let mut line = Vec::new();
-        let mut b = [0u8];
-        loop {
-            self.input.read_exact(&mut b).ok()?;
-            if b[0] == b'\n' {
-                return line.strip_suffix(b"\r").map(<[u8]>::to_vec);
-            }
-            line.push(b[0]);
-        }
-    }
-
-    fn number(&mut self, sigil: u8) -> Option<usize> {
-        let line = self.line()?;
-        let (first, rest) = line.split_first()?;
-        (*first == sigil).then_some(())?;
-        std::str::from_utf8(rest).ok()?.parse().ok()
-    }
-
-    fn next_command(&mut self) -> Option<Vec<Bytes>> {
-        let n = self.number(b'*')?;
-        let mut argv = Vec::with_capacity(n);
-        for _ in 0..n {
-            let len = self.number(b'$')?;
-            let mut arg = vec![0u8; len + 2];
-            self.input.read_exact(&mut arg).ok()?;
-            arg.truncate(len);
-            argv.push(arg);
-        }
-        Some(argv)
+/// The next command of a journal, read by the Redis client's parser: a RESP array of bulk
+/// strings; `None` at the end, or at a torn or malformed tail.
+fn next_command(parser: &mut ::redis::Parser, input: &mut impl Read) -> Option<Vec<Bytes>> {
+    match parser.parse_value(input).ok()? {
+        Value::Array(items) => items
+            .into_iter()
+            .map(|item| match item {
+                Value::BulkString(bytes) => Some(bytes),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
     }
 }
 
@@ -103,13 +78,11 @@ fn replay(path: &Path, keyspace: &mut Keyspace) -> anyhow::Result<u64> {
     let Ok(file) = File::open(path) else {
         return Ok(0);
     };
-    let mut commands = Commands {
-        input: BufReader::new(file),
-    };
+    let (mut parser, mut input) = (::redis::Parser::new(), BufReader::new(file));
     let mut pending: Vec<Vec<Bytes>> = Vec::new();
     let (mut open, mut replayed) = (false, 0);
     let mut ignored = Vec::new();
-    while let Some(argv) = commands.next_command() {
+    while let Some(argv) = next_command(&mut parser, &mut input) {
         match argv.first().map(|n| n.to_ascii_uppercase()).as_deref() {
             Some(b"MULTI") => {
                 pending.clear();
