@@ -1,45 +1,17 @@
 //! A sale's phases, member lists and access codes (`crate::ledger::PhaseLedger`).
 
+use async_trait::async_trait;
 use sqlx::Row;
 
-use super::{db_error, Conn};
+use super::{db_error, sales, Conn, SqlLedger};
 use crate::domain::phase::{Audience, Phase};
-use crate::domain::{Admission, SaleId, UserId};
+use crate::domain::{AdminAction, Admission, SaleId, UserId};
 use crate::ledger::sql_types::{At, TextList};
-use crate::ledger::{AccessCode, LedgerError, LedgerResult, PhaseCounts, Redeemed};
+use crate::ledger::{
+    flows, AccessCode, LedgerError, LedgerResult, PhaseCounts, PhaseLedger, Redeemed,
+};
 
-pub(super) async fn load(conn: &mut Conn, sale: SaleId) -> LedgerResult<Vec<Phase>> {
-    let rows = sqlx::query(
-        "SELECT name, starts_at, audience, rate_per_minute, max_active, per_user_limit,
-                first_serial, lottery_seed, joins_from, applied, members
-         FROM sale_phases WHERE sale_id = $1 ORDER BY position",
-    )
-    .bind(sale.0)
-    .fetch_all(conn)
-    .await
-    .map_err(db_error)?;
-    rows.iter()
-        .map(|r| {
-            let int = |name: &str| r.get::<i32, _>(name) as u32;
-            let bad = || LedgerError::Other("bad row in sale_phases".into());
-            Ok(Phase {
-                name: r.get("name"),
-                starts_at: r.get::<At, _>("starts_at").0,
-                audience: Audience::parse(r.get("audience")).ok_or_else(bad)?,
-                admission: Admission::parse(int("rate_per_minute"), int("max_active"), None)
-                    .map_err(|_| bad())?,
-                per_user_limit: int("per_user_limit"),
-                lottery_seed: r.get("lottery_seed"),
-                joins_from: r.get::<Option<At>, _>("joins_from").map(|t| t.0),
-                first_serial: r.get::<Option<i64>, _>("first_serial").map(|s| s as u64),
-                applied: r.get("applied"),
-                members: r.get::<i64, _>("members").max(0) as u64,
-            })
-        })
-        .collect()
-}
-
-pub(super) async fn replace(conn: &mut Conn, sale: SaleId, phases: &[Phase]) -> LedgerResult<()> {
+async fn replace(conn: &mut Conn, sale: SaleId, phases: &[Phase]) -> LedgerResult<()> {
     sqlx::query("DELETE FROM sale_phases WHERE sale_id = $1")
         .bind(sale.0)
         .execute(&mut *conn)
@@ -83,7 +55,7 @@ pub(super) async fn replace(conn: &mut Conn, sale: SaleId, phases: &[Phase]) -> 
 
 /// Marks the phase started (its first serial written unless its pre-queue wrote it); true
 /// when this call did.
-pub(super) async fn mark_begun(
+async fn mark_begun(
     conn: &mut Conn,
     sale: SaleId,
     position: u32,
@@ -103,7 +75,7 @@ pub(super) async fn mark_begun(
 }
 
 /// Opens a lottery phase's pre-queue: its first serial written; true when this call did.
-pub(super) async fn open_prequeue(
+async fn open_prequeue(
     conn: &mut Conn,
     sale: SaleId,
     position: u32,
@@ -124,7 +96,7 @@ pub(super) async fn open_prequeue(
 
 /// Every written first serial of the sale's phases past 1 set to 1 (see
 /// `PhaseLedger::renumber_phases`); how many changed.
-pub(super) async fn renumber(conn: &mut Conn, sale: SaleId) -> LedgerResult<u64> {
+async fn renumber(conn: &mut Conn, sale: SaleId) -> LedgerResult<u64> {
     let done = sqlx::query(
         "UPDATE sale_phases SET first_serial = 1 WHERE sale_id = $1 AND first_serial > 1",
     )
@@ -135,7 +107,7 @@ pub(super) async fn renumber(conn: &mut Conn, sale: SaleId) -> LedgerResult<u64>
     Ok(done.rows_affected())
 }
 
-pub(super) async fn write_per_user_limit(
+async fn write_per_user_limit(
     conn: &mut Conn,
     sale: SaleId,
     limit: u32,
@@ -152,7 +124,7 @@ pub(super) async fn write_per_user_limit(
     Ok(())
 }
 
-pub(super) async fn add_members(
+async fn add_members(
     conn: &mut Conn,
     sale: SaleId,
     position: u32,
@@ -182,7 +154,7 @@ pub(super) async fn add_members(
     Ok(added)
 }
 
-pub(super) async fn count_members(
+async fn count_members(
     conn: &mut Conn,
     sale: SaleId,
     position: u32,
@@ -190,7 +162,7 @@ pub(super) async fn count_members(
     count_in(conn, "phase_members", sale, position).await
 }
 
-pub(super) async fn count_codes(conn: &mut Conn, sale: SaleId, position: u32) -> LedgerResult<u64> {
+async fn count_codes(conn: &mut Conn, sale: SaleId, position: u32) -> LedgerResult<u64> {
     count_in(conn, "access_codes", sale, position).await
 }
 
@@ -211,7 +183,7 @@ async fn count_in(
     Ok(total as u64)
 }
 
-pub(super) async fn members(
+async fn members(
     conn: &mut Conn,
     sale: SaleId,
     position: u32,
@@ -230,15 +202,6 @@ pub(super) async fn members(
     .fetch_all(conn)
     .await
     .map_err(db_error)
-}
-
-pub(super) async fn is_member(
-    conn: &mut Conn,
-    sale: SaleId,
-    position: u32,
-    user: &UserId,
-) -> LedgerResult<bool> {
-    user_in(conn, "phase_members", sale, position, user).await
 }
 
 /// Whether `table` (one of this ledger's, never a caller's word) has a row of the user in
@@ -263,7 +226,7 @@ async fn user_in(
     Ok(found.is_some())
 }
 
-pub(super) async fn add_codes(
+async fn add_codes(
     conn: &mut Conn,
     sale: SaleId,
     position: u32,
@@ -285,7 +248,7 @@ pub(super) async fn add_codes(
     Ok(())
 }
 
-pub(super) async fn codes(
+async fn codes(
     conn: &mut Conn,
     sale: SaleId,
     position: u32,
@@ -315,7 +278,7 @@ pub(super) async fn codes(
 }
 
 /// Whether the user redeemed one of the phase's codes before.
-pub(super) async fn redeemed_before(
+async fn redeemed_before(
     conn: &mut Conn,
     sale: SaleId,
     position: u32,
@@ -326,7 +289,7 @@ pub(super) async fn redeemed_before(
 
 /// Takes a use of `code` for `user`, in the caller's write transaction: the use counted only
 /// if one is left, then the redemption written.
-pub(super) async fn take_use(
+async fn take_use(
     conn: &mut Conn,
     sale: SaleId,
     position: u32,
@@ -362,47 +325,231 @@ pub(super) async fn take_use(
     Ok(Redeemed::Yes)
 }
 
-pub(super) async fn counts(
-    conn: &mut Conn,
-    sale: SaleId,
-    ranges: &[Option<(u64, u64)>],
-) -> LedgerResult<Vec<PhaseCounts>> {
-    let mut out = Vec::with_capacity(ranges.len());
-    for (position, range) in ranges.iter().enumerate() {
-        let mut counts = PhaseCounts::default();
-        if let Some((from, to)) = range {
+#[async_trait]
+impl PhaseLedger for SqlLedger {
+    async fn phases(&self, sale: SaleId) -> LedgerResult<Vec<crate::domain::phase::Phase>> {
+        let conn = &mut *self.conn().await?;
+        let rows = sqlx::query(
+            "SELECT name, starts_at, audience, rate_per_minute, max_active, per_user_limit,
+                    first_serial, lottery_seed, joins_from, applied, members
+             FROM sale_phases WHERE sale_id = $1 ORDER BY position",
+        )
+        .bind(sale.0)
+        .fetch_all(conn)
+        .await
+        .map_err(db_error)?;
+        rows.iter()
+            .map(|r| {
+                let int = |name: &str| r.get::<i32, _>(name) as u32;
+                let bad = || LedgerError::Other("bad row in sale_phases".into());
+                Ok(Phase {
+                    name: r.get("name"),
+                    starts_at: r.get::<At, _>("starts_at").0,
+                    audience: Audience::parse(r.get("audience")).ok_or_else(bad)?,
+                    admission: Admission::parse(int("rate_per_minute"), int("max_active"), None)
+                        .map_err(|_| bad())?,
+                    per_user_limit: int("per_user_limit"),
+                    lottery_seed: r.get("lottery_seed"),
+                    joins_from: r.get::<Option<At>, _>("joins_from").map(|t| t.0),
+                    first_serial: r.get::<Option<i64>, _>("first_serial").map(|s| s as u64),
+                    applied: r.get("applied"),
+                    members: r.get::<i64, _>("members").max(0) as u64,
+                })
+            })
+            .collect()
+    }
+
+    async fn set_phases(
+        &self,
+        sale: SaleId,
+        list: &[crate::domain::phase::Phase],
+        entry: &AdminAction,
+    ) -> LedgerResult<()> {
+        in_write!(self, |tx| async {
+            replace(&mut *tx, sale, list).await?;
+            flows::record_admin_action(&mut *tx, entry).await
+        })
+        .await
+    }
+
+    async fn begin_phase(
+        &self,
+        sale: SaleId,
+        position: u32,
+        first_serial: u64,
+        admission: &crate::domain::Admission,
+        per_user_limit: u32,
+    ) -> LedgerResult<bool> {
+        in_write!(self, |tx| async {
+            if !mark_begun(&mut *tx, sale, position, first_serial).await? {
+                return Ok::<_, LedgerError>(false);
+            }
+            sales::write_admission(&mut *tx, sale, *admission).await?;
+            write_per_user_limit(&mut *tx, sale, per_user_limit).await?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn open_prequeue(
+        &self,
+        sale: SaleId,
+        position: u32,
+        first_serial: u64,
+    ) -> LedgerResult<bool> {
+        in_write!(self, |tx| open_prequeue(tx, sale, position, first_serial)).await
+    }
+
+    async fn renumber_phases(&self, sale: SaleId) -> LedgerResult<u64> {
+        in_write!(self, |tx| renumber(tx, sale)).await
+    }
+
+    async fn add_members(
+        &self,
+        sale: SaleId,
+        position: u32,
+        users: &[String],
+        max: u64,
+        entry: &AdminAction,
+    ) -> LedgerResult<(u64, u64)> {
+        in_write!(self, |tx| async {
+            let mut added = 0;
+            // In chunks: one statement binds a chunk as one list.
+            for chunk in users.chunks(50_000) {
+                added += add_members(&mut *tx, sale, position, chunk).await?;
+            }
+            let total = count_members(&mut *tx, sale, position).await?;
+            if total > max {
+                return Err(LedgerError::TooMany {
+                    field: "user_ids",
+                    what: "user ids on a list",
+                    max,
+                    would: total,
+                });
+            }
+            flows::record_admin_action(&mut *tx, entry).await?;
+            Ok::<_, LedgerError>((added, total))
+        })
+        .await
+    }
+
+    async fn members(
+        &self,
+        sale: SaleId,
+        position: u32,
+        after: Option<&str>,
+        limit: u32,
+    ) -> LedgerResult<Vec<String>> {
+        members(&mut *self.conn().await?, sale, position, after, limit).await
+    }
+
+    async fn is_member(&self, sale: SaleId, position: u32, user: &UserId) -> LedgerResult<bool> {
+        let conn = &mut *self.conn().await?;
+        user_in(conn, "phase_members", sale, position, user).await
+    }
+
+    async fn add_codes(
+        &self,
+        sale: SaleId,
+        position: u32,
+        codes: &[String],
+        max_uses: u32,
+        max: u64,
+        entry: &AdminAction,
+    ) -> LedgerResult<()> {
+        in_write!(self, |tx| async {
+            add_codes(&mut *tx, sale, position, codes, max_uses).await?;
+            let total = count_codes(&mut *tx, sale, position).await?;
+            if total > max {
+                return Err(LedgerError::TooMany {
+                    field: "count",
+                    what: "access codes",
+                    max,
+                    would: total,
+                });
+            }
+            flows::record_admin_action(&mut *tx, entry).await
+        })
+        .await
+    }
+
+    async fn codes(
+        &self,
+        sale: SaleId,
+        position: u32,
+        after: Option<&str>,
+        limit: u32,
+    ) -> LedgerResult<Vec<crate::ledger::AccessCode>> {
+        codes(&mut *self.conn().await?, sale, position, after, limit).await
+    }
+
+    async fn redeem(
+        &self,
+        sale: SaleId,
+        position: u32,
+        user: &UserId,
+        code: Option<&str>,
+    ) -> LedgerResult<crate::ledger::Redeemed> {
+        use crate::ledger::Redeemed;
+        // A user who redeemed before joins again without a write.
+        if redeemed_before(&mut *self.conn().await?, sale, position, user).await? {
+            return Ok(Redeemed::Yes);
+        }
+        let Some(code) = code else {
+            return Ok(Redeemed::No);
+        };
+        in_write!(self, |tx| async {
+            if redeemed_before(&mut *tx, sale, position, user).await? {
+                return Ok::<_, LedgerError>(Redeemed::Yes);
+            }
+            take_use(&mut *tx, sale, position, user, code).await
+        })
+        .await
+    }
+
+    async fn phase_counts(
+        &self,
+        sale: SaleId,
+        ranges: &[Option<(u64, u64)>],
+    ) -> LedgerResult<Vec<crate::ledger::PhaseCounts>> {
+        let conn = &mut *self.conn().await?;
+        let mut out = Vec::with_capacity(ranges.len());
+        for (position, range) in ranges.iter().enumerate() {
+            let mut counts = PhaseCounts::default();
+            if let Some((from, to)) = range {
+                let row = sqlx::query(
+                    "SELECT count(*) AS admitted,
+                            CAST(coalesce(sum(CASE WHEN state = 'CONFIRMED' THEN 1 ELSE 0 END), 0)
+                                 AS BIGINT) AS bought
+                     FROM attempts WHERE sale_id = $1 AND seq >= $2 AND seq < $3",
+                )
+                .bind(sale.0)
+                .bind(*from as i64)
+                .bind(*to as i64)
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(db_error)?;
+                counts.admitted = row.get::<i64, _>("admitted") as u64;
+                counts.bought = row.get::<i64, _>("bought") as u64;
+            }
             let row = sqlx::query(
-                "SELECT count(*) AS admitted,
-                        CAST(coalesce(sum(CASE WHEN state = 'CONFIRMED' THEN 1 ELSE 0 END), 0)
-                             AS BIGINT) AS bought
-                 FROM attempts WHERE sale_id = $1 AND seq >= $2 AND seq < $3",
+                "SELECT (SELECT count(*) FROM phase_members WHERE sale_id = $1 AND position = $2)
+                            AS members,
+                        (SELECT count(*) FROM access_codes WHERE sale_id = $1 AND position = $2)
+                            AS codes,
+                        (SELECT count(*) FROM code_redemptions WHERE sale_id = $1 AND position = $2)
+                            AS redeemed",
             )
             .bind(sale.0)
-            .bind(*from as i64)
-            .bind(*to as i64)
+            .bind(position as i32)
             .fetch_one(&mut *conn)
             .await
             .map_err(db_error)?;
-            counts.admitted = row.get::<i64, _>("admitted") as u64;
-            counts.bought = row.get::<i64, _>("bought") as u64;
+            counts.members = row.get::<i64, _>("members") as u64;
+            counts.codes = row.get::<i64, _>("codes") as u64;
+            counts.redeemed = row.get::<i64, _>("redeemed") as u64;
+            out.push(counts);
         }
-        let row = sqlx::query(
-            "SELECT (SELECT count(*) FROM phase_members WHERE sale_id = $1 AND position = $2)
-                        AS members,
-                    (SELECT count(*) FROM access_codes WHERE sale_id = $1 AND position = $2)
-                        AS codes,
-                    (SELECT count(*) FROM code_redemptions WHERE sale_id = $1 AND position = $2)
-                        AS redeemed",
-        )
-        .bind(sale.0)
-        .bind(position as i32)
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(db_error)?;
-        counts.members = row.get::<i64, _>("members") as u64;
-        counts.codes = row.get::<i64, _>("codes") as u64;
-        counts.redeemed = row.get::<i64, _>("redeemed") as u64;
-        out.push(counts);
+        Ok(out)
     }
-    Ok(out)
 }

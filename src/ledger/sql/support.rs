@@ -1,19 +1,21 @@
 //! The reads of support and operations: sales and attempts by page, an attempt's audit trail
 //! and its payment's provider events.
 
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use sqlx::Row;
 use uuid::Uuid;
 
 use super::attempts::{record_from_row, select_attempts};
-use super::{db_error, Conn};
-use crate::domain::{AttemptId, SaleId, SaleStatus, StockKind};
+use super::{db_error, figures, operators, Conn, SqlLedger};
+use crate::domain::{AdminAction, AttemptId, SaleId, SaleStatus, StockKind};
 use crate::ledger::sql_types::At;
 use crate::ledger::{
-    AttemptQuery, AttemptRecord, LedgerError, LedgerResult, PaymentEventRow, SaleSummary,
-    TransitionRow,
+    flows, AdminKeyRow, AttemptQuery, AttemptRecord, Audit, AuditQuery, LedgerError, LedgerResult,
+    PaymentEventRow, SaleFigures, SaleSummary, SupportLedger, TransitionRow,
 };
 
-pub(super) async fn sales(
+async fn sales(
     conn: &mut Conn,
     status: Option<SaleStatus>,
     before: Option<SaleId>,
@@ -48,7 +50,7 @@ pub(super) async fn sales(
         .collect()
 }
 
-pub(super) async fn attempts(
+async fn attempts(
     conn: &mut Conn,
     sale: SaleId,
     query: &AttemptQuery,
@@ -69,46 +71,106 @@ pub(super) async fn attempts(
     rows.iter().map(record_from_row).collect()
 }
 
-pub(super) async fn trail(conn: &mut Conn, id: AttemptId) -> LedgerResult<Vec<TransitionRow>> {
-    let rows = sqlx::query(
-        "SELECT from_state, to_state, reason, cause, at FROM attempt_transitions
-         WHERE attempt_id = $1 ORDER BY id",
-    )
-    .bind(id.local)
-    .fetch_all(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(rows
-        .iter()
-        .map(|r| TransitionRow {
-            from: r.get("from_state"),
-            to: r.get("to_state"),
-            reason: r.get("reason"),
-            cause: r.get("cause"),
-            at: r.get::<At, _>("at").0,
-        })
-        .collect())
-}
+#[async_trait]
+impl SupportLedger for SqlLedger {
+    async fn list_sales(
+        &self,
+        status: Option<SaleStatus>,
+        before: Option<SaleId>,
+        limit: u32,
+    ) -> LedgerResult<Vec<SaleSummary>> {
+        sales(&mut *self.conn().await?, status, before, limit).await
+    }
 
-pub(super) async fn payment_events(
-    conn: &mut Conn,
-    id: AttemptId,
-) -> LedgerResult<Vec<PaymentEventRow>> {
-    let rows = sqlx::query(
-        "SELECT e.provider_event_id, e.kind, e.received_at FROM payment_events e
-         JOIN payments p ON p.reference = e.payment_reference
-         WHERE p.attempt_id = $1 ORDER BY e.received_at, e.provider_event_id",
-    )
-    .bind::<Uuid>(id.local)
-    .fetch_all(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(rows
-        .iter()
-        .map(|r| PaymentEventRow {
-            provider_event_id: r.get("provider_event_id"),
-            kind: r.get("kind"),
-            received_at: r.get::<At, _>("received_at").0,
-        })
-        .collect())
+    async fn list_attempts(
+        &self,
+        sale: SaleId,
+        query: &AttemptQuery,
+    ) -> LedgerResult<Vec<AttemptRecord>> {
+        attempts(&mut *self.conn().await?, sale, query).await
+    }
+
+    async fn trail(&self, id: AttemptId) -> LedgerResult<Vec<TransitionRow>> {
+        let conn = &mut *self.conn().await?;
+        let rows = sqlx::query(
+            "SELECT from_state, to_state, reason, cause, at FROM attempt_transitions
+             WHERE attempt_id = $1 ORDER BY id",
+        )
+        .bind(id.local)
+        .fetch_all(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(rows
+            .iter()
+            .map(|r| TransitionRow {
+                from: r.get("from_state"),
+                to: r.get("to_state"),
+                reason: r.get("reason"),
+                cause: r.get("cause"),
+                at: r.get::<At, _>("at").0,
+            })
+            .collect())
+    }
+
+    async fn payment_events(&self, id: AttemptId) -> LedgerResult<Vec<PaymentEventRow>> {
+        let conn = &mut *self.conn().await?;
+        let rows = sqlx::query(
+            "SELECT e.provider_event_id, e.kind, e.received_at FROM payment_events e
+             JOIN payments p ON p.reference = e.payment_reference
+             WHERE p.attempt_id = $1 ORDER BY e.received_at, e.provider_event_id",
+        )
+        .bind::<Uuid>(id.local)
+        .fetch_all(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(rows
+            .iter()
+            .map(|r| PaymentEventRow {
+                provider_event_id: r.get("provider_event_id"),
+                kind: r.get("kind"),
+                received_at: r.get::<At, _>("received_at").0,
+            })
+            .collect())
+    }
+
+    async fn create_admin_key(
+        &self,
+        key: &AdminKeyRow,
+        key_hash: &str,
+        entry: &AdminAction,
+    ) -> LedgerResult<()> {
+        in_write!(self, |tx| flows::create_admin_key(tx, key, key_hash, entry)).await
+    }
+
+    async fn admin_key(&self, key_hash: &str) -> LedgerResult<Option<AdminKeyRow>> {
+        operators::key(&mut *self.conn().await?, key_hash).await
+    }
+
+    async fn admin_keys(&self) -> LedgerResult<Vec<AdminKeyRow>> {
+        operators::keys(&mut *self.conn().await?).await
+    }
+
+    async fn revoke_admin_key(
+        &self,
+        name: &str,
+        audit: &Audit<'_, AdminKeyRow>,
+    ) -> LedgerResult<Option<AdminKeyRow>> {
+        in_write!(self, |tx| flows::revoke_admin_key(tx, name, audit)).await
+    }
+
+    async fn record_figures(&self, figures: &SaleFigures) -> LedgerResult<()> {
+        figures::record(&mut *self.conn().await?, figures).await
+    }
+
+    async fn figures(&self, sale: SaleId, since: DateTime<Utc>) -> LedgerResult<Vec<SaleFigures>> {
+        figures::since(&mut *self.conn().await?, sale, since).await
+    }
+
+    async fn prune_figures(&self, before: DateTime<Utc>) -> LedgerResult<u64> {
+        figures::prune(&mut *self.conn().await?, before).await
+    }
+
+    async fn admin_audit(&self, query: &AuditQuery) -> LedgerResult<Vec<AdminAction>> {
+        operators::audit(&mut *self.conn().await?, query).await
+    }
 }

@@ -257,7 +257,7 @@ impl Keyspace {
             }
             "GET" => {
                 a.exact(1)?;
-                Ok(self.string(now, &r[0])?.map_or(Value::Nil, |s| bulk(s)))
+                Ok(self.string(now, &r[0])?.map_or(Value::Nil, bulk))
             }
             "SET" => self.set(now, a),
             "INCR" | "INCRBY" | "DECRBY" => {
@@ -275,11 +275,7 @@ impl Keyspace {
                         int(&r[1])?.checked_neg().ok_or(NOT_INTEGER)?
                     }
                 };
-                let old = self
-                    .string(now, &r[0])?
-                    .map(|s| int(s))
-                    .transpose()?
-                    .unwrap_or(0);
+                let old = self.string(now, &r[0])?.map(int).transpose()?.unwrap_or(0);
                 let new = old
                     .checked_add(by)
                     .ok_or("ERR increment or decrement would overflow")?;
@@ -654,7 +650,7 @@ impl Keyspace {
                     i += 1;
                 }
                 let pairs = &r[i..];
-                if pairs.is_empty() || pairs.len() % 2 != 0 {
+                if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
                     return Err(SYNTAX.to_owned());
                 }
                 if nx && xx {

@@ -9,10 +9,22 @@ use std::ops::Bound;
 use super::Bytes;
 
 /// A score in the set's order: a total order on floats (no NaN is ever stored).
-#[derive(Clone, Copy, PartialEq, PartialOrd)]
+#[derive(Clone, Copy)]
 pub(super) struct Score(pub f64);
 
+impl PartialEq for Score {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
 impl Eq for Score {}
+
+impl PartialOrd for Score {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 impl Ord for Score {
     fn cmp(&self, other: &Self) -> Ordering {
