@@ -154,7 +154,9 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Openapi => {
-            let app = sluice::service::App::build(load_config(path))?;
+            let config = load_config(path);
+            let queue = sluice::queue::detached(&config);
+            let app = sluice::service::App::build_on(config, queue)?;
             say(sluice::api::document(&app))
         }
         Command::DevToken { user_id, ttl_secs } => {

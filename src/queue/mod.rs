@@ -94,6 +94,18 @@ impl Drop for CallTimer {
     }
 }
 
+/// A queue store that keeps nothing and reaches nothing: for a command that needs the
+/// service's shape and not its data (`sluice openapi`), so it leaves a live data directory's
+/// journal to the server that holds it.
+pub fn detached(config: &crate::config::Config) -> Arc<dyn QueueStore> {
+    let store = embedded::Embedded::in_memory();
+    Arc::new(RedisQueue::in_process(
+        store,
+        &config.queue.key_prefix,
+        config.queue_timeout(),
+    ))
+}
+
 /// The queue store named by the configuration: the in-process Redis ([`embedded`]) when
 /// `queue.url` is empty, kept in the data directory (`queue.aof`).
 pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Arc<dyn QueueStore>> {

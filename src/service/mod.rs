@@ -136,6 +136,11 @@ impl App {
     /// Builds the backends named by the configuration (no connection is made yet).
     pub fn build(config: Config) -> anyhow::Result<App> {
         let queue = crate::queue::from_config(&config)?;
+        Self::build_on(config, queue)
+    }
+
+    /// Builds the backends named by the configuration, with `queue` as the queue store.
+    pub fn build_on(config: Config, queue: Arc<dyn QueueStore>) -> anyhow::Result<App> {
         let ledger = crate::ledger::from_config(&config)?;
         let seed = config.auth.admission_key_seed_hex.as_ref().map(|hex_seed| {
             let bytes = hex::decode(hex_seed.expose()).expect("validated at load");

@@ -1,6 +1,6 @@
 //! The `sluice` command's one-shot subcommands, run as the real binary: `reconcile` on a ledger
-//! never served from, `migrate` against a database it cannot reach, and `openapi` into a reader
-//! that stops early.
+//! never served from, `migrate` against a database it cannot reach, `openapi` into a reader
+//! that stops early, and both beside a running server on the same data directory.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -97,4 +97,50 @@ fn printing_the_spec_to_a_reader_that_stops_early_ends_quietly() {
     assert_eq!(&first, b"{");
     assert!(out.status.success(), "{:?}: {stderr}", out.status);
     assert!(stderr.is_empty(), "{stderr}");
+}
+
+/// `sluice openapi` beside a running server on the same data directory prints the spec and
+/// leaves the server's queue store alone; `sluice reconcile` there is refused, naming why: it
+/// would write the journal anew under the server, whose later writes would then be lost.
+#[tokio::test]
+async fn one_shot_commands_leave_a_running_servers_queue_store_alone() {
+    let dir = WorkDir::new();
+    let port = free_port();
+    let listen = [("SLUICE__HTTP__LISTEN", format!("127.0.0.1:{port}"))];
+    let mut server = dir
+        .sluice(&["serve"], &listen)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ready = format!("http://127.0.0.1:{port}/health/ready");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !reqwest::get(&ready)
+        .await
+        .is_ok_and(|r| r.status().is_success())
+    {
+        assert!(std::time::Instant::now() < deadline, "sluice did not start");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
+    let spec = dir.run(&["openapi"], &[]);
+    let text = output_text(&spec);
+    assert!(spec.status.success(), "{text}");
+    assert!(
+        String::from_utf8_lossy(&spec.stdout).starts_with('{'),
+        "{text}"
+    );
+
+    let reconcile = dir.run(&["reconcile"], &[]);
+    let stderr = String::from_utf8_lossy(&reconcile.stderr);
+    assert!(!reconcile.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("is in use by another sluice process"),
+        "{stderr}"
+    );
+    assert!(reqwest::get(&ready)
+        .await
+        .is_ok_and(|r| r.status().is_success()));
+    server.kill().unwrap();
+    server.wait().unwrap();
 }

@@ -107,11 +107,7 @@ async fn renumber(conn: &mut Conn, sale: SaleId) -> LedgerResult<u64> {
     Ok(done.rows_affected())
 }
 
-async fn write_per_user_limit(
-    conn: &mut Conn,
-    sale: SaleId,
-    limit: u32,
-) -> LedgerResult<()> {
+async fn write_per_user_limit(conn: &mut Conn, sale: SaleId, limit: u32) -> LedgerResult<()> {
     sqlx::query(
         "UPDATE sales SET per_user_limit = $2, settings_version = settings_version + 1
          WHERE id = $1",
@@ -154,11 +150,7 @@ async fn add_members(
     Ok(added)
 }
 
-async fn count_members(
-    conn: &mut Conn,
-    sale: SaleId,
-    position: u32,
-) -> LedgerResult<u64> {
+async fn count_members(conn: &mut Conn, sale: SaleId, position: u32) -> LedgerResult<u64> {
     count_in(conn, "phase_members", sale, position).await
 }
 

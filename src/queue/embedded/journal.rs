@@ -5,7 +5,10 @@
 //! Writes are batched: one thread writes what has come since its last write and syncs it to
 //! disk once for all of it (group commit). A call that wrote answers after the sync of its
 //! batch, never a sync of its own, so every answer given is on disk. At start the file is
-//! replayed and written anew as one snapshot of the keyspace (compaction).
+//! replayed and written anew as one snapshot of the keyspace (compaction); while the store
+//! runs it is written anew the same way once what was appended since the last snapshot
+//! outgrows both the snapshot and [`REWRITE_MIN_BYTES`] (as Redis's `auto-aof-rewrite-*`
+//! settings do), so a long-running store's file stays the size of its keyspace.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -21,6 +24,18 @@ use super::Bytes;
 /// How many values a snapshot's command carries at most (a big hash is several HSETs).
 const SNAPSHOT_CHUNK: usize = 1000;
 
+/// What must be appended since the last snapshot before the file is written anew (Redis's
+/// `auto-aof-rewrite-min-size`): a small store's file is not rewritten for every few writes.
+pub(super) const REWRITE_MIN_BYTES: u64 = 64 << 20;
+
+/// What the writer thread is given, in the order the calls ran.
+enum Record {
+    /// One call's effects, with its number.
+    Call(u64, Vec<u8>),
+    /// The whole keyspace as of the call before it: the file starts again from it.
+    Snapshot(Vec<u8>),
+}
+
 /// The writer's progress: the last batch on disk, or why writing stopped.
 #[derive(Clone, Debug)]
 enum Synced {
@@ -29,12 +44,22 @@ enum Synced {
 }
 
 pub(super) struct Journal {
-    /// Records to the writer thread, each with its number.
-    to_writer: mpsc::Sender<(u64, Vec<u8>)>,
-    /// The number of the last record queued (records are queued under the store's lock, so in
-    /// the order their calls ran).
+    /// Records to the writer thread.
+    to_writer: mpsc::Sender<Record>,
+    /// The number of the last call queued (calls are queued under the store's lock, so in
+    /// the order they ran).
     queued: std::sync::atomic::AtomicU64,
     synced: watch::Receiver<Synced>,
+    /// Bytes of calls queued since the last snapshot, and that snapshot's size: when to write
+    /// the file anew.
+    appended: std::sync::atomic::AtomicU64,
+    snapshot_bytes: std::sync::atomic::AtomicU64,
+    /// The least that must be appended before a rewrite ([`REWRITE_MIN_BYTES`]).
+    rewrite_min: u64,
+    /// Held locked for the journal's life (`queue.aof.lock`): a second process on the same
+    /// data directory (a second server, `sluice reconcile`) would write the file anew under
+    /// this one, whose later writes would then be lost.
+    _lock: File,
 }
 
 /// Appends one command as a RESP array, as the Redis client packs it.
@@ -160,24 +185,18 @@ fn snapshot(keyspace: &Keyspace, out: &mut impl Write) -> std::io::Result<()> {
 
 impl Journal {
     /// Replays the journal at `path` into `keyspace`, writes it anew as a snapshot, and opens
-    /// it for appending.
-    pub fn open(path: &Path, keyspace: &mut Keyspace) -> anyhow::Result<Self> {
+    /// it for appending; it is written anew once `rewrite_min` bytes and more than the
+    /// snapshot were appended.
+    pub fn open(path: &Path, keyspace: &mut Keyspace, rewrite_min: u64) -> anyhow::Result<Self> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
+        let lock = lock(path)?;
         let replayed = replay(path, keyspace)?;
-        let fresh = path.with_extension("aof.new");
-        {
-            let mut out = BufWriter::new(File::create(&fresh)?);
-            snapshot(keyspace, &mut out)?;
-            out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        }
-        std::fs::rename(&fresh, path)?;
-        if let Some(dir) = path.parent() {
-            File::open(dir)?.sync_all()?;
-        }
+        let mut first = Vec::new();
+        snapshot(keyspace, &mut first)?;
+        let file = start_anew(path, &first)?;
         tracing::debug!(path = %path.display(), replayed, keys = keyspace.entries.len(), "queue store journal replayed");
-        let file = OpenOptions::new().append(true).open(path)?;
         let (to_writer, from_callers) = mpsc::channel();
         let (report, synced) = watch::channel(Synced::Upto(0));
         let path = path.to_path_buf();
@@ -188,19 +207,41 @@ impl Journal {
             to_writer,
             queued: 0.into(),
             synced,
+            appended: 0.into(),
+            snapshot_bytes: (first.len() as u64).into(),
+            rewrite_min,
+            _lock: lock,
         })
     }
 
     /// Queues one call's effects (under the store's lock, so in the order calls ran): the
     /// number to wait for.
     pub fn append(&self, record: Vec<u8>) -> u64 {
-        let n = self
-            .queued
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-            + 1;
+        use std::sync::atomic::Ordering::SeqCst;
+        let n = self.queued.fetch_add(1, SeqCst) + 1;
+        self.appended.fetch_add(record.len() as u64, SeqCst);
         // A writer gone has reported why; the wait below answers it.
-        let _ = self.to_writer.send((n, record));
+        let _ = self.to_writer.send(Record::Call(n, record));
         n
+    }
+
+    /// Whether the file has grown enough to be written anew from the keyspace.
+    pub fn wants_snapshot(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        let appended = self.appended.load(SeqCst);
+        appended >= self.rewrite_min && appended > self.snapshot_bytes.load(SeqCst)
+    }
+
+    /// Queues the keyspace as the file's new start (under the store's lock, after the last
+    /// call's effects): the writer writes it to a new file and appends the calls after it there.
+    pub fn start_from(&self, keyspace: &Keyspace) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let mut bytes = Vec::new();
+        // Writing into memory cannot fail.
+        let _ = snapshot(keyspace, &mut bytes);
+        self.snapshot_bytes.store(bytes.len() as u64, SeqCst);
+        self.appended.store(0, SeqCst);
+        let _ = self.to_writer.send(Record::Snapshot(bytes));
     }
 
     /// Waits until record `n` is on disk.
@@ -217,23 +258,72 @@ impl Journal {
     }
 }
 
-/// The writer thread: takes what has come, writes it, syncs once, reports the last number.
+/// The journal's lock file beside `path`, locked for this process alone; an error naming the
+/// data directory when another process holds it.
+fn lock(path: &Path) -> anyhow::Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path.with_extension("aof.lock"))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "{} is in use by another sluice process: stop it first, or give this one another \
+             embedded.data_dir",
+            path.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+    }
+}
+
+/// Writes `first` to a new file beside `path`, syncs it, and puts it in `path`'s place: the
+/// file to append to. Until the rename the old file stands whole.
+fn start_anew(path: &Path, first: &[u8]) -> std::io::Result<File> {
+    let fresh = path.with_extension("aof.new");
+    {
+        let mut out = File::create(&fresh)?;
+        out.write_all(first)?;
+        out.sync_all()?;
+    }
+    std::fs::rename(&fresh, path)?;
+    if let Some(dir) = path.parent() {
+        File::open(dir)?.sync_all()?;
+    }
+    OpenOptions::new().append(true).open(path)
+}
+
+/// The writer thread: takes what has come, writes it, syncs once, reports the last number. A
+/// snapshot ends a batch: what came before it is synced to the old file, then the file starts
+/// anew from it.
 fn write_batches(
     path: PathBuf,
     file: File,
-    from_callers: mpsc::Receiver<(u64, Vec<u8>)>,
+    from_callers: mpsc::Receiver<Record>,
     report: watch::Sender<Synced>,
 ) {
     let mut out = BufWriter::with_capacity(1 << 20, file);
-    while let Ok((mut last, record)) = from_callers.recv() {
-        let mut result = out.write_all(&record);
-        let mut calls = 1;
-        while let Ok((n, record)) = from_callers.try_recv() {
-            last = n;
-            calls += 1;
-            result = result.and_then(|()| out.write_all(&record));
+    let mut next = from_callers.recv().ok();
+    while let Some(first) = next.take() {
+        let (mut last, mut calls, mut result, mut snapshot) = (None, 0, Ok(()), None);
+        let mut record = Some(first);
+        while let Some(r) = record {
+            match r {
+                Record::Call(n, bytes) => {
+                    last = Some(n);
+                    calls += 1;
+                    result = result.and_then(|()| out.write_all(&bytes));
+                }
+                Record::Snapshot(bytes) => {
+                    snapshot = Some(bytes);
+                    break;
+                }
+            }
+            record = from_callers.try_recv().ok();
         }
-        metrics::histogram!("sluice_queue_journal_batch_size").record(f64::from(calls));
+        if calls > 0 {
+            metrics::histogram!("sluice_queue_journal_batch_size").record(f64::from(calls));
+        }
         let result = result
             .and_then(|()| out.flush())
             .and_then(|()| out.get_ref().sync_data());
@@ -243,6 +333,21 @@ fn write_batches(
             report.send_replace(Synced::Failed(why));
             return;
         }
-        report.send_replace(Synced::Upto(last));
+        if let Some(n) = last {
+            report.send_replace(Synced::Upto(n));
+        }
+        if let Some(bytes) = snapshot {
+            // A rewrite that fails leaves the old file whole, and appending goes on there.
+            match start_anew(&path, &bytes) {
+                Ok(file) => {
+                    out = BufWriter::with_capacity(1 << 20, file);
+                    metrics::counter!("sluice_queue_journal_rewrites_total").increment(1);
+                }
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "queue store journal not written anew; appending to it still")
+                }
+            }
+        }
+        next = from_callers.recv().ok();
     }
 }

@@ -53,8 +53,14 @@ impl Embedded {
 
     /// A store kept in the journal at `path`, replayed now.
     pub fn durable(path: &Path) -> anyhow::Result<Arc<Self>> {
+        Self::durable_rewriting_after(path, journal::REWRITE_MIN_BYTES)
+    }
+
+    /// A durable store whose journal is written anew once `rewrite_min` bytes (and more than
+    /// its last snapshot) were appended.
+    fn durable_rewriting_after(path: &Path, rewrite_min: u64) -> anyhow::Result<Arc<Self>> {
         let mut keyspace = Keyspace::default();
-        let journal = Journal::open(path, &mut keyspace)?;
+        let journal = Journal::open(path, &mut keyspace, rewrite_min)?;
         Ok(Arc::new(Embedded {
             state: Mutex::new(Scripting::new(keyspace)?),
             journal: Some(journal),
@@ -70,7 +76,11 @@ impl Embedded {
             let effects = std::mem::take(&mut state.running().effects);
             let written = match &self.journal {
                 Some(journal) if !effects.is_empty() => {
-                    Some(journal.append(journal::transaction(&effects)))
+                    let n = journal.append(journal::transaction(&effects));
+                    if journal.wants_snapshot() {
+                        journal.start_from(&state.running().keyspace);
+                    }
+                    Some(n)
                 }
                 _ => None,
             };
@@ -122,5 +132,74 @@ fn run(state: &mut Scripting, now_ms: i64, argv: &[Bytes]) -> Reply {
             } = &mut *running;
             keyspace.run(now_ms, argv, effects)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| w.as_bytes().to_vec()).collect()
+    }
+
+    /// A store that rewrites the same few keys appends far more than its keyspace holds: its
+    /// file is written anew from the keyspace as it runs, and replays to the same keyspace.
+    #[tokio::test]
+    async fn a_journal_that_outgrows_its_keyspace_is_written_anew_and_replays_the_same() {
+        let dir =
+            std::env::temp_dir().join(format!("sluice-aof-{}", uuid::Uuid::new_v4().simple()));
+        let path = dir.join("queue.aof");
+        let store = Embedded::durable_rewriting_after(&path, 4096).unwrap();
+        let mut appended = 0;
+        for i in 0..2000 {
+            let (value, field) = (i.to_string(), format!("f{}", i % 10));
+            for c in [
+                command(&["SET", "k", &value]),
+                command(&["HSET", "h", &field, &value]),
+            ] {
+                appended += journal::transaction(std::slice::from_ref(&c)).len();
+                store.execute(c).await;
+            }
+        }
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(
+            size < 16 * 1024,
+            "the journal holds {size} bytes after {appended} were appended"
+        );
+        drop(store);
+        let again = Embedded::durable(&path).unwrap();
+        let get = again.execute(command(&["GET", "k"])).await;
+        assert_eq!(get, Value::BulkString(b"1999".to_vec()));
+        let fields = again.execute(command(&["HLEN", "h"])).await;
+        assert_eq!(fields, Value::Int(10));
+        let last = again.execute(command(&["HGET", "h", "f9"])).await;
+        assert_eq!(last, Value::BulkString(b"1999".to_vec()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Two processes on one data directory would each write the file anew under the other.
+    #[tokio::test]
+    async fn a_journal_another_store_holds_is_not_opened_until_it_lets_go() {
+        let dir =
+            std::env::temp_dir().join(format!("sluice-aof-{}", uuid::Uuid::new_v4().simple()));
+        let path = dir.join("queue.aof");
+        let first = Embedded::durable(&path).unwrap();
+        first.execute(command(&["SET", "k", "kept"])).await;
+        let refused = Embedded::durable(&path)
+            .err()
+            .expect("a second store refused");
+        assert!(
+            refused
+                .to_string()
+                .contains("in use by another sluice process"),
+            "{refused}"
+        );
+        drop(first);
+        let second = Embedded::durable(&path).unwrap();
+        let kept = second.execute(command(&["GET", "k"])).await;
+        assert_eq!(kept, Value::BulkString(b"kept".to_vec()));
+        drop(second);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
