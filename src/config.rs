@@ -1139,6 +1139,32 @@ mod tests {
         });
     }
 
+    /// A URL is read as a URL, not by its prefix: a scheme with no host, or a host that is
+    /// not one, is refused by name at start, not at the first call to it.
+    #[test]
+    fn urls_are_parsed_not_matched_by_their_prefix() {
+        Jail::expect_with(|jail| {
+            jail.clear_env();
+            valid_env(jail);
+            jail.set_env("SLUICE__VALVE__PROMETHEUS_URL", "http://");
+            jail.set_env("SLUICE__AUTH__USER_JWKS_URL", "https://idp example/jwks");
+            jail.set_env("SLUICE__HTTP__PUBLIC_URL", "https://");
+            let err = Config::load(None).unwrap_err();
+            let ConfigError::Invalid(problems) = &err else {
+                panic!("one error, not the list: {err}")
+            };
+            let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+            for key in [
+                "valve.prometheus_url",
+                "auth.user_jwks_url",
+                "http.public_url",
+            ] {
+                assert!(keys.contains(&key), "{key} missing from {keys:?}");
+            }
+            Ok(())
+        });
+    }
+
     #[test]
     fn errors_name_the_bad_key() {
         Jail::expect_with(|jail| {

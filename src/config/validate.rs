@@ -54,8 +54,12 @@ impl Problems {
     }
 }
 
+/// Whether `url` parses as an absolute http(s) URL with a host (as reqwest will read it): a
+/// prefix alone (`https://`, `https://shop example`) is not one.
 fn is_http_url(url: &str) -> bool {
-    url.starts_with("https://") || url.starts_with("http://")
+    reqwest::Url::parse(url).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
+    })
 }
 
 /// `prefix_…` or a widget's `prefix_g…`: Toss's keys (`test_sk_…`, `live_gck_…`).
@@ -432,7 +436,7 @@ impl Config {
         }
         if !n.webhook_url.is_empty() {
             p.unless(
-                is_http_url(&n.webhook_url) && reqwest::Url::parse(&n.webhook_url).is_ok(),
+                is_http_url(&n.webhook_url),
                 "notify.webhook_url",
                 "an http(s) URL",
             );
@@ -448,7 +452,8 @@ impl Config {
     fn check_valve(&self, p: &mut Problems) {
         let v = &self.valve;
         p.unless(
-            v.prometheus_url.is_empty() || v.prometheus_url.starts_with("http://"),
+            v.prometheus_url.is_empty()
+                || (is_http_url(&v.prometheus_url) && v.prometheus_url.starts_with("http://")),
             "valve.prometheus_url",
             "empty (own metrics) or http://…",
         );
