@@ -27,23 +27,6 @@ async fn insert(conn: &mut Conn, id: Uuid, layout: &Layout) -> LedgerResult<()> 
     Ok(())
 }
 
-async fn list(conn: &mut Conn) -> LedgerResult<Vec<LayoutSummary>> {
-    let rows =
-        sqlx::query("SELECT id, name, seats, created_at FROM layouts ORDER BY created_at DESC, id")
-            .fetch_all(conn)
-            .await
-            .map_err(db_error)?;
-    Ok(rows
-        .iter()
-        .map(|r| LayoutSummary {
-            id: r.get("id"),
-            name: r.get("name"),
-            seats: r.get::<i32, _>("seats") as u32,
-            created_at: r.get::<At, _>("created_at").0,
-        })
-        .collect())
-}
-
 #[async_trait]
 impl LayoutLedger for SqlLedger {
     async fn create_layout(
@@ -70,6 +53,21 @@ impl LayoutLedger for SqlLedger {
     }
 
     async fn layouts(&self) -> LedgerResult<Vec<LayoutSummary>> {
-        list(&mut *self.conn().await?).await
+        let conn = &mut *self.conn().await?;
+        let rows = sqlx::query(
+            "SELECT id, name, seats, created_at FROM layouts ORDER BY created_at DESC, id",
+        )
+        .fetch_all(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(rows
+            .iter()
+            .map(|r| LayoutSummary {
+                id: r.get("id"),
+                name: r.get("name"),
+                seats: r.get::<i32, _>("seats") as u32,
+                created_at: r.get::<At, _>("created_at").0,
+            })
+            .collect())
     }
 }

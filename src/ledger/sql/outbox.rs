@@ -27,18 +27,6 @@ pub(crate) async fn insert(conn: &mut Conn, event: &DomainEvent) -> LedgerResult
     Ok(())
 }
 
-/// Unpublished rows (dead-lettered ones aside) and the age of the oldest.
-async fn backlog(conn: &mut Conn) -> LedgerResult<(u64, f64)> {
-    let row = sqlx::query_as(
-        "SELECT count(*), min(created_at) FROM outbox
-         WHERE published_at IS NULL AND dead_at IS NULL",
-    )
-    .fetch_one(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(backlog_of(row))
-}
-
 #[async_trait]
 impl OutboxLedger for SqlLedger {
     async fn pending_events(
@@ -73,8 +61,17 @@ impl OutboxLedger for SqlLedger {
         in_write!(self, |tx| mark_published(tx, ids)).await
     }
 
+    /// Unpublished rows (dead-lettered ones aside) and the age of the oldest.
     async fn outbox_backlog(&self) -> LedgerResult<(u64, f64)> {
-        backlog(&mut *self.conn().await?).await
+        let conn = &mut *self.conn().await?;
+        let row = sqlx::query_as(
+            "SELECT count(*), min(created_at) FROM outbox
+             WHERE published_at IS NULL AND dead_at IS NULL",
+        )
+        .fetch_one(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(backlog_of(row))
     }
 
     async fn record_refusal(&self, id: Uuid, max_tries: u32) -> LedgerResult<bool> {

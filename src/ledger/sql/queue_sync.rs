@@ -30,15 +30,6 @@ pub(crate) async fn record(
     .map_err(db_error)
 }
 
-async fn backlog(conn: &mut Conn) -> LedgerResult<(u64, f64)> {
-    let row =
-        sqlx::query_as("SELECT count(*), min(created_at) FROM queue_sync WHERE applied_at IS NULL")
-            .fetch_one(conn)
-            .await
-            .map_err(db_error)?;
-    Ok(backlog_of(row))
-}
-
 #[async_trait]
 impl QueueSyncLedger for SqlLedger {
     async fn sales_behind_store(&self, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
@@ -86,7 +77,14 @@ impl QueueSyncLedger for SqlLedger {
     }
 
     async fn sync_backlog(&self) -> LedgerResult<(u64, f64)> {
-        backlog(&mut *self.conn().await?).await
+        let conn = &mut *self.conn().await?;
+        let row = sqlx::query_as(
+            "SELECT count(*), min(created_at) FROM queue_sync WHERE applied_at IS NULL",
+        )
+        .fetch_one(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(backlog_of(row))
     }
 
     async fn recently_synced(&self, within_ms: u64, limit: u32) -> LedgerResult<Vec<PendingSync>> {

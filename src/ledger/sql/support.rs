@@ -7,69 +7,13 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::attempts::{record_from_row, select_attempts};
-use super::{db_error, figures, operators, Conn, SqlLedger};
+use super::{db_error, figures, operators, SqlLedger};
 use crate::domain::{AdminAction, AttemptId, SaleId, SaleStatus, StockKind};
 use crate::ledger::sql_types::At;
 use crate::ledger::{
     flows, AdminKeyRow, AttemptQuery, AttemptRecord, Audit, AuditQuery, LedgerError, LedgerResult,
     PaymentEventRow, SaleFigures, SaleSummary, SupportLedger, TransitionRow,
 };
-
-async fn sales(
-    conn: &mut Conn,
-    status: Option<SaleStatus>,
-    before: Option<SaleId>,
-    limit: u32,
-) -> LedgerResult<Vec<SaleSummary>> {
-    let rows = sqlx::query(
-        "SELECT id, name, status, stock_kind, total, opens_at, closes_at, created_at FROM sales
-         WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR id < $2)
-         ORDER BY id DESC LIMIT $3",
-    )
-    .bind(status.map(SaleStatus::as_str))
-    .bind(before.map(|s| s.0))
-    .bind(i64::from(limit))
-    .fetch_all(conn)
-    .await
-    .map_err(db_error)?;
-    rows.iter()
-        .map(|r| {
-            let bad = |what: &str| LedgerError::Other(format!("bad {what} in sales row"));
-            Ok(SaleSummary {
-                id: SaleId(r.get("id")),
-                name: r.get("name"),
-                status: SaleStatus::parse(r.get("status")).ok_or_else(|| bad("status"))?,
-                stock_kind: StockKind::parse(r.get("stock_kind"))
-                    .ok_or_else(|| bad("stock_kind"))?,
-                total: r.get::<i32, _>("total") as u32,
-                opens_at: r.get::<At, _>("opens_at").0,
-                closes_at: r.get::<Option<At>, _>("closes_at").map(|t| t.0),
-                created_at: r.get::<At, _>("created_at").0,
-            })
-        })
-        .collect()
-}
-
-async fn attempts(
-    conn: &mut Conn,
-    sale: SaleId,
-    query: &AttemptQuery,
-) -> LedgerResult<Vec<AttemptRecord>> {
-    let rows = sqlx::query(select_attempts!(
-        "WHERE a.sale_id = $1 AND ($2 IS NULL OR a.state = $2)
-           AND ($3 IS NULL OR a.user_id = $3) AND ($4 IS NULL OR a.id < $4)
-         ORDER BY a.id DESC LIMIT $5"
-    ))
-    .bind(sale.0)
-    .bind(query.state)
-    .bind(query.user.as_ref().map(|u| u.as_str()))
-    .bind(query.before)
-    .bind(i64::from(query.limit))
-    .fetch_all(conn)
-    .await
-    .map_err(db_error)?;
-    rows.iter().map(record_from_row).collect()
-}
 
 #[async_trait]
 impl SupportLedger for SqlLedger {
@@ -79,7 +23,34 @@ impl SupportLedger for SqlLedger {
         before: Option<SaleId>,
         limit: u32,
     ) -> LedgerResult<Vec<SaleSummary>> {
-        sales(&mut *self.conn().await?, status, before, limit).await
+        let conn = &mut *self.conn().await?;
+        let rows = sqlx::query(
+            "SELECT id, name, status, stock_kind, total, opens_at, closes_at, created_at FROM sales
+             WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR id < $2)
+             ORDER BY id DESC LIMIT $3",
+        )
+        .bind(status.map(SaleStatus::as_str))
+        .bind(before.map(|s| s.0))
+        .bind(i64::from(limit))
+        .fetch_all(conn)
+        .await
+        .map_err(db_error)?;
+        rows.iter()
+            .map(|r| {
+                let bad = |what: &str| LedgerError::Other(format!("bad {what} in sales row"));
+                Ok(SaleSummary {
+                    id: SaleId(r.get("id")),
+                    name: r.get("name"),
+                    status: SaleStatus::parse(r.get("status")).ok_or_else(|| bad("status"))?,
+                    stock_kind: StockKind::parse(r.get("stock_kind"))
+                        .ok_or_else(|| bad("stock_kind"))?,
+                    total: r.get::<i32, _>("total") as u32,
+                    opens_at: r.get::<At, _>("opens_at").0,
+                    closes_at: r.get::<Option<At>, _>("closes_at").map(|t| t.0),
+                    created_at: r.get::<At, _>("created_at").0,
+                })
+            })
+            .collect()
     }
 
     async fn list_attempts(
@@ -87,7 +58,21 @@ impl SupportLedger for SqlLedger {
         sale: SaleId,
         query: &AttemptQuery,
     ) -> LedgerResult<Vec<AttemptRecord>> {
-        attempts(&mut *self.conn().await?, sale, query).await
+        let conn = &mut *self.conn().await?;
+        let rows = sqlx::query(select_attempts!(
+            "WHERE a.sale_id = $1 AND ($2 IS NULL OR a.state = $2)
+               AND ($3 IS NULL OR a.user_id = $3) AND ($4 IS NULL OR a.id < $4)
+             ORDER BY a.id DESC LIMIT $5"
+        ))
+        .bind(sale.0)
+        .bind(query.state)
+        .bind(query.user.as_ref().map(|u| u.as_str()))
+        .bind(query.before)
+        .bind(i64::from(query.limit))
+        .fetch_all(conn)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(record_from_row).collect()
     }
 
     async fn trail(&self, id: AttemptId) -> LedgerResult<Vec<TransitionRow>> {
