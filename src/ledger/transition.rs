@@ -20,21 +20,14 @@ use crate::domain::{AdminAction, Admission, ProofOfWork, StockKind, Take};
 use crate::queue::Admitted;
 
 /// The statements the shared transitions and flows need, on an open transaction of one
-/// database: each dialect gives these, and the logic over them is written once.
+/// database: each dialect gives these, and the logic over them is written once. Those of one
+/// table are a trait of their own, implemented in the table's module of the SQL ledger
+/// (`ledger/sql/attempts.rs`, `stock.rs`, `sales.rs`, `operators.rs`); the rest are in
+/// `ledger/sql/tx.rs`.
 #[async_trait]
-pub(crate) trait LedgerTx: Send {
-    /// Loads the attempt and keeps it locked until the transaction ends.
-    async fn lock_attempt(&mut self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>>;
+pub(crate) trait LedgerTx: AttemptRows + StockRows + SaleRows + OperatorRows + Send {
     /// Whether `deadline` has passed by the database's clock.
     async fn is_past(&mut self, deadline: DateTime<Utc>) -> LedgerResult<bool>;
-    /// Claims the hold's units, all or nothing (SoldOut / SeatTaken / UnknownSeat otherwise).
-    async fn take_units(&mut self, id: AttemptId, take: &Take) -> LedgerResult<()>;
-    /// Ends a held hold and frees its units; nothing if the hold had ended already.
-    async fn return_units(&mut self, id: AttemptId) -> LedgerResult<()>;
-    /// Writes the new state and what entering it implies (deadlines, payment rows).
-    async fn enter_state(&mut self, id: AttemptId, to: AttemptState) -> LedgerResult<()>;
-    /// Writes the decision's row of the audit trail (from, to, cause).
-    async fn audit(&mut self, id: AttemptId, decision: &Decision) -> LedgerResult<()>;
     async fn insert_event(&mut self, event: &DomainEvent) -> LedgerResult<()>;
     /// Writes the queue store's side of the transition (a queue-sync row); returns its id.
     async fn record_sync(&mut self, id: AttemptId, change: SyncChange) -> LedgerResult<i64>;
@@ -45,31 +38,16 @@ pub(crate) trait LedgerTx: Send {
     /// whole: a batch's statements all go by key, and a planner whose statistics predate the
     /// rows a drop wrote in seconds took the tables for small.
     async fn by_index(&mut self) -> LedgerResult<()>;
-    /// Loads and locks the attempts `ids` of `sale` that exist, in the order of their ids.
-    async fn lock_attempts(
-        &mut self,
-        sale: SaleId,
-        ids: &[Uuid],
-    ) -> LedgerResult<Vec<AttemptRecord>>;
-    /// Takes each of `wants` units of a quantity sale that is free once those before it are
-    /// taken; whether each was.
-    async fn take_each(&mut self, sale: SaleId, wants: &[u32]) -> LedgerResult<Vec<bool>>;
-    /// Takes `n` units of a quantity sale, all or none, in one write: whether they were free.
-    async fn take_all(&mut self, sale: SaleId, n: u32) -> LedgerResult<bool>;
     /// Marks the transaction's state so far, for [`LedgerTx::back_to_mark`].
     async fn mark(&mut self) -> LedgerResult<()>;
     /// Undoes everything since the last [`LedgerTx::mark`], which stays set.
     async fn back_to_mark(&mut self) -> LedgerResult<()>;
-    /// Claims named seats for the attempt, all or none.
-    async fn claim_seats(&mut self, id: AttemptId, seats: &[String]) -> LedgerResult<()>;
     /// The hold rows of attempts that took their units or seats.
     async fn insert_holds(
         &mut self,
         sale: SaleId,
         holds: &[(AttemptId, &Take)],
     ) -> LedgerResult<()>;
-    /// The new state of many attempts ([`LedgerTx::enter_state`] for each).
-    async fn enter_states(&mut self, ids: &[Uuid], to: AttemptState) -> LedgerResult<()>;
     /// Queue-sync rows of many transitions; their ids, in order.
     async fn record_syncs(&mut self, changes: &[(AttemptId, SyncChange)])
         -> LedgerResult<Vec<i64>>;
@@ -113,7 +91,46 @@ pub(crate) trait LedgerTx: Send {
     /// Up to `limit` attempts past the deadline of the timeout `event`, oldest first, locked
     /// for this transaction (on PostgreSQL, rows another reaper holds are skipped).
     async fn due(&mut self, event: AttemptEvent, limit: u32) -> LedgerResult<Vec<AttemptId>>;
+}
 
+/// The statements on attempts (and their holds) the shared transitions and flows run.
+#[async_trait]
+pub(crate) trait AttemptRows: Send {
+    /// Loads the attempt and keeps it locked until the transaction ends.
+    async fn lock_attempt(&mut self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>>;
+    /// Claims the hold's units, all or nothing (SoldOut / SeatTaken / UnknownSeat otherwise).
+    async fn take_units(&mut self, id: AttemptId, take: &Take) -> LedgerResult<()>;
+    /// Ends a held hold and frees its units; nothing if the hold had ended already.
+    async fn return_units(&mut self, id: AttemptId) -> LedgerResult<()>;
+    /// Writes the new state and what entering it implies (deadlines, payment rows).
+    async fn enter_state(&mut self, id: AttemptId, to: AttemptState) -> LedgerResult<()>;
+    /// Writes the decision's row of the audit trail (from, to, cause).
+    async fn audit(&mut self, id: AttemptId, decision: &Decision) -> LedgerResult<()>;
+    /// Loads and locks the attempts `ids` of `sale` that exist, in the order of their ids.
+    async fn lock_attempts(
+        &mut self,
+        sale: SaleId,
+        ids: &[Uuid],
+    ) -> LedgerResult<Vec<AttemptRecord>>;
+    /// Claims named seats for the attempt, all or none.
+    async fn claim_seats(&mut self, id: AttemptId, seats: &[String]) -> LedgerResult<()>;
+    /// The new state of many attempts ([`AttemptRows::enter_state`] for each).
+    async fn enter_states(&mut self, ids: &[Uuid], to: AttemptState) -> LedgerResult<()>;
+}
+
+/// The statements on a quantity sale's counter of free units.
+#[async_trait]
+pub(crate) trait StockRows: Send {
+    /// Takes each of `wants` units of a quantity sale that is free once those before it are
+    /// taken; whether each was.
+    async fn take_each(&mut self, sale: SaleId, wants: &[u32]) -> LedgerResult<Vec<bool>>;
+    /// Takes `n` units of a quantity sale, all or none, in one write: whether they were free.
+    async fn take_all(&mut self, sale: SaleId, n: u32) -> LedgerResult<bool>;
+}
+
+/// The statements on a sale's row and its units the shared flows run.
+#[async_trait]
+pub(crate) trait SaleRows: Send {
     /// Inserts a new sale's row.
     async fn insert_sale(&mut self, sale: &Sale) -> LedgerResult<()>;
     /// Inserts a new sale's units (its seats, or "1".."total").
@@ -143,6 +160,11 @@ pub(crate) trait LedgerTx: Send {
         name: Option<&str>,
         closes_at: Option<DateTime<Utc>>,
     ) -> LedgerResult<()>;
+}
+
+/// The statements on admin keys and the admin audit log.
+#[async_trait]
+pub(crate) trait OperatorRows: Send {
     /// Inserts one entry of the admin audit log.
     async fn insert_admin_action(&mut self, action: &AdminAction) -> LedgerResult<()>;
     /// Inserts a named admin key; [`LedgerError::NameTaken`] if its name is used.

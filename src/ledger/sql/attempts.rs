@@ -1,5 +1,6 @@
 //! Attempts: loading, and the statements of a transition that touch stock, holds and payments.
 
+use async_trait::async_trait;
 use sqlx::Row;
 use uuid::Uuid;
 
@@ -8,6 +9,7 @@ use crate::domain::{
     AttemptId, AttemptState, Buyer, Currency, Decision, LiveAttempt, Money, SaleId, Take, UserId,
 };
 use crate::ledger::sql_types::{At, Ids, Seats, TextList};
+use crate::ledger::transition::AttemptRows;
 use crate::ledger::{AttemptRecord, HeldStock, LedgerError, LedgerResult};
 
 /// Everything [`record_from_row`] reads, and the rest of the statement, as one `&'static str`.
@@ -100,20 +102,6 @@ pub(super) async fn load(conn: &mut Conn, id: AttemptId) -> LedgerResult<Option<
     of_sale(row, id)
 }
 
-/// Loads and locks the attempt for the rest of the transaction (`FOR UPDATE OF a` locks only
-/// the attempt).
-pub(super) async fn lock(conn: &mut Conn, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
-    let row = sqlx::query(select_attempts!(concat!(
-        "WHERE a.id = $1",
-        row_lock!(" FOR UPDATE OF a")
-    )))
-    .bind(id.local)
-    .fetch_optional(conn)
-    .await
-    .map_err(db_error)?;
-    of_sale(row, id)
-}
-
 /// A sale's live attempts and the units each user holds or bought.
 pub(super) async fn live(
     conn: &mut Conn,
@@ -166,46 +154,6 @@ pub(super) async fn buyers(conn: &mut Conn, sale: SaleId) -> LedgerResult<Vec<Bu
 pub const CLAIM_SEAT: &str = "UPDATE stock_units SET attempt_id = $2
      WHERE sale_id = $1 AND unit_id = $3 AND attempt_id IS NULL
      RETURNING unit_id";
-
-/// Claims the hold's units: free units of a quantity sale, or the named seats. All or nothing:
-/// short of units, nothing is taken (seats claimed before the one missing are let go again).
-pub(super) async fn take_units(conn: &mut Conn, id: AttemptId, take: &Take) -> LedgerResult<()> {
-    match take {
-        Take::Quantity(n) => {
-            if !super::stock::take(&mut *conn, id.sale, *n).await? {
-                return Err(LedgerError::SoldOut);
-            }
-        }
-        Take::Seats(seats) => claim_seats(&mut *conn, id, seats).await?,
-    }
-    insert_holds(conn, id.sale, &[(id, take)]).await
-}
-
-/// Claims each of the named seats for the attempt, all or none ([`LedgerError::SeatTaken`],
-/// [`LedgerError::UnknownSeat`] for the first one missing).
-pub(super) async fn claim_seats(
-    conn: &mut Conn,
-    id: AttemptId,
-    seats: &[String],
-) -> LedgerResult<()> {
-    let mut claimed = Vec::with_capacity(seats.len());
-    for seat in seats {
-        let got: Option<String> = sqlx::query_scalar(CLAIM_SEAT)
-            .bind(id.sale.0)
-            .bind(id.local)
-            .bind(seat)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        claimed.extend(got);
-    }
-    if claimed.len() == seats.len() {
-        return Ok(());
-    }
-    let missing = missing_seat(&mut *conn, id, seats, &claimed).await?;
-    free_seats_of(conn, id).await?;
-    Err(missing)
-}
 
 /// Inserts the hold rows of attempts that took their units or seats (`held`). The amount is
 /// the sum of the units' prices as the sale has them now: a seat's category's, or the sale's
@@ -270,28 +218,6 @@ async fn missing_seat(
     })
 }
 
-/// Ends a hold, or a purchase refunded, whose units go back, exactly once (the hold's status
-/// guards it): a quantity to the sale's counter, seats to the free seats.
-pub(super) async fn return_units(conn: &mut Conn, id: AttemptId) -> LedgerResult<()> {
-    let ended: Option<(i32, Seats)> = sqlx::query_as(concat!(
-        "UPDATE holds SET status = 'returned', ended_at = ",
-        now!(),
-        " WHERE attempt_id = $1 AND status IN ('held', 'confirmed')
-         RETURNING quantity, seat_ids"
-    ))
-    .bind(id.local)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    match ended {
-        Some((quantity, Seats(seats))) if seats.is_empty() => {
-            super::stock::give_back(conn, id.sale, quantity as u32).await
-        }
-        Some(_) => free_seats_of(conn, id).await,
-        None => Ok(()),
-    }
-}
-
 /// Frees the seats the attempt holds.
 async fn free_seats_of(conn: &mut Conn, id: AttemptId) -> LedgerResult<()> {
     sqlx::query("UPDATE stock_units SET attempt_id = NULL WHERE sale_id = $1 AND attempt_id = $2")
@@ -301,112 +227,6 @@ async fn free_seats_of(conn: &mut Conn, id: AttemptId) -> LedgerResult<()> {
         .await
         .map_err(db_error)?;
     Ok(())
-}
-
-/// The new state of the attempts `ids`, and what entering it writes besides (deadlines, the
-/// payment rows), in one statement of each kind however many they are.
-pub(super) async fn enter_state(
-    conn: &mut Conn,
-    ids: &[Uuid],
-    to: AttemptState,
-) -> LedgerResult<()> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    let also = match to {
-        AttemptState::Hold => Some(concat!(
-            "UPDATE attempts SET hold_expires_at = ",
-            secs_from_now!("(SELECT hold_ttl_secs FROM sales WHERE sales.id = attempts.sale_id)"),
-            " WHERE id ",
-            in_ids!("$1")
-        )),
-        AttemptState::PaymentPending => {
-            let payments: Vec<(Uuid, Uuid)> = ids.iter().map(|id| (Uuid::new_v4(), *id)).collect();
-            super::insert_payments(&mut *conn, &payments).await?;
-            Some(concat!(
-                "UPDATE attempts SET payment_expires_at = ",
-                secs_from_now!(
-                    "(SELECT payment_ttl_secs FROM sales WHERE sales.id = attempts.sale_id)"
-                ),
-                " WHERE id ",
-                in_ids!("$1")
-            ))
-        }
-        AttemptState::Confirmed => {
-            sqlx::query(concat!(
-                "UPDATE payments SET status = 'succeeded', updated_at = ",
-                now!(),
-                " WHERE attempt_id ",
-                in_ids!("$1")
-            ))
-            .bind(Ids(ids))
-            .execute(&mut *conn)
-            .await
-            .map_err(db_error)?;
-            Some(concat!(
-                "UPDATE holds SET status = 'confirmed', ended_at = ",
-                now!(),
-                " WHERE status = 'held' AND attempt_id ",
-                in_ids!("$1")
-            ))
-        }
-        AttemptState::Expired { .. } => Some(concat!(
-            "UPDATE payments SET status = 'failed', updated_at = ",
-            now!(),
-            " WHERE status = 'pending' AND attempt_id ",
-            in_ids!("$1")
-        )),
-        AttemptState::Queued | AttemptState::Admitted => None,
-    };
-    if let Some(sql) = also {
-        sqlx::query(sql)
-            .bind(Ids(ids))
-            .execute(&mut *conn)
-            .await
-            .map_err(db_error)?;
-    }
-    sqlx::query(concat!(
-        "UPDATE attempts SET state = $2, reason = $3, updated_at = ",
-        now!(),
-        " WHERE id ",
-        in_ids!("$1")
-    ))
-    .bind(Ids(ids))
-    .bind(to.name())
-    .bind(to.reason().map(|r| r.as_str()))
-    .execute(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(())
-}
-
-/// Loads and locks the attempts `ids` for the rest of the transaction, in the order of their
-/// ids (so two batches that share an attempt lock in the same order); the ones of `sale`.
-/// Found by their primary key alone: with the sale in the condition, a planner whose
-/// statistics predate the sale's rows (a drop fills the table in seconds) read the sale's
-/// attempts through another index, every one of them at every batch.
-pub(super) async fn lock_all(
-    conn: &mut Conn,
-    sale: SaleId,
-    ids: &[Uuid],
-) -> LedgerResult<Vec<AttemptRecord>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let rows = sqlx::query(select_attempts!(concat!(
-        "WHERE a.id ",
-        in_ids!("$1"),
-        " ORDER BY a.id",
-        row_lock!(" FOR UPDATE OF a")
-    )))
-    .bind(Ids(ids))
-    .fetch_all(conn)
-    .await
-    .map_err(db_error)?;
-    rows.iter()
-        .filter(|row| row.get::<Uuid, _>("sale_id") == sale.0)
-        .map(record_from_row)
-        .collect()
 }
 
 /// Writes a decision's row of the audit trail (from, to, cause).
@@ -426,4 +246,198 @@ pub(crate) async fn audit(conn: &mut Conn, id: AttemptId, decision: &Decision) -
     .await
     .map_err(db_error)?;
     Ok(())
+}
+
+#[async_trait]
+impl AttemptRows for Conn {
+    /// Loads and locks the attempt for the rest of the transaction (`FOR UPDATE OF a` locks only
+    /// the attempt).
+    async fn lock_attempt(&mut self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
+        let conn = self;
+        let row = sqlx::query(select_attempts!(concat!(
+            "WHERE a.id = $1",
+            row_lock!(" FOR UPDATE OF a")
+        )))
+        .bind(id.local)
+        .fetch_optional(conn)
+        .await
+        .map_err(db_error)?;
+        of_sale(row, id)
+    }
+
+    /// Claims the hold's units: free units of a quantity sale, or the named seats. All or nothing:
+    /// short of units, nothing is taken (seats claimed before the one missing are let go again).
+    async fn take_units(&mut self, id: AttemptId, take: &Take) -> LedgerResult<()> {
+        let conn = self;
+        match take {
+            Take::Quantity(n) => {
+                if !super::stock::take(&mut *conn, id.sale, *n).await? {
+                    return Err(LedgerError::SoldOut);
+                }
+            }
+            Take::Seats(seats) => conn.claim_seats(id, seats).await?,
+        }
+        insert_holds(conn, id.sale, &[(id, take)]).await
+    }
+
+    /// Ends a hold, or a purchase refunded, whose units go back, exactly once (the hold's status
+    /// guards it): a quantity to the sale's counter, seats to the free seats.
+    async fn return_units(&mut self, id: AttemptId) -> LedgerResult<()> {
+        let conn = self;
+        let ended: Option<(i32, Seats)> = sqlx::query_as(concat!(
+            "UPDATE holds SET status = 'returned', ended_at = ",
+            now!(),
+            " WHERE attempt_id = $1 AND status IN ('held', 'confirmed')
+             RETURNING quantity, seat_ids"
+        ))
+        .bind(id.local)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_error)?;
+        match ended {
+            Some((quantity, Seats(seats))) if seats.is_empty() => {
+                super::stock::give_back(conn, id.sale, quantity as u32).await
+            }
+            Some(_) => free_seats_of(conn, id).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The new state of the attempts `ids`, and what entering it writes besides (deadlines, the
+    /// payment rows), in one statement of each kind however many they are.
+    async fn enter_state(&mut self, id: AttemptId, to: AttemptState) -> LedgerResult<()> {
+        self.enter_states(&[id.local], to).await
+    }
+
+    async fn audit(&mut self, id: AttemptId, decision: &Decision) -> LedgerResult<()> {
+        audit(self, id, decision).await
+    }
+
+    /// Loads and locks the attempts `ids` for the rest of the transaction, in the order of their
+    /// ids (so two batches that share an attempt lock in the same order); the ones of `sale`.
+    /// Found by their primary key alone: with the sale in the condition, a planner whose
+    /// statistics predate the sale's rows (a drop fills the table in seconds) read the sale's
+    /// attempts through another index, every one of them at every batch.
+    async fn lock_attempts(
+        &mut self,
+        sale: SaleId,
+        ids: &[Uuid],
+    ) -> LedgerResult<Vec<AttemptRecord>> {
+        let conn = self;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(select_attempts!(concat!(
+            "WHERE a.id ",
+            in_ids!("$1"),
+            " ORDER BY a.id",
+            row_lock!(" FOR UPDATE OF a")
+        )))
+        .bind(Ids(ids))
+        .fetch_all(conn)
+        .await
+        .map_err(db_error)?;
+        rows.iter()
+            .filter(|row| row.get::<Uuid, _>("sale_id") == sale.0)
+            .map(record_from_row)
+            .collect()
+    }
+
+    /// Claims each of the named seats for the attempt, all or none ([`LedgerError::SeatTaken`],
+    /// [`LedgerError::UnknownSeat`] for the first one missing).
+    async fn claim_seats(&mut self, id: AttemptId, seats: &[String]) -> LedgerResult<()> {
+        let conn = self;
+        let mut claimed = Vec::with_capacity(seats.len());
+        for seat in seats {
+            let got: Option<String> = sqlx::query_scalar(CLAIM_SEAT)
+                .bind(id.sale.0)
+                .bind(id.local)
+                .bind(seat)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db_error)?;
+            claimed.extend(got);
+        }
+        if claimed.len() == seats.len() {
+            return Ok(());
+        }
+        let missing = missing_seat(&mut *conn, id, seats, &claimed).await?;
+        free_seats_of(conn, id).await?;
+        Err(missing)
+    }
+
+    async fn enter_states(&mut self, ids: &[Uuid], to: AttemptState) -> LedgerResult<()> {
+        let conn = self;
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let also = match to {
+            AttemptState::Hold => Some(concat!(
+                "UPDATE attempts SET hold_expires_at = ",
+                secs_from_now!(
+                    "(SELECT hold_ttl_secs FROM sales WHERE sales.id = attempts.sale_id)"
+                ),
+                " WHERE id ",
+                in_ids!("$1")
+            )),
+            AttemptState::PaymentPending => {
+                let payments: Vec<(Uuid, Uuid)> =
+                    ids.iter().map(|id| (Uuid::new_v4(), *id)).collect();
+                super::insert_payments(&mut *conn, &payments).await?;
+                Some(concat!(
+                    "UPDATE attempts SET payment_expires_at = ",
+                    secs_from_now!(
+                        "(SELECT payment_ttl_secs FROM sales WHERE sales.id = attempts.sale_id)"
+                    ),
+                    " WHERE id ",
+                    in_ids!("$1")
+                ))
+            }
+            AttemptState::Confirmed => {
+                sqlx::query(concat!(
+                    "UPDATE payments SET status = 'succeeded', updated_at = ",
+                    now!(),
+                    " WHERE attempt_id ",
+                    in_ids!("$1")
+                ))
+                .bind(Ids(ids))
+                .execute(&mut *conn)
+                .await
+                .map_err(db_error)?;
+                Some(concat!(
+                    "UPDATE holds SET status = 'confirmed', ended_at = ",
+                    now!(),
+                    " WHERE status = 'held' AND attempt_id ",
+                    in_ids!("$1")
+                ))
+            }
+            AttemptState::Expired { .. } => Some(concat!(
+                "UPDATE payments SET status = 'failed', updated_at = ",
+                now!(),
+                " WHERE status = 'pending' AND attempt_id ",
+                in_ids!("$1")
+            )),
+            AttemptState::Queued | AttemptState::Admitted => None,
+        };
+        if let Some(sql) = also {
+            sqlx::query(sql)
+                .bind(Ids(ids))
+                .execute(&mut *conn)
+                .await
+                .map_err(db_error)?;
+        }
+        sqlx::query(concat!(
+            "UPDATE attempts SET state = $2, reason = $3, updated_at = ",
+            now!(),
+            " WHERE id ",
+            in_ids!("$1")
+        ))
+        .bind(Ids(ids))
+        .bind(to.name())
+        .bind(to.reason().map(|r| r.as_str()))
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
 }

@@ -1,6 +1,7 @@
 //! Sales: creation (with their units), settings, stock changes, counts, and what the queue store
 //! has followed of them.
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
@@ -10,6 +11,8 @@ use crate::domain::{
     StockKind, Ttls,
 };
 use crate::ledger::sql_types::{At, TextList};
+use crate::ledger::transition::SaleRows;
+
 #[cfg(doc)]
 use crate::ledger::{transition::LedgerTx, QueueSyncLedger};
 use crate::ledger::{AdmissionPlan, LedgerError, LedgerResult, LedgerStats, SaleRecord};
@@ -22,81 +25,6 @@ macro_rules! sale_columns {
     adaptive_min_rate, adaptive_max_rate, pow_bits, pow_salt, opening, lottery_seed, status,
     created_at, currency, unit_price, layout_id, instant"
     };
-}
-
-/// The sale's row ([`LedgerTx::insert_sale`]).
-pub(super) async fn insert(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
-    let (min_rate, max_rate) = sale.admission.stored_bounds();
-    sqlx::query(
-        "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total,
-            per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
-            max_active, adaptive_min_rate, adaptive_max_rate, status, created_at, opening,
-            lottery_seed, currency, unit_price, layout_id, instant)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-                 $19, $20, $21, $22)",
-    )
-    .bind(sale.id.0)
-    .bind(&sale.name)
-    .bind(At(sale.opens_at))
-    .bind(At::of(sale.closes_at))
-    .bind(sale.stock.kind().as_str())
-    .bind(sale.stock.total() as i32)
-    .bind(sale.per_user_limit as i32)
-    .bind(sale.ttls.admission_secs as i32)
-    .bind(sale.ttls.hold_secs as i32)
-    .bind(sale.ttls.payment_secs as i32)
-    .bind(sale.admission.rate_per_minute as i32)
-    .bind(sale.admission.max_active as i32)
-    .bind(min_rate.map(|v| v as i32))
-    .bind(max_rate.map(|v| v as i32))
-    .bind(sale.status.as_str())
-    .bind(At(sale.created_at))
-    .bind(sale.opening.as_str())
-    .bind(sale.opening.seed().unwrap_or_default())
-    .bind(sale.price.as_ref().map(|p| p.currency.code()))
-    .bind(sale.price.as_ref().map(|p| p.unit_price as i64))
-    .bind(sale.layout)
-    .bind(sale.instant)
-    .execute(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(())
-}
-
-/// The sale's units ([`LedgerTx::insert_units`]): its seats, or "1".."total", and its seat
-/// categories with each seat's.
-pub(super) async fn insert_units(conn: &mut Conn, sale: &Sale) -> LedgerResult<()> {
-    match &sale.stock {
-        Stock::Seats(seats) => insert_seats(&mut *conn, sale.id, seats).await?,
-        Stock::Quantity(n) => stock::create(&mut *conn, sale.id, *n).await?,
-    }
-    let categories = sale.price.iter().flat_map(|p| &p.categories);
-    for (position, category) in categories.enumerate() {
-        sqlx::query(
-            "INSERT INTO sale_categories (sale_id, name, unit_price, position)
-             VALUES ($1, $2, $3, $4)",
-        )
-        .bind(sale.id.0)
-        .bind(&category.name)
-        .bind(category.unit_price as i64)
-        .bind(position as i32)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-        sqlx::query(concat!(
-            "UPDATE stock_units SET category = $2
-             WHERE sale_id = $1 AND unit_id IN (SELECT value FROM ",
-            each_text!("$3"),
-            ")"
-        ))
-        .bind(sale.id.0)
-        .bind(&category.name)
-        .bind(TextList(&category.seats))
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-    }
-    Ok(())
 }
 
 async fn insert_seats(conn: &mut Conn, id: SaleId, seats: &[String]) -> LedgerResult<()> {
@@ -262,38 +190,7 @@ pub(super) async fn settings(conn: &mut Conn, id: SaleId) -> LedgerResult<Option
     sale_from_row(&row, seats, price).map(Some)
 }
 
-/// [`LedgerTx::lock_sale_status`]. On PostgreSQL `FOR NO KEY UPDATE`: a change to a sale
-/// excludes another change, not the attempts that reference the sale (their inserts take
-/// `KEY SHARE`), so admissions go on while an operator's change reads the sale before and
-/// after. On SQLite the write transaction holds the database.
-pub(super) async fn lock_status(conn: &mut Conn, id: SaleId) -> LedgerResult<Option<String>> {
-    sqlx::query_scalar(concat!(
-        "SELECT status FROM sales WHERE id = $1",
-        row_lock!(" FOR NO KEY UPDATE")
-    ))
-    .bind(id.0)
-    .fetch_optional(conn)
-    .await
-    .map_err(db_error)
-}
-
-pub(super) async fn write_status(
-    conn: &mut Conn,
-    id: SaleId,
-    status: SaleStatus,
-) -> LedgerResult<()> {
-    sqlx::query(
-        "UPDATE sales SET status = $2, settings_version = settings_version + 1 WHERE id = $1",
-    )
-    .bind(id.0)
-    .bind(status.as_str())
-    .execute(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(())
-}
-
-/// [`LedgerTx::write_admission`].
+/// Writes a sale's admission settings: [`SaleRows::write_admission`], and a phase's as it begins.
 pub(super) async fn write_admission(
     conn: &mut Conn,
     id: SaleId,
@@ -396,119 +293,6 @@ pub(super) async fn free_stock(conn: &mut Conn, id: SaleId) -> LedgerResult<Stoc
     }
 }
 
-/// [`LedgerTx::write_proof_of_work`].
-pub(super) async fn write_proof_of_work(
-    conn: &mut Conn,
-    id: SaleId,
-    pow: &ProofOfWork,
-) -> LedgerResult<()> {
-    sqlx::query("UPDATE sales SET pow_bits = $2, pow_salt = $3 WHERE id = $1")
-        .bind(id.0)
-        .bind(i32::from(pow.bits))
-        .bind(&pow.salt)
-        .execute(conn)
-        .await
-        .map_err(db_error)?;
-    Ok(())
-}
-
-/// [`LedgerTx::write_details`].
-pub(super) async fn write_details(
-    conn: &mut Conn,
-    id: SaleId,
-    name: Option<&str>,
-    closes_at: Option<DateTime<Utc>>,
-) -> LedgerResult<()> {
-    sqlx::query(
-        "UPDATE sales SET name = coalesce($2, name), closes_at = coalesce($3, closes_at),
-            settings_version = settings_version + 1
-         WHERE id = $1",
-    )
-    .bind(id.0)
-    .bind(name)
-    .bind(At::of(closes_at))
-    .execute(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(())
-}
-
-/// [`LedgerTx::lock_sale_stock`] (locked as [`lock_status`]).
-pub(super) async fn lock_stock(
-    conn: &mut Conn,
-    id: SaleId,
-) -> LedgerResult<Option<(StockKind, u32)>> {
-    let row: Option<(String, i32)> = sqlx::query_as(concat!(
-        "SELECT stock_kind, total FROM sales WHERE id = $1",
-        row_lock!(" FOR NO KEY UPDATE")
-    ))
-    .bind(id.0)
-    .fetch_optional(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(row.and_then(|(kind, total)| Some((StockKind::parse(&kind)?, total as u32))))
-}
-
-/// [`LedgerTx::add_units`]: the counter goes up.
-pub(super) async fn add_units(conn: &mut Conn, id: SaleId, n: u32) -> LedgerResult<()> {
-    stock::give_back(conn, id, n).await
-}
-
-/// [`LedgerTx::add_seats`]: a seat the sale has already is [`LedgerError::SeatExists`].
-pub(super) async fn add_seats(conn: &mut Conn, id: SaleId, seats: &[String]) -> LedgerResult<()> {
-    let existing: Option<String> = sqlx::query_scalar(concat!(
-        "SELECT unit_id FROM stock_units
-         WHERE sale_id = $1 AND unit_id IN (SELECT value FROM ",
-        each_text!("$2"),
-        ") LIMIT 1"
-    ))
-    .bind(id.0)
-    .bind(TextList(seats))
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    if let Some(seat) = existing {
-        return Err(LedgerError::SeatExists(seat));
-    }
-    insert_seats(conn, id, seats).await
-}
-
-/// [`LedgerTx::withdraw_units`]: free units only (those no attempt holds).
-pub(super) async fn withdraw_units(conn: &mut Conn, id: SaleId, n: u32) -> LedgerResult<u32> {
-    stock::withdraw(conn, id, n).await
-}
-
-/// [`LedgerTx::withdraw_seats`]: the named seats that are free.
-pub(super) async fn withdraw_seats(
-    conn: &mut Conn,
-    id: SaleId,
-    seats: &[String],
-) -> LedgerResult<u32> {
-    let done = sqlx::query(concat!(
-        "DELETE FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL
-           AND unit_id IN (SELECT value FROM ",
-        each_text!("$2"),
-        ")"
-    ))
-    .bind(id.0)
-    .bind(TextList(seats))
-    .execute(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(done.rows_affected() as u32)
-}
-
-/// [`LedgerTx::write_sale_total`].
-pub(super) async fn write_total(conn: &mut Conn, id: SaleId, total: u32) -> LedgerResult<()> {
-    sqlx::query("UPDATE sales SET total = $2 WHERE id = $1")
-        .bind(id.0)
-        .bind(total as i32)
-        .execute(conn)
-        .await
-        .map_err(db_error)?;
-    Ok(())
-}
-
 /// [`QueueSyncLedger::sales_behind_store`].
 pub(super) async fn behind_store(conn: &mut Conn, limit: u32) -> LedgerResult<Vec<(SaleId, u64)>> {
     sale_versions(
@@ -581,4 +365,228 @@ pub(super) async fn store_followed(conn: &mut Conn, id: SaleId, version: u64) ->
     .await
     .map_err(db_error)?;
     Ok(())
+}
+
+#[async_trait]
+impl SaleRows for Conn {
+    /// The sale's row .
+    async fn insert_sale(&mut self, sale: &Sale) -> LedgerResult<()> {
+        let conn = self;
+        let (min_rate, max_rate) = sale.admission.stored_bounds();
+        sqlx::query(
+            "INSERT INTO sales (id, name, opens_at, closes_at, stock_kind, total,
+                per_user_limit, admission_ttl_secs, hold_ttl_secs, payment_ttl_secs, rate_per_minute,
+                max_active, adaptive_min_rate, adaptive_max_rate, status, created_at, opening,
+                lottery_seed, currency, unit_price, layout_id, instant)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+                     $19, $20, $21, $22)",
+        )
+        .bind(sale.id.0)
+        .bind(&sale.name)
+        .bind(At(sale.opens_at))
+        .bind(At::of(sale.closes_at))
+        .bind(sale.stock.kind().as_str())
+        .bind(sale.stock.total() as i32)
+        .bind(sale.per_user_limit as i32)
+        .bind(sale.ttls.admission_secs as i32)
+        .bind(sale.ttls.hold_secs as i32)
+        .bind(sale.ttls.payment_secs as i32)
+        .bind(sale.admission.rate_per_minute as i32)
+        .bind(sale.admission.max_active as i32)
+        .bind(min_rate.map(|v| v as i32))
+        .bind(max_rate.map(|v| v as i32))
+        .bind(sale.status.as_str())
+        .bind(At(sale.created_at))
+        .bind(sale.opening.as_str())
+        .bind(sale.opening.seed().unwrap_or_default())
+        .bind(sale.price.as_ref().map(|p| p.currency.code()))
+        .bind(sale.price.as_ref().map(|p| p.unit_price as i64))
+        .bind(sale.layout)
+        .bind(sale.instant)
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// The sale's units : its seats, or "1".."total", and its seat
+    /// categories with each seat's.
+    async fn insert_units(&mut self, sale: &Sale) -> LedgerResult<()> {
+        let conn = self;
+        match &sale.stock {
+            Stock::Seats(seats) => insert_seats(&mut *conn, sale.id, seats).await?,
+            Stock::Quantity(n) => stock::create(&mut *conn, sale.id, *n).await?,
+        }
+        let categories = sale.price.iter().flat_map(|p| &p.categories);
+        for (position, category) in categories.enumerate() {
+            sqlx::query(
+                "INSERT INTO sale_categories (sale_id, name, unit_price, position)
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(sale.id.0)
+            .bind(&category.name)
+            .bind(category.unit_price as i64)
+            .bind(position as i32)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            sqlx::query(concat!(
+                "UPDATE stock_units SET category = $2
+                 WHERE sale_id = $1 AND unit_id IN (SELECT value FROM ",
+                each_text!("$3"),
+                ")"
+            ))
+            .bind(sale.id.0)
+            .bind(&category.name)
+            .bind(TextList(&category.seats))
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        }
+        Ok(())
+    }
+
+    /// On PostgreSQL `FOR NO KEY UPDATE`: a change to a sale
+    /// excludes another change, not the attempts that reference the sale (their inserts take
+    /// `KEY SHARE`), so admissions go on while an operator's change reads the sale before and
+    /// after. On SQLite the write transaction holds the database.
+    async fn lock_sale_status(&mut self, id: SaleId) -> LedgerResult<Option<String>> {
+        let conn = self;
+        sqlx::query_scalar(concat!(
+            "SELECT status FROM sales WHERE id = $1",
+            row_lock!(" FOR NO KEY UPDATE")
+        ))
+        .bind(id.0)
+        .fetch_optional(conn)
+        .await
+        .map_err(db_error)
+    }
+
+    async fn write_sale_status(&mut self, id: SaleId, status: SaleStatus) -> LedgerResult<()> {
+        let conn = self;
+        sqlx::query(
+            "UPDATE sales SET status = $2, settings_version = settings_version + 1 WHERE id = $1",
+        )
+        .bind(id.0)
+        .bind(status.as_str())
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// Locked as the sale's status is (`lock_sale_status`).
+    async fn lock_sale_stock(&mut self, id: SaleId) -> LedgerResult<Option<(StockKind, u32)>> {
+        let conn = self;
+        let row: Option<(String, i32)> = sqlx::query_as(concat!(
+            "SELECT stock_kind, total FROM sales WHERE id = $1",
+            row_lock!(" FOR NO KEY UPDATE")
+        ))
+        .bind(id.0)
+        .fetch_optional(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(row.and_then(|(kind, total)| Some((StockKind::parse(&kind)?, total as u32))))
+    }
+
+    /// The counter goes up.
+    async fn add_units(&mut self, id: SaleId, n: u32) -> LedgerResult<()> {
+        let conn = self;
+        stock::give_back(conn, id, n).await
+    }
+
+    /// A seat the sale has already is [`LedgerError::SeatExists`].
+    async fn add_seats(&mut self, id: SaleId, seats: &[String]) -> LedgerResult<()> {
+        let conn = self;
+        let existing: Option<String> = sqlx::query_scalar(concat!(
+            "SELECT unit_id FROM stock_units
+             WHERE sale_id = $1 AND unit_id IN (SELECT value FROM ",
+            each_text!("$2"),
+            ") LIMIT 1"
+        ))
+        .bind(id.0)
+        .bind(TextList(seats))
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_error)?;
+        if let Some(seat) = existing {
+            return Err(LedgerError::SeatExists(seat));
+        }
+        insert_seats(conn, id, seats).await
+    }
+
+    /// Free units only (those no attempt holds).
+    async fn withdraw_units(&mut self, id: SaleId, n: u32) -> LedgerResult<u32> {
+        let conn = self;
+        stock::withdraw(conn, id, n).await
+    }
+
+    /// The named seats that are free.
+    async fn withdraw_seats(&mut self, id: SaleId, seats: &[String]) -> LedgerResult<u32> {
+        let conn = self;
+        let done = sqlx::query(concat!(
+            "DELETE FROM stock_units WHERE sale_id = $1 AND attempt_id IS NULL
+               AND unit_id IN (SELECT value FROM ",
+            each_text!("$2"),
+            ")"
+        ))
+        .bind(id.0)
+        .bind(TextList(seats))
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(done.rows_affected() as u32)
+    }
+
+    async fn write_sale_total(&mut self, id: SaleId, total: u32) -> LedgerResult<()> {
+        let conn = self;
+        sqlx::query("UPDATE sales SET total = $2 WHERE id = $1")
+            .bind(id.0)
+            .bind(total as i32)
+            .execute(conn)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn load_sale(&mut self, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
+        load(self, id).await
+    }
+
+    async fn write_admission(&mut self, id: SaleId, admission: Admission) -> LedgerResult<()> {
+        write_admission(self, id, admission).await
+    }
+
+    async fn write_proof_of_work(&mut self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<()> {
+        let conn = self;
+        sqlx::query("UPDATE sales SET pow_bits = $2, pow_salt = $3 WHERE id = $1")
+            .bind(id.0)
+            .bind(i32::from(pow.bits))
+            .bind(&pow.salt)
+            .execute(conn)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn write_details(
+        &mut self,
+        id: SaleId,
+        name: Option<&str>,
+        closes_at: Option<DateTime<Utc>>,
+    ) -> LedgerResult<()> {
+        let conn = self;
+        sqlx::query(
+            "UPDATE sales SET name = coalesce($2, name), closes_at = coalesce($3, closes_at),
+                settings_version = settings_version + 1
+             WHERE id = $1",
+        )
+        .bind(id.0)
+        .bind(name)
+        .bind(At::of(closes_at))
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
 }

@@ -3,8 +3,11 @@
 //! batch of holds or claims takes all its units with one read and one write of that row.
 //! Named seats are rows of `stock_units` instead (`attempts.rs` claims them by id).
 
+use async_trait::async_trait;
+
 use super::{db_error, Conn};
 use crate::domain::SaleId;
+use crate::ledger::transition::StockRows;
 use crate::ledger::{LedgerError, LedgerResult};
 
 /// The sale's counter.
@@ -57,37 +60,6 @@ async fn lock(conn: &mut Conn, sale: SaleId) -> LedgerResult<i64> {
         .ok_or_else(|| LedgerError::Other("a quantity sale without a counter".into()))
 }
 
-/// Takes each of `wants` (units, in order) that is free once the ones before it are taken:
-/// whether each was. One read of the counter, locked until the transaction ends, and one
-/// write, however many ask.
-pub(super) async fn take_each(
-    conn: &mut Conn,
-    sale: SaleId,
-    wants: &[u32],
-) -> LedgerResult<Vec<bool>> {
-    let mut left = lock(&mut *conn, sale).await?;
-    let taken: Vec<bool> = wants
-        .iter()
-        .map(|&n| {
-            let fits = i64::from(n) <= left;
-            if fits {
-                left -= i64::from(n);
-            }
-            fits
-        })
-        .collect();
-    let total: i64 = wants
-        .iter()
-        .zip(&taken)
-        .filter(|(_, t)| **t)
-        .map(|(n, _)| i64::from(*n))
-        .sum();
-    if total > 0 && !take(conn, sale, total as u32).await? {
-        return Err(LedgerError::Other("the locked counter changed".into()));
-    }
-    Ok(taken)
-}
-
 /// Gives `n` units back.
 pub(super) async fn give_back(conn: &mut Conn, sale: SaleId, n: u32) -> LedgerResult<()> {
     sqlx::query("UPDATE quantity_stock SET free = free + $2 WHERE sale_id = $1")
@@ -106,4 +78,39 @@ pub(super) async fn withdraw(conn: &mut Conn, sale: SaleId, n: u32) -> LedgerRes
         take(conn, sale, done).await?;
     }
     Ok(done)
+}
+
+#[async_trait]
+impl StockRows for Conn {
+    /// Takes each of `wants` (units, in order) that is free once the ones before it are taken:
+    /// whether each was. One read of the counter, locked until the transaction ends, and one
+    /// write, however many ask.
+    async fn take_each(&mut self, sale: SaleId, wants: &[u32]) -> LedgerResult<Vec<bool>> {
+        let conn = self;
+        let mut left = lock(&mut *conn, sale).await?;
+        let taken: Vec<bool> = wants
+            .iter()
+            .map(|&n| {
+                let fits = i64::from(n) <= left;
+                if fits {
+                    left -= i64::from(n);
+                }
+                fits
+            })
+            .collect();
+        let total: i64 = wants
+            .iter()
+            .zip(&taken)
+            .filter(|(_, t)| **t)
+            .map(|(n, _)| i64::from(*n))
+            .sum();
+        if total > 0 && !take(conn, sale, total as u32).await? {
+            return Err(LedgerError::Other("the locked counter changed".into()));
+        }
+        Ok(taken)
+    }
+
+    async fn take_all(&mut self, sale: SaleId, n: u32) -> LedgerResult<bool> {
+        take(self, sale, n).await
+    }
 }

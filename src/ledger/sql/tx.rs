@@ -1,51 +1,27 @@
 //! The statements of [`LedgerTx`] that the shared transitions and flows (`ledger/transition.rs`,
-//! `ledger/flows.rs`) run on an open transaction.
+//! `ledger/flows.rs`) run on an open transaction, apart from those of one table, which its
+//! module implements (`AttemptRows` in `attempts.rs`, `StockRows`, `SaleRows`, `OperatorRows`).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::{attempts, db_error, operators, outbox, sales, Conn};
-use crate::domain::{
-    AdminAction, Admission, AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent,
-    ProofOfWork, Sale, SaleId, SaleStatus, StockKind, Take,
-};
+use super::{attempts, db_error, outbox, Conn};
+use crate::domain::{AttemptEvent, AttemptId, AttemptState, Decision, DomainEvent, SaleId, Take};
 use crate::ledger::sql_types::At;
 use crate::ledger::transition::{timeout_state, LedgerTx};
-use crate::ledger::{
-    AdminKeyRow, AdmissionPlan, AttemptRecord, LedgerResult, SaleRecord, SyncChange,
-};
+use crate::ledger::{AdmissionPlan, LedgerResult, SyncChange};
 use crate::queue::Admitted;
 
 #[async_trait]
 impl LedgerTx for Conn {
-    async fn lock_attempt(&mut self, id: AttemptId) -> LedgerResult<Option<AttemptRecord>> {
-        attempts::lock(self, id).await
-    }
-
     async fn is_past(&mut self, deadline: DateTime<Utc>) -> LedgerResult<bool> {
         sqlx::query_scalar(concat!("SELECT $1 <= ", now!()))
             .bind(At(deadline))
             .fetch_one(self)
             .await
             .map_err(db_error)
-    }
-
-    async fn take_units(&mut self, id: AttemptId, take: &Take) -> LedgerResult<()> {
-        attempts::take_units(self, id, take).await
-    }
-
-    async fn return_units(&mut self, id: AttemptId) -> LedgerResult<()> {
-        attempts::return_units(self, id).await
-    }
-
-    async fn enter_state(&mut self, id: AttemptId, to: AttemptState) -> LedgerResult<()> {
-        attempts::enter_state(self, &[id.local], to).await
-    }
-
-    async fn audit(&mut self, id: AttemptId, decision: &Decision) -> LedgerResult<()> {
-        attempts::audit(self, id, decision).await
     }
 
     async fn insert_event(&mut self, event: &DomainEvent) -> LedgerResult<()> {
@@ -68,22 +44,6 @@ impl LedgerTx for Conn {
         super::by_index(self).await
     }
 
-    async fn lock_attempts(
-        &mut self,
-        sale: SaleId,
-        ids: &[Uuid],
-    ) -> LedgerResult<Vec<AttemptRecord>> {
-        attempts::lock_all(self, sale, ids).await
-    }
-
-    async fn take_each(&mut self, sale: SaleId, wants: &[u32]) -> LedgerResult<Vec<bool>> {
-        super::stock::take_each(self, sale, wants).await
-    }
-
-    async fn take_all(&mut self, sale: SaleId, n: u32) -> LedgerResult<bool> {
-        super::stock::take(self, sale, n).await
-    }
-
     async fn mark(&mut self) -> LedgerResult<()> {
         sqlx::query("SAVEPOINT mark")
             .execute(&mut *self)
@@ -98,10 +58,6 @@ impl LedgerTx for Conn {
             .await
             .map_err(super::db_error)?;
         Ok(())
-    }
-
-    async fn claim_seats(&mut self, id: AttemptId, seats: &[String]) -> LedgerResult<()> {
-        attempts::claim_seats(self, id, seats).await
     }
 
     async fn insert_holds(
@@ -123,10 +79,6 @@ impl LedgerTx for Conn {
             attempts::insert_holds(self, sale, &seats).await?;
         }
         Ok(())
-    }
-
-    async fn enter_states(&mut self, ids: &[Uuid], to: AttemptState) -> LedgerResult<()> {
-        attempts::enter_state(self, ids, to).await
     }
 
     async fn record_syncs(
@@ -236,82 +188,5 @@ impl LedgerTx for Conn {
                 local: row.get("id"),
             })
             .collect())
-    }
-
-    async fn insert_sale(&mut self, sale: &Sale) -> LedgerResult<()> {
-        sales::insert(self, sale).await
-    }
-
-    async fn insert_units(&mut self, sale: &Sale) -> LedgerResult<()> {
-        sales::insert_units(self, sale).await
-    }
-
-    async fn lock_sale_status(&mut self, id: SaleId) -> LedgerResult<Option<String>> {
-        sales::lock_status(self, id).await
-    }
-
-    async fn write_sale_status(&mut self, id: SaleId, status: SaleStatus) -> LedgerResult<()> {
-        sales::write_status(self, id, status).await
-    }
-
-    async fn lock_sale_stock(&mut self, id: SaleId) -> LedgerResult<Option<(StockKind, u32)>> {
-        sales::lock_stock(self, id).await
-    }
-
-    async fn add_units(&mut self, id: SaleId, n: u32) -> LedgerResult<()> {
-        sales::add_units(self, id, n).await
-    }
-
-    async fn add_seats(&mut self, id: SaleId, seats: &[String]) -> LedgerResult<()> {
-        sales::add_seats(self, id, seats).await
-    }
-
-    async fn withdraw_units(&mut self, id: SaleId, n: u32) -> LedgerResult<u32> {
-        sales::withdraw_units(self, id, n).await
-    }
-
-    async fn withdraw_seats(&mut self, id: SaleId, seats: &[String]) -> LedgerResult<u32> {
-        sales::withdraw_seats(self, id, seats).await
-    }
-
-    async fn write_sale_total(&mut self, id: SaleId, total: u32) -> LedgerResult<()> {
-        sales::write_total(self, id, total).await
-    }
-
-    async fn load_sale(&mut self, id: SaleId) -> LedgerResult<Option<SaleRecord>> {
-        sales::load(self, id).await
-    }
-
-    async fn write_admission(&mut self, id: SaleId, admission: Admission) -> LedgerResult<()> {
-        sales::write_admission(self, id, admission).await
-    }
-
-    async fn write_proof_of_work(&mut self, id: SaleId, pow: &ProofOfWork) -> LedgerResult<()> {
-        sales::write_proof_of_work(self, id, pow).await
-    }
-
-    async fn write_details(
-        &mut self,
-        id: SaleId,
-        name: Option<&str>,
-        closes_at: Option<DateTime<Utc>>,
-    ) -> LedgerResult<()> {
-        sales::write_details(self, id, name, closes_at).await
-    }
-
-    async fn insert_admin_action(&mut self, action: &AdminAction) -> LedgerResult<()> {
-        operators::insert_action(self, action).await
-    }
-
-    async fn insert_admin_key(&mut self, key: &AdminKeyRow, key_hash: &str) -> LedgerResult<()> {
-        operators::insert_key(self, key, key_hash).await
-    }
-
-    async fn lock_admin_key(&mut self, name: &str) -> LedgerResult<Option<AdminKeyRow>> {
-        operators::lock_key(self, name).await
-    }
-
-    async fn write_key_revoked(&mut self, name: &str) -> LedgerResult<AdminKeyRow> {
-        operators::write_revoked(self, name).await
     }
 }
