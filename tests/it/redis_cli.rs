@@ -63,17 +63,36 @@ pub fn serving(nodes: &str, slot: u16) -> Option<(String, String)> {
     Some((address(primary), address(replica)))
 }
 
-/// Waits until every node of the cluster says it is whole and `node` is a primary.
-pub fn wait_until_primary(node: &str, seeds: &[&str]) {
-    let deadline = Instant::now() + Duration::from_secs(30);
+/// Whether, within `wait`, every node of the cluster says it is whole and `node` is a primary.
+fn primary_within(node: &str, seeds: &[&str], wait: Duration) -> bool {
+    let deadline = Instant::now() + wait;
     loop {
         let whole = seeds
             .iter()
             .all(|n| cli(n, &["cluster", "info"]).contains("cluster_state:ok"));
         if whole && cli(node, &["role"]).starts_with("master") {
-            return;
+            return true;
         }
-        assert!(Instant::now() < deadline, "{node} did not become primary");
+        if Instant::now() >= deadline {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Makes the replica `node` its primary's primary (`CLUSTER FAILOVER`, with `how`: `[]`
+/// coordinated, `["force"]` without the primary's word) and waits until the cluster is whole
+/// again. A manual failover whose election did not finish in time is over, not retried by
+/// Redis (on two busy cores the votes can come late): it is asked again, three times at most.
+pub fn fail_over_to(node: &str, how: &[&str], seeds: &[&str]) {
+    let mut command = vec!["cluster", "failover"];
+    command.extend(how);
+    for _ in 0..3 {
+        let answer = cli(node, &command);
+        assert!(answer.contains("OK"), "{answer}");
+        if primary_within(node, seeds, Duration::from_secs(15)) {
+            return;
+        }
+    }
+    panic!("{node} did not become primary after three failovers");
 }

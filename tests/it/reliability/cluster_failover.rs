@@ -17,7 +17,7 @@ use serde_json::json;
 use sluice::domain::SaleId;
 
 use crate::helpers::{redis_cluster_nodes, Backend, TestApp};
-use crate::redis_cli::{cli, primary_and_replica, slot_of, wait_until_primary};
+use crate::redis_cli::{cli, fail_over_to, primary_and_replica, slot_of};
 
 /// Sends until the answer is not a 503 (the store or the cluster was failing over), at most
 /// 100 tries 100 ms apart.
@@ -57,13 +57,11 @@ async fn after_a_cluster_failover_under_load_the_store_equals_the_ledger() {
     // a quarter of a second in, the sale's primary is replaced.
     let failover = async {
         tokio::time::sleep(Duration::from_millis(250)).await;
-        let answer = cli(&replica, &["cluster", "failover", "force"]);
-        assert!(answer.contains("OK"), "{answer}");
         let replica = replica.clone();
         let seeds: Vec<String> = seeds.iter().map(|s| s.to_string()).collect();
         tokio::task::spawn_blocking(move || {
             let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
-            wait_until_primary(&replica, &seeds)
+            fail_over_to(&replica, &["force"], &seeds)
         })
         .await
         .unwrap();
@@ -174,9 +172,7 @@ async fn after_a_cluster_failover_under_load_the_store_equals_the_ledger() {
     t.stop().await;
 
     // Back to the roles the other tests started with (a coordinated failover loses nothing).
-    let answer = cli(&primary, &["cluster", "failover"]);
-    assert!(answer.contains("OK"), "{answer}");
-    wait_until_primary(&primary, &seeds);
+    fail_over_to(&primary, &[], &seeds);
 }
 
 /// The sale's primary takes no writes for 2 s (`CLIENT PAUSE 2000 WRITE`, then its client
@@ -317,15 +313,13 @@ async fn a_failover_that_lost_holds_gives_the_units_up_within_five_seconds_under
     let lost = 3;
     let failover = async {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let answer = cli(&replica, &["cluster", "failover", "force"]);
-        assert!(answer.contains("OK"), "{answer}");
         let (promoted, all) = (
             replica.clone(),
             seeds.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
         );
         tokio::task::spawn_blocking(move || {
             let all: Vec<&str> = all.iter().map(String::as_str).collect();
-            wait_until_primary(&promoted, &all)
+            fail_over_to(&promoted, &["force"], &all)
         })
         .await
         .unwrap();
@@ -376,7 +370,5 @@ async fn a_failover_that_lost_holds_gives_the_units_up_within_five_seconds_under
         ],
     );
     t.stop().await;
-    let answer = cli(&primary, &["cluster", "failover"]);
-    assert!(answer.contains("OK"), "{answer}");
-    wait_until_primary(&primary, &seeds);
+    fail_over_to(&primary, &[], &seeds);
 }
