@@ -175,27 +175,6 @@ async fn count_in(
     Ok(total as u64)
 }
 
-async fn members(
-    conn: &mut Conn,
-    sale: SaleId,
-    position: u32,
-    after: Option<&str>,
-    limit: u32,
-) -> LedgerResult<Vec<String>> {
-    sqlx::query_scalar(
-        "SELECT user_id FROM phase_members
-         WHERE sale_id = $1 AND position = $2 AND user_id > $3
-         ORDER BY user_id LIMIT $4",
-    )
-    .bind(sale.0)
-    .bind(position as i32)
-    .bind(after.unwrap_or(""))
-    .bind(limit as i64)
-    .fetch_all(conn)
-    .await
-    .map_err(db_error)
-}
-
 /// Whether `table` (one of this ledger's, never a caller's word) has a row of the user in
 /// the phase.
 async fn user_in(
@@ -238,35 +217,6 @@ async fn add_codes(
     .await
     .map_err(db_error)?;
     Ok(())
-}
-
-async fn codes(
-    conn: &mut Conn,
-    sale: SaleId,
-    position: u32,
-    after: Option<&str>,
-    limit: u32,
-) -> LedgerResult<Vec<AccessCode>> {
-    let rows = sqlx::query(
-        "SELECT code, max_uses, used FROM access_codes
-         WHERE sale_id = $1 AND position = $2 AND code > $3
-         ORDER BY code LIMIT $4",
-    )
-    .bind(sale.0)
-    .bind(position as i32)
-    .bind(after.unwrap_or(""))
-    .bind(limit as i64)
-    .fetch_all(conn)
-    .await
-    .map_err(db_error)?;
-    Ok(rows
-        .iter()
-        .map(|r| AccessCode {
-            code: r.get("code"),
-            max_uses: r.get::<i32, _>("max_uses") as u32,
-            used: r.get::<i32, _>("used") as u32,
-        })
-        .collect())
 }
 
 /// Whether the user redeemed one of the phase's codes before.
@@ -432,7 +382,19 @@ impl PhaseLedger for SqlLedger {
         after: Option<&str>,
         limit: u32,
     ) -> LedgerResult<Vec<String>> {
-        members(&mut *self.conn().await?, sale, position, after, limit).await
+        let conn = &mut *self.conn().await?;
+        sqlx::query_scalar(
+            "SELECT user_id FROM phase_members
+             WHERE sale_id = $1 AND position = $2 AND user_id > $3
+             ORDER BY user_id LIMIT $4",
+        )
+        .bind(sale.0)
+        .bind(position as i32)
+        .bind(after.unwrap_or(""))
+        .bind(limit as i64)
+        .fetch_all(conn)
+        .await
+        .map_err(db_error)
     }
 
     async fn is_member(&self, sale: SaleId, position: u32, user: &UserId) -> LedgerResult<bool> {
@@ -472,7 +434,27 @@ impl PhaseLedger for SqlLedger {
         after: Option<&str>,
         limit: u32,
     ) -> LedgerResult<Vec<crate::ledger::AccessCode>> {
-        codes(&mut *self.conn().await?, sale, position, after, limit).await
+        let conn = &mut *self.conn().await?;
+        let rows = sqlx::query(
+            "SELECT code, max_uses, used FROM access_codes
+             WHERE sale_id = $1 AND position = $2 AND code > $3
+             ORDER BY code LIMIT $4",
+        )
+        .bind(sale.0)
+        .bind(position as i32)
+        .bind(after.unwrap_or(""))
+        .bind(limit as i64)
+        .fetch_all(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(rows
+            .iter()
+            .map(|r| AccessCode {
+                code: r.get("code"),
+                max_uses: r.get::<i32, _>("max_uses") as u32,
+                used: r.get::<i32, _>("used") as u32,
+            })
+            .collect())
     }
 
     async fn redeem(
