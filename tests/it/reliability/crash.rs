@@ -357,14 +357,18 @@ async fn a_coupon_drop_sigkilled_mid_batch_loses_no_answered_claim(
         .as_str()
         .unwrap()
         .to_owned();
+    // The kill falls once a sixth of the claims are answered, while 64 are out: by the count
+    // of answers, not by a time, which a quiet machine's drop outran.
+    let answered = std::sync::atomic::AtomicUsize::new(0);
     let claim = |user: String| {
-        let client = &client;
+        let (client, answered) = (&client, &answered);
         let path = format!("/v1/sales/{sale}/attempts");
         async move {
             let answer = client
                 .user(reqwest::Method::POST, &path, &user, None, None)
                 .await
                 .ok();
+            answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             (user, answer)
         }
     };
@@ -372,7 +376,14 @@ async fn a_coupon_drop_sigkilled_mid_batch_loses_no_answered_claim(
         .buffer_unordered(64)
         .collect::<Vec<_>>();
     let killer = async {
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while answered.load(std::sync::atomic::Ordering::SeqCst) < USERS / 6 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the drop never got going"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         sluice.kill();
     };
     let (answers, ()) = tokio::join!(claims, killer);
