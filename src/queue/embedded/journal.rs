@@ -303,8 +303,7 @@ fn write_batches(
     report: watch::Sender<Synced>,
 ) {
     let mut out = BufWriter::with_capacity(1 << 20, file);
-    let mut next = from_callers.recv().ok();
-    while let Some(first) = next.take() {
+    while let Ok(first) = from_callers.recv() {
         let (mut last, mut calls, mut result, mut snapshot) = (None, 0, Ok(()), None);
         let mut record = Some(first);
         while let Some(r) = record {
@@ -348,6 +347,5 @@ fn write_batches(
                 }
             }
         }
-        next = from_callers.recv().ok();
     }
 }
