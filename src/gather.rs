@@ -88,24 +88,33 @@ impl<A> Gathering<A> {
         Some(Drainer {
             gathering: Arc::clone(self),
             sale,
+            counted: true,
         })
     }
 }
 
-/// The right to take a sale's pending questions as batches. Dropping it (at the end, or if the
-/// task running it fails) counts it out, so the next question starts another.
+/// The right to take a sale's pending questions as batches. Finding none pending counts it
+/// out, under the lock that saw none, so a question added after that starts another drainer;
+/// dropping it before then (its task failed) counts it out too.
 struct Drainer<A> {
     gathering: Arc<Gathering<A>>,
     sale: SaleId,
+    /// Still among the sale's drainers: true until it finds nothing pending or is dropped.
+    counted: bool,
 }
 
 impl<A> Drainer<A> {
-    /// The next batch, oldest first, at most the batch size; `None` when none is pending (the
-    /// drainer is then done).
+    /// The next batch, oldest first, at most the batch size; `None` when none is pending: the
+    /// drainer is then done, and counted out before the lock is let go.
     fn next_batch(&mut self) -> Option<Vec<A>> {
+        if !self.counted {
+            return None;
+        }
         let mut sales = self.gathering.sales.lock().expect("gathering lock");
         let pending = sales.get_mut(&self.sale)?;
         if pending.asks.is_empty() {
+            self.counted = false;
+            count_out(&mut sales, self.sale);
             return None;
         }
         let take = pending.asks.len().min(self.gathering.limits.batch);
@@ -113,18 +122,26 @@ impl<A> Drainer<A> {
     }
 }
 
+/// Takes one drainer off `sale`'s count, and forgets the sale once nothing is left of it.
+fn count_out<A>(sales: &mut HashMap<SaleId, Pending<A>>, sale: SaleId) {
+    if let Some(pending) = sales.get_mut(&sale) {
+        pending.drainers -= 1;
+        if pending.drainers == 0 && pending.asks.is_empty() {
+            sales.remove(&sale);
+        }
+    }
+}
+
 impl<A> Drop for Drainer<A> {
     fn drop(&mut self) {
+        if !self.counted {
+            return;
+        }
         let mut sales = match self.gathering.sales.lock() {
             Ok(sales) => sales,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if let Some(pending) = sales.get_mut(&self.sale) {
-            pending.drainers -= 1;
-            if pending.drainers == 0 && pending.asks.is_empty() {
-                sales.remove(&self.sale);
-            }
-        }
+        count_out(&mut sales, self.sale);
     }
 }
 
@@ -304,6 +321,30 @@ mod tests {
             .expect("another sale has drainers of its own");
         assert_eq!(on_a.next_batch(), Some(vec!["a"]));
         assert_eq!(on_b.next_batch(), Some(vec!["b"]));
+    }
+
+    /// A question added after the last drainer found nothing pending, but before that
+    /// drainer's task ended, starts a drainer of its own instead of waiting for the next
+    /// question of the sale.
+    #[test]
+    fn a_question_after_the_last_drainer_found_none_starts_another() {
+        let gathering = Arc::new(Gathering::new(
+            "test_batch_size",
+            "test",
+            Limits { calls: 1, batch: 64 },
+        ));
+        let sale = sale();
+        let mut drainer = gathering.add(sale, 0).unwrap();
+        assert_eq!(drainer.next_batch(), Some(vec![0]));
+        assert_eq!(drainer.next_batch(), None);
+        let mut next = gathering
+            .add(sale, 1)
+            .expect("the drainer that found nothing pending is done");
+        drop(drainer);
+        assert_eq!(next.next_batch(), Some(vec![1]));
+        assert_eq!(next.next_batch(), None);
+        drop(next);
+        assert!(gathering.sales.lock().unwrap().is_empty());
     }
 
     #[test]
