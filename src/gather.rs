@@ -198,7 +198,12 @@ where
             begun,
         };
         if let Some(drainer) = self.add(sale, asked) {
-            tokio::spawn(drainer.drain(call));
+            // The batch is the asker's call, as the same call made alone would be.
+            let drain = drainer.drain(call);
+            match crate::telemetry::caller::current() {
+                Some(caller) => tokio::spawn(crate::telemetry::caller::on(caller, drain)),
+                None => tokio::spawn(drain),
+            };
         }
         Waiting {
             answer,

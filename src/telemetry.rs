@@ -3,6 +3,7 @@
 //! The recorder is process-global, so it is installed once and its handle shared: several
 //! apps in one process (the tests) render the same registry.
 
+pub mod caller;
 mod throttle;
 
 use std::io::IsTerminal;

@@ -97,6 +97,10 @@ pub trait PhaseLedger: Send + Sync {
 
     async fn is_member(&self, sale: SaleId, position: u32, user: &UserId) -> LedgerResult<bool>;
 
+    /// The sales not closed that have a list phase: those whose joins a replica's copies of
+    /// lists answer (`service::member_lists`).
+    async fn sales_with_lists(&self) -> LedgerResult<Vec<SaleId>>;
+
     async fn add_codes(
         &self,
         sale: SaleId,

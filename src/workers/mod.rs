@@ -1,15 +1,16 @@
 //! Background work: the admission loop (the valve) with its signal reader, the expiry reapers,
-//! the outbox relay with its backlog gauges, the queue-sync worker, the drift checker and the
-//! sampler of sales' figures. All
-//! are safe to run in every replica: admission is leased per sale, reapers claim rows with
-//! SKIP LOCKED, the relay is leased, queue-sync changes apply once, and a drift repair is a
-//! compare-and-set.
+//! the outbox relay with its backlog gauges, the queue-sync worker, the drift checker, the
+//! sampler of sales' figures and the keeper of presale lists. All are safe to run in every
+//! replica: admission is leased per sale, reapers claim rows with SKIP LOCKED, the relay is
+//! leased, queue-sync changes apply once, a drift repair is a compare-and-set, and each
+//! replica keeps copies of its own.
 
 pub mod admission;
 pub mod controller;
 pub mod drift;
 pub mod figures;
 pub mod payments;
+pub mod presale_lists;
 pub mod queue_sync;
 pub mod reapers;
 pub mod relay;
@@ -51,6 +52,7 @@ impl Workers {
         }
         tasks.push(tokio::spawn(payments::run(app.clone())));
         tasks.push(tokio::spawn(turns::run(app.clone())));
+        tasks.push(tokio::spawn(presale_lists::run(app.clone())));
         let reapers = reapers::start(app.clone()).await?;
         Ok(Workers {
             draining: vec![admission, relay],

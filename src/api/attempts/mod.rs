@@ -20,6 +20,7 @@ use super::{parse_attempt_id, parse_sale_id, ApiTags};
 use crate::domain::{AttemptState, UserId};
 use crate::service::limits::Limited;
 use crate::service::{self, idempotent, App, AttemptView, IdempotencyKey, ServiceError};
+use crate::telemetry::caller;
 use types::{AttemptFileOut, AttemptOut, AttemptPage, AttemptStateName, HoldRequest};
 
 pub mod types;
@@ -127,12 +128,15 @@ impl AttemptsApi {
     ) -> Result<JoinResponse, ApiError> {
         let sale = parse_sale_id(&sale_id)?;
         limit(&self.app, Limited::Join, &auth.0)?;
-        let joined = service::join::join(
-            &self.app,
-            sale,
-            &auth.0,
-            work.0.as_deref(),
-            code.0.as_deref(),
+        let joined = caller::on(
+            "join",
+            service::join::join(
+                &self.app,
+                sale,
+                &auth.0,
+                work.0.as_deref(),
+                code.0.as_deref(),
+            ),
         )
         .await?;
         let view = joined.view;
@@ -173,9 +177,10 @@ impl AttemptsApi {
     ) -> Result<AttemptResponse, ApiError> {
         let id = parse_attempt_id(&attempt_id)?;
         limit(&self.app, Limited::Status, &auth.0)?;
+        let status = service::status::status(&self.app, id, &auth.0, ticket.0.as_deref());
         Ok(AttemptResponse::of(
             &self.app,
-            service::status::status(&self.app, id, &auth.0, ticket.0.as_deref()).await?,
+            caller::on("status", status).await?,
         ))
     }
 

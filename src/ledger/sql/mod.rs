@@ -109,6 +109,7 @@ impl SqlLedger {
         &self,
         acquire: impl std::future::Future<Output = LedgerResult<T>>,
     ) -> LedgerResult<T> {
+        crate::telemetry::caller::count_ledger_call();
         let Some(breaker) = &self.breaker else {
             return acquire.await;
         };

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use sqlx::Row;
+use uuid::Uuid;
 
 use super::{db_error, sales, Conn, SqlLedger};
 use crate::domain::phase::{Audience, Phase};
@@ -400,6 +401,18 @@ impl PhaseLedger for SqlLedger {
     async fn is_member(&self, sale: SaleId, position: u32, user: &UserId) -> LedgerResult<bool> {
         let conn = &mut *self.conn().await?;
         user_in(conn, "phase_members", sale, position, user).await
+    }
+
+    async fn sales_with_lists(&self) -> LedgerResult<Vec<SaleId>> {
+        let conn = &mut *self.conn().await?;
+        let ids: Vec<Uuid> = sqlx::query_scalar(
+            "SELECT DISTINCT p.sale_id FROM sale_phases p JOIN sales s ON s.id = p.sale_id
+             WHERE p.audience = 'list' AND s.status <> 'closed'",
+        )
+        .fetch_all(conn)
+        .await
+        .map_err(db_error)?;
+        Ok(ids.into_iter().map(SaleId).collect())
     }
 
     async fn add_codes(
