@@ -187,6 +187,10 @@ fn describe() {
         "sluice_ledger_breaker_opened_total",
         "Times the ledger's database was found unreachable"
     );
+    describe_counter!(
+        "sluice_ledger_calls_total",
+        "Calls to the ledger (a connection taken or a transaction begun), by the request that made them: join, status, or background (workers, refreshes a request only started)"
+    );
     describe_gauge!(
         "sluice_queue_sync_pending",
         "Queue-store changes (stock back, sold, deadline moved) committed in the ledger and not yet applied to the queue store"
