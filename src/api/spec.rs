@@ -101,17 +101,10 @@ pub const ERRORS: &[(&str, &[u16])] = &[
         "receivePaymentWebhook",
         &[400, 401, 404, 413, 415, 422, 500, 503],
     ),
+    // 401: a signature that does not verify (or a deposit callback whose secret is not its
+    // payment's); 503: the provider could not be asked what the webhook names.
     (
-        "receiveStripeWebhook",
-        &[400, 401, 404, 413, 415, 422, 500, 503],
-    ),
-    // 401: a deposit callback whose secret is not its payment's.
-    (
-        "receiveTossWebhook",
-        &[400, 401, 404, 413, 415, 422, 500, 503],
-    ),
-    (
-        "receivePortOneWebhook",
+        "receiveProviderWebhook",
         &[400, 401, 404, 413, 415, 422, 500, 503],
     ),
     // A return for an order sluice knows always goes back to the page (303); the errors are

@@ -1,13 +1,12 @@
 //! The payment provider's webhook.
 
-use poem_openapi::param::Header;
+use poem_openapi::param::{Header, Path};
 use poem_openapi::payload::{Binary, Json};
 use poem_openapi::{ApiRequest, ApiResponse, Enum, Object, OpenApi};
 
 use super::attempts::types::AttemptStateName;
 use super::problem::ApiError;
 use super::ApiTags;
-use crate::payments::standard_webhooks::Delivery;
 use crate::service::payment::{ProviderAck, WebhookResult};
 use crate::service::{self, App};
 
@@ -76,14 +75,17 @@ impl WebhooksApi {
         })))
     }
 
-    /// Receive a Stripe event
+    /// Receive a payment provider's webhook
     ///
-    /// Register this URL at Stripe (Dashboard → Developers → Webhooks) with the events
-    /// `payment_intent.succeeded`, `payment_intent.payment_failed`, `payment_intent.canceled`
-    /// and `charge.refunded`, and set its signing secret as `payments.stripe.webhook_secret`.
-    /// `Stripe-Signature` is verified as Stripe documents it (every `v1` value, constant-time,
-    /// 300 s tolerance). Each event id is applied once. 404 unless `payments.provider` is
-    /// `stripe`. The body is Stripe's event, e.g.:
+    /// Where the provider of `payments.provider` posts its webhooks, in its own format and
+    /// signed its own way: register `https://<sluice>/v1/webhooks/<provider>` with it
+    /// (`docs/integrating.md` says where, for which events, and which secret to set). The
+    /// provider's module verifies the request (its signature headers over the raw body, 300 s
+    /// tolerance; or, for a provider that does not sign, a lookup at its API that the request
+    /// is never trusted without), then sluice applies what the provider says of the payment:
+    /// its amount and currency must be the hold's, and each word is applied once however
+    /// often it is sent. 404 unless `provider` is the deployment's. The body is the
+    /// provider's own, e.g. a PaymentIntent's success:
     ///
     /// ```json
     /// {"id": "evt_1QxY2b", "type": "payment_intent.succeeded",
@@ -92,73 +94,20 @@ impl WebhooksApi {
     ///   "metadata": {"attempt_id": "0193a0c4…", "payment_reference": "5f0c2a4e-…"}}}}
     /// ```
     #[oai(
-        path = "/v1/webhooks/stripe",
+        path = "/v1/webhooks/:provider",
         method = "post",
-        operation_id = "receiveStripeWebhook"
+        operation_id = "receiveProviderWebhook"
     )]
-    async fn receive_stripe(
+    async fn receive_provider(
         &self,
-        #[oai(name = "Stripe-Signature")] signature: Header<String>,
+        /// The provider's name, as `payments.provider` gives it.
+        provider: Path<String>,
+        request: &poem::Request,
         body: WebhookBody,
     ) -> Result<ProviderWebhookResponse, ApiError> {
-        let ack = service::stripe_webhook::receive(&self.app, &signature, body.bytes()).await?;
-        Ok(ProviderWebhookResponse::Ok(Json(ack.into())))
-    }
-
-    /// Receive a Toss Payments webhook
-    ///
-    /// Register this URL in Toss's developer centre (웹훅) for `PAYMENT_STATUS_CHANGED` and,
-    /// with virtual accounts, `DEPOSIT_CALLBACK`. Toss does not sign its webhooks: sluice looks
-    /// the payment up (`GET /v1/payments/{paymentKey}`, or by order for a deposit, whose
-    /// `secret` must be the payment's) and acts on what Toss answers, never on the body. Each
-    /// word is applied once, however often Toss resends it. 404 unless `payments.provider` is
-    /// `toss`. E.g.:
-    ///
-    /// ```json
-    /// {"eventType": "PAYMENT_STATUS_CHANGED", "createdAt": "2026-12-05T20:00:07.000000",
-    ///  "data": {"paymentKey": "tviva20261205200001AbCd1", "orderId": "sluice-5f0c2a4e…",
-    ///   "status": "DONE", "totalAmount": 110000}}
-    /// ```
-    #[oai(
-        path = "/v1/webhooks/toss",
-        method = "post",
-        operation_id = "receiveTossWebhook"
-    )]
-    async fn receive_toss(&self, body: WebhookBody) -> Result<ProviderWebhookResponse, ApiError> {
-        let ack = service::toss::receive(&self.app, body.bytes()).await?;
-        Ok(ProviderWebhookResponse::Ok(Json(ack.into())))
-    }
-
-    /// Receive a PortOne webhook
-    ///
-    /// Register this URL in PortOne's console (결제 연동 → 웹훅, version 2024-04-25) and set
-    /// its secret as `payments.portone.webhook_secret`. The Standard Webhooks headers are
-    /// verified (every `v1` signature, constant-time, 300 s tolerance); the payment is then
-    /// read from PortOne (`GET /payments/{paymentId}`), and its amount and currency must be the
-    /// hold's. 404 unless `payments.provider` is `portone`. E.g.:
-    ///
-    /// ```json
-    /// {"type": "Transaction.Paid", "timestamp": "2026-12-05T11:00:07.000Z",
-    ///  "data": {"paymentId": "sluice-5f0c2a4e…", "storeId": "store-…", "transactionId": "…"}}
-    /// ```
-    #[oai(
-        path = "/v1/webhooks/portone",
-        method = "post",
-        operation_id = "receivePortOneWebhook"
-    )]
-    async fn receive_portone(
-        &self,
-        #[oai(name = "webhook-id")] id: Header<String>,
-        #[oai(name = "webhook-timestamp")] timestamp: Header<String>,
-        #[oai(name = "webhook-signature")] signature: Header<String>,
-        body: WebhookBody,
-    ) -> Result<ProviderWebhookResponse, ApiError> {
-        let delivery = Delivery {
-            id: &id,
-            timestamp: &timestamp,
-            signature: &signature,
-        };
-        let ack = service::portone_webhook::receive(&self.app, &delivery, body.bytes()).await?;
+        let ack =
+            service::provider_webhook::receive(&self.app, &provider, request.headers(), body.bytes())
+                .await?;
         Ok(ProviderWebhookResponse::Ok(Json(ack.into())))
     }
 }
@@ -180,8 +129,7 @@ pub enum ProviderWebhookResponse {
     Ok(Json<ProviderAckOut>),
 }
 
-/// What a payment provider's word did (a Stripe, Toss Payments or PortOne webhook, a buyer's
-/// return from Toss).
+/// What a payment provider's word did (its webhook, or a buyer's return from its window).
 #[derive(Debug, Clone, Object)]
 #[oai(example)]
 pub struct ProviderAckOut {

@@ -1,11 +1,16 @@
-//! Payments: the seam to the provider that takes the money ([`provider`]), the calls made to
-//! it ([`calls`]), Stripe ([`stripe`]), Toss Payments ([`toss`]), PortOne ([`portone`], its
-//! webhooks signed by [`standard_webhooks`]), and the signed webhooks of the `sandbox` and
-//! `webhook` providers ([`signature`], [`webhook`]).
+//! Payments: the seam to the provider that takes the money ([`connector`]), the providers
+//! there are ([`registry`]), the calls made to them ([`calls`]), and the signed webhooks of the
+//! providers sluice does not call ([`signature`], [`webhook`]).
+//!
+//! Layout: one module per provider, with its API client and its [`Connector`]: Stripe
+//! ([`stripe`]), Toss Payments ([`toss`]), PortOne ([`portone`], its webhooks signed by
+//! [`standard_webhooks`]); `sandbox` and `webhook` ([`no_api`]).
 
 pub mod calls;
+pub mod connector;
+pub mod no_api;
 pub mod portone;
-pub mod provider;
+pub mod registry;
 pub mod signature;
 pub mod standard_webhooks;
 pub mod stripe;
@@ -13,7 +18,7 @@ pub mod toss;
 pub mod webhook;
 
 pub use calls::ProviderError;
-pub use provider::{Found, Order, PayWith, Provider, Started};
+pub use connector::{Connector, Found, Order, PayWith, Started};
 pub use signature::{SignatureError, WebhookSigner};
 pub use webhook::{PaymentWebhook, WebhookKind};
 

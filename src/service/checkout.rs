@@ -35,7 +35,7 @@ pub async fn start_payment(app: &App, view: &mut AttemptView) -> ServiceResult<(
             "sale",
             format!(
                 "the sale has no price, and the payment provider ({}) takes only priced payments",
-                app.provider.name().as_str()
+                app.provider.name()
             ),
         ));
     }
@@ -57,7 +57,7 @@ pub async fn start_payment(app: &App, view: &mut AttemptView) -> ServiceResult<(
         .await
         .map_err(provider_error)?;
     if let (None, Some(id)) = (known, started.id.as_deref()) {
-        let provider = app.provider.name().as_str();
+        let provider = app.provider.name();
         let standing = app
             .ledger
             .set_provider_payment(view.attempt, provider, id)

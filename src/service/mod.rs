@@ -27,14 +27,13 @@ pub mod offer;
 pub mod operators;
 pub mod payment;
 pub mod phases;
-pub mod portone_webhook;
+pub mod provider_webhook;
 pub mod refund;
 pub mod sales;
 pub mod sandbox;
 pub mod seat_map;
 pub mod status;
 pub mod status_stream;
-pub mod stripe_webhook;
 pub mod support;
 pub mod toss;
 pub mod transition;
@@ -110,7 +109,7 @@ pub struct AppParts {
     pub admin_key: AdminKey,
     pub webhooks: WebhookSigner,
     /// Who takes the payments (`payments.provider`).
-    pub provider: crate::payments::Provider,
+    pub provider: std::sync::Arc<dyn crate::payments::Connector>,
     pub metrics: PrometheusHandle,
     /// Per-user limits of join and status.
     pub limits: Arc<limits::Limits>,
@@ -163,7 +162,7 @@ impl App {
                 config.payments.webhook_secret.expose(),
                 config.payments.tolerance_secs,
             ),
-            provider: crate::payments::Provider::from_config(&config)?,
+            provider: crate::payments::registry::from_config(&config)?,
             metrics: crate::telemetry::metrics_handle(),
             limits: Arc::new(limits::Limits::new(&config.limits)),
             instance_id: uuid::Uuid::now_v7().simple().to_string(),

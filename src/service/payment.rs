@@ -229,7 +229,7 @@ fn late_refunding(app: &App) -> Refunding {
 /// way, its `data.refund` saying which). A refund the provider does not take is logged, counted
 /// and noted in the attempt's file: the shop refunds it by hand.
 pub async fn refund_late(app: &App, record: &AttemptRecord) {
-    let provider = app.provider.name().as_str();
+    let provider = app.provider.name();
     if late_refunding(app) != Refunding::Asked {
         return;
     }

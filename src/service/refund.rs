@@ -79,7 +79,7 @@ async fn refund_at_provider(app: &App, record: &AttemptRecord) -> ServiceResult<
             "the purchase has no amount or payment to refund at the provider",
         ));
     };
-    let provider = app.provider.name().as_str();
+    let provider = app.provider.name();
     let key = format!("operator-{}", record.id);
     let answer = app
         .provider

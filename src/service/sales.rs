@@ -43,7 +43,7 @@ pub async fn create(
             format!(
                 "a sale needs a price (currency and unit_price): the payment provider ({}) \
                  charges the hold's amount",
-                app.provider.name().as_str()
+                app.provider.name()
             ),
         ));
     }

@@ -2,22 +2,20 @@
 //! id and comes back with a `paymentKey`; sluice then confirms the payment with its secret key
 //! ([`confirm`]), for the hold's amount only: an amount that is not the hold's is refused
 //! before Toss is asked (a tampered amount is the classic attack on this flow). A confirm whose
-//! answer is lost is looked up, not guessed. Toss's webhooks are not signed, so one is acted on
-//! only after a lookup agrees ([`receive`]); each is answered 200 (anything else is resent).
+//! answer is lost is looked up, not guessed. Toss's webhooks are the Toss module's own
+//! (`payments/toss/webhook.rs`).
 //!
 //! Event ids (each applied once): `toss:<paymentKey>:<status>`, the same whether the confirm,
 //! a webhook, or one of its resends brings the word.
 
-use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-use super::checkout::provider_error;
-use super::payment::{apply_found, count_webhook, ProviderAck, WebhookAck, WebhookResult};
+use super::payment::{apply_found, ProviderAck, WebhookAck, WebhookResult};
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::{AttemptId, AttemptState, UserId};
-use crate::payments::provider::found_at_toss;
+use crate::payments::toss::connector::found as found_at_toss;
 use crate::payments::toss::{is_order_id, is_payment_key, Payment, Toss};
-use crate::payments::{Provider, ProviderError};
+use crate::payments::ProviderError;
 
 /// What the buyer came back with from Toss's window.
 pub struct Returned<'a> {
@@ -28,12 +26,12 @@ pub struct Returned<'a> {
 }
 
 fn toss(app: &App) -> ServiceResult<&Toss> {
-    match &app.provider {
-        Provider::Toss(toss) => Ok(toss),
-        _ => Err(ServiceError::NotFound(
+    app.provider
+        .as_any()
+        .downcast_ref::<Toss>()
+        .ok_or(ServiceError::NotFound(
             "the Toss Payments routes (payments.provider is not toss)",
-        )),
-    }
+        ))
 }
 
 /// The attempt and payment reference of a Toss order id sluice gave out.
@@ -164,62 +162,4 @@ pub async fn failed(
         app.ledger.set_payment_failure(reference, &failure).await?;
     }
     Ok(Some(attempt))
-}
-
-/// A Toss webhook: `PAYMENT_STATUS_CHANGED` (its payment looked up by key) or
-/// `DEPOSIT_CALLBACK` (a virtual account's deposit, its `secret` checked against the payment's
-/// own). Acted on only as the lookup says; anything else is answered and ignored.
-pub async fn receive(app: &App, body: &[u8]) -> ServiceResult<ProviderAck> {
-    let toss = toss(app)?;
-    let ack = on_webhook(app, toss, body).await?;
-    count_webhook("toss", ack.outcome());
-    Ok(ack)
-}
-
-async fn on_webhook(app: &App, toss: &Toss, body: &[u8]) -> ServiceResult<ProviderAck> {
-    let hook: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|e| ServiceError::validation("body", format!("not JSON: {e}")))?;
-    let looked_up = if hook["eventType"] == "PAYMENT_STATUS_CHANGED" {
-        let key = hook["data"]["paymentKey"].as_str().unwrap_or_default();
-        if !is_payment_key(key) {
-            return Err(ServiceError::validation(
-                "data.paymentKey",
-                "a Toss payment key is required",
-            ));
-        }
-        match toss.payment(key).await {
-            Ok(payment) => payment,
-            // No such payment at Toss: not one to act on.
-            Err(ProviderError::Refused(_)) => return Ok(ProviderAck::Ignored),
-            // Not looked up: answered 503, and Toss sends the webhook again.
-            Err(e) => return Err(provider_error(e)),
-        }
-    } else if hook.get("secret").is_some() && hook.get("orderId").is_some() {
-        let order_id = hook["orderId"].as_str().unwrap_or_default();
-        if !is_order_id(order_id) {
-            return Ok(ProviderAck::Ignored);
-        }
-        let Some(payment) = toss
-            .payment_of_order(order_id)
-            .await
-            .map_err(provider_error)?
-        else {
-            return Ok(ProviderAck::Ignored);
-        };
-        let sent = hook["secret"].as_str().unwrap_or_default().as_bytes();
-        let own = payment.secret.as_deref().unwrap_or_default().as_bytes();
-        if own.is_empty() || !bool::from(sent.ct_eq(own)) {
-            count_webhook("toss", "bad_secret");
-            return Err(ServiceError::BadSignature(
-                "the deposit callback's secret is not its payment's".into(),
-            ));
-        }
-        payment
-    } else {
-        return Ok(ProviderAck::Ignored);
-    };
-    let Some((attempt, reference)) = order(app, &looked_up.order_id).await? else {
-        return Ok(ProviderAck::Ignored);
-    };
-    on_payment(app, &looked_up, attempt, reference).await
 }

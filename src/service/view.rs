@@ -5,7 +5,6 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::config::ProviderName;
 use crate::domain::{AttemptId, AttemptState};
 use crate::ledger::{AttemptRecord, HeldStock};
 use crate::payments::PayWith;
@@ -28,7 +27,7 @@ pub struct AttemptView {
     pub payment_expires_at: Option<DateTime<Utc>>,
     /// Who takes the payment (the answer names it, and the sandbox's URL).
     #[serde(default)]
-    pub provider: Option<ProviderName>,
+    pub provider: Option<String>,
     /// What the page needs to pay, as checkout starts the payment (never stored: a saved
     /// response replayed gets it anew).
     #[serde(skip)]

@@ -1001,7 +1001,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/webhooks/portone": {
+    "/v1/webhooks/{provider}": {
         parameters: {
             query?: never;
             header?: never;
@@ -1011,42 +1011,16 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Receive a PortOne webhook
-         * @description Register this URL in PortOne's console (결제 연동 → 웹훅, version 2024-04-25) and set
-         *     its secret as `payments.portone.webhook_secret`. The Standard Webhooks headers are
-         *     verified (every `v1` signature, constant-time, 300 s tolerance); the payment is then
-         *     read from PortOne (`GET /payments/{paymentId}`), and its amount and currency must be the
-         *     hold's. 404 unless `payments.provider` is `portone`. E.g.:
-         *
-         *     ```json
-         *     {"type": "Transaction.Paid", "timestamp": "2026-12-05T11:00:07.000Z",
-         *     "data": {"paymentId": "sluice-5f0c2a4e…", "storeId": "store-…", "transactionId": "…"}}
-         *     ```
-         */
-        post: operations["receivePortOneWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/webhooks/stripe": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Receive a Stripe event
-         * @description Register this URL at Stripe (Dashboard → Developers → Webhooks) with the events
-         *     `payment_intent.succeeded`, `payment_intent.payment_failed`, `payment_intent.canceled`
-         *     and `charge.refunded`, and set its signing secret as `payments.stripe.webhook_secret`.
-         *     `Stripe-Signature` is verified as Stripe documents it (every `v1` value, constant-time,
-         *     300 s tolerance). Each event id is applied once. 404 unless `payments.provider` is
-         *     `stripe`. The body is Stripe's event, e.g.:
+         * Receive a payment provider's webhook
+         * @description Where the provider of `payments.provider` posts its webhooks, in its own format and
+         *     signed its own way: register `https://<sluice>/v1/webhooks/<provider>` with it
+         *     (`docs/integrating.md` says where, for which events, and which secret to set). The
+         *     provider's module verifies the request (its signature headers over the raw body, 300 s
+         *     tolerance; or, for a provider that does not sign, a lookup at its API that the request
+         *     is never trusted without), then sluice applies what the provider says of the payment:
+         *     its amount and currency must be the hold's, and each word is applied once however
+         *     often it is sent. 404 unless `provider` is the deployment's. The body is the
+         *     provider's own, e.g. a PaymentIntent's success:
          *
          *     ```json
          *     {"id": "evt_1QxY2b", "type": "payment_intent.succeeded",
@@ -1055,38 +1029,7 @@ export interface paths {
          *     "metadata": {"attempt_id": "0193a0c4…", "payment_reference": "5f0c2a4e-…"}}}}
          *     ```
          */
-        post: operations["receiveStripeWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/webhooks/toss": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Receive a Toss Payments webhook
-         * @description Register this URL in Toss's developer centre (웹훅) for `PAYMENT_STATUS_CHANGED` and,
-         *     with virtual accounts, `DEPOSIT_CALLBACK`. Toss does not sign its webhooks: sluice looks
-         *     the payment up (`GET /v1/payments/{paymentKey}`, or by order for a deposit, whose
-         *     `secret` must be the payment's) and acts on what Toss answers, never on the body. Each
-         *     word is applied once, however often Toss resends it. 404 unless `payments.provider` is
-         *     `toss`. E.g.:
-         *
-         *     ```json
-         *     {"eventType": "PAYMENT_STATUS_CHANGED", "createdAt": "2026-12-05T20:00:07.000000",
-         *     "data": {"paymentKey": "tviva20261205200001AbCd1", "orderId": "sluice-5f0c2a4e…",
-         *     "status": "DONE", "totalAmount": 110000}}
-         *     ```
-         */
-        post: operations["receiveTossWebhook"];
+        post: operations["receiveProviderWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2487,8 +2430,7 @@ export interface components {
         };
         /**
          * ProviderAckOut
-         * @description What a payment provider's word did (a Stripe, Toss Payments or PortOne webhook, a buyer's
-         *     return from Toss).
+         * @description What a payment provider's word did (its webhook, or a buyer's return from its window).
          * @example {
          *       "attempt_state": "CONFIRMED",
          *       "result": "applied"
@@ -7568,223 +7510,14 @@ export interface operations {
             };
         };
     };
-    receivePortOneWebhook: {
-        parameters: {
-            query?: never;
-            header: {
-                "webhook-id": string;
-                "webhook-timestamp": string;
-                "webhook-signature": string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The raw body, whatever its declared type: the signature is over the exact bytes. */
-        requestBody: {
-            content: {
-                "application/json": string;
-                "application/json; charset=utf-8": string;
-                "application/octet-stream": string;
-            };
-        };
-        responses: {
-            /**
-             * @description Received: `result` says what it did. Every event sluice does not act on is answered
-             *     200 too, so the provider does not send it again.
-             */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json; charset=utf-8": components["schemas"]["ProviderAckOut"];
-                };
-            };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An internal error. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    receiveStripeWebhook: {
-        parameters: {
-            query?: never;
-            header: {
-                "Stripe-Signature": string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The raw body, whatever its declared type: the signature is over the exact bytes. */
-        requestBody: {
-            content: {
-                "application/json": string;
-                "application/json; charset=utf-8": string;
-                "application/octet-stream": string;
-            };
-        };
-        responses: {
-            /**
-             * @description Received: `result` says what it did. Every event sluice does not act on is answered
-             *     200 too, so the provider does not send it again.
-             */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json; charset=utf-8": components["schemas"]["ProviderAckOut"];
-                };
-            };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description An internal error. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    receiveTossWebhook: {
+    receiveProviderWebhook: {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description The provider's name, as `payments.provider` gives it. */
+                provider: string;
+            };
             cookie?: never;
         };
         /** @description The raw body, whatever its declared type: the signature is over the exact bytes. */

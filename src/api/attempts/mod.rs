@@ -32,7 +32,7 @@ pub struct AttemptsApi {
 /// The answer body, with the deployment's payment provider (and the sandbox's URL when it is
 /// the sandbox).
 fn out(app: &App, mut view: AttemptView) -> AttemptOut {
-    view.provider = Some(app.provider.name());
+    view.provider = Some(app.provider.name().to_owned());
     view.into()
 }
 

@@ -6,7 +6,6 @@ use poem_openapi::{Enum, Object};
 use serde::Serialize;
 
 use crate::api::serialized::rfc3339;
-use crate::config::ProviderName;
 use crate::payments::PayWith;
 
 use crate::api::spec::example_time;
@@ -167,7 +166,7 @@ pub struct TossPaymentOut {
 /// What PortOne's payment window needs: load the SDK from `js_url`, then
 /// `PortOne.requestPayment({storeId: store_id, channelKey: channel_key, paymentId: payment_id,
 /// orderName: order_name, totalAmount: amount, currency: "CURRENCY_" + currency, payMethod})`.
-/// PortOne then reports to `receivePortOneWebhook`.
+/// PortOne then reports to `receiveProviderWebhook`.
 #[derive(Debug, Clone, Object, Serialize)]
 pub struct PortOnePaymentOut {
     pub store_id: String,
@@ -294,8 +293,8 @@ impl From<AttemptView> for AttemptOut {
             }),
             payment: v.payment_reference.map(|r| PaymentOut {
                 reference: r.to_string(),
-                provider: v.provider.map(|p| p.as_str().to_owned()),
-                sandbox_url: (v.provider == Some(ProviderName::Sandbox))
+                provider: v.provider.clone(),
+                sandbox_url: (v.provider.as_deref() == Some("sandbox"))
                     .then(|| crate::service::sandbox::payment_path(r)),
                 stripe: match &v.pay {
                     Some(PayWith::Stripe {

@@ -1,16 +1,19 @@
 //! PortOne's V2 API (<https://developers.portone.io/api/rest-v2>): the calls sluice makes (read
 //! a payment, cancel it) and the payment they answer. The API secret travels only in the
 //! `Authorization: PortOne <secret>` header and is never in an error. Webhooks are Standard
-//! Webhooks-signed ([`super::standard_webhooks`]) and name the payment only: sluice reads it.
+//! Webhooks-signed ([`crate::payments::standard_webhooks`]) and name the payment only: sluice reads it.
+
+pub mod connector;
+mod webhook;
 
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::json;
 
-use super::calls::{call, exchange, http_client, ProviderError, Repeat};
-use super::standard_webhooks::{Delivery, StandardWebhooks};
-use super::SignatureError;
+use crate::payments::calls::{call, exchange, http_client, ProviderError, Repeat};
+use crate::payments::standard_webhooks::{Delivery, StandardWebhooks};
+use crate::payments::SignatureError;
 use crate::config::PortOneConfig;
 
 /// A payment as sluice reads it (`GET /payments/{paymentId}`).
@@ -84,7 +87,7 @@ struct ErrorBody {
 
 /// PortOne's payment ids, as one path segment: sluice's own are `sluice-<32 hex>`.
 pub fn is_payment_id(id: &str) -> bool {
-    super::is_url_safe_id(id, 1..=200)
+    crate::payments::is_url_safe_id(id, 1..=200)
 }
 
 /// The PortOne API with one store's secret.

@@ -3,14 +3,17 @@
 //! form-encoded with the secret key as the bearer, as Stripe's API reference describes them
 //! (<https://docs.stripe.com/api/payment_intents>); writes carry an `Idempotency-Key`, so a
 //! retried write is one write at Stripe. `Stripe-Signature` is the `t=…,v1=…` scheme of
-//! [`super::signature`], with the endpoint's `whsec_…` secret.
+//! [`crate::payments::signature`], with the endpoint's `whsec_…` secret.
+
+pub mod connector;
+mod webhook;
 
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::calls::{call, exchange, http_client, ProviderError, Repeat};
-use super::signature::{SignatureError, WebhookSigner};
+use crate::payments::calls::{call, exchange, http_client, ProviderError, Repeat};
+use crate::payments::signature::{SignatureError, WebhookSigner};
 use crate::config::StripeConfig;
 
 /// A PaymentIntent as sluice reads it.

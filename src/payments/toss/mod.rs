@@ -5,6 +5,9 @@
 //!
 //! Toss does not sign its webhooks: sluice acts on one only after looking the payment up.
 
+pub mod connector;
+mod webhook;
+
 use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
@@ -12,7 +15,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::calls::{call, exchange, http_client, ProviderError, Repeat};
+use crate::payments::calls::{call, exchange, http_client, ProviderError, Repeat};
 use crate::config::TossConfig;
 
 /// A Payment object as sluice reads it
@@ -61,12 +64,12 @@ impl Failure {
 
 /// Toss's order ids: 6-64 characters of `[A-Za-z0-9_-]`.
 pub fn is_order_id(id: &str) -> bool {
-    super::is_url_safe_id(id, 6..=64)
+    crate::payments::is_url_safe_id(id, 6..=64)
 }
 
 /// Toss's payment keys, as one path segment: at most 200 characters of `[A-Za-z0-9_-]`.
 pub fn is_payment_key(key: &str) -> bool {
-    super::is_url_safe_id(key, 1..=200)
+    crate::payments::is_url_safe_id(key, 1..=200)
 }
 
 /// The Toss API with one shop's keys.
