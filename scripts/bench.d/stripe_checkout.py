@@ -74,7 +74,7 @@ def buyer(sale, n):
     start = time.monotonic()
     paying = sluice("POST", f"/v1/attempts/{aid}/checkout", user)
     checkout = time.monotonic() - start
-    intent = paying["payment"]["stripe"]["client_secret"].split("_secret_")[0]
+    intent = paying["payment"]["pay"]["client_secret"].split("_secret_")[0]
     method = stripe("/v1/payment_methods", {"type": "card", "card[number]": "4242424242424242",
                                             "card[exp_month]": "12", "card[exp_year]": "2034",
                                             "card[cvc]": "123"})

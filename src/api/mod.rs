@@ -148,7 +148,7 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
     let app_http = app.config.http.clone();
     let page_config = Arc::new((
         app.config.page.clone(),
-        page::PaymentSources::of(&app.config),
+        app.provider.page_sources(),
     ));
     let (docs_exposure, metrics_exposure) = (app_http.docs, app_http.metrics);
     let routes = Route::new()

@@ -15,6 +15,7 @@ use poem::web::{Data, Path};
 use poem::{handler, Endpoint, IntoResponse, Request, Response};
 
 use crate::config::PageConfig;
+use crate::payments::page_sources::{origin, PageSources};
 use crate::service::App;
 
 const INDEX: &str = include_str!("page/index.html");
@@ -31,12 +32,12 @@ const LANGUAGES: [&str; 2] = ["en", "ko"];
 
 /// Only the page's own files (and the configured logo, and the payment provider's script and
 /// frames), no inline code, no framing by others.
-fn policy(page: &PageConfig, payment: &PaymentSources) -> String {
+fn policy(page: &PageConfig, payment: &PageSources) -> String {
     // A logo only over HTTPS.
     let logo = origin(&page.logo_url)
         .filter(|o| o.starts_with("https://"))
         .unwrap_or_default();
-    let PaymentSources {
+    let PageSources {
         script,
         frame,
         connect,
@@ -48,90 +49,9 @@ fn policy(page: &PageConfig, payment: &PaymentSources) -> String {
     )
 }
 
-/// What the waiting page loads from the payment provider (Stripe.js, its frames, its API), as
-/// sources of the page's policy (each with a leading space).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PaymentSources {
-    script: String,
-    frame: String,
-    connect: String,
-}
-
-impl PaymentSources {
-    /// The sources the configured provider needs: its script's origin (`js_url`), and for
-    /// Stripe its API and (Stripe's own Stripe.js) its 3-D Secure frames. Where the script is
-    /// the provider's own, the provider's other hosts its window uses (`*.tosspayments.com`,
-    /// `*.portone.io`).
-    pub fn of(config: &crate::config::Config) -> Self {
-        use crate::config::ProviderName;
-        let payments = &config.payments;
-        let (js, extra) = match config.payment_provider() {
-            ProviderName::Sandbox | ProviderName::Webhook => return PaymentSources::default(),
-            ProviderName::Stripe => {
-                let js = origin(&payments.stripe.js_url).unwrap_or_default();
-                let api = origin(&payments.stripe.api_base).unwrap_or_default();
-                let hooks = if js == "https://js.stripe.com" {
-                    " https://hooks.stripe.com"
-                } else {
-                    ""
-                };
-                return PaymentSources {
-                    script: format!(" {js}"),
-                    frame: format!(" {js}{hooks}"),
-                    connect: format!(" {js} {api}"),
-                };
-            }
-            ProviderName::Toss => {
-                let js = origin(&payments.toss.js_url).unwrap_or_default();
-                let own = js == "https://js.tosspayments.com";
-                (
-                    js,
-                    if own {
-                        " https://*.tosspayments.com"
-                    } else {
-                        ""
-                    },
-                )
-            }
-            ProviderName::PortOne => {
-                let js = origin(&payments.portone.js_url).unwrap_or_default();
-                let own = js == "https://cdn.portone.io";
-                let mut sources =
-                    PaymentSources::alike(js, if own { " https://*.portone.io" } else { "" });
-                for framed in &payments.portone.frame_origins {
-                    sources.frame.push(' ');
-                    sources.frame.push_str(framed);
-                }
-                return sources;
-            }
-        };
-        PaymentSources::alike(js, extra)
-    }
-
-    /// The provider's script origin `js` and its `extra` hosts, as script, frame and connect
-    /// sources alike.
-    fn alike(js: &str, extra: &str) -> Self {
-        PaymentSources {
-            script: format!(" {js}{extra}"),
-            frame: format!(" {js}{extra}"),
-            connect: format!(" {js}{extra}"),
-        }
-    }
-}
-
-/// The origin of an absolute URL (`https://cdn.shop.example`), for the page's policy.
-fn origin(url: &str) -> Option<&str> {
-    let scheme = ["https://", "http://"]
-        .into_iter()
-        .find(|s| url.starts_with(s))?;
-    let rest = &url[scheme.len()..];
-    let end = rest.find('/').unwrap_or(rest.len());
-    Some(&url[..scheme.len() + end])
-}
-
 /// One of the page's files, with the page's policy (the console's files too).
 pub(super) fn file(body: impl Into<poem::Body>, content_type: &str, page: &PageConfig) -> Response {
-    with_policy(body, content_type, policy(page, &PaymentSources::default()))
+    with_policy(body, content_type, policy(page, &PageSources::default()))
 }
 
 fn with_policy(body: impl Into<poem::Body>, content_type: &str, policy: String) -> Response {
@@ -169,7 +89,7 @@ pub(super) fn language(accept: Option<&str>) -> &'static str {
 pub async fn at_root<E: Endpoint>(
     ep: Arc<E>,
     req: Request,
-    page: Arc<(PageConfig, PaymentSources)>,
+    page: Arc<(PageConfig, PageSources)>,
 ) -> poem::Result<Response> {
     if req.uri().path() == "/" && req.method() == Method::GET {
         let accept = req
@@ -241,7 +161,7 @@ mod tests {
 
     #[test]
     fn a_logo_elsewhere_is_allowed_by_the_policy_and_nothing_else() {
-        let none = PaymentSources::default();
+        let none = PageSources::default();
         let mut page = PageConfig::default();
         assert!(policy(&page, &none).contains("img-src 'self' data: ;"));
         page.logo_url = "https://cdn.shop.example/logo.png".into();
@@ -251,40 +171,5 @@ mod tests {
             assert!(policy(&page, &none).contains("img-src 'self' data: ;"));
         }
         assert!(policy(&page, &none).contains("script-src 'self';"));
-    }
-
-    #[test]
-    fn a_stripe_sale_lets_the_page_load_stripe_js_and_its_frames() {
-        let mut config = crate::config::Config::default();
-        config.payments.provider = Some(crate::config::ProviderName::Stripe);
-        let policy = policy(&PageConfig::default(), &PaymentSources::of(&config));
-        assert!(
-            policy.contains("script-src 'self' https://js.stripe.com;"),
-            "{policy}"
-        );
-        assert!(policy.contains("frame-src 'self' https://js.stripe.com https://hooks.stripe.com;"));
-        assert!(policy.contains("connect-src 'self' https://js.stripe.com https://api.stripe.com;"));
-    }
-
-    #[test]
-    fn a_portone_sale_lets_in_the_pg_windows_it_is_told_of_as_frames_only() {
-        let mut config = crate::config::Config::default();
-        config.payments.provider = Some(crate::config::ProviderName::PortOne);
-        config.payments.portone.frame_origins = vec![
-            "https://stdpay.inicis.com".into(),
-            "https://*.nicepay.co.kr".into(),
-        ];
-        let policy = policy(&PageConfig::default(), &PaymentSources::of(&config));
-        assert!(
-            policy.contains(
-                "frame-src 'self' https://cdn.portone.io https://*.portone.io \
-                 https://stdpay.inicis.com https://*.nicepay.co.kr;"
-            ),
-            "{policy}"
-        );
-        assert!(
-            policy.contains("script-src 'self' https://cdn.portone.io https://*.portone.io;"),
-            "{policy}"
-        );
     }
 }

@@ -10,6 +10,8 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::calls::ProviderError;
+use super::page_sources::PageSources;
+use super::pay::PayWith;
 use crate::domain::{AttemptId, Money};
 
 /// A provider of payments, as sluice uses it.
@@ -45,6 +47,18 @@ pub trait Connector: Send + Sync + 'static {
         amount: u64,
         key: &str,
     ) -> Result<RefundTaken, ProviderError>;
+
+    /// What the page needs to pay `reference` in any answer, not only checkout's (the
+    /// sandbox's URL); none for a provider whose payment checkout starts.
+    fn standing_pay(&self, _reference: Uuid) -> Option<PayWith> {
+        None
+    }
+
+    /// What the waiting page loads from the provider (its script, frames and API), for the
+    /// page's policy.
+    fn page_sources(&self) -> PageSources {
+        PageSources::default()
+    }
 
     /// Verifies a webhook the provider posted to `POST /v1/webhooks/{name}`, and says what it
     /// reports (read from the provider's API where the body is not to be trusted).
@@ -140,43 +154,6 @@ const ORDER_NAME_CHARS: usize = 100;
 /// `name` cut to what the provider's window shows (whole characters, never a split one).
 pub fn order_name(name: &str) -> String {
     name.chars().take(ORDER_NAME_CHARS).collect()
-}
-
-/// What the page needs to pay.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PayWith {
-    /// The sandbox: post an outcome at its URL.
-    Sandbox,
-    /// The shop's own payment service: the reference is all it needs.
-    Reference,
-    /// Stripe's Payment Element, with the intent's client secret.
-    Stripe {
-        client_secret: String,
-        publishable_key: String,
-        js_url: String,
-    },
-    /// Toss's payment window: `TossPayments(client_key).payment(…).requestPayment(…)` with the
-    /// order; the buyer comes back to sluice, which confirms.
-    Toss {
-        client_key: String,
-        js_url: String,
-        order_id: String,
-        order_name: String,
-        amount: Money,
-        /// Where Toss sends the buyer back: sluice's success route (it confirms) and fail
-        /// route (it records why), absolute when `http.public_url` is set, else paths.
-        success_url: String,
-        fail_url: String,
-    },
-    /// PortOne's window: `PortOne.requestPayment(…)` into the store, through the channel.
-    PortOne {
-        store_id: String,
-        channel_key: String,
-        js_url: String,
-        payment_id: String,
-        order_name: String,
-        amount: Money,
-    },
 }
 
 /// A payment started at the provider.

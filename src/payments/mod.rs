@@ -1,6 +1,7 @@
 //! Payments: the seam to the provider that takes the money ([`connector`]), the providers
-//! there are ([`registry`]), the calls made to them ([`calls`]), and the signed webhooks of the
-//! providers sluice does not call ([`signature`], [`webhook`]).
+//! there are ([`registry`], and what the page needs to pay with each: [`pay`]), the calls made
+//! to them ([`calls`]), and the signed webhooks of the providers sluice does not call
+//! ([`signature`], [`webhook`]).
 //!
 //! Layout: one module per provider, with its API client and its [`Connector`]: Stripe
 //! ([`stripe`]), Toss Payments ([`toss`]), PortOne ([`portone`], its webhooks signed by
@@ -9,6 +10,8 @@
 pub mod calls;
 pub mod connector;
 pub mod no_api;
+pub mod page_sources;
+pub mod pay;
 pub mod portone;
 pub mod registry;
 pub mod signature;
@@ -18,7 +21,8 @@ pub mod toss;
 pub mod webhook;
 
 pub use calls::ProviderError;
-pub use connector::{Connector, Found, Order, PayWith, Started};
+pub use connector::{Connector, Found, Order, Started};
+pub use pay::PayWith;
 pub use signature::{SignatureError, WebhookSigner};
 pub use webhook::{PaymentWebhook, WebhookKind};
 

@@ -1,35 +1,40 @@
 //! The providers sluice does not call (`sandbox`, `webhook`): their payments are reported by
 //! `Sluice-Signature` webhooks (`webhook.rs`), and a refund is a `refund_required` event for
-//! the shop. The sandbox's page posts an outcome at sluice's sandbox route; the shop's own
-//! payment service needs only the payment's reference.
+//! the shop. The sandbox's page posts an outcome at sluice's sandbox route
+//! (`service/sandbox.rs`); the shop's own payment service needs only the payment's reference.
 
 use std::any::Any;
 
 use async_trait::async_trait;
+use uuid::Uuid;
 
 use super::calls::ProviderError;
-use super::connector::{Connector, Found, Order, PayWith, RefundTaken, Started};
+use super::connector::{Connector, Found, Order, RefundTaken, Started};
+use super::pay::{PayWith, SandboxPay, ShopPay};
 
-/// A provider without an API: `name`, and what its page is given.
-pub struct NoApi {
-    name: &'static str,
-    pay: PayWith,
+/// A provider without an API.
+pub enum NoApi {
+    /// The built-in test provider: the page pays at sluice's sandbox route.
+    Sandbox,
+    /// The shop's own payment service, which reports by signed webhook.
+    Shop,
+}
+
+/// The path a buyer "pays" a payment `reference` at in the sandbox.
+pub fn sandbox_path(reference: Uuid) -> String {
+    format!("/sandbox/payments/{reference}")
 }
 
 impl NoApi {
-    /// The built-in test provider: the page pays at sluice's sandbox route.
-    pub fn sandbox() -> Self {
-        NoApi {
-            name: "sandbox",
-            pay: PayWith::Sandbox,
-        }
-    }
-
-    /// The shop's own payment service, which reports by signed webhook.
-    pub fn shop() -> Self {
-        NoApi {
-            name: "webhook",
-            pay: PayWith::Reference,
+    /// What the page pays `reference` with.
+    fn pay(&self, reference: Uuid) -> PayWith {
+        match self {
+            NoApi::Sandbox => PayWith::Sandbox(SandboxPay {
+                url: sandbox_path(reference),
+            }),
+            NoApi::Shop => PayWith::Shop(ShopPay {
+                reference: reference.to_string(),
+            }),
         }
     }
 }
@@ -37,18 +42,26 @@ impl NoApi {
 #[async_trait]
 impl Connector for NoApi {
     fn name(&self) -> &'static str {
-        self.name
+        match self {
+            NoApi::Sandbox => "sandbox",
+            NoApi::Shop => "webhook",
+        }
     }
 
     fn has_api(&self) -> bool {
         false
     }
 
-    async fn start(&self, _: &Order<'_>, _: Option<&str>) -> Result<Started, ProviderError> {
+    async fn start(&self, order: &Order<'_>, _: Option<&str>) -> Result<Started, ProviderError> {
         Ok(Started {
             id: None,
-            pay: self.pay.clone(),
+            pay: self.pay(order.reference),
         })
+    }
+
+    /// Checkout starts nothing here: every answer says what to pay with.
+    fn standing_pay(&self, reference: Uuid) -> Option<PayWith> {
+        Some(self.pay(reference))
     }
 
     async fn lookup(&self, _: &str) -> Result<Option<Found>, ProviderError> {

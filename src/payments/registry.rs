@@ -17,8 +17,8 @@ pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Connector>> {
     let timeout = Duration::from_millis(config.payments.call_timeout_ms);
     let payments = &config.payments;
     Ok(match config.payment_provider() {
-        ProviderName::Sandbox => Arc::new(NoApi::sandbox()),
-        ProviderName::Webhook => Arc::new(NoApi::shop()),
+        ProviderName::Sandbox => Arc::new(NoApi::Sandbox),
+        ProviderName::Webhook => Arc::new(NoApi::Shop),
         ProviderName::Stripe => Arc::new(Stripe::new(
             payments.stripe.clone(),
             timeout,

@@ -15,11 +15,6 @@ pub enum Outcome {
     Decline,
 }
 
-/// The path a user "pays" at, for a checkout's payment reference.
-pub fn payment_path(reference: Uuid) -> String {
-    format!("/sandbox/payments/{reference}")
-}
-
 /// Schedules the provider's webhook for `reference` after `delay`; returns the event id.
 pub fn pay(app: &App, reference: Uuid, outcome: Outcome, delay: Duration) -> ServiceResult<String> {
     if !app.config.sandbox_enabled() {

@@ -1,5 +1,5 @@
 // The waiting page pays a Stripe sale in headless Chromium, through localstripe's Stripe.js
-// (served by the localstripe the Rust test runs, at the sale's `payment.stripe.js_url`): the
+// (served by the localstripe the Rust test runs, at the sale's `payment.pay.js_url`): the
 // held step shows the amount, checkout mounts Stripe's card form from Stripe.js under the
 // page's policy, and the buyer's payment confirms the attempt on the page.
 //
@@ -61,7 +61,7 @@ try {
   // The card network's part (see the top): the card on the intent, asking for authentication.
   const attempt = await page.evaluate((key) => sessionStorage.getItem(key), `sluice.attempt.${sale}`);
   const paying = await call({ Authorization: `Bearer ${token('stripe-buyer')}` }, 'POST', `/v1/attempts/${attempt}/checkout`);
-  const intent = paying.payment.stripe.client_secret.split('_secret_')[0];
+  const intent = paying.payment.pay.client_secret.split('_secret_')[0];
   const method = await stripe('/v1/payment_methods', {
     type: 'card', 'card[number]': '4000002760003184', 'card[exp_month]': '12', 'card[exp_year]': '2034', 'card[cvc]': '123',
   });

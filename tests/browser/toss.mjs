@@ -1,5 +1,5 @@
 // The waiting page, in Korean, takes a buyer through a Toss Payments checkout in headless
-// Chromium: the stand-in's SDK (tests/standins/toss, served at the sale's `payment.toss.js_url`)
+// Chromium: the stand-in's SDK (tests/standins/toss, served at the sale's `payment.pay.js_url`)
 // opens "Toss's window", which authorizes the payment and sends the browser to sluice's success
 // URL; sluice confirms with Toss for the hold's amount and sends the buyer back to the page,
 // which says the purchase is complete.

@@ -56,10 +56,11 @@ async fn priced_sale(t: &TestApp) -> String {
     .await
 }
 
-/// Holds `units` and checks out: (attempt, `payment.portone` of the answer).
+/// Holds `units` and checks out: (attempt, `payment.pay` of the answer, PortOne's).
 async fn checked_out(t: &TestApp, sale: &str, user: &str, units: u32) -> (String, Value) {
     let (attempt, answer) = t.checked_out(sale, user, units).await;
-    (attempt, answer["payment"]["portone"].clone())
+    assert_eq!(answer["payment"]["pay"]["provider"], "portone", "{answer}");
+    (attempt, answer["payment"]["pay"].clone())
 }
 
 /// The buyer pays `amount` at PortOne; its webhook is sent `times` times: sluice's answers.

@@ -13,7 +13,8 @@ async fn the_sandbox_approves_and_declines_with_signed_webhooks() {
     let sale = t.create_sale(json!({ "quantity": 5 })).await;
 
     let (a, payment) = t.paying(&sale, "alice", 1).await;
-    let url = payment["sandbox_url"]
+    assert_eq!(payment["pay"]["provider"], "sandbox", "{payment}");
+    let url = payment["pay"]["url"]
         .as_str()
         .expect("checkout names the sandbox page");
     let resp = t
@@ -28,7 +29,7 @@ async fn the_sandbox_approves_and_declines_with_signed_webhooks() {
         .await;
 
     let (b, payment) = t.paying(&sale, "bob", 1).await;
-    let url = payment["sandbox_url"].as_str().unwrap();
+    let url = payment["pay"]["url"].as_str().unwrap();
     let resp = t
         .http
         .post(t.url(url))
@@ -64,7 +65,12 @@ async fn the_sandbox_is_off_with_postgresql() {
     let t = TestApp::spawn_on(Backend::Servers).await;
     let sale = t.create_sale(json!({ "quantity": 5 })).await;
     let (_, payment) = t.paying(&sale, "alice", 1).await;
-    assert!(payment.get("sandbox_url").is_none(), "{payment}");
+    assert_eq!(payment["provider"], "webhook", "{payment}");
+    assert_eq!(
+        payment["pay"],
+        json!({ "provider": "webhook", "reference": payment["reference"] }),
+        "the shop's service is given the reference, no sandbox page"
+    );
     let reference = payment["reference"].as_str().unwrap();
     let resp = t
         .admin(Method::POST, &format!("/sandbox/payments/{reference}"))

@@ -195,7 +195,8 @@ async fn priced_sale(t: &TestApp, extra: Value) -> String {
 
 /// The PaymentIntent id in a client secret (`pi_…_secret_…`).
 fn intent_of(answer: &Value) -> String {
-    let secret = answer["payment"]["stripe"]["client_secret"]
+    assert_eq!(answer["payment"]["pay"]["provider"], "stripe", "{answer}");
+    let secret = answer["payment"]["pay"]["client_secret"]
         .as_str()
         .unwrap_or_else(|| panic!("a client secret: {answer}"));
     secret.split("_secret_").next().unwrap().to_owned()
@@ -242,9 +243,10 @@ async fn checkout_creates_a_payment_intent_for_the_holds_amount_and_its_payment_
     assert_eq!(paying["state"], "PAYMENT_PENDING", "{paying}");
     let pay = &paying["payment"];
     assert_eq!(pay["provider"], "stripe");
-    assert_eq!(pay["stripe"]["publishable_key"], PUBLISHABLE_KEY);
+    assert_eq!(pay["pay"]["provider"], "stripe");
+    assert_eq!(pay["pay"]["publishable_key"], PUBLISHABLE_KEY);
     assert_eq!(
-        pay["stripe"]["js_url"],
+        pay["pay"]["js_url"],
         format!("{}/js.stripe.com/v3/", stripe.url())
     );
     let intent_id = intent_of(&paying);

@@ -53,10 +53,11 @@ async fn priced_sale(t: &TestApp) -> String {
     .await
 }
 
-/// Holds `units` and checks out: (attempt, `payment.toss` of the answer).
+/// Holds `units` and checks out: (attempt, `payment.pay` of the answer, Toss's).
 async fn checked_out(t: &TestApp, sale: &str, user: &str, units: u32) -> (String, Value) {
     let (attempt, answer) = t.checked_out(sale, user, units).await;
-    (attempt, answer["payment"]["toss"].clone())
+    assert_eq!(answer["payment"]["pay"]["provider"], "toss", "{answer}");
+    (attempt, answer["payment"]["pay"].clone())
 }
 
 /// The buyer pays in Toss's window: the payment is authorized there; its paymentKey.

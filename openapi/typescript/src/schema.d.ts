@@ -2139,6 +2139,78 @@ export interface components {
             name: string;
             role: components["schemas"]["RoleName"];
         };
+        /** @description What the page needs to pay, by provider. */
+        PayWith: components["schemas"]["PayWith_SandboxPay"] | components["schemas"]["PayWith_ShopPay"] | components["schemas"]["PayWith_StripePay"] | components["schemas"]["PayWith_TossPay"] | components["schemas"]["PayWith_PortOnePay"];
+        /** @description What the page needs to pay, by provider. */
+        PayWith_PortOnePay: {
+            /**
+             * @example portone
+             * @enum {string}
+             */
+            provider: "portone";
+        } & components["schemas"]["PortOnePay"] & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            provider: "portone";
+        };
+        /** @description What the page needs to pay, by provider. */
+        PayWith_SandboxPay: {
+            /**
+             * @example sandbox
+             * @enum {string}
+             */
+            provider: "sandbox";
+        } & components["schemas"]["SandboxPay"] & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            provider: "sandbox";
+        };
+        /** @description What the page needs to pay, by provider. */
+        PayWith_ShopPay: {
+            /**
+             * @example webhook
+             * @enum {string}
+             */
+            provider: "webhook";
+        } & components["schemas"]["ShopPay"] & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            provider: "webhook";
+        };
+        /** @description What the page needs to pay, by provider. */
+        PayWith_StripePay: {
+            /**
+             * @example stripe
+             * @enum {string}
+             */
+            provider: "stripe";
+        } & components["schemas"]["StripePay"] & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            provider: "stripe";
+        };
+        /** @description What the page needs to pay, by provider. */
+        PayWith_TossPay: {
+            /**
+             * @example toss
+             * @enum {string}
+             */
+            provider: "toss";
+        } & components["schemas"]["TossPay"] & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            provider: "toss";
+        };
         /**
          * PaymentEventOut
          * @description A payment provider's event, recorded once per provider event id.
@@ -2170,18 +2242,14 @@ export interface components {
              *     `expires_at`.
              */
             last_failure?: string;
-            portone?: components["schemas"]["PortOnePaymentOut"];
+            pay?: components["schemas"]["PayWith"];
             /**
-             * @description Who takes the payment: `sandbox`, `webhook` (the shop's own payment service),
-             *     `stripe`, `toss` or `portone`.
+             * @description Who takes the payment: `payments.provider` (`sandbox`, `webhook` for the shop's own
+             *     payment service, or a provider's name).
              */
             provider?: string;
             /** @description Pass it to the payment provider; its webhook names it. */
             reference: string;
-            /** @description Sandbox only: POST `{"outcome": "approve"}` (or `"decline"`) here to pay. */
-            sandbox_url?: string;
-            stripe?: components["schemas"]["StripePaymentOut"];
-            toss?: components["schemas"]["TossPaymentOut"];
         };
         /**
          * PhaseIn
@@ -2352,13 +2420,13 @@ export interface components {
             phases: components["schemas"]["PhaseOut"][];
         };
         /**
-         * PortOnePaymentOut
+         * PortOnePay
          * @description What PortOne's payment window needs: load the SDK from `js_url`, then
          *     `PortOne.requestPayment({storeId: store_id, channelKey: channel_key, paymentId: payment_id,
          *     orderName: order_name, totalAmount: amount, currency: "CURRENCY_" + currency, payMethod})`.
-         *     PortOne then reports to `receivePortOneWebhook`.
+         *     PortOne then reports to `receiveProviderWebhook`.
          */
-        PortOnePaymentOut: {
+        PortOnePay: {
             /**
              * Format: uint64
              * @description The hold's amount, in minor units (whole won for KRW).
@@ -2774,6 +2842,14 @@ export interface components {
         /** @enum {string} */
         SandboxOutcome: "approve" | "decline";
         /**
+         * SandboxPay
+         * @description The sandbox (the embedded default's test provider): POST `{"outcome": "approve"}` (or
+         *     `"decline"`) at `url` to pay.
+         */
+        SandboxPay: {
+            url: string;
+        };
+        /**
          * SandboxPayment
          * @description What the sandbox provider should report.
          * @example {
@@ -2903,6 +2979,14 @@ export interface components {
             /** Format: uint32 */
             sold: number;
         };
+        /**
+         * ShopPay
+         * @description The shop's own payment service (`webhook`): it takes the payment under `reference` and
+         *     reports it to `receivePaymentWebhook`.
+         */
+        ShopPay: {
+            reference: string;
+        };
         /** SignalOut */
         SignalOut: {
             name: string;
@@ -2962,14 +3046,39 @@ export interface components {
          */
         StoredSaleStatus: "open" | "paused" | "closed";
         /**
-         * StripePaymentOut
+         * StripePay
          * @description What Stripe.js needs to take the payment: load it from `js_url`, then
          *     `Stripe(publishable_key).elements({clientSecret: client_secret})`.
          */
-        StripePaymentOut: {
+        StripePay: {
             client_secret: string;
             js_url: string;
             publishable_key: string;
+        };
+        /**
+         * TossPay
+         * @description What Toss's payment window needs: load the SDK from `js_url`, then
+         *     `TossPayments(client_key).payment({customerKey}).requestPayment({method, amount: {currency,
+         *     value: amount}, orderId: order_id, orderName: order_name, successUrl: success_url,
+         *     failUrl: fail_url})`. The URLs are sluice's; when they are paths, resolve them against the
+         *     address sluice is called at. A shop whose own page is the success URL posts what Toss gives
+         *     it to `confirmTossPayment` instead.
+         */
+        TossPay: {
+            /**
+             * Format: uint64
+             * @description The hold's amount, in minor units (whole won for KRW).
+             */
+            amount: number;
+            client_key: string;
+            currency: string;
+            fail_url: string;
+            js_url: string;
+            /** @description The attempt's order id (6-64 characters of `[A-Za-z0-9_-]`). */
+            order_id: string;
+            /** @description The sale's name, cut to Toss's 100 characters. */
+            order_name: string;
+            success_url: string;
         };
         /**
          * TossPaymentIn
@@ -2990,31 +3099,6 @@ export interface components {
             order_id: string;
             /** @description `paymentKey` from the success URL. */
             payment_key: string;
-        };
-        /**
-         * TossPaymentOut
-         * @description What Toss's payment window needs: load the SDK from `js_url`, then
-         *     `TossPayments(client_key).payment({customerKey}).requestPayment({method, amount: {currency,
-         *     value: amount}, orderId: order_id, orderName: order_name, successUrl: success_url,
-         *     failUrl: fail_url})`. The URLs are sluice's; when they are paths, resolve them against the
-         *     address sluice is called at. A shop whose own page is the success URL posts what Toss gives
-         *     it to `confirmTossPayment` instead.
-         */
-        TossPaymentOut: {
-            /**
-             * Format: uint64
-             * @description The hold's amount, in minor units (whole won for KRW).
-             */
-            amount: number;
-            client_key: string;
-            currency: string;
-            fail_url: string;
-            js_url: string;
-            /** @description The attempt's order id (6-64 characters of `[A-Za-z0-9_-]`). */
-            order_id: string;
-            /** @description The sale's name, cut to Toss's 100 characters. */
-            order_name: string;
-            success_url: string;
         };
         /**
          * TransitionOut

@@ -29,10 +29,15 @@ pub struct AttemptsApi {
     pub app: App,
 }
 
-/// The answer body, with the deployment's payment provider (and the sandbox's URL when it is
-/// the sandbox).
+/// The answer body, with the deployment's payment provider (and what the page needs to pay
+/// where the provider says it in every answer: the sandbox's URL).
 fn out(app: &App, mut view: AttemptView) -> AttemptOut {
     view.provider = Some(app.provider.name().to_owned());
+    if view.pay.is_none() {
+        view.pay = view
+            .payment_reference
+            .and_then(|r| app.provider.standing_pay(r));
+    }
     view.into()
 }
 

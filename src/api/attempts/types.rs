@@ -101,27 +101,17 @@ pub struct HoldOut {
 pub struct PaymentOut {
     /// Pass it to the payment provider; its webhook names it.
     pub reference: String,
-    /// Who takes the payment: `sandbox`, `webhook` (the shop's own payment service),
-    /// `stripe`, `toss` or `portone`.
+    /// Who takes the payment: `payments.provider` (`sandbox`, `webhook` for the shop's own
+    /// payment service, or a provider's name).
     #[oai(skip_serializing_if_is_none)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
-    /// Sandbox only: POST `{"outcome": "approve"}` (or `"decline"`) here to pay.
+    /// What the page needs to pay, one object per provider (`provider` says which): in
+    /// checkout's answer, and in every answer for a provider sluice does not call (the
+    /// sandbox's URL, the shop's reference).
     #[oai(skip_serializing_if_is_none)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sandbox_url: Option<String>,
-    /// Stripe only, in checkout's answer: mount Stripe's Payment Element with these.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stripe: Option<StripePaymentOut>,
-    /// Toss Payments only, in checkout's answer: open Toss's payment window with these.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub toss: Option<TossPaymentOut>,
-    /// PortOne only, in checkout's answer: open PortOne's payment window with these.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub portone: Option<PortOnePaymentOut>,
+    pub pay: Option<PayWith>,
     /// The provider's last failed try (a declined card): the buyer may try again until
     /// `expires_at`.
     #[oai(skip_serializing_if_is_none)]
@@ -131,54 +121,6 @@ pub struct PaymentOut {
     #[oai(skip_serializing_if_is_none)]
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "rfc3339")]
     pub expires_at: Option<DateTime<Utc>>,
-}
-
-/// What Stripe.js needs to take the payment: load it from `js_url`, then
-/// `Stripe(publishable_key).elements({clientSecret: client_secret})`.
-#[derive(Debug, Clone, Object, Serialize)]
-pub struct StripePaymentOut {
-    pub client_secret: String,
-    pub publishable_key: String,
-    pub js_url: String,
-}
-
-/// What Toss's payment window needs: load the SDK from `js_url`, then
-/// `TossPayments(client_key).payment({customerKey}).requestPayment({method, amount: {currency,
-/// value: amount}, orderId: order_id, orderName: order_name, successUrl: success_url,
-/// failUrl: fail_url})`. The URLs are sluice's; when they are paths, resolve them against the
-/// address sluice is called at. A shop whose own page is the success URL posts what Toss gives
-/// it to `confirmTossPayment` instead.
-#[derive(Debug, Clone, Object, Serialize)]
-pub struct TossPaymentOut {
-    pub client_key: String,
-    pub js_url: String,
-    /// The attempt's order id (6-64 characters of `[A-Za-z0-9_-]`).
-    pub order_id: String,
-    /// The sale's name, cut to Toss's 100 characters.
-    pub order_name: String,
-    /// The hold's amount, in minor units (whole won for KRW).
-    pub amount: u64,
-    pub currency: String,
-    pub success_url: String,
-    pub fail_url: String,
-}
-
-/// What PortOne's payment window needs: load the SDK from `js_url`, then
-/// `PortOne.requestPayment({storeId: store_id, channelKey: channel_key, paymentId: payment_id,
-/// orderName: order_name, totalAmount: amount, currency: "CURRENCY_" + currency, payMethod})`.
-/// PortOne then reports to `receiveProviderWebhook`.
-#[derive(Debug, Clone, Object, Serialize)]
-pub struct PortOnePaymentOut {
-    pub store_id: String,
-    pub channel_key: String,
-    pub js_url: String,
-    /// The attempt's payment id at PortOne.
-    pub payment_id: String,
-    /// The sale's name, cut to 100 characters.
-    pub order_name: String,
-    /// The hold's amount, in minor units (whole won for KRW).
-    pub amount: u64,
-    pub currency: String,
 }
 
 /// The status of an attempt.
@@ -294,60 +236,7 @@ impl From<AttemptView> for AttemptOut {
             payment: v.payment_reference.map(|r| PaymentOut {
                 reference: r.to_string(),
                 provider: v.provider.clone(),
-                sandbox_url: (v.provider.as_deref() == Some("sandbox"))
-                    .then(|| crate::service::sandbox::payment_path(r)),
-                stripe: match &v.pay {
-                    Some(PayWith::Stripe {
-                        client_secret,
-                        publishable_key,
-                        js_url,
-                    }) => Some(StripePaymentOut {
-                        client_secret: client_secret.clone(),
-                        publishable_key: publishable_key.clone(),
-                        js_url: js_url.clone(),
-                    }),
-                    _ => None,
-                },
-                toss: match &v.pay {
-                    Some(PayWith::Toss {
-                        client_key,
-                        js_url,
-                        order_id,
-                        order_name,
-                        amount,
-                        success_url,
-                        fail_url,
-                    }) => Some(TossPaymentOut {
-                        client_key: client_key.clone(),
-                        js_url: js_url.clone(),
-                        order_id: order_id.clone(),
-                        order_name: order_name.clone(),
-                        amount: amount.amount,
-                        currency: amount.currency.to_string(),
-                        success_url: success_url.clone(),
-                        fail_url: fail_url.clone(),
-                    }),
-                    _ => None,
-                },
-                portone: match &v.pay {
-                    Some(PayWith::PortOne {
-                        store_id,
-                        channel_key,
-                        js_url,
-                        payment_id,
-                        order_name,
-                        amount,
-                    }) => Some(PortOnePaymentOut {
-                        store_id: store_id.clone(),
-                        channel_key: channel_key.clone(),
-                        js_url: js_url.clone(),
-                        payment_id: payment_id.clone(),
-                        order_name: order_name.clone(),
-                        amount: amount.amount,
-                        currency: amount.currency.to_string(),
-                    }),
-                    _ => None,
-                },
+                pay: v.pay,
                 last_failure: v.payment_failure,
                 expires_at: v.payment_expires_at,
             }),
@@ -680,10 +569,9 @@ mod tests {
             payment: Some(PaymentOut {
                 reference: "ref".into(),
                 provider: Some("sandbox".into()),
-                sandbox_url: Some("/sandbox/ref".into()),
-                stripe: None,
-                toss: None,
-                portone: None,
+                pay: Some(PayWith::Sandbox(crate::payments::pay::SandboxPay {
+                    url: "/sandbox/ref".into(),
+                })),
                 last_failure: None,
                 expires_at: Some(time),
             }),
@@ -708,10 +596,7 @@ mod tests {
             payment: Some(PaymentOut {
                 reference: "ref".into(),
                 provider: None,
-                sandbox_url: None,
-                stripe: None,
-                toss: None,
-                portone: None,
+                pay: None,
                 last_failure: None,
                 expires_at: None,
             }),

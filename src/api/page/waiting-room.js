@@ -526,7 +526,7 @@
   const scripts = new Map(); // the provider's scripts, loading or loaded, by URL
 
   /// The provider's script (Stripe.js, Toss's or PortOne's SDK), loaded once from where
-  /// checkout says (`payment.<provider>.js_url`).
+  /// checkout says (`payment.pay.js_url`).
   function loadScript(url) {
     if (!scripts.has(url)) {
       scripts.set(url, new Promise((resolve, reject) => {
@@ -552,9 +552,9 @@
   }
 
   async function mountStripeOnce(next) {
-    let pay = next.payment.stripe;
+    let pay = next.payment.pay;
     if (!pay && stripeMounted) return;
-    if (!pay) pay = (await api('POST', `/v1/attempts/${next.attempt_id}/checkout`)).payment.stripe;
+    if (!pay) pay = (await api('POST', `/v1/attempts/${next.attempt_id}/checkout`)).payment.pay;
     if (!pay || stripeMounted === pay.client_secret) return;
     await loadScript(pay.js_url);
     const stripe = window.Stripe(pay.publishable_key);
@@ -582,8 +582,8 @@
   /// here, and reports to sluice by its webhook.
   async function payInWindow(next) {
     const provider = next.payment.provider;
-    let pay = next.payment[provider];
-    if (!pay) pay = (await api('POST', `/v1/attempts/${next.attempt_id}/checkout`)).payment[provider];
+    let pay = next.payment.pay;
+    if (!pay) pay = (await api('POST', `/v1/attempts/${next.attempt_id}/checkout`)).payment.pay;
     await loadScript(pay.js_url);
     if (provider === 'toss') {
       const toss = window.TossPayments(pay.client_key);
@@ -665,7 +665,7 @@
       case 'PAYMENT_PENDING':
         step('paying', t('payment'));
         $('paying-what').textContent = t('payingWhat', describeHold(next.hold).toLowerCase());
-        $('sandbox').hidden = !(next.payment && next.payment.sandbox_url);
+        $('sandbox').hidden = !(next.payment && next.payment.provider === 'sandbox');
         $('stripe').hidden = !(next.payment && next.payment.provider === 'stripe');
         $('provider-window').hidden = !(next.payment && WINDOWS.includes(next.payment.provider));
         if (next.payment) showFailure(next.payment.last_failure);

@@ -10,8 +10,10 @@ use super::{Failure, Payment, PortOne};
 use crate::payments::calls::ProviderError;
 use crate::payments::connector::{
     nothing_started, order_name, paid, priced, provider_payment_id, Connector, Delivered, Found,
-    Order, PayWith, RefundTaken, Reported, Started, WebhookError,
+    Order, RefundTaken, Reported, Started, WebhookError,
 };
+use crate::payments::page_sources::{origin, PageSources};
+use crate::payments::pay::{PayWith, PortOnePay};
 
 #[async_trait]
 impl Connector for PortOne {
@@ -25,14 +27,15 @@ impl Connector for PortOne {
         let config = self.config();
         Ok(Started {
             id: Some(payment_id.clone()),
-            pay: PayWith::PortOne {
+            pay: PayWith::PortOne(PortOnePay {
                 store_id: config.store_id.clone(),
                 channel_key: config.channel_key.clone(),
                 js_url: config.js_url.clone(),
                 payment_id,
                 order_name: order_name(order.name),
-                amount: amount.clone(),
-            },
+                amount: amount.amount,
+                currency: amount.currency.to_string(),
+            }),
         })
     }
 
@@ -78,6 +81,20 @@ impl Connector for PortOne {
         }
     }
 
+    /// Its script's origin (where the script is PortOne's own, PortOne's other hosts), and the
+    /// payment gateways' windows it is told of (`frame_origins`), as frames only.
+    fn page_sources(&self) -> PageSources {
+        let config = self.config();
+        let js = origin(&config.js_url).unwrap_or_default();
+        let own = js == "https://cdn.portone.io";
+        let mut sources = PageSources::alike(js, if own { " https://*.portone.io" } else { "" });
+        for framed in &config.frame_origins {
+            sources.frame.push(' ');
+            sources.frame.push_str(framed);
+        }
+        sources
+    }
+
     async fn webhook(&self, delivered: &Delivered<'_>) -> Result<Reported, WebhookError> {
         self.reported(delivered).await
     }
@@ -95,5 +112,30 @@ pub fn found(payment: &Payment) -> Found {
         _ => Found::Open {
             last_failure: payment.failure.as_ref().map(Failure::describe),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn the_page_lets_in_the_pg_windows_it_is_told_of_as_frames_only() {
+        let mut config = crate::config::Config::default().payments.portone;
+        config.webhook_secret = "whsec_c2x1aWNlLXRlc3Qtc2VjcmV0".into();
+        config.frame_origins = vec![
+            "https://stdpay.inicis.com".into(),
+            "https://*.nicepay.co.kr".into(),
+        ];
+        let portone = PortOne::new(config, Duration::from_secs(5), 300).unwrap();
+        let sources = portone.page_sources();
+        assert_eq!(
+            sources.frame,
+            " https://cdn.portone.io https://*.portone.io https://stdpay.inicis.com \
+             https://*.nicepay.co.kr"
+        );
+        assert_eq!(sources.script, " https://cdn.portone.io https://*.portone.io");
     }
 }

@@ -9,9 +9,11 @@ use async_trait::async_trait;
 use super::{Intent, PaymentError, Stripe};
 use crate::payments::calls::ProviderError;
 use crate::payments::connector::{
-    nothing_started, paid, Connector, Delivered, Found, Order, PayWith, RefundTaken, Reported,
-    Started, WebhookError,
+    nothing_started, paid, Connector, Delivered, Found, Order, RefundTaken, Reported, Started,
+    WebhookError,
 };
+use crate::payments::page_sources::{origin, PageSources};
+use crate::payments::pay::{PayWith, StripePay};
 
 #[async_trait]
 impl Connector for Stripe {
@@ -44,11 +46,11 @@ impl Connector for Stripe {
         })?;
         Ok(Started {
             id: Some(intent.id),
-            pay: PayWith::Stripe {
+            pay: PayWith::Stripe(StripePay {
                 client_secret,
                 publishable_key: self.publishable_key().to_owned(),
                 js_url: self.js_url().to_owned(),
-            },
+            }),
         })
     }
 
@@ -85,6 +87,22 @@ impl Connector for Stripe {
         }
     }
 
+    /// Its script's origin, and for Stripe's own Stripe.js its 3-D Secure frames; its API.
+    fn page_sources(&self) -> PageSources {
+        let js = origin(&self.config.js_url).unwrap_or_default();
+        let api = origin(&self.config.api_base).unwrap_or_default();
+        let hooks = if js == "https://js.stripe.com" {
+            " https://hooks.stripe.com"
+        } else {
+            ""
+        };
+        PageSources {
+            script: format!(" {js}"),
+            frame: format!(" {js}{hooks}"),
+            connect: format!(" {js} {api}"),
+        }
+    }
+
     async fn webhook(&self, delivered: &Delivered<'_>) -> Result<Reported, WebhookError> {
         self.reported(delivered)
     }
@@ -105,5 +123,28 @@ pub fn found(intent: &Intent) -> Found {
                 .as_ref()
                 .map(PaymentError::describe),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn the_page_may_load_stripe_js_its_3ds_frames_and_the_api() {
+        let config = crate::config::Config::default().payments.stripe;
+        let stripe = Stripe::new(config, Duration::from_secs(5), 300).unwrap();
+        let sources = stripe.page_sources();
+        assert_eq!(sources.script, " https://js.stripe.com");
+        assert_eq!(
+            sources.frame,
+            " https://js.stripe.com https://hooks.stripe.com"
+        );
+        assert_eq!(
+            sources.connect,
+            " https://js.stripe.com https://api.stripe.com"
+        );
     }
 }

@@ -11,8 +11,10 @@ use super::{Failure, Payment, Toss};
 use crate::payments::calls::ProviderError;
 use crate::payments::connector::{
     nothing_started, order_name, paid, priced, provider_payment_id, Connector, Delivered, Found,
-    Order, PayWith, RefundTaken, Reported, Started, WebhookError,
+    Order, RefundTaken, Reported, Started, WebhookError,
 };
+use crate::payments::page_sources::{origin, PageSources};
+use crate::payments::pay::{PayWith, TossPay};
 
 #[async_trait]
 impl Connector for Toss {
@@ -25,15 +27,16 @@ impl Connector for Toss {
         let order_id = provider_payment_id(order.reference);
         Ok(Started {
             id: Some(order_id.clone()),
-            pay: PayWith::Toss {
+            pay: PayWith::Toss(TossPay {
                 client_key: self.client_key().to_owned(),
                 js_url: self.js_url().to_owned(),
                 order_id,
                 order_name: order_name(order.name),
-                amount: amount.clone(),
+                amount: amount.amount,
+                currency: amount.currency.to_string(),
                 success_url: self.return_url("success"),
                 fail_url: self.return_url("fail"),
-            },
+            }),
         })
     }
 
@@ -80,6 +83,13 @@ impl Connector for Toss {
         Ok(RefundTaken {
             id: Some(after.last_transaction_key.unwrap_or(after.payment_key)),
         })
+    }
+
+    /// Its script's origin; where the script is Toss's own, Toss's other hosts its window uses.
+    fn page_sources(&self) -> PageSources {
+        let js = origin(self.js_url()).unwrap_or_default();
+        let own = js == "https://js.tosspayments.com";
+        PageSources::alike(js, if own { " https://*.tosspayments.com" } else { "" })
     }
 
     async fn webhook(&self, delivered: &Delivered<'_>) -> Result<Reported, WebhookError> {
