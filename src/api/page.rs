@@ -18,14 +18,28 @@ use crate::config::PageConfig;
 use crate::payments::page_sources::{origin, PageSources};
 use crate::service::App;
 
-const INDEX: &str = include_str!("page/index.html");
-const SCRIPT: &str = include_str!("page/waiting-room.js");
-/// The seat map's drawing, the console's too.
-const SEAT_MAP: &str = include_str!("page/seat-map.js");
-const WORKER: &str = include_str!("page/proof-of-work.js");
-const SERVICE_WORKER: &str = include_str!("page/sw.js");
-const STYLE: &str = include_str!("page/waiting-room.css");
-const FAVICON: &str = include_str!("page/favicon.svg");
+/// The page's files as they are in `src/api/page`: its HTML, its ES modules (the page and its
+/// modules, the seat map's drawing, the payment windows), its style and icon.
+static FILES: include_dir::Dir<'static> = include_dir::include_dir!("$CARGO_MANIFEST_DIR/src/api/page");
+
+/// The page itself (`index.html`).
+fn index() -> &'static str {
+    FILES
+        .get_file("index.html")
+        .and_then(|f| f.contents_utf8())
+        .unwrap_or_default()
+}
+
+/// The content type of a file of the page served by name, by its extension; `None` for what
+/// is not served (the type checker's settings).
+fn served_as(name: &str) -> Option<&'static str> {
+    match name.rsplit_once('.')?.1 {
+        "js" => Some("text/javascript; charset=utf-8"),
+        "css" => Some("text/css; charset=utf-8"),
+        "svg" => Some("image/svg+xml"),
+        _ => None,
+    }
+}
 
 /// The languages the page speaks, the first the default.
 const LANGUAGES: [&str; 2] = ["en", "ko"];
@@ -97,7 +111,7 @@ pub async fn at_root<E: Endpoint>(
             .get(header::ACCEPT_LANGUAGE)
             .and_then(|v| v.to_str().ok());
         let lang = language(accept);
-        let html = INDEX.replacen("<html lang=\"en\">", &format!("<html lang=\"{lang}\">"), 1);
+        let html = index().replacen("<html lang=\"en\">", &format!("<html lang=\"{lang}\">"), 1);
         let (page, payment) = &*page;
         let mut resp = with_policy(html, "text/html; charset=utf-8", policy(page, payment));
         // Its language follows the visitor's.
@@ -114,19 +128,17 @@ pub async fn at_root<E: Endpoint>(
 pub fn asset(Path(name): Path<String>, app: Data<&App>) -> Response {
     let page = &app.config.page;
     match name.as_str() {
-        "waiting-room.js" => file(SCRIPT, "text/javascript; charset=utf-8", page),
-        "seat-map.js" => file(SEAT_MAP, "text/javascript; charset=utf-8", page),
-        "proof-of-work.js" => file(WORKER, "text/javascript; charset=utf-8", page),
-        "sw.js" => file(SERVICE_WORKER, "text/javascript; charset=utf-8", page),
-        "waiting-room.css" => file(STYLE, "text/css; charset=utf-8", page),
-        "favicon.svg" => file(FAVICON, "image/svg+xml", page),
         "brand.css" => file(brand_css(page), "text/css; charset=utf-8", page),
         "brand.json" => file(
             serde_json::json!({ "name": page.shop_name, "logo_url": page.logo_url }).to_string(),
             "application/json",
             page,
         ),
-        _ => super::problem::problem_response(StatusCode::NOT_FOUND, "no such file".into()),
+        // Files of the folder itself only (a name has no `/`).
+        _ => match (served_as(&name), FILES.get_file(&name)) {
+            (Some(content_type), Some(f)) => file(f.contents(), content_type, page),
+            _ => super::problem::problem_response(StatusCode::NOT_FOUND, "no such file".into()),
+        },
     }
 }
 
@@ -148,6 +160,19 @@ fn brand_css(page: &PageConfig) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pages_modules_are_served_and_its_tools_settings_are_not() {
+        for module in ["waiting-room.js", "api.js", "timing.js", "texts-ko.js"] {
+            assert!(FILES.get_file(module).is_some(), "{module}");
+            assert_eq!(served_as(module), Some("text/javascript; charset=utf-8"));
+        }
+        for tooling in ["tsconfig.json", "package.json", "index.html"] {
+            assert!(FILES.get_file(tooling).is_some(), "{tooling}");
+            assert_eq!(served_as(tooling), None, "{tooling} is not served as a file");
+        }
+        assert!(index().contains(r#"type="module""#));
+    }
 
     #[test]
     fn the_visitors_language_is_the_best_one_spoken() {

@@ -50,13 +50,13 @@ try {
 
   await page.getByRole('button', { name: 'Go to payment' }).click();
   // Stripe.js (localstripe's) is loaded from the sale's js_url and mounts its card form.
-  const number = page.locator('#stripe-element input[placeholder="number"]');
+  const number = page.locator('#pay-form-element input[placeholder="number"]');
   await number.waitFor({ timeout: 20000 });
   check(await page.locator('#paying-what').filter({ hasText: '₩110,000' }).count() === 1, 'the payment step shows the amount');
   await number.fill('4000002760003184');
-  await page.locator('#stripe-element input[placeholder="exp_month"]').fill('12');
-  await page.locator('#stripe-element input[placeholder="exp_year"]').fill('34');
-  await page.locator('#stripe-element input[placeholder="cvc"]').fill('123');
+  await page.locator('#pay-form-element input[placeholder="exp_month"]').fill('12');
+  await page.locator('#pay-form-element input[placeholder="exp_year"]').fill('34');
+  await page.locator('#pay-form-element input[placeholder="cvc"]').fill('123');
 
   // The card network's part (see the top): the card on the intent, asking for authentication.
   const attempt = await page.evaluate((key) => sessionStorage.getItem(key), `sluice.attempt.${sale}`);

@@ -6,8 +6,14 @@
 // stream cannot be opened or drops, the page polls, waiting `poll_after_ms` as the server asks.
 // It speaks the visitor's language (English and Korean: the server picks from Accept-Language
 // and sets <html lang>; the switch overrides it, remembered in localStorage), and solves a
-// sale's proof of work in a Web Worker (proof-of-work.js) before it joins.
-'use strict';
+// sale's proof of work in a Web Worker (proof-of-work.js) before it joins. An ES module, served
+// as it is: its texts (texts-<language>.js), its calls of the API (api.js) and each payment
+// provider's way to pay (pay-<provider>.js, loaded when an answer names that provider).
+
+import en from './texts-en.js';
+import ko from './texts-ko.js';
+import { client, isTransient, payWith, Problem, problemOf } from './api.js';
+import { backoff, pollDelay } from './timing.js';
 
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -29,197 +35,10 @@
   }
   const STEPS = ['join', 'proving', 'queued', 'admitted', 'held', 'paying', 'done'];
   const ENDED = ['CONFIRMED', 'EXPIRED'];
-  const WINDOWS = ['toss', 'portone']; // providers that take the payment in a window of theirs
 
   // ---- the visitor's language ----------------------------------------------------------------
 
-  const MESSAGES = {
-    en: {
-      language: 'Language', waitingRoom: 'Waiting room', loading: 'Loading…',
-      joinIntro: 'Tickets go on sale to everyone in the queue in the order they joined. Join once: keep this page open and we will let you in when it is your turn.',
-      joinIntroLottery: (at) => `The order of the queue is drawn by lot when the sale opens at ${at}: joining any time before then gives the same chance. Join once: keep this page open and we will let you in when it is your turn.`,
-      lotteryNote: (at) => `The order is drawn by lot when the sale opens at ${at}. Until then your place is only the order in which people joined, not the one that counts.`,
-      join: 'Join the queue',
-      provingIntro: 'This sale asks every browser for a moment of work before it joins, so that bots cannot take the places of people. It runs by itself; keep this page open.',
-      provingProgress: 'Checking this browser', proving: 'Checking this browser',
-      provingSay: (p) => `Checking this browser before joining: ${p}% done.`,
-      yourPlace: 'Your place', peopleWaiting: 'People waiting', estimatedWait: 'Estimated wait',
-      queueProgress: 'Progress through the queue',
-      keepOpen: 'Keep this page open. You will be let in automatically — no need to refresh.',
-      leave: 'Leave the queue', howMany: 'How many tickets?', chooseSeats: 'Choose your seats',
-      chooseWithin: 'Choose within', hold: 'Hold my tickets', heldFor: 'Held for you for',
-      checkout: 'Go to payment', release: 'Release them', completePayment: 'Complete the payment.',
-      payWithin: 'Pay within', sandbox: 'Test mode: the sandbox payment provider.',
-      payNow: 'Pay now', decline: 'Decline the payment', again: 'Join again',
-      inLine: "You're in line", yourTurn: "It's your turn", heldTitle: 'Held for you',
-      payment: 'Payment', confirmed: 'Confirmed', youLeft: 'You left', timesUp: "Time's up",
-      soldOut: 'Sold out', saleClosed: 'Sale closed', joinAgainTitle: 'Please join again',
-      notAvailable: 'Sale not available', noSuchSale: 'There is no such sale.',
-      openFromShop: 'Open this page from the shop',
-      openFromShopText: 'This page needs a sale and your sign-in; the shop links here with both.',
-      saleEnded: 'This sale has ended.',
-      left: (n) => (n === 1 ? '1 left' : `${n} left`),
-      leftNone: 'Everything is held or sold right now; you can still join in case tickets come back.',
-      lessThanMinute: '< 1 min', aboutMinutesShort: (m) => `~${m} min`,
-      underAMinute: 'under a minute', aboutOneMinute: 'about 1 minute', aboutMinutes: (m) => `about ${m} minutes`,
-      placeSay: (n, wait) => `You are number ${n} in line. Estimated wait: ${wait}.`,
-      turnSay: 'It is your turn. Choose your tickets and hold them before the time runs out.',
-      accessCode: 'Access code', zoomIn: 'Zoom in', zoomOut: 'Zoom out',
-      seatLabel: (section, row, number, price, state) => `${section}, row ${row}, seat ${number}, ${price}, ${state}`,
-      seatFree: 'free', seatHeld: 'held by someone', seatSold: 'sold', seatOff: 'not on sale', seatChosen: 'chosen',
-      seatHeldWhy: 'That seat is held by someone else right now; it may come back.',
-      seatSoldWhy: 'That seat is sold.', seatOffWhy: 'That seat is not on sale.',
-      seatLimitWhy: (n) => `You can choose up to ${n} seats.`,
-      seatTakenNow: (seat) => `Seat ${seat} was just taken by someone else.`,
-      bestHint: 'The best free seats side by side, nearest the stage, held in one step.',
-      bestCount: 'Seats together', bestCategory: 'Category', anyCategory: 'Any',
-      bestHold: 'Hold the best seats together', orPick: 'Or choose seats on the map:',
-      noAdjacent: 'No seats together are free as asked. Try fewer seats or another category, or choose seats on the map.',
-      phaseFrom: (name, at) => `${name} from ${at}`,
-      notInPhase: (phase, next, at) => (next
-        ? `Right now “${phase}” is open to others. You can join in “${next}” from ${at}.`
-        : `Right now “${phase}” is open to others, and no later part of this sale is open to you.`),
-      codeRefused: 'That access code is not valid, or it has been used up.',
-      notifyMe: "Tell me when it's my turn",
-      notifyOn: 'We will tell you when it is your turn, even while you are in another tab.',
-      notifyBlocked: 'Notifications are blocked in this browser: keep an eye on this tab.',
-      comeBack: (d) => `When your turn comes, you will have ${d} to come back and choose.`,
-      turnNotice: (d) => `Come back within ${d} to choose your tickets.`,
-      titleFlash: '▶ Your turn!',
-      seconds: (n) => (n === 1 ? '1 second' : `${n} seconds`),
-      minutesLong: (n) => (n === 1 ? '1 minute' : `${n} minutes`),
-      upTo: (n) => `(up to ${n})`,
-      oneTicket: '1 ticket', tickets: (n) => `${n} tickets`, seats: (list) => `Seats ${list}`,
-      lastFailure: (why) => `The last try did not go through: ${why} You can try again.`,
-      paymentUnavailable: 'The payment form did not load. Try again in a moment.',
-      heldWhat: (what) => `${what} held for you. Go to payment to keep them.`,
-      heldSay: (what) => `${what} held. Go to payment before the time runs out.`,
-      payingWhat: (what) => `Paying for ${what}.`, payingSay: 'Waiting for your payment.',
-      confirmedText: (what) => `${what} — they are yours. A confirmation is on its way.`,
-      soldOutWaiting: 'Sorry — everything was sold while you waited, and nothing held can come back. Nothing was charged.',
-      soldOutText: 'Sorry — everything has been sold. Nothing was charged.',
-      saleClosedText: 'This sale takes no more joins. Nothing was charged.',
-      seatTaken: 'One of those seats was just taken. Please choose another.',
-      rejoinText: 'The waiting room was restarted and places were lost. Join again to get a new place.',
-      busy: (s) => `Busy — trying again in ${s} seconds.`,
-      connectionLost: 'Connection lost. Trying again…', chooseSeat: 'Choose at least one seat.',
-      chooseBetween: (max) => `Choose between 1 and ${max} tickets.`,
-      paymentSent: 'Payment sent. Waiting for confirmation…', declining: 'Declining…',
-      ended: 'This attempt has ended.',
-      reasons: {
-        left: 'You left the queue.',
-        abandoned: 'Your place lapsed because this page was closed for too long.',
-        admission_timeout: 'Your turn passed before you chose, so the tickets went to the next person in line.',
-        hold_timeout: 'Your hold ran out and the tickets went back on sale.',
-        released: 'You released your tickets; they are back on sale.',
-        payment_failed: 'The payment did not go through. Nothing was charged and the tickets went back on sale.',
-        payment_timeout: 'The payment took too long, so the tickets went back on sale.',
-        sale_closed: 'The sale closed before your turn came. Nothing was charged.',
-        refunded: 'Your purchase was cancelled and refunded; the tickets went back on sale.',
-      },
-      // What a payment provider's codes mean (Toss Payments', and sluice's own refusal).
-      providerErrors: {
-        PAY_PROCESS_CANCELED: 'You closed the payment window before paying.',
-        PAY_PROCESS_ABORTED: 'The payment was stopped before it went through.',
-        REJECT_CARD_COMPANY: 'Your card company declined the payment.',
-        INVALID_CARD_EXPIRATION: 'The card has expired.',
-        EXCEED_MAX_DAILY_PAYMENT_COUNT: 'This card has reached its number of payments for today.',
-        NOT_AVAILABLE_PAYMENT: 'Payments cannot be taken at this hour; try again shortly.',
-      },
-    },
-    ko: {
-      language: '언어', waitingRoom: '대기실', loading: '불러오는 중…',
-      joinIntro: '대기열에 들어온 순서대로 구매 차례가 돌아옵니다. 한 번만 줄을 서 주세요. 이 페이지를 열어 두시면 차례가 되었을 때 자동으로 입장합니다.',
-      joinIntroLottery: (at) => `대기 순서는 판매가 시작되는 ${at}에 추첨으로 정해집니다. 그 전에는 언제 줄을 서도 기회가 같습니다. 한 번만 줄을 서 주세요. 이 페이지를 열어 두시면 차례가 되었을 때 자동으로 입장합니다.`,
-      lotteryNote: (at) => `대기 순서는 판매가 시작되는 ${at}에 추첨으로 정해집니다. 그때까지 보이는 순서는 줄을 선 순서일 뿐, 실제 순서가 아닙니다.`,
-      join: '대기열에 줄 서기',
-      provingIntro: '이 판매는 봇이 사람의 자리를 차지하지 못하도록, 줄을 서기 전에 브라우저에 잠깐의 계산을 요청합니다. 자동으로 진행되니 이 페이지를 열어 두세요.',
-      provingProgress: '브라우저 확인 중', proving: '브라우저 확인 중',
-      provingSay: (p) => `줄 서기 전 브라우저 확인 중: ${p}% 완료.`,
-      yourPlace: '내 순서', peopleWaiting: '대기 인원', estimatedWait: '예상 대기 시간',
-      queueProgress: '대기열 진행 상황',
-      keepOpen: '이 페이지를 열어 두세요. 새로고침하지 않아도 차례가 되면 자동으로 입장합니다.',
-      leave: '대기열에서 나가기', howMany: '몇 장을 구매하시겠어요?', chooseSeats: '좌석을 선택하세요',
-      chooseWithin: '남은 선택 시간', hold: '티켓 확보하기', heldFor: '확보 유지 시간',
-      checkout: '결제하기', release: '확보 취소', completePayment: '결제를 완료해 주세요.',
-      payWithin: '남은 결제 시간', sandbox: '테스트 모드: 샌드박스 결제입니다.',
-      payNow: '지금 결제', decline: '결제 거절', again: '다시 줄 서기',
-      inLine: '대기 중입니다', yourTurn: '내 차례입니다', heldTitle: '티켓을 확보했습니다',
-      payment: '결제', confirmed: '구매 완료', youLeft: '대기열에서 나갔습니다', timesUp: '시간이 지났습니다',
-      soldOut: '매진', saleClosed: '판매 종료', joinAgainTitle: '다시 줄을 서 주세요',
-      notAvailable: '판매를 찾을 수 없습니다', noSuchSale: '해당 판매가 없습니다.',
-      openFromShop: '상점에서 이 페이지를 열어 주세요',
-      openFromShopText: '이 페이지에는 판매 정보와 로그인이 필요합니다. 상점의 링크로 들어와 주세요.',
-      saleEnded: '이 판매는 종료되었습니다.',
-      left: (n) => `${n}장 남음`,
-      leftNone: '지금은 모든 티켓이 확보되었거나 판매되었습니다. 티켓이 다시 나올 수 있으니 줄을 서실 수 있습니다.',
-      lessThanMinute: '1분 미만', aboutMinutesShort: (m) => `약 ${m}분`,
-      underAMinute: '1분 미만', aboutOneMinute: '약 1분', aboutMinutes: (m) => `약 ${m}분`,
-      placeSay: (n, wait) => `현재 대기 순서는 ${n}번입니다. 예상 대기 시간: ${wait}.`,
-      turnSay: '내 차례입니다. 시간이 끝나기 전에 티켓을 선택해 확보하세요.',
-      accessCode: '참여 코드', zoomIn: '확대', zoomOut: '축소',
-      seatLabel: (section, row, number, price, state) => `${section} 구역 ${row}열 ${number}번, ${price}, ${state}`,
-      seatFree: '선택 가능', seatHeld: '다른 분이 확보 중', seatSold: '판매 완료', seatOff: '판매하지 않음', seatChosen: '선택함',
-      seatHeldWhy: '지금 다른 분이 확보한 좌석입니다. 다시 풀릴 수 있습니다.',
-      seatSoldWhy: '이미 판매된 좌석입니다.', seatOffWhy: '판매하지 않는 좌석입니다.',
-      seatLimitWhy: (n) => `최대 ${n}석까지 선택할 수 있습니다.`,
-      seatTakenNow: (seat) => `${seat} 좌석을 방금 다른 분이 확보했습니다.`,
-      bestHint: '무대에서 가장 가까운 빈 좌석을 나란히, 한 번에 확보합니다.',
-      bestCount: '나란히 앉을 좌석 수', bestCategory: '등급', anyCategory: '전체',
-      bestHold: '가장 좋은 좌석 나란히 확보', orPick: '또는 좌석 배치도에서 직접 선택:',
-      noAdjacent: '요청하신 대로 나란히 비어 있는 좌석이 없습니다. 좌석 수나 등급을 바꾸거나 배치도에서 직접 선택하세요.',
-      phaseFrom: (name, at) => `${name} ${at}부터`,
-      notInPhase: (phase, next, at) => (next
-        ? `지금은 “${phase}” 대상자만 참여할 수 있습니다. “${next}”에 ${at}부터 참여할 수 있습니다.`
-        : `지금은 “${phase}” 대상자만 참여할 수 있으며, 이후에 참여할 수 있는 판매가 없습니다.`),
-      codeRefused: '참여 코드가 올바르지 않거나 이미 모두 사용되었습니다.',
-      notifyMe: '내 차례가 되면 알려 주세요',
-      notifyOn: '다른 탭을 보고 있어도 차례가 되면 알려 드립니다.',
-      notifyBlocked: '이 브라우저에서 알림이 차단되어 있습니다. 이 탭을 계속 확인해 주세요.',
-      comeBack: (d) => `차례가 되면 ${d} 안에 돌아와 선택해야 합니다.`,
-      turnNotice: (d) => `${d} 안에 돌아와 티켓을 선택하세요.`,
-      titleFlash: '▶ 내 차례입니다!',
-      seconds: (n) => `${n}초`,
-      minutesLong: (n) => `${n}분`,
-      upTo: (n) => `(최대 ${n}장)`,
-      oneTicket: '티켓 1장', tickets: (n) => `티켓 ${n}장`, seats: (list) => `좌석 ${list}`,
-      lastFailure: (why) => `마지막 결제가 완료되지 않았습니다: ${why} 다시 시도할 수 있습니다.`,
-      paymentUnavailable: '결제 양식을 불러오지 못했습니다. 잠시 후 다시 시도해 주세요.',
-      heldWhat: (what) => `${what}을(를) 확보했습니다. 결제하시면 구매가 완료됩니다.`,
-      heldSay: (what) => `${what} 확보. 시간이 끝나기 전에 결제하세요.`,
-      payingWhat: (what) => `${what} 결제 중입니다.`, payingSay: '결제를 기다리고 있습니다.',
-      confirmedText: (what) => `${what} 구매가 완료되었습니다. 확인 메시지를 보내 드립니다.`,
-      soldOutWaiting: '죄송합니다. 기다리시는 동안 모두 판매되었고, 다시 나올 티켓도 없습니다. 결제된 금액은 없습니다.',
-      soldOutText: '죄송합니다. 모두 판매되었습니다. 결제된 금액은 없습니다.',
-      saleClosedText: '이 판매는 더 이상 줄 서기를 받지 않습니다. 결제된 금액은 없습니다.',
-      seatTaken: '방금 다른 분이 그 좌석을 선택했습니다. 다른 좌석을 골라 주세요.',
-      rejoinText: '대기실이 다시 시작되어 순서가 사라졌습니다. 다시 줄을 서면 새 순서를 받습니다.',
-      busy: (s) => `사용자가 많습니다. ${s}초 후에 다시 시도합니다.`,
-      connectionLost: '연결이 끊겼습니다. 다시 연결하는 중…', chooseSeat: '좌석을 하나 이상 선택하세요.',
-      chooseBetween: (max) => `1장에서 ${max}장 사이로 선택하세요.`,
-      paymentSent: '결제를 보냈습니다. 확인을 기다리는 중…', declining: '거절하는 중…',
-      ended: '이 구매 시도는 종료되었습니다.',
-      reasons: {
-        left: '대기열에서 나갔습니다.',
-        abandoned: '페이지가 너무 오래 닫혀 있어 순서가 취소되었습니다.',
-        admission_timeout: '선택하시기 전에 차례가 지나 다음 분께 넘어갔습니다.',
-        hold_timeout: '확보 시간이 끝나 티켓이 다시 판매됩니다.',
-        released: '티켓 확보를 취소하셨습니다. 티켓은 다시 판매됩니다.',
-        payment_failed: '결제가 완료되지 않았습니다. 결제된 금액은 없으며 티켓은 다시 판매됩니다.',
-        payment_timeout: '결제 시간이 초과되어 티켓이 다시 판매됩니다.',
-        sale_closed: '차례가 오기 전에 판매가 종료되었습니다. 결제된 금액은 없습니다.',
-        refunded: '구매가 취소되어 환불되었습니다. 티켓은 다시 판매됩니다.',
-      },
-      providerErrors: {
-        PAY_PROCESS_CANCELED: '결제 전에 결제창을 닫았습니다.',
-        PAY_PROCESS_ABORTED: '결제가 완료되기 전에 중단되었습니다.',
-        REJECT_CARD_COMPANY: '카드사에서 결제를 거절했습니다.',
-        INVALID_CARD_EXPIRATION: '카드 유효기간이 지났습니다.',
-        EXCEED_MAX_DAILY_PAYMENT_COUNT: '이 카드의 오늘 결제 횟수를 넘었습니다.',
-        NOT_AVAILABLE_PAYMENT: '지금은 결제할 수 없는 시간입니다. 잠시 후 다시 시도해 주세요.',
-      },
-    },
-  };
+  const MESSAGES = { en, ko };
   const LANGUAGES = Object.keys(MESSAGES);
   const chosen = localStorage.getItem('sluice.language');
   let lang = LANGUAGES.includes(chosen) ? chosen
@@ -263,32 +82,7 @@
 
   // ---- talking to sluice -------------------------------------------------------------------
 
-  class Problem extends Error {
-    constructor(status, body, retryAfter) {
-      super(body.detail || body.title || `HTTP ${status}`);
-      this.status = status;
-      this.type = body.type || '';
-      this.retryAfter = retryAfter;
-      this.body = body;
-    }
-  }
-
-  async function api(method, path, body, headers = {}) {
-    const res = await fetch(path, {
-      method,
-      headers: {
-        Authorization: `Bearer ${token}`,
-        ...(body ? { 'Content-Type': 'application/json' } : {}),
-        ...headers,
-      },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const json = await res.json().catch(() => ({}));
-    if (!res.ok) {
-      throw new Problem(res.status, json, Number(res.headers.get('Retry-After') || 0));
-    }
-    return json;
-  }
+  const api = client(token);
 
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -322,10 +116,7 @@
     const headers = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
     if (lastEventId) headers['Last-Event-ID'] = lastEventId;
     const res = await fetch(statusPath('/events'), { headers, signal });
-    if (!res.ok || !res.body) {
-      const json = await res.json().catch(() => ({}));
-      throw new Problem(res.status, json, Number(res.headers.get('Retry-After') || 0));
-    }
+    if (!res.ok || !res.body) throw await problemOf(res);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = '';
     for (;;) {
@@ -349,8 +140,7 @@
   /// One round of polling (used while the stream is down), then back to trying the stream.
   async function poll(signal) {
     for (let i = 0; i < 5 && !signal.aborted; i++) {
-      const wait = attempt ? attempt.poll_after_ms : 2000;
-      await sleep(Math.max(500, wait));
+      await sleep(pollDelay(attempt));
       if (signal.aborted) return;
       try {
         show(await api('GET', statusPath()));
@@ -362,7 +152,6 @@
     }
   }
 
-  const isTransient = (e) => e instanceof Problem && (e.status === 429 || e.status >= 500);
 
   /// The user id the token names (`sub`): the proof of work is bound to it.
   function tokenUser() {
@@ -517,16 +306,23 @@
     return format.format(amount / 10 ** format.resolvedOptions().maximumFractionDigits);
   }
 
-  // ---- paying through Stripe -----------------------------------------------------------------
+  // ---- paying with the provider's own script -----------------------------------------------
 
-  let stripeMounted = null; // the client secret of the payment form on the page
-  let stripeMounting = null; // the mounting under way: answers that arrive meanwhile wait for it
-  let stripePay = null; // confirms the payment with what the buyer entered
+  const OWN = ['sandbox', 'webhook']; // sluice's own ways to pay: no script of a provider's
+  const ways = new Map(); // the modules of the providers' ways to pay, by provider
+
+  /// The provider's way to pay (`pay-<provider>.js`: a form on the page, or its window),
+  /// loaded once; none for sluice's own.
+  function wayToPay(provider) {
+    if (!provider || OWN.includes(provider)) return Promise.resolve(null);
+    if (!ways.has(provider)) ways.set(provider, import(`./pay-${provider}.js`));
+    return ways.get(provider);
+  }
 
   const scripts = new Map(); // the provider's scripts, loading or loaded, by URL
 
-  /// The provider's script (Stripe.js, Toss's or PortOne's SDK), loaded once from where
-  /// checkout says (`payment.pay.js_url`).
+  /// The provider's script (its SDK), loaded once from where checkout says
+  /// (`payment.pay.js_url`).
   function loadScript(url) {
     if (!scripts.has(url)) {
       scripts.set(url, new Promise((resolve, reject) => {
@@ -543,69 +339,44 @@
     return scripts.get(url);
   }
 
-  /// Mounts Stripe's Payment Element for the attempt's PaymentIntent (its client secret comes
-  /// with checkout's answer; a page opened later asks checkout again, which answers the same
-  /// intent). Where Stripe.js has no Payment Element (a test double's), its card element.
-  function mountStripe(next) {
-    stripeMounting ??= mountStripeOnce(next).finally(() => { stripeMounting = null; });
-    return stripeMounting;
+  let formMounted = null; // the key of the payment form on the page
+  let formMounting = null; // the mounting under way: answers that arrive meanwhile wait for it
+  let formPay = null; // confirms the payment with what the buyer entered
+
+  /// Mounts the provider's payment form for the attempt (what it needs comes with checkout's
+  /// answer; a page opened later asks checkout again, which answers the same payment).
+  function mountForm(next, way) {
+    formMounting ??= mountFormOnce(next, way).finally(() => { formMounting = null; });
+    return formMounting;
   }
 
-  async function mountStripeOnce(next) {
-    let pay = next.payment.pay;
-    if (!pay && stripeMounted) return;
-    if (!pay) pay = (await api('POST', `/v1/attempts/${next.attempt_id}/checkout`)).payment.pay;
-    if (!pay || stripeMounted === pay.client_secret) return;
-    await loadScript(pay.js_url);
-    const stripe = window.Stripe(pay.publishable_key);
-    const slot = $('stripe-element');
-    slot.replaceChildren();
-    if (typeof stripe.confirmPayment === 'function') {
-      const elements = stripe.elements({ clientSecret: pay.client_secret, locale: lang });
-      elements.create('payment').mount(slot);
-      stripePay = () => stripe.confirmPayment({
-        elements, redirect: 'if_required', confirmParams: { return_url: location.href },
-      });
-    } else {
-      const card = stripe.elements().create('card');
-      card.mount(slot);
-      stripePay = () => stripe.confirmCardPayment(pay.client_secret, { payment_method: { card } });
-    }
-    stripeMounted = pay.client_secret;
+  async function mountFormOnce(next, way) {
+    if (!next.payment.pay && formMounted) return;
+    const pay = await payWith(next, api);
+    if (!pay || formMounted === way.formKey(pay)) return;
+    formPay = await way.mount(pay, $('pay-form-element'), { lang, loadScript });
+    formMounted = way.formKey(pay);
   }
 
-  // ---- paying in Toss's or PortOne's window -------------------------------------------------
-
-  /// Opens the provider's payment window for the attempt (what it needs comes with checkout's
-  /// answer; a page opened later asks checkout again, which answers the same payment). Toss
-  /// sends the buyer back to sluice, which confirms and brings them back here; PortOne answers
-  /// here, and reports to sluice by its webhook.
+  /// Opens the provider's payment window for the attempt. Some send the buyer back to sluice,
+  /// which confirms and brings them back here; others answer here, and report to sluice by
+  /// their webhook. Whether it was paid here.
   async function payInWindow(next) {
-    const provider = next.payment.provider;
-    let pay = next.payment.pay;
-    if (!pay) pay = (await api('POST', `/v1/attempts/${next.attempt_id}/checkout`)).payment.pay;
-    await loadScript(pay.js_url);
-    if (provider === 'toss') {
-      const toss = window.TossPayments(pay.client_key);
-      await toss.payment({ customerKey: window.TossPayments.ANONYMOUS || 'ANONYMOUS' }).requestPayment({
-        method: 'CARD', amount: { currency: pay.currency, value: pay.amount },
-        orderId: pay.order_id, orderName: pay.order_name,
-        // Paths when sluice has no http.public_url: they are this page's origin's.
-        successUrl: new URL(pay.success_url, location.href).href,
-        failUrl: new URL(pay.fail_url, location.href).href,
-      });
-      return false;
-    }
-    const result = await window.PortOne.requestPayment({
-      storeId: pay.store_id, channelKey: pay.channel_key, paymentId: pay.payment_id,
-      orderName: pay.order_name, totalAmount: pay.amount, currency: `CURRENCY_${pay.currency}`,
-      payMethod: 'CARD', locale: lang === 'ko' ? 'KO_KR' : 'EN_US',
-    });
-    if (result && result.code) {
-      showFailure(`${result.code}: ${result.message || ''}`);
-      return false;
-    }
-    return true;
+    const way = await wayToPay(next.payment.provider);
+    const pay = await payWith(next, api);
+    if (!way || !pay) return false;
+    const { paid, failure } = await way.open(pay, { lang, loadScript });
+    if (failure) showFailure(failure);
+    return paid;
+  }
+
+  /// Shows the provider's way to pay: its form mounted on the page, or the button that opens
+  /// its window.
+  async function showWayToPay(next) {
+    const way = await wayToPay(next.payment.provider);
+    $('pay-form').hidden = !way || way.kind !== 'form';
+    $('provider-window').hidden = !way || way.kind !== 'window';
+    if (way && way.kind === 'form') await mountForm(next, way);
   }
 
   /// The last failed try, in the visitor's language: a provider's code the page knows is said
@@ -666,10 +437,8 @@
         step('paying', t('payment'));
         $('paying-what').textContent = t('payingWhat', describeHold(next.hold).toLowerCase());
         $('sandbox').hidden = !(next.payment && next.payment.provider === 'sandbox');
-        $('stripe').hidden = !(next.payment && next.payment.provider === 'stripe');
-        $('provider-window').hidden = !(next.payment && WINDOWS.includes(next.payment.provider));
         if (next.payment) showFailure(next.payment.last_failure);
-        if (next.payment && next.payment.provider === 'stripe') mountStripe(next).catch(handleProblem);
+        if (next.payment) showWayToPay(next).catch(handleProblem);
         countdown('payment-countdown', next.payment && next.payment.expires_at);
         say(t('payingSay'));
         break;
@@ -926,14 +695,6 @@
     } catch (e) { handleProblem(e); }
   }
 
-  /// How long to wait (ms) before the `attemptNo`-th retry of a busy answer: at least its
-  /// Retry-After, doubled at each retry, and up to as much again drawn at random, so a crowd
-  /// turned away at once does not come back at once (capped at a minute).
-  function backoff(retryAfter, attemptNo) {
-    const floor = Math.min(60, Math.max(1, retryAfter) * 2 ** attemptNo) * 1000;
-    return floor + Math.random() * floor;
-  }
-
   /// Runs `work` with the button disabled, retrying up to three times after a busy answer.
   async function act(button, work) {
     button.disabled = true;
@@ -1021,11 +782,11 @@
       return null;
     }));
   }
-  $('stripe').addEventListener('submit', (ev) => {
+  $('pay-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
-    if (!stripePay) return;
-    act($('stripe-pay'), async () => {
-      const result = await stripePay();
+    if (!formPay) return;
+    act($('pay-form-pay'), async () => {
+      const result = await formPay();
       if (result && result.error) {
         showFailure(result.error.message || String(result.error));
         return null;

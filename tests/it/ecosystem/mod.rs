@@ -1,13 +1,14 @@
 //! The tools sluice's users bring, run for real against it: the committed OpenAPI contract and
-//! a client generated from it, the waiting-room page in headless Chromium, promtool on the
-//! metrics, alert rules and dashboards, k6, the production docker-compose file and the
-//! Kubernetes manifest.
+//! a client generated from it, the waiting-room page in headless Chromium (and its modules
+//! under tsc and node --test), promtool on the metrics, alert rules and dashboards, k6, the
+//! production docker-compose file and the Kubernetes manifest.
 
 mod browser;
 mod compose;
 mod contract;
 mod k6;
 mod kubernetes;
+mod page_modules;
 mod prometheus;
 mod spec;
 mod typescript;
