@@ -32,6 +32,7 @@ pub struct Config {
     pub events: EventsConfig,
     pub valve: ValveConfig,
     pub notify: NotifyConfig,
+    pub telemetry: TelemetryConfig,
 }
 
 /// How the waiting-room page at `/` looks for the shop (each empty: sluice's own look).
@@ -377,6 +378,27 @@ pub struct EventsConfig {
     pub max_tries: u32,
 }
 
+/// Traces over OpenTelemetry's OTLP: off unless an endpoint is set, here or in the standard
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the other standard
+/// `OTEL_*` variables are honoured too, as every OpenTelemetry SDK honours them).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// The collector's OTLP endpoint, e.g. `http://otel-collector:4318` (traces go to its
+    /// `/v1/traces`). Empty: traces off, unless the environment names one.
+    pub otlp_endpoint: String,
+    /// How traces are sent: `http/protobuf` (the one this build speaks).
+    pub otlp_protocol: String,
+    /// The share of traces kept (0 to 1) for requests that come without a caller's trace; a
+    /// caller's trace is kept or left as the caller decided. `OTEL_TRACES_SAMPLER` overrides it.
+    pub trace_sample_ratio: f64,
+    /// The service's name in its traces (`OTEL_SERVICE_NAME` overrides it).
+    pub service_name: String,
+    /// Spans waiting to be sent at most; past it new ones are dropped and counted
+    /// (`sluice_trace_spans_dropped_total`), so a collector that is down costs no memory.
+    pub max_queued_spans: usize,
+}
+
 /// "It's your turn": the messages that tell an admitted user who left the waiting page. Each
 /// channel is off until configured.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -567,6 +589,13 @@ impl Default for Config {
                 partitions: 6,
                 max_message_bytes: 1_000_000,
                 max_tries: 5,
+            },
+            telemetry: TelemetryConfig {
+                otlp_endpoint: String::new(),
+                otlp_protocol: "http/protobuf".into(),
+                trace_sample_ratio: 1.0,
+                service_name: "sluice".into(),
+                max_queued_spans: 2048,
             },
             notify: NotifyConfig {
                 vapid_private_key: Secret::default(),

@@ -198,8 +198,12 @@ where
             begun,
         };
         if let Some(drainer) = self.add(sale, asked) {
-            // The batch is the asker's call, as the same call made alone would be.
-            let drain = drainer.drain(call);
+            // The batch is the asker's call, as the same call made alone would be, and a span
+            // of the asker's trace.
+            let span = crate::telemetry::traces::span(|| {
+                tracing::info_span!("batch", call = self.call, %sale)
+            });
+            let drain = tracing::Instrument::instrument(drainer.drain(call), span);
             match crate::telemetry::caller::current() {
                 Some(caller) => tokio::spawn(crate::telemetry::caller::on(caller, drain)),
                 None => tokio::spawn(drain),

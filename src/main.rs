@@ -79,15 +79,23 @@ enum EventsCommand {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    sluice::telemetry::init_tracing();
     let cli = Cli::parse();
     let path = cli.config.as_deref();
-    match cli.command.unwrap_or(Command::Serve) {
+    let command = cli.command.unwrap_or(Command::Serve);
+    if !matches!(command, Command::Serve) {
+        sluice::telemetry::init_tracing(None);
+    }
+    match command {
         Command::Serve => {
             // Listened for before the configuration loads (where secrets may be generated and
             // written), so a SIGTERM from the first moment on drains rather than kills.
             let signals = sluice::server::StopSignals::listen()?;
-            sluice::server::start(load_config(path))
+            let config = load_config(path);
+            // Logging starts with the traces, which the configuration turns on.
+            let instance = sluice::service::new_instance_id();
+            let traces = sluice::telemetry::traces::start(&config, &instance)?;
+            sluice::telemetry::init_tracing(traces.as_ref().map(|t| t.layer()));
+            sluice::server::start_as(config, instance, traces)
                 .await?
                 .wait(signals)
                 .await

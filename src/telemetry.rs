@@ -5,6 +5,7 @@
 
 pub mod caller;
 mod throttle;
+pub mod traces;
 
 use std::io::IsTerminal;
 use std::sync::OnceLock;
@@ -188,6 +189,10 @@ fn describe() {
         "Times the ledger's database was found unreachable"
     );
     describe_counter!(
+        "sluice_trace_spans_dropped_total",
+        "Spans of traces not sent: past telemetry.max_queued_spans waiting, or in a batch the collector did not take"
+    );
+    describe_counter!(
         "sluice_ledger_calls_total",
         "Calls to the ledger (a connection taken or a transaction begun), by the request that made them: join, status, or background (workers, refreshes a request only started)"
     );
@@ -310,6 +315,7 @@ fn zero_counters() {
         "sluice_event_publish_errors_total",
         "sluice_outbox_dead_letters_total",
         "sluice_phase_list_reads_total",
+        "sluice_trace_spans_dropped_total",
     ] {
         metrics::counter!(name).increment(0);
     }
@@ -333,13 +339,25 @@ pub const DEFAULT_LOG_FILTER: &str = "info,tokio_cron_scheduler=warn";
 /// sluice's own events; each request is a `debug` line, see `api::measure`; the cron crate's
 /// chatter about its own start-up only from `warn`). Colours only on a
 /// terminal: a log file or collector gets plain text.
-pub fn init_tracing() {
+pub fn init_tracing(traces: Option<traces::TracesLayer>) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_target(false)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
+        .with_filter(filter);
+    // sluice's own spans, when traces are on.
+    let traces = traces.map(|layer| {
+        layer.with_filter(
+            tracing_subscriber::filter::Targets::new().with_target("sluice", tracing::Level::INFO),
+        )
+    });
+    let _ = tracing_subscriber::registry()
+        .with(traces)
+        .with(logs)
         .try_init();
 }

@@ -180,6 +180,7 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
         // The API is nested at "/", which takes the bare "/" too: the page is answered first.
         .around(move |ep, req| page::at_root(ep, req, page_config.clone()))
         .catch_all_error(|err: poem::Error| async move { as_problem(err) })
+        .around(traced)
         .around(move |ep, req| allow_on_405(ep, req, allowed.clone()));
     cors::with_cors(routes, &app_http)
 }
@@ -399,6 +400,38 @@ fn client_ip(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
 /// (a waiting room's polls would flood an `info` log, and writing it would slow the answers),
 /// `warn` when the server failed: each time for an error of its own (500), at most once a
 /// second while a store it needs is away (503: then every request fails alike).
+/// The request as a span of the trace (when traces are on): its caller's trace, if it came
+/// with a `traceparent`, is its parent; named by the operation once the answer says which.
+async fn traced<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+    use tracing::Instrument;
+    if !crate::telemetry::traces::on() {
+        return ep.call(req).await.map(IntoResponse::into_response);
+    }
+    let span = tracing::info_span!(
+        "http.request",
+        otel.name = %req.method(),
+        otel.kind = "server",
+        http.request.method = %req.method(),
+        url.path = req.uri().path(),
+        http.route = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+    );
+    crate::telemetry::traces::follow_caller(&span, req.headers());
+    let result = ep
+        .call(req)
+        .instrument(span.clone())
+        .await
+        .map(IntoResponse::into_response);
+    if let Ok(resp) = &result {
+        span.record("http.response.status_code", i64::from(resp.status().as_u16()));
+        if let Some(operation) = resp.data::<OperationId>() {
+            span.record("otel.name", operation.0);
+            span.record("http.route", operation.0);
+        }
+    }
+    result
+}
+
 async fn measure<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let method = req.method().clone();
     // Its path only: a query string is the client's, and may carry what a log must not.

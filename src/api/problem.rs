@@ -28,6 +28,9 @@ pub struct Problem {
     /// starts (`detail` names it; the offer's `phases` has it).
     #[oai(skip_serializing_if_is_none)]
     pub next_phase_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The trace of the request, when traces are on: what an SRE looks the request up by.
+    #[oai(skip_serializing_if_is_none)]
+    pub trace_id: Option<String>,
 }
 
 impl poem_openapi::types::Example for Problem {
@@ -39,6 +42,7 @@ impl poem_openapi::types::Example for Problem {
             detail: "sold out: 0 left".into(),
             field: None,
             next_phase_at: None,
+            trace_id: None,
         }
     }
 }
@@ -48,46 +52,46 @@ impl poem_openapi::types::Example for Problem {
 pub enum ApiError {
     /// The request is malformed (not JSON, wrong types, bad path parameter).
     #[oai(status = 400, content_type = "application/problem+json")]
-    BadRequest(Json<Problem>),
+    BadRequest(Json<Box<Problem>>),
     /// Missing or invalid credentials, or a bad webhook signature.
     #[oai(status = 401, content_type = "application/problem+json")]
-    Unauthorized(Json<Problem>),
+    Unauthorized(Json<Box<Problem>>),
     /// The credentials do not allow this (e.g. an admission token for another attempt).
     #[oai(status = 403, content_type = "application/problem+json")]
-    Forbidden(Json<Problem>),
+    Forbidden(Json<Box<Problem>>),
     /// No such resource for this caller.
     #[oai(status = 404, content_type = "application/problem+json")]
-    NotFound(Json<Problem>),
+    NotFound(Json<Box<Problem>>),
     /// The request conflicts with the current state (invalid transition, sold out, closed).
     #[oai(status = 409, content_type = "application/problem+json")]
-    Conflict(Json<Problem>),
+    Conflict(Json<Box<Problem>>),
     /// The attempt or its admission has expired.
     #[oai(status = 410, content_type = "application/problem+json")]
-    Gone(Json<Problem>),
+    Gone(Json<Box<Problem>>),
     /// The request body is larger than the limit.
     #[oai(status = 413, content_type = "application/problem+json")]
-    PayloadTooLarge(Json<Problem>),
+    PayloadTooLarge(Json<Box<Problem>>),
     /// The body's Content-Type is not one the operation takes (send `application/json`).
     #[oai(status = 415, content_type = "application/problem+json")]
-    UnsupportedMediaType(Json<Problem>),
+    UnsupportedMediaType(Json<Box<Problem>>),
     /// The sale asks for proof of work on join (see `getOffer` for the difficulty and salt).
     #[oai(status = 428, content_type = "application/problem+json")]
-    PreconditionRequired(Json<Problem>),
+    PreconditionRequired(Json<Box<Problem>>),
     /// The request is well-formed but a value is not acceptable.
     #[oai(status = 422, content_type = "application/problem+json")]
-    Unprocessable(Json<Problem>),
+    Unprocessable(Json<Box<Problem>>),
     /// Too many requests; retry after the given seconds.
     #[oai(status = 429, content_type = "application/problem+json")]
-    TooManyRequests(Json<Problem>, #[oai(header = "Retry-After")] u64),
+    TooManyRequests(Json<Box<Problem>>, #[oai(header = "Retry-After")] u64),
     /// An internal error.
     #[oai(status = 500, content_type = "application/problem+json")]
-    Internal(Json<Problem>),
+    Internal(Json<Box<Problem>>),
     /// The payment provider refused the call; nothing changed.
     #[oai(status = 502, content_type = "application/problem+json")]
-    BadGateway(Json<Problem>),
+    BadGateway(Json<Box<Problem>>),
     /// A store sluice depends on is down; retry after the given seconds.
     #[oai(status = 503, content_type = "application/problem+json")]
-    Unavailable(Json<Problem>, #[oai(header = "Retry-After")] u64),
+    Unavailable(Json<Box<Problem>>, #[oai(header = "Retry-After")] u64),
 }
 
 /// One kind of problem: its stable `type` (`/problems/<slug>`), status and title, and when
@@ -194,16 +198,18 @@ problem_types! {
         "A store sluice depends on, or the payment provider, is down or overloaded: retry after `Retry-After` seconds (1 to 5, drawn for each answer), with jitter.";
 }
 
-/// The problem of kind `kind`, with what happened this time and the field at fault.
-fn problem(kind: ProblemType, detail: String, field: Option<&str>) -> Json<Problem> {
-    Json(Problem {
+/// The problem of kind `kind`, with what happened this time and the field at fault (boxed: an
+/// error's result stays small).
+fn problem(kind: ProblemType, detail: String, field: Option<&str>) -> Json<Box<Problem>> {
+    Json(Box::new(Problem {
         kind: kind.uri(),
         title: kind.title.into(),
         status: kind.status,
         detail,
         field: field.map(str::to_owned),
         next_phase_at: None,
-    })
+        trace_id: crate::telemetry::traces::current_trace_id(),
+    }))
 }
 
 impl From<ServiceError> for ApiError {
@@ -310,12 +316,15 @@ pub fn problem_response(status: StatusCode, detail: String) -> poem::Response {
         _ if status.is_server_error() => INTERNAL,
         _ => MALFORMED_REQUEST,
     };
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "type": kind.uri(),
         "title": kind.title,
         "status": status.as_u16(),
         "detail": detail,
     });
+    if let Some(trace) = crate::telemetry::traces::current_trace_id() {
+        body["trace_id"] = trace.into();
+    }
     let mut resp = poem::Response::builder()
         .status(status)
         .content_type("application/problem+json")

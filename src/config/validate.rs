@@ -94,6 +94,7 @@ impl Config {
         self.check_workers(&mut p);
         self.check_notify(&mut p);
         self.check_valve(&mut p);
+        self.check_telemetry(&mut p);
         p.0
     }
 
@@ -313,6 +314,35 @@ impl Config {
                 }
             }
         }
+    }
+
+    fn check_telemetry(&self, p: &mut Problems) {
+        let t = &self.telemetry;
+        p.unless(
+            t.otlp_endpoint.is_empty() || is_http_url(&t.otlp_endpoint),
+            "telemetry.otlp_endpoint",
+            "empty (off), or the collector's http(s) URL, e.g. http://otel-collector:4318",
+        );
+        p.unless(
+            t.otlp_protocol == "http/protobuf",
+            "telemetry.otlp_protocol",
+            "must be http/protobuf (grpc is not built into this sluice)",
+        );
+        p.unless(
+            (0.0..=1.0).contains(&t.trace_sample_ratio),
+            "telemetry.trace_sample_ratio",
+            "must be between 0 and 1",
+        );
+        p.unless(
+            !t.service_name.trim().is_empty(),
+            "telemetry.service_name",
+            "must be set",
+        );
+        p.unless(
+            t.max_queued_spans > 0,
+            "telemetry.max_queued_spans",
+            "must be at least 1",
+        );
     }
 
     fn check_http(&self, p: &mut Problems) {

@@ -145,8 +145,10 @@ pub(crate) async fn metered<T>(
     op: &'static str,
     work: impl std::future::Future<Output = LedgerResult<T>>,
 ) -> LedgerResult<T> {
+    use tracing::Instrument;
     let started = std::time::Instant::now();
-    let result = work.await;
+    let span = crate::telemetry::traces::span(|| tracing::info_span!("ledger.transaction", op));
+    let result = work.instrument(span).await;
     metrics::histogram!("sluice_ledger_commit_duration_seconds", "op" => op)
         .record(started.elapsed().as_secs_f64());
     result

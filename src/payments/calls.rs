@@ -32,9 +32,13 @@ pub fn http_client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
 /// no answer, an outage. An error carries no URL (the request's details are not its place) and
 /// never the credentials, which travel in headers only.
 pub async fn exchange<T: serde::de::DeserializeOwned>(
-    request: reqwest::RequestBuilder,
+    mut request: reqwest::RequestBuilder,
     words: fn(&[u8]) -> Option<String>,
 ) -> Result<T, ProviderError> {
+    // The provider sees the call as part of the buyer's trace (W3C Trace Context).
+    if let Some(traceparent) = crate::telemetry::traces::traceparent() {
+        request = request.header("traceparent", traceparent);
+    }
     let response = request
         .send()
         .await
@@ -93,7 +97,11 @@ where
     let mut last = None;
     for attempt in 1..=tries {
         let started = Instant::now();
-        let result = match tokio::time::timeout_at(deadline, op()).await {
+        let span = crate::telemetry::traces::span(|| {
+            tracing::info_span!("provider.call", provider, call = name, attempt, otel.kind = "client")
+        });
+        let tried = tracing::Instrument::instrument(tokio::time::timeout_at(deadline, op()), span);
+        let result = match tried.await {
             Ok(result) => result,
             Err(_) => Err(ProviderError::Unavailable("timed out".into())),
         };

@@ -24,6 +24,8 @@ pub struct Running {
     /// Keep each identity provider's published keys fresh (when user tokens are checked with
     /// them): stopped with the process.
     jwks: Vec<JoinHandle<()>>,
+    /// Traces over OTLP, when on: what is queued is sent at the stop.
+    traces: Option<crate::telemetry::traces::Traces>,
 }
 
 /// Connections the kernel completes and queues before sluice accepts them. A sale's opening
@@ -45,7 +47,17 @@ fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
 }
 
 pub async fn start(config: Config) -> anyhow::Result<Running> {
-    let app = App::build(config)?;
+    start_as(config, crate::service::new_instance_id(), None).await
+}
+
+/// Starts as the replica `instance`, with its traces (the binary starts them before its
+/// logging: `telemetry::traces`).
+pub async fn start_as(
+    config: Config,
+    instance: String,
+    traces: Option<crate::telemetry::traces::Traces>,
+) -> anyhow::Result<Running> {
+    let app = App::build_as(config, instance)?;
     migrate_on_start(&app).await?;
     // Redis's script cache is filled before the first request; a Redis that is away now gets
     // the scripts from the queue-sync worker once it answers.
@@ -97,6 +109,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         server,
         workers,
         jwks,
+        traces,
     })
 }
 
@@ -129,6 +142,10 @@ impl Running {
             server.abort();
         }
         tracing::info!(took_ms = started.elapsed().as_millis() as u64, "stopped");
+        if let Some(traces) = self.traces {
+            // The exporter's client blocks: off the runtime's threads.
+            let _ = tokio::task::spawn_blocking(move || traces.stop()).await;
+        }
     }
 
     /// Serves until the process is asked to stop (SIGTERM, as from Kubernetes or `docker

@@ -131,15 +131,33 @@ pub struct AppParts {
     pub seat_maps: seat_map::SeatMaps,
 }
 
+/// A new replica's id: it names the process as a sale's admitter and in its traces.
+pub fn new_instance_id() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}
+
 impl App {
     /// Builds the backends named by the configuration (no connection is made yet).
     pub fn build(config: Config) -> anyhow::Result<App> {
+        Self::build_as(config, new_instance_id())
+    }
+
+    /// [`App::build`], as the replica `instance`.
+    pub fn build_as(config: Config, instance: String) -> anyhow::Result<App> {
         let queue = crate::queue::from_config(&config)?;
-        Self::build_on(config, queue)
+        Self::assemble(config, queue, instance)
     }
 
     /// Builds the backends named by the configuration, with `queue` as the queue store.
     pub fn build_on(config: Config, queue: Arc<dyn QueueStore>) -> anyhow::Result<App> {
+        Self::assemble(config, queue, new_instance_id())
+    }
+
+    fn assemble(
+        config: Config,
+        queue: Arc<dyn QueueStore>,
+        instance: String,
+    ) -> anyhow::Result<App> {
         let ledger = crate::ledger::from_config(&config)?;
         let seed = config.auth.admission_key_seed_hex.as_ref().map(|hex_seed| {
             let bytes = hex::decode(hex_seed.expose()).expect("validated at load");
@@ -165,7 +183,7 @@ impl App {
             provider: crate::payments::registry::from_config(&config)?,
             metrics: crate::telemetry::metrics_handle(),
             limits: Arc::new(limits::Limits::new(&config.limits)),
-            instance_id: uuid::Uuid::now_v7().simple().to_string(),
+            instance_id: instance,
             offers: Arc::default(),
             drain: drain::Drain::default(),
             holds_in_flight: Default::default(),

@@ -47,4 +47,5 @@ mod stripe;
 mod support;
 mod toss;
 mod tour;
+mod traces;
 mod webhooks;

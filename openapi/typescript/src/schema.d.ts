@@ -2469,6 +2469,8 @@ export interface components {
             status: number;
             /** @description A short summary of the kind of problem. */
             title: string;
+            /** @description The trace of the request, when traces are on: what an SRE looks the request up by. */
+            trace_id?: string;
             /** @description A stable identifier of the kind of problem, e.g. `/problems/sold-out`. */
             type: string;
         };

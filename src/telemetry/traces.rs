@@ -1,0 +1,263 @@
+//! Traces over OpenTelemetry's OTLP (`[telemetry]`): sluice's `tracing` spans become the trace
+//! (`tracing-opentelemetry`), a caller's W3C `traceparent` is its parent, and the spans go to
+//! the collector in batches from a thread of their own.
+//!
+//! What a collector that is down or slow may cost is bounded: spans wait in a queue of at most
+//! `telemetry.max_queued_spans`; past it a span is dropped, as is a batch the collector did
+//! not take, and both are counted (`sluice_trace_spans_dropped_total`). No request waits on
+//! an export.
+//!
+//! The binary reads the configuration before it sets up logging, and sets up both at once
+//! (`init_tracing`): a layer that downcasts, as `tracing-opentelemetry`'s does, cannot be
+//! swapped in later.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use opentelemetry::propagation::Extractor;
+use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry::KeyValue;
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracerProvider, SpanData, SpanExporter,
+    SpanProcessor,
+};
+use opentelemetry_sdk::Resource;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::Registry;
+
+use crate::config::Config;
+
+/// The layer that makes `tracing` spans a trace's.
+pub type TracesLayer =
+    tracing_opentelemetry::OpenTelemetryLayer<Registry, opentelemetry_sdk::trace::SdkTracer>;
+
+/// Whether traces are on: requests skip their span otherwise.
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// A batch the collector has not taken within this is given up (its spans counted as dropped).
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The running traces: flushed and stopped with the server.
+pub struct Traces {
+    provider: SdkTracerProvider,
+}
+
+impl Traces {
+    /// The layer to install in the process's subscriber (`init_tracing`).
+    pub fn layer(&self) -> TracesLayer {
+        tracing_opentelemetry::layer().with_tracer(self.provider.tracer("sluice"))
+    }
+
+    /// Sends what is queued (within the export timeout) and stops.
+    pub fn stop(self) {
+        ON.store(false, Ordering::Relaxed);
+        if let Err(e) = self.provider.shutdown() {
+            tracing::debug!(error = %e, "traces not flushed at stop");
+        }
+    }
+}
+
+/// Whether traces are being sent.
+pub fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// The span `make` makes while traces are on; none (free) while they are off.
+pub fn span(make: impl FnOnce() -> tracing::Span) -> tracing::Span {
+    if on() {
+        make()
+    } else {
+        tracing::Span::none()
+    }
+}
+
+/// The collector's endpoint: the configuration's, else the environment's standard one.
+fn endpoint(config: &Config) -> Option<String> {
+    let own = &config.telemetry.otlp_endpoint;
+    if !own.is_empty() {
+        return Some(format!("{}/v1/traces", own.trim_end_matches('/')));
+    }
+    ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"]
+        .iter()
+        .any(|v| std::env::var(v).is_ok_and(|e| !e.is_empty()))
+        .then(String::new)
+}
+
+/// Starts sending traces when an endpoint is configured; `instance` names this replica in
+/// their resource. Its spans are made once its layer is installed (`Traces::layer`).
+pub fn start(config: &Config, instance: &str) -> anyhow::Result<Option<Traces>> {
+    let Some(endpoint) = endpoint(config) else {
+        return Ok(None);
+    };
+    let t = &config.telemetry;
+    let mut exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_timeout(EXPORT_TIMEOUT);
+    // Empty: the SDK reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT itself.
+    if !endpoint.is_empty() {
+        exporter = exporter.with_endpoint(endpoint.clone());
+    }
+    let exporter = exporter.build()?;
+    let queued = Arc::new(AtomicUsize::new(0));
+    let batches = BatchSpanProcessor::builder(Counted {
+        inner: exporter,
+        queued: Arc::clone(&queued),
+    })
+    .with_batch_config(
+        BatchConfigBuilder::default()
+            // Room past the bound kept in front of it, so the processor itself never drops.
+            .with_max_queue_size(t.max_queued_spans + 512)
+            .with_max_export_batch_size(512.min(t.max_queued_spans))
+            .with_scheduled_delay(Duration::from_millis(500))
+            .build(),
+    )
+    .build();
+    let mut provider = SdkTracerProvider::builder().with_span_processor(Bounded {
+        inner: batches,
+        queued,
+        max: t.max_queued_spans,
+    });
+    // OTEL_TRACES_SAMPLER, when set, is the SDK's own default: it stays.
+    if std::env::var("OTEL_TRACES_SAMPLER").is_err() {
+        provider = provider.with_sampler(Sampler::ParentBased(Box::new(
+            Sampler::TraceIdRatioBased(t.trace_sample_ratio),
+        )));
+    }
+    let mut resource = Resource::builder().with_attributes([
+        KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+        KeyValue::new("service.instance.id", instance.to_owned()),
+    ]);
+    if std::env::var("OTEL_SERVICE_NAME").is_err() {
+        resource = resource.with_service_name(t.service_name.clone());
+    }
+    let provider = provider.with_resource(resource.build()).build();
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    ON.store(true, Ordering::Relaxed);
+    Ok(Some(Traces { provider }))
+}
+
+/// Keeps at most `max` ended spans waiting for export: a span past it is dropped and counted.
+#[derive(Debug)]
+struct Bounded<P> {
+    inner: P,
+    queued: Arc<AtomicUsize>,
+    max: usize,
+}
+
+impl<P: SpanProcessor> SpanProcessor for Bounded<P> {
+    fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &opentelemetry::Context) {
+        self.inner.on_start(span, cx);
+    }
+
+    fn on_end(&self, span: SpanData) {
+        if !span.span_context.is_sampled() {
+            return;
+        }
+        if self.queued.fetch_add(1, Ordering::AcqRel) >= self.max {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+            dropped(1);
+            return;
+        }
+        self.inner.on_end(span);
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+/// The exporter, counting what leaves the queue and what the collector did not take.
+#[derive(Debug)]
+struct Counted<E> {
+    inner: E,
+    queued: Arc<AtomicUsize>,
+}
+
+impl<E: SpanExporter> SpanExporter for Counted<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let n = batch.len();
+        let result = self.inner.export(batch).await;
+        self.queued.fetch_sub(n, Ordering::AcqRel);
+        if result.is_err() {
+            dropped(n);
+        }
+        result
+    }
+
+    fn shutdown_with_timeout(&mut self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&mut self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+fn dropped(n: usize) {
+    metrics::counter!("sluice_trace_spans_dropped_total").increment(n as u64);
+}
+
+/// Request headers as the propagator reads them.
+struct Headers<'a>(&'a poem::http::HeaderMap);
+
+impl Extractor for Headers<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(|k| k.as_str()).collect()
+    }
+}
+
+/// Makes the caller's trace (its `traceparent` and `tracestate`) the parent of `span`.
+pub fn follow_caller(span: &tracing::Span, headers: &poem::http::HeaderMap) {
+    let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(headers)));
+    if parent.span().span_context().is_valid() {
+        let _ = span.set_parent(parent);
+    }
+}
+
+/// The current span's `traceparent` (W3C Trace Context), for a call sluice makes: none when
+/// no trace is being recorded.
+pub fn traceparent() -> Option<String> {
+    let cx = tracing::Span::current().context();
+    let span = cx.span();
+    let sc = span.span_context();
+    sc.is_valid().then(|| {
+        format!(
+            "00-{}-{}-{:02x}",
+            sc.trace_id(),
+            sc.span_id(),
+            sc.trace_flags().to_u8()
+        )
+    })
+}
+
+/// The id of the trace the current span belongs to, when one is recorded.
+pub fn current_trace_id() -> Option<String> {
+    if !on() {
+        return None;
+    }
+    let cx = tracing::Span::current().context();
+    let span = cx.span();
+    let sc = span.span_context();
+    sc.is_valid().then(|| sc.trace_id().to_string())
+}

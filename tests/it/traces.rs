@@ -1,0 +1,220 @@
+//! Traces as an SRE follows them: the real binary (embedded default) sends its spans over
+//! OTLP/HTTP to a receiver that decodes them with the OpenTelemetry project's own protobuf
+//! definitions (`tests/otlp/receiver.py`, `opentelemetry-proto` from PyPI). A buyer whose
+//! requests come with a `traceparent` is one trace there; a problem answer names its trace;
+//! a collector that is down costs no request anything, and what it did not take is counted.
+
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::helpers::{create_sale_at, test_config, SluiceProcess};
+
+/// The caller's trace and span (a shop's frontend or gateway).
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+
+/// The test receiver, running; what it decoded is in `out`.
+struct Receiver {
+    child: Child,
+    port: u16,
+    out: PathBuf,
+}
+
+impl Receiver {
+    fn start() -> Receiver {
+        let dir = std::env::temp_dir().join(format!("sluice-otlp-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (port_file, out) = (dir.join("port"), dir.join("spans.jsonl"));
+        let child = Command::new("python3")
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/receiver.py"))
+            .arg(&port_file)
+            .arg(&out)
+            .spawn()
+            .expect("python3 with opentelemetry-proto (scripts/tools)");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let port = loop {
+            if let Ok(port) = std::fs::read_to_string(&port_file) {
+                break port.trim().parse().unwrap();
+            }
+            assert!(Instant::now() < deadline, "the OTLP receiver did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Receiver { child, port, out }
+    }
+
+    fn spans(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.out)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The spans of `trace`, once `ready` holds of them (within 15 s: batches leave every
+    /// half second).
+    async fn trace(&self, trace: &str, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let spans: Vec<Value> = self
+                .spans()
+                .into_iter()
+                .filter(|s| s["trace_id"] == trace)
+                .collect();
+            if ready(&spans) {
+                return spans;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the receiver never got the trace: {spans:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An embedded sluice sending its traces to `endpoint`.
+async fn traced_sluice(endpoint: String, max_queued_spans: usize) -> SluiceProcess {
+    let mut config = test_config();
+    config.queue.url.clear();
+    config.ledger.url.clear();
+    config.embedded.data_dir =
+        std::env::temp_dir().join(format!("sluice-traced-{}", uuid::Uuid::new_v4().simple()));
+    config.telemetry.otlp_endpoint = endpoint;
+    config.telemetry.max_queued_spans = max_queued_spans;
+    SluiceProcess::start(config, "").await
+}
+
+/// A user's call with the caller's `traceparent`.
+async fn call(
+    sluice: &SluiceProcess,
+    method: reqwest::Method,
+    path: &str,
+    user: &str,
+    body: Option<Value>,
+    traceparent: &str,
+) -> (u16, Value) {
+    let users = sluice::auth::UserTokens::from_config(&sluice.config.auth).unwrap();
+    let token = users
+        .mint(&sluice::domain::UserId::parse(user).unwrap(), 3600)
+        .unwrap();
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{}{path}", sluice.base))
+        .header("Authorization", format!("Bearer {token}"))
+        .header("traceparent", traceparent);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let resp = request.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
+    let receiver = Receiver::start();
+    let sluice = traced_sluice(format!("http://127.0.0.1:{}", receiver.port), 2048).await;
+    let http = reqwest::Client::new();
+    let sale = create_sale_at(&http, &sluice.base, json!({ "name": "traced", "quantity": 5 })).await;
+    let parent = format!("00-{TRACE}-{CALLER_SPAN}-01");
+    let get = reqwest::Method::GET;
+    let post = reqwest::Method::POST;
+
+    let (status, joined) = call(&sluice, post.clone(), &format!("/v1/sales/{sale}/attempts"), "tracy", None, &parent).await;
+    assert_eq!(status, 202, "{joined}");
+    let attempt = joined["attempt_id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/attempts/{attempt}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let admitted = loop {
+        let (_, now) = call(&sluice, get.clone(), &path, "tracy", None, &parent).await;
+        if now["state"] == "ADMITTED" {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "never admitted: {now}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let hold = json!({ "admission_token": admitted["admission_token"], "quantity": 1 });
+    let (status, held) = call(&sluice, post.clone(), &format!("{path}/hold"), "tracy", Some(hold), &parent).await;
+    assert_eq!(status, 200, "{held}");
+    let (status, paying) = call(&sluice, post.clone(), &format!("{path}/checkout"), "tracy", None, &parent).await;
+    assert_eq!(status, 200, "{paying}");
+
+    // A problem answer names its trace, the one the receiver gets.
+    let other = "0af7651916cd43dd8448eb211c80319c";
+    let (status, problem) = call(&sluice, get.clone(), "/v1/attempts/not-an-attempt", "tracy", None, &format!("00-{other}-b7ad6b7169203331-01")).await;
+    assert_eq!(status, 404, "{problem}");
+    assert_eq!(problem["trace_id"], other, "{problem}");
+
+    let spans = receiver
+        .trace(TRACE, |spans| {
+            let routes: Vec<&str> = spans.iter().filter_map(|s| s["attributes"]["http.route"].as_str()).collect();
+            ["joinSale", "getAttempt", "holdStock", "checkout"].iter().all(|r| routes.contains(r))
+                && spans.iter().any(|s| s["name"] == "ledger.transaction")
+        })
+        .await;
+    let join = spans
+        .iter()
+        .find(|s| s["attributes"]["http.route"] == "joinSale")
+        .unwrap();
+    assert_eq!(join["parent_span_id"], CALLER_SPAN, "the caller's span is the join's parent");
+    assert_eq!(join["service"], "sluice");
+    assert!(join["instance"].as_str().is_some_and(|i| !i.is_empty()));
+    assert_eq!(join["attributes"]["http.response.status_code"], 202);
+    // The ledger's transactions are children of the requests of the trace.
+    let ids: Vec<&Value> = spans.iter().map(|s| &s["span_id"]).collect();
+    let ledger = spans.iter().filter(|s| s["name"] == "ledger.transaction");
+    for tx in ledger {
+        assert!(ids.contains(&&tx["parent_span_id"]), "an orphan transaction: {tx}");
+    }
+    let refused = receiver.trace(other, |spans| !spans.is_empty()).await;
+    assert_eq!(refused[0]["attributes"]["http.response.status_code"], 404);
+}
+
+#[tokio::test]
+async fn a_collector_that_is_down_costs_no_request_and_its_drops_are_counted() {
+    // Nothing listens there.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let sluice = traced_sluice(format!("http://127.0.0.1:{port}"), 16).await;
+    let http = reqwest::Client::new();
+    let sale = create_sale_at(&http, &sluice.base, json!({ "name": "untraced", "quantity": 5 })).await;
+    for i in 0..200 {
+        let parent = format!("00-{TRACE}-{CALLER_SPAN}-01");
+        let (status, body) = call(&sluice, reqwest::Method::POST, &format!("/v1/sales/{sale}/attempts"), &format!("u{i}"), None, &parent).await;
+        assert!(status == 202 || status == 201, "{status}: {body}");
+    }
+    // More spans than the queue holds were made: those past it, and the batches the
+    // collector never took, are counted.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let metrics = http
+            .get(format!("{}/metrics", sluice.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let dropped: f64 = metrics
+            .lines()
+            .find(|l| l.starts_with("sluice_trace_spans_dropped_total "))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0.0);
+        if dropped >= 200.0 - 16.0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "dropped spans counted: {dropped}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""An OTLP/HTTP traces receiver for the tests: each POST /v1/traces (protobuf) is decoded with
+the OpenTelemetry project's own definitions (the `opentelemetry-proto` package) and every span
+in it is appended to OUT as one JSON line: its trace and span ids, its parent, its name, its
+attributes and its resource's service name.
+
+    receiver.py PORT_FILE OUT [--delay SECONDS]
+
+It listens on a free loopback port, written to PORT_FILE once it listens. With --delay, each
+answer waits that long first (a slow collector).
+"""
+import json
+import os
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+PORT_FILE, OUT = sys.argv[1], sys.argv[2]
+DELAY = float(sys.argv[sys.argv.index("--delay") + 1]) if "--delay" in sys.argv else 0.0
+
+
+def value(v):
+    """An attribute's value as JSON."""
+    kind = v.WhichOneof("value")
+    return getattr(v, kind) if kind else None
+
+
+class Receiver(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if DELAY:
+            time.sleep(DELAY)
+        if self.path != "/v1/traces":
+            self.send_response(404)
+            self.end_headers()
+            return
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        with open(OUT, "a", encoding="utf-8") as out:
+            for resource_spans in request.resource_spans:
+                resource = {a.key: value(a.value) for a in resource_spans.resource.attributes}
+                for scope_spans in resource_spans.scope_spans:
+                    for span in scope_spans.spans:
+                        out.write(json.dumps({
+                            "trace_id": span.trace_id.hex(),
+                            "span_id": span.span_id.hex(),
+                            "parent_span_id": span.parent_span_id.hex(),
+                            "name": span.name,
+                            "attributes": {a.key: value(a.value) for a in span.attributes},
+                            "service": resource.get("service.name"),
+                            "instance": resource.get("service.instance.id"),
+                        }) + "\n")
+        answer = ExportTraceServiceResponse().SerializeToString()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args):
+        pass
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+# Written aside and renamed, so the port appears whole.
+with open(PORT_FILE + ".tmp", "w", encoding="utf-8") as f:
+    f.write(str(server.server_address[1]))
+os.replace(PORT_FILE + ".tmp", PORT_FILE)
+server.serve_forever()
