@@ -200,9 +200,9 @@ where
         if let Some(drainer) = self.add(sale, asked) {
             // The batch is the asker's call, as the same call made alone would be, and a span
             // of the asker's trace.
-            let span = crate::telemetry::traces::span(|| {
-                tracing::info_span!("batch", call = self.call, %sale)
-            });
+            let span = crate::telemetry::traces::span(
+                || tracing::info_span!("batch", call = self.call, %sale),
+            );
             let drain = tracing::Instrument::instrument(drainer.drain(call), span);
             match crate::telemetry::caller::current() {
                 Some(caller) => tokio::spawn(crate::telemetry::caller::on(caller, drain)),
@@ -340,7 +340,10 @@ mod tests {
         let gathering = Arc::new(Gathering::new(
             "test_batch_size",
             "test",
-            Limits { calls: 1, batch: 64 },
+            Limits {
+                calls: 1,
+                batch: 64,
+            },
         ));
         let sale = sale();
         let mut drainer = gathering.add(sale, 0).unwrap();

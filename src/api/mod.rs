@@ -146,10 +146,7 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
     let body_limit = app.config.http.body_limit_bytes;
     let queue_budget = app.config.queue_timeout();
     let app_http = app.config.http.clone();
-    let page_config = Arc::new((
-        app.config.page.clone(),
-        app.provider.page_sources(),
-    ));
+    let page_config = Arc::new((app.config.page.clone(), app.provider.page_sources()));
     let (docs_exposure, metrics_exposure) = (app_http.docs, app_http.metrics);
     let routes = Route::new()
         .nest("/", api)
@@ -423,7 +420,10 @@ async fn traced<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response>
         .await
         .map(IntoResponse::into_response);
     if let Ok(resp) = &result {
-        span.record("http.response.status_code", i64::from(resp.status().as_u16()));
+        span.record(
+            "http.response.status_code",
+            i64::from(resp.status().as_u16()),
+        );
         if let Some(operation) = resp.data::<OperationId>() {
             span.record("otel.name", operation.0);
             span.record("http.route", operation.0);

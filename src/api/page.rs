@@ -20,7 +20,8 @@ use crate::service::App;
 
 /// The page's files as they are in `src/api/page`: its HTML, its ES modules (the page and its
 /// modules, the seat map's drawing, the payment windows), its style and icon.
-static FILES: include_dir::Dir<'static> = include_dir::include_dir!("$CARGO_MANIFEST_DIR/src/api/page");
+static FILES: include_dir::Dir<'static> =
+    include_dir::include_dir!("$CARGO_MANIFEST_DIR/src/api/page");
 
 /// The page itself (`index.html`).
 fn index() -> &'static str {
@@ -169,7 +170,11 @@ mod tests {
         }
         for tooling in ["tsconfig.json", "package.json", "index.html"] {
             assert!(FILES.get_file(tooling).is_some(), "{tooling}");
-            assert_eq!(served_as(tooling), None, "{tooling} is not served as a file");
+            assert_eq!(
+                served_as(tooling),
+                None,
+                "{tooling} is not served as a file"
+            );
         }
         assert!(index().contains(r#"type="module""#));
     }

@@ -105,9 +105,13 @@ impl WebhooksApi {
         request: &poem::Request,
         body: WebhookBody,
     ) -> Result<ProviderWebhookResponse, ApiError> {
-        let ack =
-            service::provider_webhook::receive(&self.app, &provider, request.headers(), body.bytes())
-                .await?;
+        let ack = service::provider_webhook::receive(
+            &self.app,
+            &provider,
+            request.headers(),
+            body.bytes(),
+        )
+        .await?;
         Ok(ProviderWebhookResponse::Ok(Json(ack.into())))
     }
 }

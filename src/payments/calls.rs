@@ -98,7 +98,13 @@ where
     for attempt in 1..=tries {
         let started = Instant::now();
         let span = crate::telemetry::traces::span(|| {
-            tracing::info_span!("provider.call", provider, call = name, attempt, otel.kind = "client")
+            tracing::info_span!(
+                "provider.call",
+                provider,
+                call = name,
+                attempt,
+                otel.kind = "client"
+            )
         });
         let tried = tracing::Instrument::instrument(tokio::time::timeout_at(deadline, op()), span);
         let result = match tried.await {

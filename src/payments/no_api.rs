@@ -72,12 +72,7 @@ impl Connector for NoApi {
         Ok(None)
     }
 
-    async fn refund(
-        &self,
-        _: Option<&str>,
-        _: u64,
-        _: &str,
-    ) -> Result<RefundTaken, ProviderError> {
+    async fn refund(&self, _: Option<&str>, _: u64, _: &str) -> Result<RefundTaken, ProviderError> {
         Ok(RefundTaken { id: None })
     }
 

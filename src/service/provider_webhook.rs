@@ -68,7 +68,9 @@ async fn apply(app: &App, provider: &str, reported: Reported) -> ServiceResult<P
         // A refund is recorded on its payment (the operator's, or one made at the provider).
         Reported::Refunded { refund, .. } => {
             app.ledger.set_provider_refund(attempt, &refund).await?;
-            app.ledger.note_payment(&event, reference, "refunded").await?;
+            app.ledger
+                .note_payment(&event, reference, "refunded")
+                .await?;
             tracing::info!(%attempt, refund, provider, "the provider reports a refund");
             Ok(ProviderAck::Recorded)
         }

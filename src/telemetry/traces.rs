@@ -81,10 +81,13 @@ fn endpoint(config: &Config) -> Option<String> {
     if !own.is_empty() {
         return Some(format!("{}/v1/traces", own.trim_end_matches('/')));
     }
-    ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"]
-        .iter()
-        .any(|v| std::env::var(v).is_ok_and(|e| !e.is_empty()))
-        .then(String::new)
+    [
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    ]
+    .iter()
+    .any(|v| std::env::var(v).is_ok_and(|e| !e.is_empty()))
+    .then(String::new)
 }
 
 /// Starts sending traces when an endpoint is configured; `instance` names this replica in

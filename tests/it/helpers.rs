@@ -1181,6 +1181,16 @@ impl SluiceProcess {
         process
     }
 
+    /// Its metrics, as Prometheus scrapes them.
+    pub async fn metrics(&self) -> String {
+        reqwest::get(format!("{}/metrics", self.base))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// Starts the binary (again) and waits until it answers ready.
     pub async fn spawn(&mut self, rust_log: &str) {
         self.start_child(rust_log);

@@ -692,7 +692,10 @@ async fn a_presale_of_a_hundred_thousand_members_joins_without_asking_the_ledger
     let calls = t.counter("sluice_ledger_calls_total", &on_path).await - calls_before;
     assert_eq!(calls, 0.0, "ledger calls on the join path of 100,020 joins");
     let reads = t.counter("sluice_phase_list_reads_total", &[]).await - reads_before;
-    assert_eq!(reads, 0.0, "the list is not read again while it stays the same");
+    assert_eq!(
+        reads, 0.0,
+        "the list is not read again while it stays the same"
+    );
     // A member added now is let in once the offer carries the list's new count.
     upload(&t, &sale, 0, "late-member\n").await;
     let deadline = std::time::Instant::now() + Duration::from_secs(5);

@@ -25,7 +25,8 @@ struct Receiver {
 
 impl Receiver {
     fn start() -> Receiver {
-        let dir = std::env::temp_dir().join(format!("sluice-otlp-{}", uuid::Uuid::new_v4().simple()));
+        let dir =
+            std::env::temp_dir().join(format!("sluice-otlp-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
         let (port_file, out) = (dir.join("port"), dir.join("spans.jsonl"));
         let child = Command::new("python3")
@@ -124,12 +125,25 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
     let receiver = Receiver::start();
     let sluice = traced_sluice(format!("http://127.0.0.1:{}", receiver.port), 2048).await;
     let http = reqwest::Client::new();
-    let sale = create_sale_at(&http, &sluice.base, json!({ "name": "traced", "quantity": 5 })).await;
+    let sale = create_sale_at(
+        &http,
+        &sluice.base,
+        json!({ "name": "traced", "quantity": 5 }),
+    )
+    .await;
     let parent = format!("00-{TRACE}-{CALLER_SPAN}-01");
     let get = reqwest::Method::GET;
     let post = reqwest::Method::POST;
 
-    let (status, joined) = call(&sluice, post.clone(), &format!("/v1/sales/{sale}/attempts"), "tracy", None, &parent).await;
+    let (status, joined) = call(
+        &sluice,
+        post.clone(),
+        &format!("/v1/sales/{sale}/attempts"),
+        "tracy",
+        None,
+        &parent,
+    )
+    .await;
     assert_eq!(status, 202, "{joined}");
     let attempt = joined["attempt_id"].as_str().unwrap().to_owned();
     let path = format!("/v1/attempts/{attempt}");
@@ -143,21 +157,50 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let hold = json!({ "admission_token": admitted["admission_token"], "quantity": 1 });
-    let (status, held) = call(&sluice, post.clone(), &format!("{path}/hold"), "tracy", Some(hold), &parent).await;
+    let (status, held) = call(
+        &sluice,
+        post.clone(),
+        &format!("{path}/hold"),
+        "tracy",
+        Some(hold),
+        &parent,
+    )
+    .await;
     assert_eq!(status, 200, "{held}");
-    let (status, paying) = call(&sluice, post.clone(), &format!("{path}/checkout"), "tracy", None, &parent).await;
+    let (status, paying) = call(
+        &sluice,
+        post.clone(),
+        &format!("{path}/checkout"),
+        "tracy",
+        None,
+        &parent,
+    )
+    .await;
     assert_eq!(status, 200, "{paying}");
 
     // A problem answer names its trace, the one the receiver gets.
     let other = "0af7651916cd43dd8448eb211c80319c";
-    let (status, problem) = call(&sluice, get.clone(), "/v1/attempts/not-an-attempt", "tracy", None, &format!("00-{other}-b7ad6b7169203331-01")).await;
+    let (status, problem) = call(
+        &sluice,
+        get.clone(),
+        "/v1/attempts/not-an-attempt",
+        "tracy",
+        None,
+        &format!("00-{other}-b7ad6b7169203331-01"),
+    )
+    .await;
     assert_eq!(status, 404, "{problem}");
     assert_eq!(problem["trace_id"], other, "{problem}");
 
     let spans = receiver
         .trace(TRACE, |spans| {
-            let routes: Vec<&str> = spans.iter().filter_map(|s| s["attributes"]["http.route"].as_str()).collect();
-            ["joinSale", "getAttempt", "holdStock", "checkout"].iter().all(|r| routes.contains(r))
+            let routes: Vec<&str> = spans
+                .iter()
+                .filter_map(|s| s["attributes"]["http.route"].as_str())
+                .collect();
+            ["joinSale", "getAttempt", "holdStock", "checkout"]
+                .iter()
+                .all(|r| routes.contains(r))
                 && spans.iter().any(|s| s["name"] == "ledger.transaction")
         })
         .await;
@@ -165,7 +208,10 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
         .iter()
         .find(|s| s["attributes"]["http.route"] == "joinSale")
         .unwrap();
-    assert_eq!(join["parent_span_id"], CALLER_SPAN, "the caller's span is the join's parent");
+    assert_eq!(
+        join["parent_span_id"], CALLER_SPAN,
+        "the caller's span is the join's parent"
+    );
     assert_eq!(join["service"], "sluice");
     assert!(join["instance"].as_str().is_some_and(|i| !i.is_empty()));
     assert_eq!(join["attributes"]["http.response.status_code"], 202);
@@ -173,7 +219,10 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
     let ids: Vec<&Value> = spans.iter().map(|s| &s["span_id"]).collect();
     let ledger = spans.iter().filter(|s| s["name"] == "ledger.transaction");
     for tx in ledger {
-        assert!(ids.contains(&&tx["parent_span_id"]), "an orphan transaction: {tx}");
+        assert!(
+            ids.contains(&&tx["parent_span_id"]),
+            "an orphan transaction: {tx}"
+        );
     }
     let refused = receiver.trace(other, |spans| !spans.is_empty()).await;
     assert_eq!(refused[0]["attributes"]["http.response.status_code"], 404);
@@ -188,25 +237,32 @@ async fn a_collector_that_is_down_costs_no_request_and_its_drops_are_counted() {
     };
     let sluice = traced_sluice(format!("http://127.0.0.1:{port}"), 16).await;
     let http = reqwest::Client::new();
-    let sale = create_sale_at(&http, &sluice.base, json!({ "name": "untraced", "quantity": 5 })).await;
+    let sale = create_sale_at(
+        &http,
+        &sluice.base,
+        json!({ "name": "untraced", "quantity": 5 }),
+    )
+    .await;
     for i in 0..200 {
         let parent = format!("00-{TRACE}-{CALLER_SPAN}-01");
-        let (status, body) = call(&sluice, reqwest::Method::POST, &format!("/v1/sales/{sale}/attempts"), &format!("u{i}"), None, &parent).await;
+        let (status, body) = call(
+            &sluice,
+            reqwest::Method::POST,
+            &format!("/v1/sales/{sale}/attempts"),
+            &format!("u{i}"),
+            None,
+            &parent,
+        )
+        .await;
         assert!(status == 202 || status == 201, "{status}: {body}");
     }
     // More spans than the queue holds were made: those past it, and the batches the
     // collector never took, are counted.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let metrics = http
-            .get(format!("{}/metrics", sluice.base))
-            .send()
+        let dropped: f64 = sluice
+            .metrics()
             .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let dropped: f64 = metrics
             .lines()
             .find(|l| l.starts_with("sluice_trace_spans_dropped_total "))
             .and_then(|l| l.rsplit(' ').next()?.parse().ok())
@@ -214,7 +270,10 @@ async fn a_collector_that_is_down_costs_no_request_and_its_drops_are_counted() {
         if dropped >= 200.0 - 16.0 {
             break;
         }
-        assert!(Instant::now() < deadline, "dropped spans counted: {dropped}");
+        assert!(
+            Instant::now() < deadline,
+            "dropped spans counted: {dropped}"
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }

@@ -136,6 +136,9 @@ mod tests {
             " https://cdn.portone.io https://*.portone.io https://stdpay.inicis.com \
              https://*.nicepay.co.kr"
         );
-        assert_eq!(sources.script, " https://cdn.portone.io https://*.portone.io");
+        assert_eq!(
+            sources.script,
+            " https://cdn.portone.io https://*.portone.io"
+        );
     }
 }

@@ -11,10 +11,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::config::PortOneConfig;
 use crate::payments::calls::{call, exchange, http_client, ProviderError, Repeat};
 use crate::payments::standard_webhooks::{Delivery, StandardWebhooks};
 use crate::payments::SignatureError;
-use crate::config::PortOneConfig;
 
 /// A payment as sluice reads it (`GET /payments/{paymentId}`).
 #[derive(Debug, Clone, Deserialize, PartialEq)]

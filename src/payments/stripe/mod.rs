@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::config::StripeConfig;
 use crate::payments::calls::{call, exchange, http_client, ProviderError, Repeat};
 use crate::payments::signature::{SignatureError, WebhookSigner};
-use crate::config::StripeConfig;
 
 /// A PaymentIntent as sluice reads it.
 #[derive(Debug, Clone, Deserialize, PartialEq)]

@@ -22,10 +22,12 @@ impl Stripe {
             "payment_intent.succeeded"
             | "payment_intent.payment_failed"
             | "payment_intent.canceled" => {
-                let intent: Intent = serde_json::from_value(event.data.object.clone())
-                    .map_err(|e| WebhookError::Invalid {
-                        field: "data.object",
-                        detail: format!("not a PaymentIntent: {e}"),
+                let intent: Intent =
+                    serde_json::from_value(event.data.object.clone()).map_err(|e| {
+                        WebhookError::Invalid {
+                            field: "data.object",
+                            detail: format!("not a PaymentIntent: {e}"),
+                        }
                     })?;
                 let found = match found(&intent) {
                     Found::Open { last_failure } => Found::Open {

@@ -89,7 +89,14 @@ impl Connector for Toss {
     fn page_sources(&self) -> PageSources {
         let js = origin(self.js_url()).unwrap_or_default();
         let own = js == "https://js.tosspayments.com";
-        PageSources::alike(js, if own { " https://*.tosspayments.com" } else { "" })
+        PageSources::alike(
+            js,
+            if own {
+                " https://*.tosspayments.com"
+            } else {
+                ""
+            },
+        )
     }
 
     async fn webhook(&self, delivered: &Delivered<'_>) -> Result<Reported, WebhookError> {

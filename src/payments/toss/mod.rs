@@ -15,8 +15,8 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::payments::calls::{call, exchange, http_client, ProviderError, Repeat};
 use crate::config::TossConfig;
+use crate::payments::calls::{call, exchange, http_client, ProviderError, Repeat};
 
 /// A Payment object as sluice reads it
 /// (<https://docs.tosspayments.com/reference#payment-객체>).

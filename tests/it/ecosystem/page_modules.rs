@@ -35,5 +35,8 @@ fn the_page_logic_passes_node_test() {
         .expect("node is installed (scripts/tools)");
     let text = crate::helpers::output_text(&out);
     assert!(out.status.success(), "node --test:\n{text}");
-    assert!(text.contains("# fail 0") && !text.contains("# pass 0"), "{text}");
+    assert!(
+        text.contains("# fail 0") && !text.contains("# pass 0"),
+        "{text}"
+    );
 }

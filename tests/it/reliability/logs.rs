@@ -69,14 +69,7 @@ async fn the_default_level_logs_events_not_requests() {
             .unwrap();
         assert_eq!(status.status(), 200);
     }
-    let metrics = http
-        .get(format!("{}/metrics", sluice.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = sluice.metrics().await;
     let logs = sluice.logs();
     assert!(
         logs.contains("sluice is serving"),
