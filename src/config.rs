@@ -33,6 +33,7 @@ pub struct Config {
     pub valve: ValveConfig,
     pub notify: NotifyConfig,
     pub telemetry: TelemetryConfig,
+    pub logging: LoggingConfig,
 }
 
 /// How the waiting-room page at `/` looks for the shop (each empty: sluice's own look).
@@ -378,6 +379,15 @@ pub struct EventsConfig {
     pub max_tries: u32,
 }
 
+/// The log lines sluice writes to stderr (which ones: `RUST_LOG`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoggingConfig {
+    /// `text` (a line for people), or `json` (one JSON object a line, for a log pipeline: its
+    /// time, level, message and fields, and the request's span with its `trace_id`).
+    pub format: String,
+}
+
 /// Traces over OpenTelemetry's OTLP: off unless an endpoint is set, here or in the standard
 /// `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the other standard
 /// `OTEL_*` variables are honoured too, as every OpenTelemetry SDK honours them).
@@ -589,6 +599,9 @@ impl Default for Config {
                 partitions: 6,
                 max_message_bytes: 1_000_000,
                 max_tries: 5,
+            },
+            logging: LoggingConfig {
+                format: "text".into(),
             },
             telemetry: TelemetryConfig {
                 otlp_endpoint: String::new(),

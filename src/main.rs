@@ -83,7 +83,7 @@ async fn main() -> anyhow::Result<()> {
     let path = cli.config.as_deref();
     let command = cli.command.unwrap_or(Command::Serve);
     if !matches!(command, Command::Serve) {
-        sluice::telemetry::init_tracing(None);
+        sluice::telemetry::init_tracing(None, false);
     }
     match command {
         Command::Serve => {
@@ -94,7 +94,8 @@ async fn main() -> anyhow::Result<()> {
             // Logging starts with the traces, which the configuration turns on.
             let instance = sluice::service::new_instance_id();
             let traces = sluice::telemetry::traces::start(&config, &instance)?;
-            sluice::telemetry::init_tracing(traces.as_ref().map(|t| t.layer()));
+            let json = config.logging.format == "json";
+            sluice::telemetry::init_tracing(traces.as_ref().map(|t| t.layer()), json);
             sluice::server::start_as(config, instance, traces)
                 .await?
                 .wait(signals)

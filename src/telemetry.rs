@@ -339,17 +339,24 @@ pub const DEFAULT_LOG_FILTER: &str = "info,tokio_cron_scheduler=warn";
 /// sluice's own events; each request is a `debug` line, see `api::measure`; the cron crate's
 /// chatter about its own start-up only from `warn`). Colours only on a
 /// terminal: a log file or collector gets plain text.
-pub fn init_tracing(traces: Option<traces::TracesLayer>) {
+pub fn init_tracing(traces: Option<traces::TracesLayer>, json: bool) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::Layer;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let logs = tracing_subscriber::fmt::layer()
-        .with_target(false)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_filter(filter);
+        .with_ansi(std::io::stderr().is_terminal() && !json);
+    let logs = if json {
+        logs.json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .boxed()
+    } else {
+        logs.with_target(false).boxed()
+    }
+    .with_filter(filter);
     // sluice's own spans, when traces are on.
     let traces = traces.map(|layer| {
         layer.with_filter(

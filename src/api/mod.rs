@@ -412,8 +412,12 @@ async fn traced<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response>
         url.path = req.uri().path(),
         http.route = tracing::field::Empty,
         http.response.status_code = tracing::field::Empty,
+        trace_id = tracing::field::Empty,
+        span_id = tracing::field::Empty,
     );
     crate::telemetry::traces::follow_caller(&span, req.headers());
+    // Every log line of the request names its trace (the span's fields are printed with it).
+    crate::telemetry::traces::name_ids(&span);
     let result = ep
         .call(req)
         .instrument(span.clone())

@@ -317,6 +317,11 @@ impl Config {
     }
 
     fn check_telemetry(&self, p: &mut Problems) {
+        p.unless(
+            ["text", "json"].contains(&self.logging.format.as_str()),
+            "logging.format",
+            "must be text or json",
+        );
         let t = &self.telemetry;
         p.unless(
             t.otlp_endpoint.is_empty() || is_http_url(&t.otlp_endpoint),

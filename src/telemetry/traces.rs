@@ -238,6 +238,18 @@ pub fn follow_caller(span: &tracing::Span, headers: &poem::http::HeaderMap) {
     }
 }
 
+/// Records `span`'s trace and span ids as its fields `trace_id` and `span_id`, so the log lines
+/// written inside it carry them.
+pub fn name_ids(span: &tracing::Span) {
+    let cx = span.context();
+    let otel = cx.span();
+    let sc = otel.span_context();
+    if sc.is_valid() {
+        span.record("trace_id", sc.trace_id().to_string());
+        span.record("span_id", sc.span_id().to_string());
+    }
+}
+
 /// The current span's `traceparent` (W3C Trace Context), for a call sluice makes: none when
 /// no trace is being recorded.
 pub fn traceparent() -> Option<String> {

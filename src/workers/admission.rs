@@ -87,7 +87,11 @@ pub async fn run(app: App, mut rounds: watch::Receiver<Round>) {
         };
         for plan in plans {
             let ticker = tickers.entry(plan.sale).or_default();
-            if let Err(e) = admit(&app, &plan, ticker, tick, fresh.as_ref()).await {
+            let span = crate::telemetry::traces::span(
+                || tracing::info_span!("admission.tick", sale = %plan.sale),
+            );
+            let admitted = admit(&app, &plan, ticker, tick, fresh.as_ref());
+            if let Err(e) = tracing::Instrument::instrument(admitted, span).await {
                 // Every sale's tick fails alike while a store is away: one line a second.
                 warn_throttled!(sale = %plan.sale, error = %e, "admission tick failed");
             }

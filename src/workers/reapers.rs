@@ -37,8 +37,13 @@ pub async fn start(app: App) -> anyhow::Result<JobScheduler> {
     Ok(scheduler)
 }
 
-/// One pass over every kind of deadline.
+/// One pass over every kind of deadline (a span of its own when traces are on).
 pub async fn reap(app: &App) {
+    let span = crate::telemetry::traces::span(|| tracing::info_span!("reaper.pass"));
+    tracing::Instrument::instrument(reap_each(app), span).await
+}
+
+async fn reap_each(app: &App) {
     metrics::counter!("sluice_reaper_runs_total").increment(1);
     for event in AttemptEvent::TIMEOUTS {
         if event == AttemptEvent::PaymentTimeout {

@@ -205,7 +205,7 @@ impl TestApp {
     /// A server with exactly this configuration (a second replica passes the first's).
     pub async fn spawn_config(config: Config) -> TestApp {
         // Logs go to the test's captured output (shown when it fails).
-        sluice::telemetry::init_tracing(None);
+        sluice::telemetry::init_tracing(None, false);
         config.validate().expect("test config is valid");
         let (addr, app, stop, server_thread) =
             tokio::task::spawn_blocking(move || start_server(config))

@@ -76,6 +76,20 @@ impl Receiver {
     }
 }
 
+impl Receiver {
+    /// The first span named `name` (within 15 s).
+    async fn named(&self, name: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(span) = self.spans().into_iter().find(|s| s["name"] == name) {
+                return span;
+            }
+            assert!(Instant::now() < deadline, "no span named {name}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
 impl Drop for Receiver {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -83,7 +97,7 @@ impl Drop for Receiver {
     }
 }
 
-/// An embedded sluice sending its traces to `endpoint`.
+/// An embedded sluice sending its traces to `endpoint`, logging JSON lines (its requests too).
 async fn traced_sluice(endpoint: String, max_queued_spans: usize) -> SluiceProcess {
     let mut config = test_config();
     config.queue.url.clear();
@@ -92,7 +106,8 @@ async fn traced_sluice(endpoint: String, max_queued_spans: usize) -> SluiceProce
         std::env::temp_dir().join(format!("sluice-traced-{}", uuid::Uuid::new_v4().simple()));
     config.telemetry.otlp_endpoint = endpoint;
     config.telemetry.max_queued_spans = max_queued_spans;
-    SluiceProcess::start(config, "").await
+    config.logging.format = "json".into();
+    SluiceProcess::start(config, "info,sluice=debug").await
 }
 
 /// A user's call with the caller's `traceparent`.
@@ -224,7 +239,22 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
             "an orphan transaction: {tx}"
         );
     }
+    // Its log line names the trace too.
+    let logs = sluice.logs();
+    let line = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["fields"]["message"] == "request" && l["fields"]["status"] == 404)
+        .unwrap_or_else(|| panic!("no JSON line of the refused request: {logs}"));
+    assert_eq!(line["span"]["trace_id"], other, "{line}");
+    assert!(
+        line["timestamp"].is_string() && line["level"] == "DEBUG",
+        "{line}"
+    );
     let refused = receiver.trace(other, |spans| !spans.is_empty()).await;
+    // The background work has spans of its own: the admitter's ticks, with their sale.
+    let tick = receiver.named("admission.tick").await;
+    assert_eq!(tick["attributes"]["sale"], sale.as_str());
     assert_eq!(refused[0]["attributes"]["http.response.status_code"], 404);
 }
 
