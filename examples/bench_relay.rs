@@ -101,6 +101,7 @@ async fn relay(brokers: &str, pg_admin: &str, topic: &str, n: usize) -> f64 {
         sale_id: sale,
         event_type: "sluice.attempt.admitted".into(),
         payload: String::from_utf8(payload(0, &sale.0.to_string())).unwrap(),
+        traceparent: None,
     };
     sluice::events::EventSink::publish(&sink, &[warm_up])
         .await

@@ -161,6 +161,8 @@ pub struct Asked<Q, T, E> {
     /// Told when the question's own call begins: a timeout that runs from then (the queue
     /// store's) is not spent waiting behind calls in flight.
     begun: oneshot::Sender<()>,
+    /// The asker's place in its trace, when traces are on: its batch's span names it.
+    asker: crate::telemetry::traces::Asker,
 }
 
 /// The asker's side of a question: its answer, and word that its call has begun.
@@ -196,18 +198,11 @@ where
             question,
             reply,
             begun,
+            asker: crate::telemetry::traces::Asker::now(),
         };
         if let Some(drainer) = self.add(sale, asked) {
-            // The batch is the asker's call, as the same call made alone would be, and a span
-            // of the asker's trace.
-            let span = crate::telemetry::traces::span(
-                || tracing::info_span!("batch", call = self.call, %sale),
-            );
-            let drain = tracing::Instrument::instrument(drainer.drain(call), span);
-            match crate::telemetry::caller::current() {
-                Some(caller) => tokio::spawn(crate::telemetry::caller::on(caller, drain)),
-                None => tokio::spawn(drain),
-            };
+            // The batch is the asker's call, as the same call made alone would be.
+            tokio::spawn(crate::telemetry::caller::carried(drainer.drain(call, sale)));
         }
         Waiting {
             answer,
@@ -218,7 +213,7 @@ where
 
 impl<Q, T, E: CallError> Drainer<Asked<Q, T, E>> {
     /// Answers the sale's pending questions, a batch (one `call`) at a time, until none is left.
-    async fn drain<C, F>(mut self, call: C)
+    async fn drain<C, F>(mut self, call: C, sale: SaleId)
     where
         C: Fn(Vec<Q>) -> F,
         F: Future<Output = Result<Vec<Result<T, E>>, E>>,
@@ -227,15 +222,19 @@ impl<Q, T, E: CallError> Drainer<Asked<Q, T, E>> {
             let gathering = &self.gathering;
             metrics::histogram!(gathering.metric, "call" => gathering.call)
                 .record(batch.len() as f64);
+            let mut askers = Vec::new();
             let (questions, replies): (Vec<Q>, Vec<_>) = batch
                 .into_iter()
                 .map(|a| {
                     let _ = a.begun.send(());
+                    askers.push(a.asker);
                     (a.question, a.reply)
                 })
                 .unzip();
+            // A span of the asker's trace, or of its own linking every asker it carried.
+            let span = crate::telemetry::traces::batch_span(gathering.call, sale, askers);
             let asked = questions.len();
-            let answers = match call(questions).await {
+            let answers = match tracing::Instrument::instrument(call(questions), span).await {
                 Ok(answers) if answers.len() != asked => Err(E::miscounted(asked, answers.len())),
                 answers => answers,
             };

@@ -1,6 +1,7 @@
 //! The production event sink: Kafka, through an idempotent producer (acks=all), so retries
 //! neither lose nor reorder events of one partition. Key = sale id (one sale's events stay in
-//! one partition, in order); headers carry the event id, type and schema version.
+//! one partition, in order); headers carry the event id, type and schema version, and the
+//! `traceparent` of the change that wrote the event when a trace was recorded.
 //!
 //! An idempotent producer's fatal error is permanent: the producer is rebuilt.
 
@@ -130,6 +131,14 @@ impl EventSink for KafkaSink {
                     key: "schema-version",
                     value: Some(&version),
                 });
+            // The buyer's trace, continued by the consumer (W3C Trace Context).
+            let headers = match &event.traceparent {
+                Some(traceparent) => headers.insert(Header {
+                    key: "traceparent",
+                    value: Some(traceparent),
+                }),
+                None => headers,
+            };
             let mut record = FutureRecord::to(&self.topic)
                 .key(&key)
                 .payload(payload)

@@ -22,6 +22,9 @@ pub struct OutboxEvent {
     /// The event's envelope as JSON text, exactly as consumers receive it (passed through
     /// untouched: the relay neither parses nor re-serialises it).
     pub payload: String,
+    /// The trace of the change that wrote it (W3C `traceparent`), when one was recorded: the
+    /// Kafka record's header of that name.
+    pub traceparent: Option<String>,
 }
 
 /// The outbox as the relay reads and marks it.

@@ -30,6 +30,10 @@ pub trait PaymentLedger: Send + Sync {
         id: &str,
     ) -> LedgerResult<Option<String>>;
 
+    /// The trace the payment `reference` was checked out in (W3C `traceparent`), if one was
+    /// recorded.
+    async fn payment_trace(&self, reference: Uuid) -> LedgerResult<Option<String>>;
+
     /// The attempt and the reference of `provider`'s payment `id`, if sluice started it.
     async fn payment_by_provider_id(
         &self,

@@ -253,13 +253,14 @@ pub(crate) async fn insert_payments(
 ) -> LedgerResult<()> {
     let (references, attempts): (Vec<Uuid>, Vec<Uuid>) = payments.iter().copied().unzip();
     sqlx::query(
-        "INSERT INTO payments (reference, attempt_id, status, created_at, updated_at)
-         SELECT reference, attempt_id, 'pending', now(), now()
+        "INSERT INTO payments (reference, attempt_id, status, traceparent, created_at, updated_at)
+         SELECT reference, attempt_id, 'pending', CAST($3 AS TEXT), now(), now()
          FROM unnest($1::uuid[], $2::uuid[]) AS t(reference, attempt_id)
          ON CONFLICT (attempt_id) DO NOTHING",
     )
     .bind(&references)
     .bind(&attempts)
+    .bind(crate::telemetry::traces::traceparent())
     .execute(conn)
     .await
     .map_err(db_error)?;
@@ -280,8 +281,8 @@ pub(crate) async fn insert_events(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| LedgerError::Other(e.to_string()))?;
     sqlx::query(
-        "INSERT INTO outbox (id, sale_id, event_type, payload, created_at)
-         SELECT id, sale_id, event_type, CAST(payload AS JSONB), clock_timestamp()
+        "INSERT INTO outbox (id, sale_id, event_type, payload, traceparent, created_at)
+         SELECT id, sale_id, event_type, CAST(payload AS JSONB), CAST($5 AS TEXT), clock_timestamp()
          FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[])
               AS t(id, sale_id, event_type, payload)",
     )
@@ -289,6 +290,7 @@ pub(crate) async fn insert_events(
     .bind(&sales)
     .bind(&kinds)
     .bind(&payloads)
+    .bind(crate::telemetry::traces::traceparent())
     .execute(conn)
     .await
     .map_err(db_error)?;

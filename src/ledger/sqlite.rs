@@ -221,8 +221,8 @@ pub(crate) async fn insert_payments(
 ) -> LedgerResult<()> {
     for (reference, attempt) in payments {
         sqlx::query(concat!(
-            "INSERT INTO payments (reference, attempt_id, status, created_at, updated_at)
-             VALUES ($1, $2, 'pending', ",
+            "INSERT INTO payments (reference, attempt_id, status, traceparent, created_at, updated_at)
+             VALUES ($1, $2, 'pending', $3, ",
             now!(),
             ", ",
             now!(),
@@ -230,6 +230,7 @@ pub(crate) async fn insert_payments(
         ))
         .bind(reference)
         .bind(attempt)
+        .bind(crate::telemetry::traces::traceparent())
         .execute(&mut *conn)
         .await
         .map_err(db_error)?;

@@ -65,6 +65,8 @@ pub(crate) async fn to_the_end<T: Send + 'static>(
     what: &'static str,
     work: impl std::future::Future<Output = ServiceResult<T>> + Send + 'static,
 ) -> ServiceResult<T> {
+    // Still the request's: its caller and its span go with it.
+    let work = crate::telemetry::caller::carried(tracing::Instrument::in_current_span(work));
     match tokio::spawn(work).await {
         Ok(answer) => answer,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),

@@ -105,10 +105,32 @@ pub async fn receive(app: &App, signature: &str, body: &[u8]) -> ServiceResult<W
     }
 }
 
+/// A provider's word on the payment `reference`, applied once per provider event id (as a span
+/// of the trace its checkout was in, when traces are on): see [`apply_now`].
+pub async fn apply(
+    app: &App,
+    event_id: &str,
+    reference: uuid::Uuid,
+    succeeded: bool,
+) -> ServiceResult<Option<WebhookAck>> {
+    use tracing::Instrument;
+    if !crate::telemetry::traces::on() {
+        return apply_now(app, event_id, reference, succeeded).await;
+    }
+    let span = tracing::info_span!("payment.apply", %reference, succeeded);
+    // The trace the payment was checked out in (none: the span stays in the webhook's).
+    if let Ok(Some(traceparent)) = app.ledger.payment_trace(reference).await {
+        crate::telemetry::traces::continue_from(&span, &traceparent);
+    }
+    apply_now(app, event_id, reference, succeeded)
+        .instrument(span)
+        .await
+}
+
 /// A provider's word on the payment `reference`, applied once per provider event id:
 /// success → CONFIRMED (or, after the attempt expired, a refund: [`refund_late`]); failure →
 /// EXPIRED with the stock back. `None`: no payment of that reference.
-pub async fn apply(
+async fn apply_now(
     app: &App,
     event_id: &str,
     reference: uuid::Uuid,

@@ -22,9 +22,17 @@ pub fn current() -> Option<&'static str> {
     CALLER.try_with(|caller| *caller).ok()
 }
 
+/// What work not made for a request counts as.
+const BACKGROUND: &str = "background";
+
+/// `work`, to run on a task of its own, as the current task's caller's.
+pub fn carried<F: Future>(work: F) -> TaskLocalFuture<&'static str, F> {
+    CALLER.scope(current().unwrap_or(BACKGROUND), work)
+}
+
 /// Counts one call to the ledger (a connection taken or a transaction begun) for its caller.
 pub fn count_ledger_call() {
-    metrics::counter!("sluice_ledger_calls_total", "caller" => current().unwrap_or("background"))
+    metrics::counter!("sluice_ledger_calls_total", "caller" => current().unwrap_or(BACKGROUND))
         .increment(1);
 }
 

@@ -238,6 +238,57 @@ pub fn follow_caller(span: &tracing::Span, headers: &poem::http::HeaderMap) {
     }
 }
 
+/// Where a request that asked something of a batch stands in its trace (nothing while traces
+/// are off).
+pub struct Asker(Option<opentelemetry::trace::SpanContext>);
+
+impl Asker {
+    /// The current span's place.
+    pub fn now() -> Asker {
+        if !on() {
+            return Asker(None);
+        }
+        let cx = tracing::Span::current().context();
+        let sc = cx.span().span_context().clone();
+        Asker(sc.is_valid().then_some(sc))
+    }
+}
+
+/// The span of one batch of `call` for `sale`: a child of its asker when it carried one, so a
+/// lone request's rows are of its trace; with several, a trace of its own that links each of
+/// them (rows it writes are the batch's, and lead to every request it carried).
+pub fn batch_span(
+    call: &'static str,
+    sale: crate::domain::SaleId,
+    askers: Vec<Asker>,
+) -> tracing::Span {
+    if !on() {
+        return tracing::Span::none();
+    }
+    let span = tracing::info_span!(parent: None, "batch", call, %sale, questions = askers.len());
+    let mut askers: Vec<_> = askers.into_iter().filter_map(|a| a.0).collect();
+    if askers.len() == 1 {
+        let parent = opentelemetry::Context::new().with_remote_span_context(askers.remove(0));
+        let _ = span.set_parent(parent);
+    } else {
+        for asker in askers {
+            span.add_link(asker);
+        }
+    }
+    span
+}
+
+/// Makes the span named by `traceparent` (W3C Trace Context, as a row kept it) the parent of
+/// `span`, so work done later for the same buyer joins the buyer's trace.
+pub fn continue_from(span: &tracing::Span, traceparent: &str) {
+    let mut carrier = std::collections::HashMap::new();
+    carrier.insert("traceparent".to_owned(), traceparent.to_owned());
+    let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&carrier));
+    if parent.span().span_context().is_valid() {
+        let _ = span.set_parent(parent);
+    }
+}
+
 /// Records `span`'s trace and span ids as its fields `trace_id` and `span_id`, so the log lines
 /// written inside it carry them.
 pub fn name_ids(span: &tracing::Span) {

@@ -192,6 +192,24 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
     )
     .await;
     assert_eq!(status, 200, "{paying}");
+    // The sandbox is paid: its webhook's word on the payment is applied in the buyer's trace.
+    let pay_at = paying["payment"]["pay"]["url"].as_str().unwrap();
+    let paid = http
+        .post(format!("{}{pay_at}", sluice.base))
+        .json(&json!({ "outcome": "approve" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(paid.status(), 202);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, now) = call(&sluice, get.clone(), &path, "tracy", None, &parent).await;
+        if now["state"] == "CONFIRMED" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never confirmed: {now}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // A problem answer names its trace, the one the receiver gets.
     let other = "0af7651916cd43dd8448eb211c80319c";
@@ -217,6 +235,7 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
                 .iter()
                 .all(|r| routes.contains(r))
                 && spans.iter().any(|s| s["name"] == "ledger.transaction")
+                && spans.iter().any(|s| s["name"] == "payment.apply")
         })
         .await;
     let join = spans
@@ -230,6 +249,10 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
     assert_eq!(join["service"], "sluice");
     assert!(join["instance"].as_str().is_some_and(|i| !i.is_empty()));
     assert_eq!(join["attributes"]["http.response.status_code"], 202);
+    // The payment's word, applied in the trace its checkout was in (a batch of one checkout is
+    // a child of that request; the payment row keeps the batch's place).
+    let applied = spans.iter().find(|s| s["name"] == "payment.apply").unwrap();
+    assert_eq!(applied["attributes"]["succeeded"], true, "{applied}");
     // The ledger's transactions are children of the requests of the trace.
     let ids: Vec<&Value> = spans.iter().map(|s| &s["span_id"]).collect();
     let ledger = spans.iter().filter(|s| s["name"] == "ledger.transaction");
@@ -306,4 +329,81 @@ async fn a_collector_that_is_down_costs_no_request_and_its_drops_are_counted() {
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// Redis + PostgreSQL + the Kafka protocol: an instant sale's claim, made in a request that came
+/// with a `traceparent`, is written to the outbox with that trace, and its Kafka record carries
+/// it as its `traceparent` header, so a consumer continues the buyer's trace.
+#[tokio::test]
+async fn a_claims_kafka_record_continues_the_buyers_trace() {
+    use rdkafka::consumer::{Consumer, StreamConsumer};
+    use rdkafka::message::{Headers, Message};
+
+    let receiver = Receiver::start();
+    let topic = format!("sluice.events.t{}", uuid::Uuid::new_v4().simple());
+    let mut config = test_config();
+    config.ledger.url = crate::helpers::fresh_database().await;
+    config.events.kafka_brokers = crate::helpers::kafka_brokers();
+    config.events.topic = topic.clone();
+    config.telemetry.otlp_endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let sluice = SluiceProcess::start(config, "").await;
+    let http = reqwest::Client::new();
+    let sale = create_sale_at(
+        &http,
+        &sluice.base,
+        json!({ "name": "traced claims", "quantity": 5, "per_user_limit": 1, "instant": true }),
+    )
+    .await;
+    let trace = "5af7651916cd43dd8448eb211c80319d";
+    let (status, claimed) = call(
+        &sluice,
+        reqwest::Method::POST,
+        &format!("/v1/sales/{sale}/attempts"),
+        "claimer",
+        None,
+        &format!("00-{trace}-{CALLER_SPAN}-01"),
+    )
+    .await;
+    assert_eq!(status, 201, "{claimed}");
+    assert_eq!(claimed["state"], "CONFIRMED");
+
+    let consumer: StreamConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", crate::helpers::kafka_brokers())
+        .set(
+            "group.id",
+            format!("traced-{}", uuid::Uuid::new_v4().simple()),
+        )
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[&topic]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let traceparent = loop {
+        assert!(Instant::now() < deadline, "no confirmed record");
+        let Ok(Ok(message)) = tokio::time::timeout(Duration::from_secs(5), consumer.recv()).await
+        else {
+            continue;
+        };
+        let headers = message.headers().expect("headers");
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|h| h.key == name)
+                .and_then(|h| h.value)
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+        };
+        if header("event-type").as_deref() == Some("sluice.attempt.confirmed") {
+            break header("traceparent");
+        }
+    };
+    let traceparent = traceparent.expect("the record carries a traceparent");
+    assert!(
+        traceparent.starts_with(&format!("00-{trace}-")),
+        "{traceparent}"
+    );
+    // The span it names is one the receiver got, in the buyer's trace.
+    let span_id = traceparent.split('-').nth(2).unwrap().to_owned();
+    receiver
+        .trace(trace, |spans| spans.iter().any(|s| s["span_id"] == span_id))
+        .await;
 }

@@ -12,8 +12,8 @@ use crate::ledger::{LedgerError, LedgerResult, OutboxEvent, OutboxLedger, RelayL
 
 pub(crate) async fn insert(conn: &mut Conn, event: &DomainEvent) -> LedgerResult<()> {
     sqlx::query(concat!(
-        "INSERT INTO outbox (id, sale_id, event_type, payload, created_at)
-         VALUES ($1, $2, $3, $4, ",
+        "INSERT INTO outbox (id, sale_id, event_type, payload, traceparent, created_at)
+         VALUES ($1, $2, $3, $4, $5, ",
         clock!(),
         ")"
     ))
@@ -21,6 +21,7 @@ pub(crate) async fn insert(conn: &mut Conn, event: &DomainEvent) -> LedgerResult
     .bind(event.sale_id.0)
     .bind(&event.kind)
     .bind(Json(event))
+    .bind(crate::telemetry::traces::traceparent())
     .execute(conn)
     .await
     .map_err(db_error)?;
@@ -36,7 +37,8 @@ impl OutboxLedger for SqlLedger {
     ) -> LedgerResult<Vec<OutboxEvent>> {
         let conn = &mut *self.conn().await?;
         let rows = sqlx::query(
-            "SELECT id, sale_id, event_type, CAST(payload AS TEXT) AS payload FROM outbox
+            "SELECT id, sale_id, event_type, CAST(payload AS TEXT) AS payload, traceparent
+             FROM outbox
              WHERE published_at IS NULL AND dead_at IS NULL
                AND ($2 IS NULL OR (created_at, id) > (SELECT created_at, id FROM outbox WHERE id = $2))
              ORDER BY created_at, id LIMIT $1",
@@ -53,6 +55,7 @@ impl OutboxLedger for SqlLedger {
                 sale_id: SaleId(r.get("sale_id")),
                 event_type: r.get("event_type"),
                 payload: r.get("payload"),
+                traceparent: r.get("traceparent"),
             })
             .collect())
     }

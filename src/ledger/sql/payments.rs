@@ -73,6 +73,17 @@ impl PaymentLedger for SqlLedger {
             .map_err(db_error)
     }
 
+    async fn payment_trace(&self, reference: Uuid) -> LedgerResult<Option<String>> {
+        let conn = &mut *self.conn().await?;
+        let trace: Option<Option<String>> =
+            sqlx::query_scalar("SELECT traceparent FROM payments WHERE reference = $1")
+                .bind(reference)
+                .fetch_optional(conn)
+                .await
+                .map_err(db_error)?;
+        Ok(trace.flatten())
+    }
+
     async fn payment_by_provider_id(
         &self,
         provider: &str,
