@@ -25,6 +25,11 @@ struct Receiver {
 
 impl Receiver {
     fn start() -> Receiver {
+        Receiver::answering_after(0)
+    }
+
+    /// A receiver that waits `delay_secs` before each answer (a slow collector).
+    fn answering_after(delay_secs: u32) -> Receiver {
         let dir =
             std::env::temp_dir().join(format!("sluice-otlp-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -33,6 +38,7 @@ impl Receiver {
             .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/receiver.py"))
             .arg(&port_file)
             .arg(&out)
+            .args(["--delay", &delay_secs.to_string()])
             .spawn()
             .expect("python3 with opentelemetry-proto (scripts/tools)");
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -288,7 +294,20 @@ async fn a_collector_that_is_down_costs_no_request_and_its_drops_are_counted() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let sluice = traced_sluice(format!("http://127.0.0.1:{port}"), 16).await;
+    joins_go_on_and_drops_are_counted(format!("http://127.0.0.1:{port}")).await;
+}
+
+/// A collector that answers only after 8 s (past the export's 5 s): the same.
+#[tokio::test]
+async fn a_slow_collector_costs_no_request_and_its_drops_are_counted() {
+    let receiver = Receiver::answering_after(8);
+    joins_go_on_and_drops_are_counted(format!("http://127.0.0.1:{}", receiver.port)).await;
+}
+
+/// 200 joins through a sluice whose collector is at `endpoint` (16 spans may wait): each is
+/// answered, and the spans past the queue or in batches the collector did not take are counted.
+async fn joins_go_on_and_drops_are_counted(endpoint: String) {
+    let sluice = traced_sluice(endpoint, 16).await;
     let http = reqwest::Client::new();
     let sale = create_sale_at(
         &http,
