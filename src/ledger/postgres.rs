@@ -205,8 +205,8 @@ pub(crate) async fn audit_all(
 ) -> LedgerResult<()> {
     let ids: Vec<Uuid> = ids.iter().map(|id| id.local).collect();
     sqlx::query(concat!(
-        "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause, at)
-         SELECT unnest($1::uuid[]), $2, $3, $4, $5, ",
+        "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause, trace_id, at)
+         SELECT unnest($1::uuid[]), $2, $3, $4, $5, CAST($6 AS TEXT), ",
         now!()
     ))
     .bind(&ids)
@@ -214,6 +214,7 @@ pub(crate) async fn audit_all(
     .bind(decision.to.name())
     .bind(decision.to.reason().map(|r| r.as_str()))
     .bind(decision.event.as_str())
+    .bind(crate::telemetry::traces::current_trace_id())
     .execute(conn)
     .await
     .map_err(db_error)?;

@@ -42,6 +42,8 @@ pub struct TransitionRow {
     pub to: String,
     pub reason: Option<String>,
     pub cause: String,
+    /// The trace it was made in, when one was recorded.
+    pub trace_id: Option<String>,
     pub at: DateTime<Utc>,
 }
 

@@ -29,6 +29,8 @@ pub struct Turn {
     pub user: UserId,
     /// When its admission ends, in Unix ms: how long the user has to come back.
     pub until_ms: i64,
+    /// The trace the admission was made in (W3C `traceparent`), sent with each message.
+    pub traceparent: Option<String>,
 }
 
 /// Turns waiting to be told, in at most this many (then dropped).

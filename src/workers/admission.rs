@@ -354,6 +354,7 @@ async fn record(app: &App, plan: &AdmissionPlan, admitted: &[Admitted]) -> anyho
     };
     app.queue.admissions_recorded(sale, first.attempt).await?;
     // The turn came for those the ledger had not admitted before: tell them once.
+    let traceparent = crate::telemetry::traces::traceparent();
     app.turns.admitted(
         admitted
             .iter()
@@ -362,6 +363,7 @@ async fn record(app: &App, plan: &AdmissionPlan, admitted: &[Admitted]) -> anyho
                 attempt: a.attempt,
                 user: a.user.clone(),
                 until_ms: a.deadline_ms,
+                traceparent: traceparent.clone(),
             }),
     );
     for attempt in before {

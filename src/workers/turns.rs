@@ -48,7 +48,7 @@ pub async fn run(app: App) {
         if let Some(hook) = &hook {
             for turn in &batch {
                 match hook.request(&client, turn) {
-                    Ok(r) => requests.push(("webhook", r)),
+                    Ok(r) => requests.push(("webhook", with_trace(r, turn))),
                     Err(e) => tracing::warn!(error = %e, "an attempt.admitted webhook not made"),
                 }
             }
@@ -67,6 +67,15 @@ pub async fn run(app: App) {
 }
 
 /// The push messages of a batch's attempts that left a subscription (each taken as it is read).
+/// `request` with the trace the turn's admission was made in (W3C Trace Context), so the
+/// shop's service or the push service can follow it.
+fn with_trace(request: reqwest::RequestBuilder, turn: &Turn) -> reqwest::RequestBuilder {
+    match &turn.traceparent {
+        Some(traceparent) => request.header("traceparent", traceparent),
+        None => request,
+    }
+}
+
 async fn web_push_requests(
     app: &App,
     client: &reqwest::Client,
@@ -88,7 +97,7 @@ async fn web_push_requests(
             continue;
         };
         match notify::push_request(client, vapid, &subscription, turn, now) {
-            Ok(r) => requests.push(r),
+            Ok(r) => requests.push(with_trace(r, turn)),
             Err(e) => {
                 notify::counted("web_push", "refused");
                 tracing::warn!(%attempt, error = %e, "a push message not made");

@@ -281,6 +281,27 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
         "{line}"
     );
     let refused = receiver.trace(other, |spans| !spans.is_empty()).await;
+    // The operator's support file names the trace of each step the buyer's requests made.
+    let file: Value = http
+        .get(format!(
+            "{}/v1/sales/{sale}/attempts/{attempt}",
+            sluice.base
+        ))
+        .header("X-Admin-Key", crate::helpers::ADMIN_KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let trail = file["trail"].as_array().unwrap();
+    for cause in ["hold", "checkout", "payment_succeeded"] {
+        let step = trail
+            .iter()
+            .find(|s| s["cause"] == cause)
+            .unwrap_or_else(|| panic!("no {cause} in {file}"));
+        assert_eq!(step["trace_id"], TRACE, "{step}");
+    }
     // The background work has spans of its own: the admitter's ticks, with their sale.
     let tick = receiver.named("admission.tick").await;
     assert_eq!(tick["attributes"]["sale"], sale.as_str());

@@ -1272,25 +1272,29 @@ export interface components {
          *           "at": "2026-07-25T17:20:00+00:00",
          *           "cause": "admit",
          *           "from": "QUEUED",
-         *           "to": "ADMITTED"
+         *           "to": "ADMITTED",
+         *           "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"
          *         },
          *         {
          *           "at": "2026-07-25T17:20:00+00:00",
          *           "cause": "hold",
          *           "from": "ADMITTED",
-         *           "to": "HOLD"
+         *           "to": "HOLD",
+         *           "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"
          *         },
          *         {
          *           "at": "2026-07-25T17:20:00+00:00",
          *           "cause": "checkout",
          *           "from": "HOLD",
-         *           "to": "PAYMENT_PENDING"
+         *           "to": "PAYMENT_PENDING",
+         *           "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"
          *         },
          *         {
          *           "at": "2026-07-25T17:20:00+00:00",
          *           "cause": "payment_succeeded",
          *           "from": "PAYMENT_PENDING",
-         *           "to": "CONFIRMED"
+         *           "to": "CONFIRMED",
+         *           "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"
          *         }
          *       ]
          *     }
@@ -3114,6 +3118,8 @@ export interface components {
             from: components["schemas"]["AttemptStateName"];
             reason?: components["schemas"]["ExpiryReasonName"];
             to: components["schemas"]["AttemptStateName"];
+            /** @description The trace it was made in, when traces are on: where an SRE follows this step. */
+            trace_id?: string;
         };
         /**
          * UnitCounts

@@ -437,6 +437,9 @@ pub struct TransitionOut {
     pub reason: Option<ExpiryReasonName>,
     /// The event that caused it (`admit`, `hold`, `checkout`, `payment_succeeded`, a timeout…).
     pub cause: String,
+    /// The trace it was made in, when traces are on: where an SRE follows this step.
+    #[oai(skip_serializing_if_is_none)]
+    pub trace_id: Option<String>,
     pub at: DateTime<Utc>,
 }
 
@@ -451,6 +454,7 @@ impl From<TransitionRow> for TransitionOut {
             to: to.into(),
             reason: to.reason().map(Into::into),
             cause: row.cause,
+            trace_id: row.trace_id,
             at: row.at,
         }
     }
@@ -505,6 +509,7 @@ impl poem_openapi::types::Example for AttemptFileOut {
             to,
             reason: None,
             cause: cause.into(),
+            trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
             at: example_time(),
         };
         AttemptFileOut {

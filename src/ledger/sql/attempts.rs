@@ -232,8 +232,8 @@ async fn free_seats_of(conn: &mut Conn, id: AttemptId) -> LedgerResult<()> {
 /// Writes a decision's row of the audit trail (from, to, cause).
 pub(crate) async fn audit(conn: &mut Conn, id: AttemptId, decision: &Decision) -> LedgerResult<()> {
     sqlx::query(concat!(
-        "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause, at)
-         VALUES ($1, $2, $3, $4, $5, ",
+        "INSERT INTO attempt_transitions (attempt_id, from_state, to_state, reason, cause, trace_id, at)
+         VALUES ($1, $2, $3, $4, $5, $6, ",
         now!(),
         ")"
     ))
@@ -242,6 +242,7 @@ pub(crate) async fn audit(conn: &mut Conn, id: AttemptId, decision: &Decision) -
     .bind(decision.to.name())
     .bind(decision.to.reason().map(|r| r.as_str()))
     .bind(decision.event.as_str())
+    .bind(crate::telemetry::traces::current_trace_id())
     .execute(conn)
     .await
     .map_err(db_error)?;

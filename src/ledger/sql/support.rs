@@ -78,7 +78,7 @@ impl SupportLedger for SqlLedger {
     async fn trail(&self, id: AttemptId) -> LedgerResult<Vec<TransitionRow>> {
         let conn = &mut *self.conn().await?;
         let rows = sqlx::query(
-            "SELECT from_state, to_state, reason, cause, at FROM attempt_transitions
+            "SELECT from_state, to_state, reason, cause, trace_id, at FROM attempt_transitions
              WHERE attempt_id = $1 ORDER BY id",
         )
         .bind(id.local)
@@ -92,6 +92,7 @@ impl SupportLedger for SqlLedger {
                 to: r.get("to_state"),
                 reason: r.get("reason"),
                 cause: r.get("cause"),
+                trace_id: r.get("trace_id"),
                 at: r.get::<At, _>("at").0,
             })
             .collect())
