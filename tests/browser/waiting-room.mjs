@@ -235,10 +235,19 @@ try {
     const workers = [];
     page.on('worker', (w) => workers.push(w.url()));
     await waitTitle(page, 'Summer tour');
+    // Luck decides how long the work takes (a lucky nonce may come in a few milliseconds):
+    // the join it leads to is held back a moment, so the step that shows the work stays on
+    // screen until its answer, whatever luck did.
+    await page.route(`**/v1/sales/${id}/attempts`, async (route) => {
+      await new Promise((done) => setTimeout(done, 1500));
+      await route.continue();
+    });
+    const joined = page.waitForRequest((r) => r.method() === 'POST' && r.url().endsWith(`/v1/sales/${id}/attempts`));
     await page.getByRole('button', { name: 'Join the queue' }).click();
     await title(page).filter({ hasText: 'Checking this browser' }).waitFor({ timeout: 20000 });
     check(await page.locator('#proof-progress').isVisible(), 'the work shows its progress');
     await shot(page, 'proof-of-work');
+    check(Boolean((await joined).headers()['sluice-proof-of-work']), 'the join carries the work');
     await waitTitle(page, "You're in line");
     check(workers.some((u) => u.endsWith('/waiting-room/proof-of-work.js')), 'the work ran in a Web Worker');
     check(!(await page.locator('#alert').isVisible()), 'no error on the way');
