@@ -55,8 +55,8 @@
 //!   consumer.
 //! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), queue tickets
 //!   (HMAC: a waiting attempt's place in its line), admin keys (the configured one, and named
-//!   keys with a role, [`domain::Role`], kept as hashes); the payment providers sluice calls
-//!   (Stripe, Toss Payments, PortOne) behind one seam, and their webhook signatures.
+//!   keys with a role, [`domain::Role`], kept as hashes); the payment providers behind one
+//!   seam, each in its module (`payments::registry` lists them), and webhook signatures.
 //! - [`config`], [`secrets`], [`telemetry`], [`server`]: layered configuration (a leaf: it
 //!   parses and checks the whole of it, reporting every bad setting at once; its secrets are
 //!   [`config::Secret`]s, which never print), the embedded default's generated secrets (and [`secrets::load`],

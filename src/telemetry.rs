@@ -145,7 +145,7 @@ fn describe() {
     );
     describe_counter!(
         "sluice_provider_webhooks_total",
-        "Webhooks of a payment provider with an API of its own (Stripe), by outcome"
+        "Webhooks of a payment provider with an API of its own, by provider and outcome"
     );
     describe_counter!(
         "sluice_refunds_total",

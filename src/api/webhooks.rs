@@ -19,7 +19,7 @@ pub struct WebhooksApi {
 pub enum WebhookBody {
     #[oai(content_type = "application/json")]
     Json(Binary<Vec<u8>>),
-    /// As Stripe sends it.
+    /// With its charset named, as some providers send it.
     #[oai(content_type = "application/json; charset=utf-8")]
     JsonUtf8(Binary<Vec<u8>>),
     #[oai(content_type = "application/octet-stream")]

@@ -18,7 +18,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refunding {
     /// The provider took the refund before the ledger wrote it (an operator's refund through
-    /// Stripe, Toss Payments or PortOne): the money is back; nothing is owed.
+    /// a provider sluice calls): the money is back; nothing is owed.
     Taken,
     /// sluice asks the provider for it right after the ledger writes it (a payment that came
     /// after its attempt expired, with `payments.refund_late_payments` on and a provider with

@@ -27,7 +27,7 @@ pub struct WebhookAck {
     pub state: AttemptState,
 }
 
-/// What a provider's word did (a Stripe, Toss or PortOne event, a buyer's return from Toss).
+/// What a provider's word did (its webhook, or a buyer's return from its window).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderAck {
     /// It moved (or, repeated, had moved) an attempt.

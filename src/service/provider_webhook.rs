@@ -53,26 +53,24 @@ pub async fn receive(
 async fn apply(app: &App, provider: &str, reported: Reported) -> ServiceResult<ProviderAck> {
     let (id, event) = match &reported {
         Reported::Ignored => return Ok(ProviderAck::Ignored),
-        Reported::Payment { id, event, .. } | Reported::Refunded { id, event, .. } => {
-            (id.clone(), event.clone())
-        }
+        Reported::Payment { id, event, .. } | Reported::Refunded { id, event, .. } => (id, event),
     };
-    let Some((attempt, reference)) = app.ledger.payment_by_provider_id(provider, &id).await? else {
+    let Some((attempt, reference)) = app.ledger.payment_by_provider_id(provider, id).await? else {
         return Ok(ProviderAck::Ignored);
     };
-    match reported {
-        Reported::Ignored => Ok(ProviderAck::Ignored),
+    match &reported {
         Reported::Payment { found, .. } => {
-            apply_found(app, &event, found, attempt, reference).await
+            apply_found(app, event, found.clone(), attempt, reference).await
         }
         // A refund is recorded on its payment (the operator's, or one made at the provider).
         Reported::Refunded { refund, .. } => {
-            app.ledger.set_provider_refund(attempt, &refund).await?;
+            app.ledger.set_provider_refund(attempt, refund).await?;
             app.ledger
-                .note_payment(&event, reference, "refunded")
+                .note_payment(event, reference, "refunded")
                 .await?;
             tracing::info!(%attempt, refund, provider, "the provider reports a refund");
             Ok(ProviderAck::Recorded)
         }
+        Reported::Ignored => Ok(ProviderAck::Ignored),
     }
 }

@@ -232,10 +232,32 @@ impl Extractor for Headers<'_> {
 
 /// Makes the caller's trace (its `traceparent` and `tracestate`) the parent of `span`.
 pub fn follow_caller(span: &tracing::Span, headers: &poem::http::HeaderMap) {
-    let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(headers)));
+    adopt(span, &Headers(headers));
+}
+
+/// Makes the span named by `traceparent` (W3C Trace Context, as a row kept it) the parent of
+/// `span`, so work done later for the same buyer joins the buyer's trace.
+pub fn continue_from(span: &tracing::Span, traceparent: &str) {
+    let carrier =
+        std::collections::HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    adopt(span, &carrier);
+}
+
+/// Makes the trace context `carrier` holds, when it holds a valid one, the parent of `span`.
+fn adopt(span: &tracing::Span, carrier: &dyn Extractor) {
+    let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(carrier));
     if parent.span().span_context().is_valid() {
         let _ = span.set_parent(parent);
     }
+}
+
+/// `span`'s place in its trace, while traces are on and it is recorded.
+fn recorded(span: &tracing::Span) -> Option<opentelemetry::trace::SpanContext> {
+    if !on() {
+        return None;
+    }
+    let sc = span.context().span().span_context().clone();
+    sc.is_valid().then_some(sc)
 }
 
 /// Where a request that asked something of a batch stands in its trace (nothing while traces
@@ -245,12 +267,7 @@ pub struct Asker(Option<opentelemetry::trace::SpanContext>);
 impl Asker {
     /// The current span's place.
     pub fn now() -> Asker {
-        if !on() {
-            return Asker(None);
-        }
-        let cx = tracing::Span::current().context();
-        let sc = cx.span().span_context().clone();
-        Asker(sc.is_valid().then_some(sc))
+        Asker(recorded(&tracing::Span::current()))
     }
 }
 
@@ -278,24 +295,10 @@ pub fn batch_span(
     span
 }
 
-/// Makes the span named by `traceparent` (W3C Trace Context, as a row kept it) the parent of
-/// `span`, so work done later for the same buyer joins the buyer's trace.
-pub fn continue_from(span: &tracing::Span, traceparent: &str) {
-    let mut carrier = std::collections::HashMap::new();
-    carrier.insert("traceparent".to_owned(), traceparent.to_owned());
-    let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&carrier));
-    if parent.span().span_context().is_valid() {
-        let _ = span.set_parent(parent);
-    }
-}
-
 /// Records `span`'s trace and span ids as its fields `trace_id` and `span_id`, so the log lines
 /// written inside it carry them.
 pub fn name_ids(span: &tracing::Span) {
-    let cx = span.context();
-    let otel = cx.span();
-    let sc = otel.span_context();
-    if sc.is_valid() {
+    if let Some(sc) = recorded(span) {
         span.record("trace_id", sc.trace_id().to_string());
         span.record("span_id", sc.span_id().to_string());
     }
@@ -304,26 +307,16 @@ pub fn name_ids(span: &tracing::Span) {
 /// The current span's `traceparent` (W3C Trace Context), for a call sluice makes: none when
 /// no trace is being recorded.
 pub fn traceparent() -> Option<String> {
-    let cx = tracing::Span::current().context();
-    let span = cx.span();
-    let sc = span.span_context();
-    sc.is_valid().then(|| {
-        format!(
-            "00-{}-{}-{:02x}",
-            sc.trace_id(),
-            sc.span_id(),
-            sc.trace_flags().to_u8()
-        )
-    })
+    let span = tracing::Span::current();
+    recorded(&span)?;
+    let mut carrier = std::collections::HashMap::new();
+    opentelemetry::global::get_text_map_propagator(|p| {
+        p.inject_context(&span.context(), &mut carrier)
+    });
+    carrier.remove("traceparent")
 }
 
 /// The id of the trace the current span belongs to, when one is recorded.
 pub fn current_trace_id() -> Option<String> {
-    if !on() {
-        return None;
-    }
-    let cx = tracing::Span::current().context();
-    let span = cx.span();
-    let sc = span.span_context();
-    sc.is_valid().then(|| sc.trace_id().to_string())
+    recorded(&tracing::Span::current()).map(|sc| sc.trace_id().to_string())
 }

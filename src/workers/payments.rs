@@ -1,4 +1,4 @@
-//! The provider's side of open payments, for providers sluice calls (Stripe):
+//! The provider's side of open payments, for providers sluice calls (`Connector::has_api`):
 //! - at the deadline ([`settle_due`], from each reaper pass, ahead of the payment timeouts):
 //!   each payment past its deadline is canceled at the provider, which answers what it is;
 //!   paid → CONFIRMED (a lost webhook costs nothing); not paid → it can no longer be paid,

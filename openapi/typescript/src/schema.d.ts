@@ -667,7 +667,7 @@ export interface paths {
          * Refund a purchase
          * @description Ends a CONFIRMED attempt EXPIRED (`refunded`), an operator's decision: its units go
          *     back to the sale at once (to the queue's next users while it is open). With a provider
-         *     that has an API (Stripe, Toss Payments, PortOne) the money goes back through it first
+         *     sluice calls (any but `sandbox` and `webhook`) the money goes back through it first
          *     (a refusal is a 502 and changes nothing); the event `sluice.payment.refund_required`
          *     says so (`data.refund`: `taken`), or, with none, asks the shop to (`owed`). A
          *     second refund changes nothing (the same answer); an attempt not CONFIRMED is refused
