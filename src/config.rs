@@ -12,10 +12,11 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 use serde::{Deserialize, Serialize};
 
-mod secret;
 mod validate;
-pub use secret::Secret;
-pub use validate::Problem;
+pub use crate::payments::providers::settings::PaymentsConfig;
+pub use crate::payments::providers::ProviderName;
+pub use crate::setting::{Problem, Secret};
+pub use crate::telemetry::settings::TelemetryConfig;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,7 +58,7 @@ pub struct HttpConfig {
     /// Address to serve on; port 0 picks a free port (the tests do).
     pub listen: SocketAddr,
     /// sluice's address as buyers' browsers reach it (`https://queue.shop.example`, no path):
-    /// the base of the URLs a payment provider sends a buyer back to (Toss's success and fail
+    /// the base of the URLs a payment provider sends a buyer back to (its window's success and fail
     /// URLs). Empty (the default): those URLs are paths, which the page resolves against the
     /// address it calls sluice at.
     pub public_url: String,
@@ -210,118 +211,6 @@ pub struct TrustedIssuer {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PaymentsConfig {
-    /// Who takes the payments: `sandbox` (the built-in test provider: pay at
-    /// `/sandbox/payments/{reference}`), `webhook` (the shop's own payment service posts
-    /// `Sluice-Signature` webhooks to `/v1/webhooks/payments`), `stripe`, `toss` (Toss
-    /// Payments) or `portone` (PortOne V2). Unset: `sandbox` when `payments.sandbox` is on,
-    /// `webhook` otherwise.
-    pub provider: Option<ProviderName>,
-    /// Shared HMAC-SHA256 secret of the `sandbox` and `webhook` providers' webhooks (at least
-    /// 16 characters).
-    pub webhook_secret: Secret,
-    /// Webhooks whose timestamp is further than this from now are refused (replays).
-    pub tolerance_secs: u64,
-    /// The sandbox payment provider (`/sandbox/payments/{reference}`) when `provider` is unset:
-    /// unset means on in embedded mode and off with PostgreSQL. Never turn it on in
-    /// production.
-    pub sandbox: Option<bool>,
-    /// A payment that succeeds after its attempt expired (a race the provider won) is
-    /// refunded through the provider. Off: only a `refund_required` event, for the shop to
-    /// refund.
-    pub refund_late_payments: bool,
-    /// An attempt PAYMENT_PENDING this long is looked up at the provider by the reconciler,
-    /// so a webhook that never comes is not waited on.
-    pub reconcile_after_secs: u64,
-    /// The bound of one call to the provider (each retry its own).
-    pub call_timeout_ms: u64,
-    pub stripe: StripeConfig,
-    pub toss: TossConfig,
-    pub portone: PortOneConfig,
-}
-
-/// The payment providers sluice talks to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProviderName {
-    Sandbox,
-    Webhook,
-    Stripe,
-    Toss,
-    #[serde(rename = "portone")]
-    PortOne,
-}
-
-impl ProviderName {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderName::Sandbox => "sandbox",
-            ProviderName::Webhook => "webhook",
-            ProviderName::Stripe => "stripe",
-            ProviderName::Toss => "toss",
-            ProviderName::PortOne => "portone",
-        }
-    }
-}
-
-/// Stripe, over PaymentIntents (`payments.provider = "stripe"`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StripeConfig {
-    /// The secret API key (`sk_live_…`, `sk_test_…`, or a restricted `rk_…`).
-    pub secret_key: Secret,
-    /// The publishable key the page's Stripe.js takes (`pk_…`).
-    pub publishable_key: String,
-    /// The signing secret of the webhook endpoint registered at Stripe (`whsec_…`): Stripe
-    /// posts to `/v1/webhooks/stripe`.
-    pub webhook_secret: Secret,
-    /// Stripe's API (the tests point it at a local server).
-    pub api_base: String,
-    /// Where the waiting page loads Stripe.js from.
-    pub js_url: String,
-}
-
-/// Toss Payments (`payments.provider = "toss"`): the buyer pays in Toss's payment window, comes
-/// back to sluice, and sluice confirms the payment with the secret key.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TossConfig {
-    /// The secret key (`live_sk_…`, `test_sk_…`; or a payment widget's `live_gsk_…`,
-    /// `test_gsk_…`): confirms, looks up and cancels payments.
-    pub secret_key: Secret,
-    /// The client key the page's SDK takes (`live_ck_…`, `test_ck_…`, `…_gck_…`).
-    pub client_key: String,
-    /// Toss's API (the tests point it at a stand-in).
-    pub api_base: String,
-    /// Where the waiting page loads Toss's SDK (v2 standard) from.
-    pub js_url: String,
-}
-
-/// PortOne V2 (`payments.provider = "portone"`): the buyer pays in PortOne's window; PortOne
-/// reports by a Standard Webhooks-signed webhook, and sluice reads the payment from its API.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PortOneConfig {
-    /// The V2 API secret (console → 결제 연동 → 연동 정보 → V2 API).
-    pub api_secret: Secret,
-    /// The webhook's signing secret (`whsec_…`, or its base64 without the prefix).
-    pub webhook_secret: Secret,
-    /// The store id (`store-…`) the page's SDK pays into.
-    pub store_id: String,
-    /// The channel key (`channel-key-…`) of the PG channel the page's SDK pays through.
-    pub channel_key: String,
-    /// PortOne's API (the tests point it at a stand-in).
-    pub api_base: String,
-    /// Where the waiting page loads PortOne's browser SDK from.
-    pub js_url: String,
-    /// Origins of the PG windows PortOne's SDK opens in a frame on the waiting page, which its
-    /// policy then lets in (`frame-src`), e.g. `https://stdpay.inicis.com` for KG Inicis:
-    /// `scheme://host[:port]`, the host may start with `*.`. PortOne's own hosts are in already.
-    pub frame_origins: Vec<String>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct WorkersConfig {
     /// Run the admission loop and the reapers in this process.
     pub enabled: bool,
@@ -386,27 +275,6 @@ pub struct LoggingConfig {
     /// `text` (a line for people), or `json` (one JSON object a line, for a log pipeline: its
     /// time, level, message and fields, and the request's span with its `trace_id`).
     pub format: String,
-}
-
-/// Traces over OpenTelemetry's OTLP: off unless an endpoint is set, here or in the standard
-/// `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the other standard
-/// `OTEL_*` variables are honoured too, as every OpenTelemetry SDK honours them).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TelemetryConfig {
-    /// The collector's OTLP endpoint, e.g. `http://otel-collector:4318` (traces go to its
-    /// `/v1/traces`). Empty: traces off, unless the environment names one.
-    pub otlp_endpoint: String,
-    /// How traces are sent: `http/protobuf` (the one this build speaks).
-    pub otlp_protocol: String,
-    /// The share of traces kept (0 to 1) for requests that come without a caller's trace; a
-    /// caller's trace is kept or left as the caller decided. `OTEL_TRACES_SAMPLER` overrides it.
-    pub trace_sample_ratio: f64,
-    /// The service's name in its traces (`OTEL_SERVICE_NAME` overrides it).
-    pub service_name: String,
-    /// Spans waiting to be sent at most; past it new ones are dropped and counted
-    /// (`sluice_trace_spans_dropped_total`), so a collector that is down costs no memory.
-    pub max_queued_spans: usize,
 }
 
 /// "It's your turn": the messages that tell an admitted user who left the waiting page. Each
@@ -547,37 +415,7 @@ impl Default for Config {
                 user_issuers: Vec::new(),
                 admission_key_seed_hex: None,
             },
-            payments: PaymentsConfig {
-                provider: None,
-                webhook_secret: Secret::default(),
-                tolerance_secs: 300,
-                sandbox: None,
-                refund_late_payments: true,
-                reconcile_after_secs: 120,
-                call_timeout_ms: 5000,
-                stripe: StripeConfig {
-                    secret_key: Secret::default(),
-                    publishable_key: String::new(),
-                    webhook_secret: Secret::default(),
-                    api_base: "https://api.stripe.com".into(),
-                    js_url: "https://js.stripe.com/v3/".into(),
-                },
-                toss: TossConfig {
-                    secret_key: Secret::default(),
-                    client_key: String::new(),
-                    api_base: "https://api.tosspayments.com".into(),
-                    js_url: "https://js.tosspayments.com/v2/standard".into(),
-                },
-                portone: PortOneConfig {
-                    api_secret: Secret::default(),
-                    webhook_secret: Secret::default(),
-                    store_id: String::new(),
-                    channel_key: String::new(),
-                    api_base: "https://api.portone.io".into(),
-                    js_url: "https://cdn.portone.io/v2/browser-sdk.js".into(),
-                    frame_origins: Vec::new(),
-                },
-            },
+            payments: PaymentsConfig::default(),
             workers: WorkersConfig {
                 enabled: true,
                 admission_tick_ms: 1000,
@@ -603,13 +441,7 @@ impl Default for Config {
             logging: LoggingConfig {
                 format: "text".into(),
             },
-            telemetry: TelemetryConfig {
-                otlp_endpoint: String::new(),
-                otlp_protocol: "http/protobuf".into(),
-                trace_sample_ratio: 1.0,
-                service_name: "sluice".into(),
-                max_queued_spans: 2048,
-            },
+            telemetry: TelemetryConfig::default(),
             notify: NotifyConfig {
                 vapid_private_key: Secret::default(),
                 vapid_public_key: String::new(),

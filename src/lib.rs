@@ -56,7 +56,7 @@
 //! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), queue tickets
 //!   (HMAC: a waiting attempt's place in its line), admin keys (the configured one, and named
 //!   keys with a role, [`domain::Role`], kept as hashes); the payment providers behind one
-//!   seam, each in its module (`payments::registry` lists them), and webhook signatures.
+//!   seam, each in its module (`payments::providers` lists them), and webhook signatures.
 //! - [`config`], [`secrets`], [`telemetry`], [`server`]: layered configuration (a leaf: it
 //!   parses and checks the whole of it, reporting every bad setting at once; its secrets are
 //!   [`config::Secret`]s, which never print), the embedded default's generated secrets (and [`secrets::load`],
@@ -85,6 +85,7 @@ pub mod queue;
 pub mod secrets;
 pub mod server;
 pub mod service;
+pub mod setting;
 pub mod signals;
 pub mod telemetry;
 pub mod workers;

@@ -93,7 +93,7 @@ async fn main() -> anyhow::Result<()> {
             let config = load_config(path);
             // Logging starts with the traces, which the configuration turns on.
             let instance = sluice::service::new_instance_id();
-            let traces = sluice::telemetry::traces::start(&config, &instance)?;
+            let traces = sluice::telemetry::traces::start(&config.telemetry, &instance)?;
             let json = config.logging.format == "json";
             sluice::telemetry::init_tracing(traces.as_ref().map(|t| t.layer()), json);
             sluice::server::start_as(config, instance, traces)

@@ -4,6 +4,7 @@
 //! apps in one process (the tests) render the same registry.
 
 pub mod caller;
+pub mod settings;
 mod throttle;
 pub mod traces;
 

@@ -401,21 +401,22 @@ fn client_ip(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
 /// with a `traceparent`, is its parent; named by the operation once the answer says which.
 async fn traced<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     use tracing::Instrument;
-    if !crate::telemetry::traces::on() {
+    let span = crate::telemetry::traces::request_span(req.headers(), || {
+        tracing::info_span!(
+            "http.request",
+            otel.name = %req.method(),
+            otel.kind = "server",
+            http.request.method = %req.method(),
+            url.path = req.uri().path(),
+            http.route = tracing::field::Empty,
+            http.response.status_code = tracing::field::Empty,
+            trace_id = tracing::field::Empty,
+            span_id = tracing::field::Empty,
+        )
+    });
+    if span.is_none() {
         return ep.call(req).await.map(IntoResponse::into_response);
     }
-    let span = tracing::info_span!(
-        "http.request",
-        otel.name = %req.method(),
-        otel.kind = "server",
-        http.request.method = %req.method(),
-        url.path = req.uri().path(),
-        http.route = tracing::field::Empty,
-        http.response.status_code = tracing::field::Empty,
-        trace_id = tracing::field::Empty,
-        span_id = tracing::field::Empty,
-    );
-    crate::telemetry::traces::follow_caller(&span, req.headers());
     // Every log line of the request names its trace (the span's fields are printed with it).
     crate::telemetry::traces::name_ids(&span);
     let result = ep

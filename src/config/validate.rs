@@ -1,75 +1,8 @@
 //! The configuration checked whole: every setting that cannot be used is reported at once,
 //! each by its TOML key and its `SLUICE__…` variable, so a deployment is fixed in one start.
 
-use std::fmt;
-
 use super::{Config, ConfigError, ProviderName};
-
-/// One setting that cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// The TOML key, e.g. `queue.timeout_ms`; the environment's name is derived from it.
-    pub key: String,
-    /// What the key must be.
-    pub message: String,
-}
-
-impl Problem {
-    /// The environment variable that sets the key: `SLUICE__QUEUE__TIMEOUT_MS`.
-    pub fn variable(&self) -> String {
-        format!("SLUICE__{}", self.key.replace('.', "__").to_uppercase())
-    }
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}` ({}): {}", self.key, self.variable(), self.message)
-    }
-}
-
-/// The problems found so far, in the order of the checks.
-#[derive(Default)]
-struct Problems(Vec<Problem>);
-
-impl Problems {
-    fn add(&mut self, key: &str, message: impl Into<String>) {
-        self.0.push(Problem {
-            key: key.to_owned(),
-            message: message.into(),
-        });
-    }
-
-    /// Adds the problem unless `ok`.
-    fn unless(&mut self, ok: bool, key: &'static str, message: impl Into<String>) {
-        if !ok {
-            self.add(key, message);
-        }
-    }
-
-    /// Each of `urls` that is set must be an http(s) URL.
-    fn http_urls<'a>(&mut self, urls: impl IntoIterator<Item = (&'static str, &'a str)>) {
-        for (key, url) in urls {
-            self.unless(is_http_url(url), key, "must be an http(s) URL");
-        }
-    }
-}
-
-/// Whether `url` parses as an absolute http(s) URL with a host (as reqwest will read it): a
-/// prefix alone (`https://`, `https://shop example`) is not one.
-fn is_http_url(url: &str) -> bool {
-    reqwest::Url::parse(url).is_ok_and(|u| {
-        matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
-    })
-}
-
-/// `prefix_…` or a widget's `prefix_g…`: Toss's keys (`test_sk_…`, `live_gck_…`).
-fn is_toss_key(key: &str, kind: &str) -> bool {
-    ["live_", "test_"].iter().any(|mode| {
-        key.strip_prefix(mode).is_some_and(|rest| {
-            rest.starts_with(&format!("{kind}_")) || rest.starts_with(&format!("g{kind}_"))
-        })
-    })
-}
+use crate::setting::{is_http_url, is_origin, Problem, Problems};
 
 impl Config {
     /// Every setting that cannot be used, or none.
@@ -95,7 +28,7 @@ impl Config {
         self.check_notify(&mut p);
         self.check_valve(&mut p);
         self.check_telemetry(&mut p);
-        p.0
+        p.into_vec()
     }
 
     fn check_stores(&self, p: &mut Problems) {
@@ -232,87 +165,7 @@ impl Config {
                 "payments.webhook_secret",
                 "must be set, at least 16 characters",
             ),
-            ProviderName::Stripe => {
-                let stripe = &self.payments.stripe;
-                p.unless(
-                    ["sk_", "rk_"]
-                        .iter()
-                        .any(|k| stripe.secret_key.starts_with(k)),
-                    "payments.stripe.secret_key",
-                    "must be set: a secret key (sk_…) or a restricted one (rk_…)",
-                );
-                p.unless(
-                    stripe.publishable_key.starts_with("pk_"),
-                    "payments.stripe.publishable_key",
-                    "must be set (pk_…)",
-                );
-                p.unless(
-                    stripe.webhook_secret.starts_with("whsec_"),
-                    "payments.stripe.webhook_secret",
-                    "must be set: the endpoint's signing secret (whsec_…)",
-                );
-                p.http_urls([
-                    ("payments.stripe.api_base", stripe.api_base.as_str()),
-                    ("payments.stripe.js_url", stripe.js_url.as_str()),
-                ]);
-            }
-            ProviderName::Toss => {
-                let toss = &self.payments.toss;
-                p.unless(
-                    is_toss_key(toss.secret_key.expose(), "sk"),
-                    "payments.toss.secret_key",
-                    "must be set: a secret key (live_sk_…, test_sk_…, or a widget's …_gsk_…)",
-                );
-                p.unless(
-                    is_toss_key(&toss.client_key, "ck"),
-                    "payments.toss.client_key",
-                    "must be set: a client key (live_ck_…, test_ck_…, or a widget's …_gck_…)",
-                );
-                p.http_urls([
-                    ("payments.toss.api_base", toss.api_base.as_str()),
-                    ("payments.toss.js_url", toss.js_url.as_str()),
-                ]);
-            }
-            ProviderName::PortOne => {
-                let portone = &self.payments.portone;
-                p.unless(
-                    portone.api_secret.len() >= 16,
-                    "payments.portone.api_secret",
-                    "must be set: the store's V2 API secret",
-                );
-                p.unless(
-                    crate::payments::standard_webhooks::secret_bytes(
-                        portone.webhook_secret.expose(),
-                    )
-                    .is_some(),
-                    "payments.portone.webhook_secret",
-                    "must be set: the webhook's secret (whsec_… or its base64)",
-                );
-                for (key, value) in [
-                    ("payments.portone.store_id", &portone.store_id),
-                    ("payments.portone.channel_key", &portone.channel_key),
-                ] {
-                    p.unless(
-                        !value.is_empty(),
-                        key,
-                        "must be set (PortOne's console names it)",
-                    );
-                }
-                p.http_urls([
-                    ("payments.portone.api_base", portone.api_base.as_str()),
-                    ("payments.portone.js_url", portone.js_url.as_str()),
-                ]);
-                // (`*.` stands for any subdomain in a page's policy)
-                let framed = |o: &&String| is_origin(&o.replacen("://*.", "://", 1));
-                for origin in portone.frame_origins.iter().filter(|o| !framed(o)) {
-                    p.add(
-                        "payments.portone.frame_origins",
-                        format!(
-                            "`{origin}` is not an origin: scheme://host[:port], no path, e.g. https://stdpay.inicis.com"
-                        ),
-                    );
-                }
-            }
+            chosen => crate::payments::providers::check(&self.payments, chosen, p),
         }
     }
 
@@ -329,9 +182,9 @@ impl Config {
             "empty (off), or the collector's http(s) URL, e.g. http://otel-collector:4318",
         );
         p.unless(
-            t.otlp_protocol == "http/protobuf",
+            ["", "http/protobuf", "grpc"].contains(&t.otlp_protocol.as_str()),
             "telemetry.otlp_protocol",
-            "must be http/protobuf (grpc is not built into this sluice)",
+            "must be http/protobuf or grpc (or empty: the environment's, else http/protobuf)",
         );
         p.unless(
             (0.0..=1.0).contains(&t.trace_sample_ratio),
@@ -532,34 +385,4 @@ impl Config {
             }
         }
     }
-}
-
-/// `scheme://host[:port]` as a browser sends it in `Origin` (lower-case, no path).
-fn is_origin(origin: &str) -> bool {
-    let Some((scheme, authority)) = origin.split_once("://") else {
-        return false;
-    };
-    // `[::1]:8080`: an IPv6 host is bracketed; otherwise the port follows the only colon.
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(v6) => match v6.split_once(']') {
-            Some((addr, tail)) if addr.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') => {
-                ("v6", tail)
-            }
-            _ => return false,
-        },
-        None => match authority.find(':') {
-            Some(at) => (&authority[..at], &authority[at..]),
-            None => (authority, ""),
-        },
-    };
-    let port_ok = match port.strip_prefix(':') {
-        None => port.is_empty(),
-        Some(p) => (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()),
-    };
-    matches!(scheme, "http" | "https")
-        && !host.is_empty()
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        && port_ok
 }

@@ -2,7 +2,7 @@
 //! included, so a request that waits on the provider never waits past it), counted by
 //! provider, call and outcome (`sluice_provider_calls_total`) and timed
 //! (`sluice_provider_call_duration_seconds`), and retried with backoff only when the caller
-//! says the provider makes a repeat safe (Stripe's `Idempotency-Key`).
+//! says the provider makes a repeat safe (an `Idempotency-Key` the provider honours).
 
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::calls::ProviderError;
 use super::page_sources::PageSources;
-use super::pay::PayWith;
+use super::providers::pay::PayWith;
 use crate::domain::{AttemptId, Money};
 
 /// A provider of payments, as sluice uses it.
@@ -87,7 +87,7 @@ impl Delivered<'_> {
             .unwrap_or_default()
     }
 
-    /// The body as JSON of type `T`; `what` names it in the refusal ("a Stripe event").
+    /// The body as JSON of type `T`; `what` names it in the refusal ("an event of the provider").
     pub fn json<T: serde::de::DeserializeOwned>(&self, what: &str) -> Result<T, WebhookError> {
         serde_json::from_slice(self.body).map_err(|e| WebhookError::Invalid {
             field: "body",
@@ -140,15 +140,15 @@ pub struct Order<'a> {
     pub name: &'a str,
 }
 
-/// The id under which the buyer's browser starts the payment of `reference` at Toss (its
-/// `orderId`) or PortOne (its `paymentId`): `sluice-` and the reference's 32 hex digits, within
-/// both providers' rules (6-64 characters of `[A-Za-z0-9_-]`).
+/// The id under which the buyer's browser starts the payment of `reference` in a provider's
+/// window that takes the shop's own id: `sluice-` and the reference's 32 hex digits, within
+/// the rules such windows set (6-64 characters of `[A-Za-z0-9_-]`).
 pub fn provider_payment_id(reference: Uuid) -> String {
     format!("sluice-{}", reference.simple())
 }
 
-/// The longest order name Toss's window takes (`orderName`, 100 characters); PortOne's is held
-/// to the same.
+/// The longest order name sluice gives a provider's window (100 characters, the shortest
+/// limit among the windows it opens).
 const ORDER_NAME_CHARS: usize = 100;
 
 /// `name` cut to what the provider's window shows (whole characters, never a split one).

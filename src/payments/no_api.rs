@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::calls::ProviderError;
 use super::connector::{Connector, Found, Order, RefundTaken, Started};
-use super::pay::{PayWith, SandboxPay, ShopPay};
+use super::providers::pay::{PayWith, SandboxPay, ShopPay};
 
 /// A provider without an API.
 pub enum NoApi {

@@ -1,5 +1,6 @@
 //! `Sluice-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, the scheme
-//! of Stripe's `Stripe-Signature` too (its secret is the `whsec_…` string's bytes).
+//! of some providers' own signature headers too (whose secret is then the `whsec_…` string's
+//! bytes).
 //!
 //! Several `v1` values may be sent (a provider rotating secrets); one match is enough. The
 //! comparison is constant-time, and a timestamp further than the tolerance from now is refused

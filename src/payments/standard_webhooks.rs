@@ -1,5 +1,5 @@
-//! Standard Webhooks signatures (<https://www.standardwebhooks.com>, the scheme PortOne V2 signs
-//! its webhooks with): `webhook-id`, `webhook-timestamp` (Unix seconds) and `webhook-signature`
+//! Standard Webhooks signatures (<https://www.standardwebhooks.com>, a scheme providers sign
+//! their webhooks with): `webhook-id`, `webhook-timestamp` (Unix seconds) and `webhook-signature`
 //! (space-separated `v1,<base64>` values), each value an HMAC-SHA256 of
 //! `<id>.<timestamp>.<raw body>` keyed by the secret's bytes (the base64 after `whsec_`).
 //!

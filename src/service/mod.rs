@@ -182,7 +182,11 @@ impl App {
                 config.payments.webhook_secret.expose(),
                 config.payments.tolerance_secs,
             ),
-            provider: crate::payments::registry::from_config(&config)?,
+            provider: crate::payments::providers::from_config(
+                &config.payments,
+                config.payment_provider(),
+                &config.http.public_url,
+            )?,
             metrics: crate::telemetry::metrics_handle(),
             limits: Arc::new(limits::Limits::new(&config.limits)),
             instance_id: instance,

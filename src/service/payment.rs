@@ -117,11 +117,16 @@ pub async fn apply(
     if !crate::telemetry::traces::on() {
         return apply_now(app, event_id, reference, succeeded).await;
     }
-    let span = tracing::info_span!("payment.apply", %reference, succeeded);
-    // The trace the payment was checked out in (none: the span stays in the webhook's).
-    if let Ok(Some(traceparent)) = app.ledger.payment_trace(reference).await {
-        crate::telemetry::traces::continue_from(&span, &traceparent);
-    }
+    let make = || tracing::info_span!("payment.apply", %reference, succeeded);
+    // The trace the payment was checked out in, when it was kept; else within the webhook's.
+    let span = match app.ledger.payment_trace(reference).await {
+        Ok(Some(traceparent)) => {
+            let span = make();
+            crate::telemetry::traces::continue_from(&span, &traceparent);
+            span
+        }
+        _ => crate::telemetry::traces::span(make),
+    };
     apply_now(app, event_id, reference, succeeded)
         .instrument(span)
         .await

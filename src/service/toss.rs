@@ -3,7 +3,7 @@
 //! ([`confirm`]), for the hold's amount only: an amount that is not the hold's is refused
 //! before Toss is asked (a tampered amount is the classic attack on this flow). A confirm whose
 //! answer is lost is looked up, not guessed. Toss's webhooks are the Toss module's own
-//! (`payments/toss/webhook.rs`).
+//! (`payments/providers/toss/webhook.rs`).
 //!
 //! Event ids (each applied once): `toss:<paymentKey>:<status>`, the same whether the confirm,
 //! a webhook, or one of its resends brings the word.
@@ -13,8 +13,8 @@ use uuid::Uuid;
 use super::payment::{apply_found, ProviderAck, WebhookAck, WebhookResult};
 use super::{App, ServiceError, ServiceResult};
 use crate::domain::{AttemptId, AttemptState, UserId};
-use crate::payments::toss::connector::found as found_at_toss;
-use crate::payments::toss::{is_order_id, is_payment_key, Payment, Toss};
+use crate::payments::providers::toss::connector::found as found_at_toss;
+use crate::payments::providers::toss::{is_order_id, is_payment_key, Payment, Toss};
 use crate::payments::ProviderError;
 
 /// What the buyer came back with from Toss's window.

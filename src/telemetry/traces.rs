@@ -11,7 +11,7 @@
 //! (`init_tracing`): a layer that downcasts, as `tracing-opentelemetry`'s does, cannot be
 //! swapped in later.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,7 +29,7 @@ use opentelemetry_sdk::Resource;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Registry;
 
-use crate::config::Config;
+use super::settings::TelemetryConfig;
 
 /// The layer that makes `tracing` spans a trace's.
 pub type TracesLayer =
@@ -37,6 +37,15 @@ pub type TracesLayer =
 
 /// Whether traces are on: requests skip their span otherwise.
 static ON: AtomicBool = AtomicBool::new(false);
+
+/// The share of new traces kept (`telemetry.trace_sample_ratio`, as `f64` bits), when sluice
+/// decides it ([`OWN_SAMPLING`]).
+static RATIO: AtomicU64 = AtomicU64::new(0);
+
+/// Whether sluice decides which new traces are kept, before it makes their first span: then a
+/// request whose trace is not kept makes no span at all, and costs what it costs with traces
+/// off. Not when `OTEL_TRACES_SAMPLER` is set: the SDK's sampler then decides every span.
+static OWN_SAMPLING: AtomicBool = AtomicBool::new(true);
 
 /// A batch the collector has not taken within this is given up (its spans counted as dropped).
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -66,20 +75,70 @@ pub fn on() -> bool {
     ON.load(Ordering::Relaxed)
 }
 
-/// The span `make` makes while traces are on; none (free) while they are off.
+/// A span within the current one (a request's ledger transaction, a provider call): made only
+/// while a trace is being recorded there, so the work of a request whose trace is not kept
+/// makes none.
 pub fn span(make: impl FnOnce() -> tracing::Span) -> tracing::Span {
-    if on() {
+    let current = tracing::Span::current();
+    if on() && !current.is_none() && recorded(&current).is_some() {
         make()
     } else {
         tracing::Span::none()
     }
 }
 
+/// The first span of a new trace (an admitter's tick, a reapers' pass, a relay's send): made
+/// for the share of them that is kept.
+pub fn root(make: impl FnOnce() -> tracing::Span) -> tracing::Span {
+    if on() && keeps(None) {
+        make()
+    } else {
+        tracing::Span::none()
+    }
+}
+
+/// Whether a trace is kept: a caller's as the caller decided (`sampled`), a new one at the
+/// ratio. Always, when the SDK's own sampler decides instead.
+fn keeps(sampled: Option<bool>) -> bool {
+    if !OWN_SAMPLING.load(Ordering::Relaxed) {
+        return true;
+    }
+    sampled.unwrap_or_else(|| {
+        let ratio = f64::from_bits(RATIO.load(Ordering::Relaxed));
+        ratio >= 1.0 || rand::random::<f64>() < ratio
+    })
+}
+
+/// How spans travel to the collector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    /// OTLP/HTTP with protobuf bodies, to `<endpoint>/v1/traces` (port 4318 by convention).
+    HttpProtobuf,
+    /// OTLP/gRPC, to `<endpoint>` (port 4317 by convention).
+    Grpc,
+}
+
+/// The protocol: the configuration's, else the environment's standard variables, else
+/// `http/protobuf` (the OpenTelemetry SDKs' default).
+fn protocol(t: &TelemetryConfig) -> Protocol {
+    let named = Some(t.otlp_protocol.clone())
+        .filter(|p| !p.is_empty())
+        .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").ok())
+        .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL").ok());
+    match named.as_deref() {
+        Some("grpc") => Protocol::Grpc,
+        _ => Protocol::HttpProtobuf,
+    }
+}
+
 /// The collector's endpoint: the configuration's, else the environment's standard one.
-fn endpoint(config: &Config) -> Option<String> {
-    let own = &config.telemetry.otlp_endpoint;
+fn endpoint(t: &TelemetryConfig, protocol: Protocol) -> Option<String> {
+    let own = t.otlp_endpoint.trim_end_matches('/');
     if !own.is_empty() {
-        return Some(format!("{}/v1/traces", own.trim_end_matches('/')));
+        return Some(match protocol {
+            Protocol::HttpProtobuf => format!("{own}/v1/traces"),
+            Protocol::Grpc => own.to_owned(),
+        });
     }
     [
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
@@ -90,26 +149,72 @@ fn endpoint(config: &Config) -> Option<String> {
     .then(String::new)
 }
 
+/// The exporter for `protocol`, and the runtime a gRPC exporter needs: its channel runs on
+/// tokio, while the batch processor exports from a plain thread of its own.
+fn exporter(
+    protocol: Protocol,
+    endpoint: String,
+) -> anyhow::Result<(opentelemetry_otlp::SpanExporter, Option<ExportRuntime>)> {
+    match protocol {
+        Protocol::HttpProtobuf => {
+            let mut exporter = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_timeout(EXPORT_TIMEOUT);
+            // Empty: the SDK reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT itself.
+            if !endpoint.is_empty() {
+                exporter = exporter.with_endpoint(endpoint);
+            }
+            Ok((exporter.build()?, None))
+        }
+        Protocol::Grpc => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("sluice-traces")
+                .enable_all()
+                .build()?;
+            let mut exporter = opentelemetry_otlp::SpanExporter::builder()
+                .with_tonic()
+                .with_timeout(EXPORT_TIMEOUT);
+            if !endpoint.is_empty() {
+                exporter = exporter.with_endpoint(endpoint);
+            }
+            // The channel starts its connection's task on the runtime it is built in.
+            let exporter = {
+                let _in_runtime = runtime.enter();
+                exporter.build()?
+            };
+            Ok((exporter, Some(ExportRuntime(Some(runtime)))))
+        }
+    }
+}
+
+/// The tokio runtime a gRPC export runs on; dropped without waiting for its tasks, since it
+/// is dropped on the batch processor's thread as it stops.
+#[derive(Debug)]
+struct ExportRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for ExportRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// Starts sending traces when an endpoint is configured; `instance` names this replica in
 /// their resource. Its spans are made once its layer is installed (`Traces::layer`).
-pub fn start(config: &Config, instance: &str) -> anyhow::Result<Option<Traces>> {
-    let Some(endpoint) = endpoint(config) else {
+pub fn start(t: &TelemetryConfig, instance: &str) -> anyhow::Result<Option<Traces>> {
+    let protocol = protocol(t);
+    let Some(endpoint) = endpoint(t, protocol) else {
         return Ok(None);
     };
-    let t = &config.telemetry;
-    let mut exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-        .with_timeout(EXPORT_TIMEOUT);
-    // Empty: the SDK reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT itself.
-    if !endpoint.is_empty() {
-        exporter = exporter.with_endpoint(endpoint.clone());
-    }
-    let exporter = exporter.build()?;
+    let (exporter, runtime) = exporter(protocol, endpoint)?;
     let queued = Arc::new(AtomicUsize::new(0));
     let batches = BatchSpanProcessor::builder(Counted {
         inner: exporter,
         queued: Arc::clone(&queued),
+        runtime,
     })
     .with_batch_config(
         BatchConfigBuilder::default()
@@ -125,11 +230,13 @@ pub fn start(config: &Config, instance: &str) -> anyhow::Result<Option<Traces>> 
         queued,
         max: t.max_queued_spans,
     });
-    // OTEL_TRACES_SAMPLER, when set, is the SDK's own default: it stays.
-    if std::env::var("OTEL_TRACES_SAMPLER").is_err() {
-        provider = provider.with_sampler(Sampler::ParentBased(Box::new(
-            Sampler::TraceIdRatioBased(t.trace_sample_ratio),
-        )));
+    // OTEL_TRACES_SAMPLER, when set, is the SDK's own default: it stays, and decides every
+    // span. Otherwise sluice has decided before it makes a trace's first span (`keeps`).
+    let own = std::env::var("OTEL_TRACES_SAMPLER").is_err();
+    OWN_SAMPLING.store(own, Ordering::Relaxed);
+    RATIO.store(t.trace_sample_ratio.to_bits(), Ordering::Relaxed);
+    if own {
+        provider = provider.with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
     }
     let mut resource = Resource::builder().with_attributes([
         KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
@@ -187,12 +294,18 @@ impl<P: SpanProcessor> SpanProcessor for Bounded<P> {
 struct Counted<E> {
     inner: E,
     queued: Arc<AtomicUsize>,
+    /// The runtime the export runs on, when the exporter needs one (gRPC).
+    runtime: Option<ExportRuntime>,
 }
 
 impl<E: SpanExporter> SpanExporter for Counted<E> {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         let n = batch.len();
-        let result = self.inner.export(batch).await;
+        let result = match self.runtime.as_ref().and_then(|r| r.0.as_ref()) {
+            // The processor's thread is not tokio's: the export blocks it on the runtime.
+            Some(runtime) => runtime.block_on(self.inner.export(batch)),
+            None => self.inner.export(batch).await,
+        };
         self.queued.fetch_sub(n, Ordering::AcqRel);
         if result.is_err() {
             dropped(n);
@@ -230,9 +343,27 @@ impl Extractor for Headers<'_> {
     }
 }
 
-/// Makes the caller's trace (its `traceparent` and `tracestate`) the parent of `span`.
-pub fn follow_caller(span: &tracing::Span, headers: &poem::http::HeaderMap) {
-    adopt(span, &Headers(headers));
+/// The span of a request that came with `headers`, made by `make` when its trace is kept: the
+/// caller's trace (its `traceparent` and `tracestate`) is its parent, and the caller's choice
+/// to keep it or not holds; a request without one starts a trace, kept at the ratio.
+pub fn request_span(
+    headers: &poem::http::HeaderMap,
+    make: impl FnOnce() -> tracing::Span,
+) -> tracing::Span {
+    if !on() {
+        return tracing::Span::none();
+    }
+    let caller = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(headers)));
+    let called = caller.span().span_context().clone();
+    let sampled = called.is_valid().then(|| called.is_sampled());
+    if !keeps(sampled) {
+        return tracing::Span::none();
+    }
+    let span = make();
+    if called.is_valid() {
+        let _ = span.set_parent(caller);
+    }
+    span
 }
 
 /// Makes the span named by `traceparent` (W3C Trace Context, as a row kept it) the parent of
@@ -271,9 +402,10 @@ impl Asker {
     }
 }
 
-/// The span of one batch of `call` for `sale`: a child of its asker when it carried one, so a
-/// lone request's rows are of its trace; with several, a trace of its own that links each of
-/// them (rows it writes are the batch's, and lead to every request it carried).
+/// The span of one batch of `call` for `sale`: a child of its asker when it carried one traced
+/// request, so a lone request's rows are of its trace; with several, a trace of its own that
+/// links each of them (rows it writes are the batch's, and lead to every request it carried).
+/// None when none of its requests is traced.
 pub fn batch_span(
     call: &'static str,
     sale: crate::domain::SaleId,
@@ -282,8 +414,13 @@ pub fn batch_span(
     if !on() {
         return tracing::Span::none();
     }
-    let span = tracing::info_span!(parent: None, "batch", call, %sale, questions = askers.len());
+    let questions = askers.len();
     let mut askers: Vec<_> = askers.into_iter().filter_map(|a| a.0).collect();
+    // None of its requests is traced: nor is the batch.
+    if askers.is_empty() {
+        return tracing::Span::none();
+    }
+    let span = tracing::info_span!(parent: None, "batch", call, %sale, questions);
     if askers.len() == 1 {
         let parent = opentelemetry::Context::new().with_remote_span_context(askers.remove(0));
         let _ = span.set_parent(parent);

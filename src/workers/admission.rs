@@ -87,7 +87,7 @@ pub async fn run(app: App, mut rounds: watch::Receiver<Round>) {
         };
         for plan in plans {
             let ticker = tickers.entry(plan.sale).or_default();
-            let span = crate::telemetry::traces::span(
+            let span = crate::telemetry::traces::root(
                 || tracing::info_span!("admission.tick", sale = %plan.sale),
             );
             let admitted = admit(&app, &plan, ticker, tick, fresh.as_ref());

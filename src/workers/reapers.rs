@@ -39,7 +39,7 @@ pub async fn start(app: App) -> anyhow::Result<JobScheduler> {
 
 /// One pass over every kind of deadline (a span of its own when traces are on).
 pub async fn reap(app: &App) {
-    let span = crate::telemetry::traces::span(|| tracing::info_span!("reaper.pass"));
+    let span = crate::telemetry::traces::root(|| tracing::info_span!("reaper.pass"));
     tracing::Instrument::instrument(reap_each(app), span).await
 }
 

@@ -119,7 +119,7 @@ pub async fn run(app: App, sink: Arc<dyn EventSink>) {
             Ok(batch) if !batch.is_empty() => {
                 let sink = sink.clone();
                 let to_send = batch.clone();
-                let span = crate::telemetry::traces::span(|| {
+                let span = crate::telemetry::traces::root(|| {
                     tracing::info_span!("relay.send", events = to_send.len())
                 });
                 let send = async move { sink.publish(&to_send).await };

@@ -1,7 +1,7 @@
 //! What the docs take from the code is generated from it, and these tests fail when the two
 //! drift: the errors table of `docs/integrating.md` (from `PROBLEMS`), and
-//! `config/sluice.example.toml` (from `Config::default()` and the doc comments of
-//! `src/config.rs`). `scripts/generated` rewrites both (`SLUICE_WRITE_GENERATED=1`). Also: the
+//! `config/sluice.example.toml` (from `Config::default()` and the doc comments of the settings'
+//! sources: `src/config.rs` and the payment providers' sections). `scripts/generated` rewrites both (`SLUICE_WRITE_GENERATED=1`). Also: the
 //! README is a front door (at most 5 KB) and every link of the docs leads somewhere.
 
 use std::collections::BTreeMap;
@@ -73,13 +73,39 @@ fn every_problem_type_is_one_kind_with_a_title_and_a_reason() {
     assert!(PROBLEMS.len() >= 25, "the catalogue is whole");
 }
 
-/// Doc comments of the fields of each struct of `src/config.rs`, and each field's type:
+/// The files that define the settings: `src/config.rs`, and each module's own section, its
+/// `settings.rs` (the `[payments]` section, each provider's, `[telemetry]`).
+fn settings_sources() -> String {
+    fn settings_files(dir: &Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                settings_files(&path, found);
+            } else if path.file_name().is_some_and(|n| n == "settings.rs") {
+                found.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    settings_files(&root().join("src"), &mut files);
+    files.sort();
+    files.insert(0, root().join("src/config.rs"));
+    files
+        .iter()
+        .map(|f| {
+            let source = std::fs::read_to_string(f).unwrap();
+            source.split("#[cfg(test)]").next().unwrap().to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Doc comments of the fields of each struct of the settings' sources, and each field's type:
 /// struct name -> [(field, type, doc lines)]; and each struct's own doc.
 type Fields = BTreeMap<String, Vec<(String, String, Vec<String>)>>;
 
 fn config_docs() -> (Fields, BTreeMap<String, Vec<String>>) {
-    let source = std::fs::read_to_string(root().join("src/config.rs")).unwrap();
-    let source = source.split("#[cfg(test)]").next().unwrap();
+    let source = settings_sources();
     let (mut fields, mut struct_docs) = (Fields::new(), BTreeMap::new());
     let mut doc: Vec<String> = Vec::new();
     let mut current: Option<String> = None;
@@ -123,7 +149,7 @@ fn comment(out: &mut String, lines: &[String]) {
 /// default, an optional setting, is shown commented out), then its sub-tables.
 fn render_table(out: &mut String, path: &str, ty: &str, value: &toml::Value, fields: &Fields) {
     let Some(own) = fields.get(ty) else {
-        panic!("no struct {ty} in src/config.rs (for [{path}])");
+        panic!("no struct {ty} in the settings' sources (for [{path}])");
     };
     out.push_str(&format!("[{path}]\n"));
     // Sub-tables after the keys: a struct (`[path.field]`), or a map of them (one table each).
@@ -163,7 +189,7 @@ fn example_config() -> String {
     let (fields, struct_docs) = config_docs();
     let defaults = toml::Value::try_from(Config::default()).unwrap();
     let mut out = String::from(
-        "# sluice's settings with their defaults, generated from src/config.rs by scripts/generated\n\
+        "# sluice's settings with their defaults, generated from the code by scripts/generated\n\
          # (a test fails when the two differ). Copy what you change into your own file and pass\n\
          # it with --config FILE (or SLUICE_CONFIG); every key can also be set as\n\
          # SLUICE__SECTION__KEY, a list as comma-separated values or a TOML array.\n",

@@ -1,5 +1,5 @@
 //! Traces as an SRE follows them: the real binary (embedded default) sends its spans over
-//! OTLP/HTTP to a receiver that decodes them with the OpenTelemetry project's own protobuf
+//! OTLP/HTTP (and OTLP/gRPC) to a receiver that decodes them with the OpenTelemetry project's own protobuf
 //! definitions (`tests/otlp/receiver.py`, `opentelemetry-proto` from PyPI). A buyer whose
 //! requests come with a `traceparent` is one trace there; a problem answer names its trace;
 //! a collector that is down costs no request anything, and what it did not take is counted.
@@ -25,11 +25,20 @@ struct Receiver {
 
 impl Receiver {
     fn start() -> Receiver {
-        Receiver::answering_after(0)
+        Receiver::spawn(0, false)
     }
 
     /// A receiver that waits `delay_secs` before each answer (a slow collector).
     fn answering_after(delay_secs: u32) -> Receiver {
+        Receiver::spawn(delay_secs, false)
+    }
+
+    /// A receiver of OTLP over gRPC.
+    fn grpc() -> Receiver {
+        Receiver::spawn(0, true)
+    }
+
+    fn spawn(delay_secs: u32, grpc: bool) -> Receiver {
         let dir =
             std::env::temp_dir().join(format!("sluice-otlp-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -39,8 +48,9 @@ impl Receiver {
             .arg(&port_file)
             .arg(&out)
             .args(["--delay", &delay_secs.to_string()])
+            .args(grpc.then_some("--grpc"))
             .spawn()
-            .expect("python3 with opentelemetry-proto (scripts/tools)");
+            .expect("python3 with opentelemetry-proto and grpcio (scripts/tools)");
         let deadline = Instant::now() + Duration::from_secs(10);
         let port = loop {
             if let Ok(port) = std::fs::read_to_string(&port_file) {
@@ -105,7 +115,28 @@ impl Drop for Receiver {
 
 /// An embedded sluice sending its traces to `endpoint`, logging JSON lines (its requests too).
 async fn traced_sluice(endpoint: String, max_queued_spans: usize) -> SluiceProcess {
+    traced_sluice_over(endpoint, "http/protobuf", max_queued_spans).await
+}
+
+/// The same, sending over `protocol`.
+async fn traced_sluice_over(
+    endpoint: String,
+    protocol: &str,
+    max_queued_spans: usize,
+) -> SluiceProcess {
+    traced_sluice_with(endpoint, protocol, max_queued_spans, 1.0).await
+}
+
+/// The same, keeping `ratio` of the traces that start in it.
+async fn traced_sluice_with(
+    endpoint: String,
+    protocol: &str,
+    max_queued_spans: usize,
+    ratio: f64,
+) -> SluiceProcess {
     let mut config = test_config();
+    config.telemetry.otlp_protocol = protocol.into();
+    config.telemetry.trace_sample_ratio = ratio;
     config.queue.url.clear();
     config.ledger.url.clear();
     config.embedded.data_dir =
@@ -131,8 +162,10 @@ async fn call(
         .unwrap();
     let mut request = reqwest::Client::new()
         .request(method, format!("{}{path}", sluice.base))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("traceparent", traceparent);
+        .header("Authorization", format!("Bearer {token}"));
+    if !traceparent.is_empty() {
+        request = request.header("traceparent", traceparent);
+    }
     if let Some(body) = body {
         request = request.json(&body);
     }
@@ -308,6 +341,86 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
     assert_eq!(refused[0]["attributes"]["http.response.status_code"], 404);
 }
 
+/// `telemetry.otlp_protocol = "grpc"`: the same trace reaches a gRPC receiver (grpcio serving
+/// the project's own `TraceService`).
+#[tokio::test]
+async fn a_buyers_join_reaches_a_grpc_receiver_in_the_buyers_trace() {
+    let receiver = Receiver::grpc();
+    let sluice =
+        traced_sluice_over(format!("http://127.0.0.1:{}", receiver.port), "grpc", 2048).await;
+    let sale = create_sale_at(
+        &reqwest::Client::new(),
+        &sluice.base,
+        json!({ "name": "traced over grpc", "quantity": 5 }),
+    )
+    .await;
+    let parent = format!("00-{TRACE}-{CALLER_SPAN}-01");
+    let (status, joined) = call(
+        &sluice,
+        reqwest::Method::POST,
+        &format!("/v1/sales/{sale}/attempts"),
+        "grace",
+        None,
+        &parent,
+    )
+    .await;
+    assert_eq!(status, 202, "{joined}");
+    let spans = receiver
+        .trace(TRACE, |spans| {
+            spans
+                .iter()
+                .any(|s| s["attributes"]["http.route"] == "joinSale")
+        })
+        .await;
+    let join = spans
+        .iter()
+        .find(|s| s["attributes"]["http.route"] == "joinSale")
+        .unwrap();
+    assert_eq!(join["parent_span_id"], CALLER_SPAN, "{join}");
+    assert_eq!(join["service"], "sluice");
+}
+
+/// With `trace_sample_ratio = 0`, only a caller's kept trace is recorded: a request without a
+/// `traceparent`, or with one its caller did not keep (flags `00`), makes no span, and so do
+/// the ledger transactions and batches of its work.
+#[tokio::test]
+async fn only_the_traces_kept_are_recorded() {
+    let receiver = Receiver::start();
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let sluice = traced_sluice_with(endpoint, "http/protobuf", 2048, 0.0).await;
+    let sale = create_sale_at(
+        &reqwest::Client::new(),
+        &sluice.base,
+        json!({ "name": "sampled", "quantity": 5 }),
+    )
+    .await;
+    let join = format!("/v1/sales/{sale}/attempts");
+    let post = reqwest::Method::POST;
+    let not_kept = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+    for (user, traceparent) in [("newcomer", ""), ("unkept", not_kept)] {
+        let (status, body) = call(&sluice, post.clone(), &join, user, None, traceparent).await;
+        assert_eq!(status, 202, "{body}");
+    }
+    let kept = format!("00-{TRACE}-{CALLER_SPAN}-01");
+    let (status, body) = call(&sluice, post, &join, "kept", None, &kept).await;
+    assert_eq!(status, 202, "{body}");
+    receiver
+        .trace(TRACE, |spans| {
+            spans
+                .iter()
+                .any(|s| s["attributes"]["http.route"] == "joinSale")
+        })
+        .await;
+    // The kept join's batch of one left with it, in one export; give any other a moment.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let others: Vec<Value> = receiver
+        .spans()
+        .into_iter()
+        .filter(|s| s["trace_id"] != TRACE)
+        .collect();
+    assert!(others.is_empty(), "spans of traces not kept: {others:#?}");
+}
+
 #[tokio::test]
 async fn a_collector_that_is_down_costs_no_request_and_its_drops_are_counted() {
     // Nothing listens there.
@@ -315,20 +428,31 @@ async fn a_collector_that_is_down_costs_no_request_and_its_drops_are_counted() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    joins_go_on_and_drops_are_counted(format!("http://127.0.0.1:{port}")).await;
+    joins_go_on_and_drops_are_counted(format!("http://127.0.0.1:{port}"), "http/protobuf").await;
 }
 
 /// A collector that answers only after 8 s (past the export's 5 s): the same.
 #[tokio::test]
 async fn a_slow_collector_costs_no_request_and_its_drops_are_counted() {
     let receiver = Receiver::answering_after(8);
-    joins_go_on_and_drops_are_counted(format!("http://127.0.0.1:{}", receiver.port)).await;
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    joins_go_on_and_drops_are_counted(endpoint, "http/protobuf").await;
+}
+
+/// The same over gRPC, to a collector that is down.
+#[tokio::test]
+async fn a_grpc_collector_that_is_down_costs_no_request_and_its_drops_are_counted() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    joins_go_on_and_drops_are_counted(format!("http://127.0.0.1:{port}"), "grpc").await;
 }
 
 /// 200 joins through a sluice whose collector is at `endpoint` (16 spans may wait): each is
 /// answered, and the spans past the queue or in batches the collector did not take are counted.
-async fn joins_go_on_and_drops_are_counted(endpoint: String) {
-    let sluice = traced_sluice(endpoint, 16).await;
+async fn joins_go_on_and_drops_are_counted(endpoint: String, protocol: &str) {
+    let sluice = traced_sluice_over(endpoint, protocol, 16).await;
     let http = reqwest::Client::new();
     let sale = create_sale_at(
         &http,

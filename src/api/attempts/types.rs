@@ -574,9 +574,11 @@ mod tests {
             payment: Some(PaymentOut {
                 reference: "ref".into(),
                 provider: Some("sandbox".into()),
-                pay: Some(PayWith::Sandbox(crate::payments::pay::SandboxPay {
-                    url: "/sandbox/ref".into(),
-                })),
+                pay: Some(PayWith::Sandbox(
+                    crate::payments::providers::pay::SandboxPay {
+                        url: "/sandbox/ref".into(),
+                    },
+                )),
                 last_failure: None,
                 expires_at: Some(time),
             }),

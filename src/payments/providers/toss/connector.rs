@@ -7,6 +7,7 @@ use std::any::Any;
 
 use async_trait::async_trait;
 
+use super::TossPay;
 use super::{Failure, Payment, Toss};
 use crate::payments::calls::ProviderError;
 use crate::payments::connector::{
@@ -14,7 +15,7 @@ use crate::payments::connector::{
     Order, RefundTaken, Reported, Started, WebhookError,
 };
 use crate::payments::page_sources::{origin, PageSources};
-use crate::payments::pay::{PayWith, TossPay};
+use crate::payments::providers::pay::PayWith;
 
 #[async_trait]
 impl Connector for Toss {

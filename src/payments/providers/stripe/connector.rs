@@ -6,6 +6,7 @@ use std::any::Any;
 
 use async_trait::async_trait;
 
+use super::StripePay;
 use super::{Intent, PaymentError, Stripe};
 use crate::payments::calls::ProviderError;
 use crate::payments::connector::{
@@ -13,7 +14,7 @@ use crate::payments::connector::{
     WebhookError,
 };
 use crate::payments::page_sources::{origin, PageSources};
-use crate::payments::pay::{PayWith, StripePay};
+use crate::payments::providers::pay::PayWith;
 
 #[async_trait]
 impl Connector for Stripe {
@@ -134,7 +135,7 @@ mod tests {
 
     #[test]
     fn the_page_may_load_stripe_js_its_3ds_frames_and_the_api() {
-        let config = crate::config::Config::default().payments.stripe;
+        let config = super::super::StripeSettings::default();
         let stripe = Stripe::new(config, Duration::from_secs(5), 300).unwrap();
         let sources = stripe.page_sources();
         assert_eq!(sources.script, " https://js.stripe.com");

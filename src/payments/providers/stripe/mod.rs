@@ -6,13 +6,17 @@
 //! [`crate::payments::signature`], with the endpoint's `whsec_…` secret.
 
 pub mod connector;
+mod pay;
+mod settings;
 mod webhook;
+
+pub use pay::StripePay;
+pub use settings::StripeSettings;
 
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config::StripeConfig;
 use crate::payments::calls::{call, exchange, http_client, ProviderError, Repeat};
 use crate::payments::signature::{SignatureError, WebhookSigner};
 
@@ -77,7 +81,7 @@ pub struct EventData {
 #[derive(Clone)]
 pub struct Stripe {
     http: reqwest::Client,
-    config: StripeConfig,
+    config: StripeSettings,
     timeout: Duration,
     /// Verifies `Stripe-Signature` with the endpoint's secret.
     signer: WebhookSigner,
@@ -100,7 +104,7 @@ impl Stripe {
     /// The API with `config`'s keys; webhooks further than `tolerance_secs` from now are
     /// refused.
     pub fn new(
-        config: StripeConfig,
+        config: StripeSettings,
         timeout: Duration,
         tolerance_secs: u64,
     ) -> anyhow::Result<Self> {

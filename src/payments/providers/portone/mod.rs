@@ -4,14 +4,18 @@
 //! Webhooks-signed ([`crate::payments::standard_webhooks`]) and name the payment only: sluice reads it.
 
 pub mod connector;
+mod pay;
+mod settings;
 mod webhook;
+
+pub use pay::PortOnePay;
+pub use settings::PortOneSettings;
 
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::config::PortOneConfig;
 use crate::payments::calls::{call, exchange, http_client, ProviderError, Repeat};
 use crate::payments::standard_webhooks::{Delivery, StandardWebhooks};
 use crate::payments::SignatureError;
@@ -94,7 +98,7 @@ pub fn is_payment_id(id: &str) -> bool {
 #[derive(Clone)]
 pub struct PortOne {
     http: reqwest::Client,
-    config: PortOneConfig,
+    config: PortOneSettings,
     timeout: Duration,
     /// Verifies the webhooks with the store's webhook secret.
     webhooks: StandardWebhooks,
@@ -104,7 +108,7 @@ impl PortOne {
     /// The API with `config`'s secrets; webhooks further than `tolerance_secs` from now are
     /// refused.
     pub fn new(
-        config: PortOneConfig,
+        config: PortOneSettings,
         timeout: Duration,
         tolerance_secs: u64,
     ) -> anyhow::Result<Self> {
@@ -124,7 +128,7 @@ impl PortOne {
         self.webhooks.verify(delivery, body, now)
     }
 
-    pub fn config(&self) -> &PortOneConfig {
+    pub fn config(&self) -> &PortOneSettings {
         &self.config
     }
 

@@ -6,6 +6,7 @@ use std::any::Any;
 
 use async_trait::async_trait;
 
+use super::PortOnePay;
 use super::{Failure, Payment, PortOne};
 use crate::payments::calls::ProviderError;
 use crate::payments::connector::{
@@ -13,7 +14,7 @@ use crate::payments::connector::{
     Order, RefundTaken, Reported, Started, WebhookError,
 };
 use crate::payments::page_sources::{origin, PageSources};
-use crate::payments::pay::{PayWith, PortOnePay};
+use crate::payments::providers::pay::PayWith;
 
 #[async_trait]
 impl Connector for PortOne {
@@ -123,7 +124,7 @@ mod tests {
 
     #[test]
     fn the_page_lets_in_the_pg_windows_it_is_told_of_as_frames_only() {
-        let mut config = crate::config::Config::default().payments.portone;
+        let mut config = super::super::PortOneSettings::default();
         config.webhook_secret = "whsec_c2x1aWNlLXRlc3Qtc2VjcmV0".into();
         config.frame_origins = vec![
             "https://stdpay.inicis.com".into(),

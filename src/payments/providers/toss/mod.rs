@@ -6,7 +6,12 @@
 //! Toss does not sign its webhooks: sluice acts on one only after looking the payment up.
 
 pub mod connector;
+mod pay;
+mod settings;
 mod webhook;
+
+pub use pay::TossPay;
+pub use settings::TossSettings;
 
 use std::time::Duration;
 
@@ -15,7 +20,6 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::config::TossConfig;
 use crate::payments::calls::{call, exchange, http_client, ProviderError, Repeat};
 
 /// A Payment object as sluice reads it
@@ -76,7 +80,7 @@ pub fn is_payment_key(key: &str) -> bool {
 #[derive(Clone)]
 pub struct Toss {
     http: reqwest::Client,
-    config: TossConfig,
+    config: TossSettings,
     /// `Basic base64("<secret_key>:")`.
     authorization: String,
     timeout: Duration,
@@ -85,7 +89,7 @@ pub struct Toss {
 }
 
 impl Toss {
-    pub fn new(config: TossConfig, timeout: Duration, public_url: &str) -> anyhow::Result<Self> {
+    pub fn new(config: TossSettings, timeout: Duration, public_url: &str) -> anyhow::Result<Self> {
         let http = http_client(timeout)?;
         let authorization = format!(
             "Basic {}",
@@ -102,7 +106,7 @@ impl Toss {
 
     /// sluice's route Toss sends a buyer back to (`success` or `fail`).
     pub fn return_url(&self, outcome: &str) -> String {
-        format!("{}/v1/payments/toss/{outcome}", self.public_url)
+        format!("{}/v1/payments/providers/toss/{outcome}", self.public_url)
     }
 
     pub fn client_key(&self) -> &str {

@@ -1,0 +1,60 @@
+//! The `[payments]` section of the settings: what is general, then one section per provider,
+//! each its module's own type. Only the chosen provider's section is checked
+//! ([`super::check`]) and read ([`super::from_config`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::portone::PortOneSettings;
+use super::stripe::StripeSettings;
+use super::toss::TossSettings;
+use super::ProviderName;
+use crate::setting::Secret;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaymentsConfig {
+    /// Who takes the payments: `sandbox` (the built-in test provider: pay at
+    /// `/sandbox/payments/{reference}`), `webhook` (the shop's own payment service posts
+    /// `Sluice-Signature` webhooks to `/v1/webhooks/payments`), `stripe`, `toss` (Toss
+    /// Payments) or `portone` (PortOne V2). Unset: `sandbox` when `payments.sandbox` is on,
+    /// `webhook` otherwise.
+    pub provider: Option<ProviderName>,
+    /// Shared HMAC-SHA256 secret of the `sandbox` and `webhook` providers' webhooks (at least
+    /// 16 characters).
+    pub webhook_secret: Secret,
+    /// Webhooks whose timestamp is further than this from now are refused (replays).
+    pub tolerance_secs: u64,
+    /// The sandbox payment provider (`/sandbox/payments/{reference}`) when `provider` is unset:
+    /// unset means on in embedded mode and off with PostgreSQL. Never turn it on in
+    /// production.
+    pub sandbox: Option<bool>,
+    /// A payment that succeeds after its attempt expired (a race the provider won) is
+    /// refunded through the provider. Off: only a `refund_required` event, for the shop to
+    /// refund.
+    pub refund_late_payments: bool,
+    /// An attempt PAYMENT_PENDING this long is looked up at the provider by the reconciler,
+    /// so a webhook that never comes is not waited on.
+    pub reconcile_after_secs: u64,
+    /// The bound of one call to the provider (each retry its own).
+    pub call_timeout_ms: u64,
+    pub stripe: StripeSettings,
+    pub toss: TossSettings,
+    pub portone: PortOneSettings,
+}
+
+impl Default for PaymentsConfig {
+    fn default() -> Self {
+        PaymentsConfig {
+            provider: None,
+            webhook_secret: Secret::default(),
+            tolerance_secs: 300,
+            sandbox: None,
+            refund_late_payments: true,
+            reconcile_after_secs: 120,
+            call_timeout_ms: 5000,
+            stripe: StripeSettings::default(),
+            toss: TossSettings::default(),
+            portone: PortOneSettings::default(),
+        }
+    }
+}
