@@ -1,9 +1,10 @@
 // The page's calls of sluice: the token on each, a refusal as a Problem with its Retry-After,
-// and what to pay with taken from the answer or from checkout again.
+// and what to pay with taken from the answer or from checkout again; the console's calls, with
+// the operator's key read at each call.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { client, isTransient, payWith, Problem } from '../../src/api/page/api.js';
+import { client, clientWith, isTransient, payWith, Problem } from '../../src/api/page/api.js';
 
 /** Answers `fetch` with `status` and `body`; the requests it saw. */
 function fakeFetch(status, body, headers = {}) {
@@ -50,4 +51,20 @@ test('what to pay with comes from the answer, else from checkout asked again', a
   assert.deepEqual(await payWith({ attempt_id: 'a1', payment: { reference: 'r' } }, api), pay);
   assert.equal(seen[0].path, '/v1/attempts/a1/checkout');
   assert.equal(seen[0].method, 'POST');
+});
+
+test("the console's calls carry the key it holds at each call, and an empty answer is null", async () => {
+  let key = 'sk_admin_1';
+  const seen = [];
+  globalThis.fetch = async (path, init) => {
+    seen.push({ path, ...init });
+    return new Response(null, { status: 204 });
+  };
+  const api = clientWith(() => ({ 'X-Admin-Key': key }));
+  assert.equal(await api('DELETE', '/v1/admin/keys/k'), null);
+  key = 'sk_admin_2';
+  await api('DELETE', '/v1/admin/keys/k');
+  assert.deepEqual(seen.map((s) => s.headers['X-Admin-Key']), ['sk_admin_1', 'sk_admin_2']);
+  fakeFetch(401, { type: '/problems/unauthorized', title: 'Unauthorized' });
+  await assert.rejects(api('GET', '/v1/admin/self'), (e) => e instanceof Problem && e.status === 401);
 });

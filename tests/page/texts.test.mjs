@@ -1,10 +1,11 @@
-// The page's texts: every language says every text, in the same form (a text, a function of
-// the same values, or a table of the same keys), and says it in its own words.
+// The texts of the page and of the console: every language says every text, in the same form
+// (a text, a function of the same values, or a table of the same keys), and says it in its own
+// words.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import en from '../../src/api/page/texts-en.js';
-import ko from '../../src/api/page/texts-ko.js';
+import en, { operator as enConsole } from '../../src/api/page/texts-en.js';
+import ko, { operator as koConsole } from '../../src/api/page/texts-ko.js';
 
 /** The shape of a table of texts: each key, and what its entry is. */
 function shape(table, at = '') {
@@ -18,6 +19,15 @@ function shape(table, at = '') {
 
 test('both languages have the same texts in the same shape', () => {
   assert.deepEqual(shape(ko), shape(en));
+});
+
+test("the console's texts too, each said in both languages", () => {
+  assert.deepEqual(shape(koConsole), shape(enConsole));
+  for (const [key, value] of Object.entries(enConsole)) {
+    if (typeof value !== 'string') continue;
+    assert.ok(value.trim() && koConsole[key].trim(), key);
+  }
+  assert.match(koConsole.title, /[\uAC00-\uD7A3]/, 'in Hangul');
 });
 
 test('every text is said, and Korean in its own words', () => {

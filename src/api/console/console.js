@@ -2,7 +2,10 @@
 // over the last hour, its knobs, and a buyer's attempts with their trail and a refund. It uses
 // only the public API, with the admin key kept in this tab's session storage; a key whose role
 // does not allow a change sees no control for it. It speaks English and Korean.
-'use strict';
+import { operator as enTexts } from '/waiting-room/texts-en.js';
+import { operator as koTexts } from '/waiting-room/texts-ko.js';
+import { languageOf, money as moneyIn, translator } from '/waiting-room/i18n.js';
+import { clientWith, Problem } from '/waiting-room/api.js';
 
 (() => {
   const KEY = 'sluice-admin-key';
@@ -12,106 +15,10 @@
   let timer = null;
 
   // The console speaks the operator's language: the page's `lang` (the server's pick from
-  // Accept-Language), English otherwise.
-  const MESSAGES = {
-    en: {
-      title: 'sluice console', signOut: 'Sign out', signInTitle: 'Sign in', adminKey: 'Admin key',
-      signIn: 'Sign in', sales: 'Sales', colSale: 'Sale', colStatus: 'Status', colWaiting: 'Waiting',
-      colActive: 'Active', colSold: 'Sold', colFree: 'Free', colTotal: 'Total',
-      chartQueue: 'Queue: waiting, active', chartValve: 'Valve: rate, admitted a minute',
-      chartStock: 'Stock: holding, paying, sold, free', controls: 'Controls', pause: 'Pause',
-      resume: 'Resume', close: 'Close the sale', admission: 'Admission', rate: 'Rate a minute',
-      cap: 'Active cap', mode: 'Mode', from: 'Adaptive from', to: 'to', setAdmission: 'Set admission',
-      pow: 'Proof of work', bits: 'Difficulty bits', setPow: 'Set proof of work', stock: 'Stock',
-      units: 'Units', add: 'Add', withdraw: 'Withdraw', find: 'Find a buyer', userId: 'User id',
-      lookUp: 'Look up', refund: 'Refund', manual: 'manual', adaptive: 'adaptive',
-      open: 'open', paused: 'paused', closed: 'closed',
-      keyInvalid: 'The key is not valid (unknown or revoked).',
-      free: (free, total) => `${free} of ${total} free`,
-      waiting: (n) => `waiting ${n}`,
-      rateInForce: (n) => `rate in force ${n}/min`,
-      controller: (d) => `(controller: ${d})`,
-      noFigures: 'no figures yet',
-      seriesWaiting: 'waiting', seriesActive: 'active', seriesRate: 'rate', seriesAdmitted: 'admitted/min',
-      seriesHolding: 'holding', seriesPaying: 'paying', seriesSold: 'sold', seriesFree: 'free',
-      max: 'max',
-      confirmClose: 'Close the sale for good? Everyone still waiting is told it ended.',
-      confirmRefund: (user) => `Refund ${user}'s purchase? Its units go back on sale.`,
-      done: (what) => `Sale: ${what} done.`, admissionSet: 'Admission set.',
-      powSet: 'Proof of work set.', stockDone: (op) => `Stock: ${op} done.`, refunded: 'Refunded.',
-      noAttempt: (user) => `No attempt of ${user} in this sale.`,
-      place: (position, waiting) => `waiting: place ${position} of ${waiting}`,
-      takings: (sold, pending, refunded) => `sold ${sold}, held or paying ${pending}, refunded ${refunded}`,
-      phases: 'Phases', colPhase: 'Phase', colStarts: 'Starts', colWho: 'Who joins', colJoined: 'Joined',
-      colAdmitted: 'Admitted', colBought: 'Bought', colAccess: 'List / codes',
-      everyone: 'everyone', list: 'member list', codes: 'access codes',
-      running: 'now', begun: 'ended', upcoming: 'upcoming',
-      members: (n) => `${n} on the list`, codesOf: (n, used) => `${n} codes, ${used} redeemed`,
-      uploadList: 'Upload list (CSV)', uploaded: (added, total) => `List: ${added} added, ${total} in all.`,
-      generate: 'Generate', howMany: 'Codes', uses: 'Uses each', generated: (n) => `${n} codes generated.`,
-      exportCodes: 'Export codes (CSV)', drawn: (from) => `by lottery, pre-queue from ${from}`,
-      seatMap: 'Seat map', colSection: 'Section', colHeld: 'Held', colOff: 'Withdrawn',
-      venueHint: 'Select seats by clicking them (Space or Enter on a focused seat) or by dragging a box around them.',
-      withdrawSeats: 'Withdraw the free seats selected', addSeats: 'Put the withdrawn seats selected on sale',
-      clearSeats: 'Clear the selection', chosenSeats: (n) => `${n} selected`,
-      seatState: { free: 'free', held: 'held', sold: 'sold', off: 'withdrawn' },
-      keyFree: 'free', keyHeld: 'held', keySold: 'sold', keyOff: 'withdrawn',
-      seatsWithdrawn: (n) => `${n} seats withdrawn.`, seatsAdded: (n) => `${n} seats put on sale.`,
-      noneToWithdraw: 'None of the seats selected is free: held and sold seats stay.',
-      noneToAdd: 'None of the seats selected is withdrawn.',
-    },
-    ko: {
-      title: 'sluice 콘솔', signOut: '로그아웃', signInTitle: '로그인', adminKey: '관리자 키',
-      signIn: '로그인', sales: '판매', colSale: '판매', colStatus: '상태', colWaiting: '대기',
-      colActive: '입장', colSold: '판매됨', colFree: '남음', colTotal: '전체',
-      chartQueue: '대기열: 대기, 입장', chartValve: '밸브: 속도, 분당 입장',
-      chartStock: '재고: 확보, 결제 중, 판매됨, 남음', controls: '조작', pause: '일시 정지',
-      resume: '재개', close: '판매 종료', admission: '입장', rate: '분당 입장',
-      cap: '동시 입장 한도', mode: '방식', from: '자동 최소', to: '최대', setAdmission: '입장 설정',
-      pow: '작업 증명', bits: '난이도 비트', setPow: '작업 증명 설정', stock: '재고',
-      units: '수량', add: '추가', withdraw: '회수', find: '구매자 찾기', userId: '사용자 ID',
-      lookUp: '찾기', refund: '환불', manual: '수동', adaptive: '자동',
-      open: '진행 중', paused: '일시 정지됨', closed: '종료됨',
-      keyInvalid: '키가 유효하지 않습니다 (알 수 없거나 폐기됨).',
-      free: (free, total) => `${total}개 중 ${free}개 남음`,
-      waiting: (n) => `대기 ${n}`,
-      rateInForce: (n) => `현재 속도 분당 ${n}`,
-      controller: (d) => `(제어기: ${d})`,
-      noFigures: '아직 수치가 없습니다',
-      seriesWaiting: '대기', seriesActive: '입장', seriesRate: '속도', seriesAdmitted: '분당 입장',
-      seriesHolding: '확보', seriesPaying: '결제 중', seriesSold: '판매됨', seriesFree: '남음',
-      max: '최대',
-      confirmClose: '판매를 완전히 종료할까요? 대기 중인 모든 분께 종료가 안내됩니다.',
-      confirmRefund: (user) => `${user}님의 구매를 환불할까요? 수량은 다시 판매됩니다.`,
-      done: (what) => `판매: ${what} 완료.`, admissionSet: '입장을 설정했습니다.',
-      powSet: '작업 증명을 설정했습니다.', stockDone: (op) => `재고: ${op} 완료.`, refunded: '환불했습니다.',
-      noAttempt: (user) => `이 판매에 ${user}님의 시도가 없습니다.`,
-      place: (position, waiting) => `대기 중: ${waiting}명 중 ${position}번째`,
-      takings: (sold, pending, refunded) => `판매 ${sold}, 확보·결제 중 ${pending}, 환불 ${refunded}`,
-      phases: '판매 단계', colPhase: '단계', colStarts: '시작', colWho: '참여 대상', colJoined: '대기 참여',
-      colAdmitted: '입장', colBought: '구매', colAccess: '명단 / 코드',
-      everyone: '모두', list: '회원 명단', codes: '참여 코드',
-      running: '진행 중', begun: '끝남', upcoming: '예정',
-      members: (n) => `명단 ${n}명`, codesOf: (n, used) => `코드 ${n}개, ${used}개 사용`,
-      uploadList: '명단 올리기 (CSV)', uploaded: (added, total) => `명단: ${added}명 추가, 모두 ${total}명.`,
-      generate: '만들기', howMany: '코드 수', uses: '코드당 사용', generated: (n) => `코드 ${n}개를 만들었습니다.`,
-      exportCodes: '코드 내보내기 (CSV)', drawn: (from) => `추첨, 사전 대기 ${from}부터`,
-      seatMap: '좌석 배치도', colSection: '구역', colHeld: '확보 중', colOff: '회수됨',
-      venueHint: '좌석을 눌러 선택하거나(선택된 좌석에서 Space 또는 Enter) 끌어서 상자로 둘러 선택하세요.',
-      withdrawSeats: '선택한 빈 좌석 회수', addSeats: '선택한 회수 좌석 다시 판매',
-      clearSeats: '선택 해제', chosenSeats: (n) => `${n}석 선택`,
-      seatState: { free: '남음', held: '확보 중', sold: '판매됨', off: '회수됨' },
-      keyFree: '남음', keyHeld: '확보 중', keySold: '판매됨', keyOff: '회수됨',
-      seatsWithdrawn: (n) => `${n}석을 회수했습니다.`, seatsAdded: (n) => `${n}석을 다시 판매합니다.`,
-      noneToWithdraw: '선택한 좌석 중 빈 좌석이 없습니다. 확보 중이거나 판매된 좌석은 그대로 둡니다.',
-      noneToAdd: '선택한 좌석 중 회수된 좌석이 없습니다.',
-    },
-  };
-  const LANG = MESSAGES[document.documentElement.lang] ? document.documentElement.lang : 'en';
-  const t = (key, ...args) => {
-    const m = MESSAGES[LANG][key] ?? MESSAGES.en[key];
-    return typeof m === 'function' ? m(...args) : m;
-  };
+  // Accept-Language), English otherwise. Its texts are the page's files' (`operator`).
+  const TEXTS = { en: enTexts, ko: koTexts };
+  const LANG = languageOf(TEXTS, null, document.documentElement.lang);
+  const t = translator(TEXTS, () => LANG);
 
   function translate() {
     for (const el of document.querySelectorAll('[data-t]')) el.textContent = t(el.dataset.t);
@@ -124,19 +31,15 @@
     m.className = bad ? 'bad' : '';
   }
 
+  // The public API with the admin key; a key refused (401) signs the operator out.
+  const call = clientWith(() => ({ 'X-Admin-Key': sessionStorage.getItem(KEY) || '' }));
   async function api(method, path, body) {
-    const res = await fetch(path, {
-      method,
-      headers: {
-        'X-Admin-Key': sessionStorage.getItem(KEY) || '',
-        ...(body ? { 'Content-Type': 'application/json' } : {}),
-      },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const answer = res.status === 204 ? null : await res.json().catch(() => null);
-    if (res.status === 401) signOut(t('keyInvalid'));
-    if (!res.ok) throw new Error((answer && answer.detail) || `${method} ${path}: ${res.status}`);
-    return answer;
+    try {
+      return await call(method, path, body);
+    } catch (e) {
+      if (e instanceof Problem && e.status === 401) signOut(t('keyInvalid'));
+      throw e;
+    }
   }
 
   const may = (role) => me && ROLES.indexOf(me.role) >= ROLES.indexOf(role);
@@ -165,12 +68,8 @@
     route();
   }
 
-  // An amount in a currency's smallest unit (KRW: won; USD: cents), as the operator reads it.
-  function money(amount, currency) {
-    const format = new Intl.NumberFormat(LANG, { style: 'currency', currency });
-    const digits = format.resolvedOptions().maximumFractionDigits;
-    return format.format(amount / 10 ** digits);
-  }
+  // An amount in a currency's smallest unit, as the operator reads it.
+  const money = (amount, currency) => moneyIn(amount, currency, LANG);
 
   function cell(text, numeric) {
     const td = document.createElement('td');

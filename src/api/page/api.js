@@ -1,5 +1,5 @@
-// Talking to sluice: one call of its API with the user's token, and the problem+json answer
-// of a refusal as an error. Its types are the generated ones of the spec
+// Talking to sluice: one call of its API with the user's token (or, for the console, the
+// operator's key), and the problem+json answer of a refusal as an error. Its types are the generated ones of the spec
 // (openapi/typescript/src/schema.d.ts): `tsc --checkJs` checks this module, the payment
 // windows and what they read of an answer against them (tests/page).
 // @ts-check
@@ -40,24 +40,33 @@ export async function problemOf(res) {
 }
 
 /**
- * Calls sluice's API with `token`; its answer, or throws the refusal as a `Problem`.
- * @param {string} token
+ * Calls sluice's API with the headers `credentials` gives at each call (a user's token, an
+ * operator's key); its answer (`null` for none), or throws the refusal as a `Problem`.
+ * @param {() => Record<string, string>} credentials
  * @returns {(method: string, path: string, body?: object, headers?: Record<string, string>) => Promise<any>}
  */
-export function client(token) {
+export function clientWith(credentials) {
   return async (method, path, body, headers = {}) => {
     const res = await fetch(path, {
       method,
       headers: {
-        Authorization: `Bearer ${token}`,
+        ...credentials(),
         ...(body ? { 'Content-Type': 'application/json' } : {}),
         ...headers,
       },
       body: body ? JSON.stringify(body) : undefined,
     });
     if (!res.ok) throw await problemOf(res);
-    return res.json().catch(() => ({}));
+    return res.status === 204 ? null : res.json().catch(() => ({}));
   };
+}
+
+/**
+ * Calls sluice's API with the user's `token` ([`clientWith`]).
+ * @param {string} token
+ */
+export function client(token) {
+  return clientWith(() => ({ Authorization: `Bearer ${token}` }));
 }
 
 /**

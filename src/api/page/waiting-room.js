@@ -14,6 +14,7 @@ import en from './texts-en.js';
 import ko from './texts-ko.js';
 import { client, isTransient, payWith, Problem, problemOf } from './api.js';
 import { backoff, pollDelay } from './timing.js';
+import { languageOf, money as moneyIn, translator } from './i18n.js';
 
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -39,14 +40,9 @@ import { backoff, pollDelay } from './timing.js';
   // ---- the visitor's language ----------------------------------------------------------------
 
   const MESSAGES = { en, ko };
-  const LANGUAGES = Object.keys(MESSAGES);
   const chosen = localStorage.getItem('sluice.language');
-  let lang = LANGUAGES.includes(chosen) ? chosen
-    : LANGUAGES.includes(document.documentElement.lang) ? document.documentElement.lang : 'en';
-  const t = (key, ...args) => {
-    const m = MESSAGES[lang][key] ?? MESSAGES.en[key];
-    return typeof m === 'function' ? m(...args) : m;
-  };
+  let lang = languageOf(MESSAGES, chosen, document.documentElement.lang);
+  const t = translator(MESSAGES, () => lang);
 
   /// The page's fixed texts in the language; the step on screen is drawn again by the caller.
   function translate() {
@@ -300,11 +296,8 @@ import { backoff, pollDelay } from './timing.js';
     return hold.amount === undefined ? what : `${what} · ${money(hold.amount, hold.currency)}`;
   }
 
-  /// An amount in the currency's smallest unit (KRW: won; USD: cents), in the visitor's language.
-  function money(amount, currency) {
-    const format = new Intl.NumberFormat(lang, { style: 'currency', currency });
-    return format.format(amount / 10 ** format.resolvedOptions().maximumFractionDigits);
-  }
+  /// An amount in the currency's smallest unit, in the visitor's language.
+  const money = (amount, currency) => moneyIn(amount, currency, lang);
 
   // ---- paying with the provider's own script -----------------------------------------------
 
