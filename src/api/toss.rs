@@ -68,7 +68,7 @@ impl TossApi {
     /// Toss's no) is written on the payment, where the page shows it. 404 unless
     /// `payments.provider` is `toss`.
     #[oai(
-        path = "/v1/payments/providers/toss/success",
+        path = "/v1/payments/toss/success",
         method = "get",
         operation_id = "tossSuccess"
     )]
@@ -99,7 +99,7 @@ impl TossApi {
     /// and `orderId` when the payment did not go through. The reason is written on the payment
     /// (the buyer may try again until its deadline), and the buyer goes on to the waiting page.
     #[oai(
-        path = "/v1/payments/providers/toss/fail",
+        path = "/v1/payments/toss/fail",
         method = "get",
         operation_id = "tossFail"
     )]

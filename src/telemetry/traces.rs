@@ -353,14 +353,19 @@ pub fn request_span(
     if !on() {
         return tracing::Span::none();
     }
-    let caller = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(headers)));
-    let called = caller.span().span_context().clone();
-    let sampled = called.is_valid().then(|| called.is_sampled());
-    if !keeps(sampled) {
+    // Most requests come without one: they are not read through the propagator.
+    let caller = headers
+        .contains_key("traceparent")
+        .then(|| opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(headers))));
+    let called = caller
+        .as_ref()
+        .map(|c| c.span().span_context().clone())
+        .filter(|sc| sc.is_valid());
+    if !keeps(called.as_ref().map(|sc| sc.is_sampled())) {
         return tracing::Span::none();
     }
     let span = make();
-    if called.is_valid() {
+    if let (Some(caller), Some(_)) = (caller, called) {
         let _ = span.set_parent(caller);
     }
     span

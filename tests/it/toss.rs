@@ -75,7 +75,7 @@ async fn back_from_toss(t: &TestApp, key: &str, order: &Value, amount: u64) -> r
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap()
-        .get(t.url("/v1/payments/providers/toss/success"))
+        .get(t.url("/v1/payments/toss/success"))
         .query(&[
             ("paymentKey", key),
             ("orderId", order.as_str().unwrap()),
@@ -105,7 +105,7 @@ async fn a_buyer_back_from_toss_is_confirmed_for_the_holds_amount(backend: Backe
         "{pay}"
     );
     assert_eq!(pay["order_name"], "아이유 콘서트 — 서울");
-    assert_eq!(pay["success_url"], "/v1/payments/providers/toss/success");
+    assert_eq!(pay["success_url"], "/v1/payments/toss/success");
     let order = pay["order_id"].as_str().unwrap();
     assert!(
         order.starts_with("sluice-") && (6..=64).contains(&order.len()),

@@ -134,17 +134,23 @@ async fn traced_sluice_with(
     max_queued_spans: usize,
     ratio: f64,
 ) -> SluiceProcess {
-    let mut config = test_config();
+    let mut config = embedded_config(endpoint);
     config.telemetry.otlp_protocol = protocol.into();
     config.telemetry.trace_sample_ratio = ratio;
+    config.telemetry.max_queued_spans = max_queued_spans;
+    config.logging.format = "json".into();
+    SluiceProcess::start(config, "info,sluice=debug").await
+}
+
+/// The embedded default in a data directory of its own, its traces sent to `endpoint`.
+fn embedded_config(endpoint: String) -> sluice::config::Config {
+    let mut config = test_config();
     config.queue.url.clear();
     config.ledger.url.clear();
     config.embedded.data_dir =
         std::env::temp_dir().join(format!("sluice-traced-{}", uuid::Uuid::new_v4().simple()));
     config.telemetry.otlp_endpoint = endpoint;
-    config.telemetry.max_queued_spans = max_queued_spans;
-    config.logging.format = "json".into();
-    SluiceProcess::start(config, "info,sluice=debug").await
+    config
 }
 
 /// A user's call with the caller's `traceparent`.
@@ -378,6 +384,60 @@ async fn a_buyers_join_reaches_a_grpc_receiver_in_the_buyers_trace() {
         .unwrap();
     assert_eq!(join["parent_span_id"], CALLER_SPAN, "{join}");
     assert_eq!(join["service"], "sluice");
+}
+
+/// "It's your turn" continues the trace of the admitter's tick that admitted the user: the
+/// shop's webhook arrives with that tick's `traceparent` (seen by the push service stand-in,
+/// `tests/standins/push`).
+#[tokio::test]
+async fn the_shops_turn_webhook_carries_the_admitting_ticks_trace() {
+    let receiver = Receiver::start();
+    let shop =
+        crate::helpers::StandIn::start("push/push_service.py", &["shop-hook-secret-01234"]).await;
+    let mut config = embedded_config(format!("http://127.0.0.1:{}", receiver.port));
+    config.notify.webhook_url = format!("{}/hook", shop.url());
+    config.notify.webhook_secret = "shop-hook-secret-01234".into();
+    let sluice = SluiceProcess::start(config, "info").await;
+    let sale = create_sale_at(
+        &reqwest::Client::new(),
+        &sluice.base,
+        json!({ "name": "turns", "quantity": 5 }),
+    )
+    .await;
+    let (status, body) = call(
+        &sluice,
+        reqwest::Method::POST,
+        &format!("/v1/sales/{sale}/attempts"),
+        "turner",
+        None,
+        "",
+    )
+    .await;
+    assert!(status == 201 || status == 202, "{status}: {body}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let hook = loop {
+        let calls = shop.calls().await;
+        if let Some(hook) = calls.into_iter().find(|c| c["kind"] == "hook") {
+            break hook;
+        }
+        assert!(Instant::now() < deadline, "the shop heard of no admission");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let traceparent = hook["traceparent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no traceparent on the shop's webhook: {hook}"));
+    let parts: Vec<&str> = traceparent.split('-').collect();
+    assert_eq!(parts.len(), 4, "{traceparent}");
+    let ticks = receiver
+        .trace(parts[1], |spans| {
+            spans.iter().any(|s| s["name"] == "admission.tick")
+        })
+        .await;
+    let tick = ticks
+        .iter()
+        .find(|s| s["name"] == "admission.tick")
+        .unwrap();
+    assert_eq!(tick["attributes"]["sale"], sale.as_str(), "{tick}");
 }
 
 /// With `trace_sample_ratio = 0`, only a caller's kept trace is recorded: a request without a

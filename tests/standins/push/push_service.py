@@ -124,6 +124,7 @@ class Handler(JsonHandler):
             "ttl": self.headers.get("TTL"),
             "urgency": self.headers.get("Urgency"),
             "topic": self.headers.get("Topic"),
+            "traceparent": self.headers.get("traceparent"),
         }
         try:
             if self.headers.get("Content-Encoding") != "aes128gcm":
@@ -152,6 +153,7 @@ class Handler(JsonHandler):
             "signature_ok": hmac.compare_digest(expected, parts.get("v1", "")),
             "timestamp": int(parts.get("t", "0")),
             "event_id": self.headers.get("Sluice-Event-Id"),
+            "traceparent": self.headers.get("traceparent"),
             "body": json.loads(body),
         }
         with lock:

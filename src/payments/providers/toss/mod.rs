@@ -106,7 +106,7 @@ impl Toss {
 
     /// sluice's route Toss sends a buyer back to (`success` or `fail`).
     pub fn return_url(&self, outcome: &str) -> String {
-        format!("{}/v1/payments/providers/toss/{outcome}", self.public_url)
+        format!("{}/v1/payments/toss/{outcome}", self.public_url)
     }
 
     pub fn client_key(&self) -> &str {
