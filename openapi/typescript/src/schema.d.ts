@@ -219,8 +219,8 @@ export interface paths {
          * Check out
          * @description Moves a hold to PAYMENT_PENDING, starts the payment at the deployment's provider for the
          *     hold's amount (never one the client names) and answers what the page needs to pay:
-         *     the payment reference, and `payment.pay`, the provider's object (for Stripe the
-         *     PaymentIntent's client secret). Repeating it answers the same payment. A hold that
+         *     the payment reference, and `payment.pay`, the provider's object (a card form's client
+         *     secret, a payment window's order). Repeating it answers the same payment. A hold that
          *     costs nothing (a free claim) is CONFIRMED at once. A provider that is down answers 503 with
          *     `Retry-After`; the hold is kept, and a retry starts the payment.
          */
