@@ -3,6 +3,7 @@
 //! The recorder is process-global, so it is installed once and its handle shared: several
 //! apps in one process (the tests) render the same registry.
 
+mod asked_each_time;
 pub mod caller;
 pub mod settings;
 mod throttle;
@@ -341,6 +342,7 @@ pub const DEFAULT_LOG_FILTER: &str = "info,tokio_cron_scheduler=warn";
 /// chatter about its own start-up only from `warn`). Colours only on a
 /// terminal: a log file or collector gets plain text.
 pub fn init_tracing(traces: Option<traces::TracesLayer>, json: bool) {
+    use asked_each_time::AskedEachTime;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::Layer;
@@ -357,12 +359,12 @@ pub fn init_tracing(traces: Option<traces::TracesLayer>, json: bool) {
     } else {
         logs.with_target(false).boxed()
     }
-    .with_filter(filter);
+    .with_filter(AskedEachTime(filter));
     // sluice's own spans, when traces are on.
     let traces = traces.map(|layer| {
-        layer.with_filter(
+        layer.with_filter(AskedEachTime(
             tracing_subscriber::filter::Targets::new().with_target("sluice", tracing::Level::INFO),
-        )
+        ))
     });
     let _ = tracing_subscriber::registry()
         .with(traces)

@@ -1,4 +1,4 @@
-//! Traces as an SRE follows them: the real binary (embedded default) sends its spans over
+//! Traces as an SRE follows them: the real binary (on both configurations) sends its spans over
 //! OTLP/HTTP (and OTLP/gRPC) to a receiver that decodes them with the OpenTelemetry project's own protobuf
 //! definitions (`tests/otlp/receiver.py`, `opentelemetry-proto` from PyPI). A buyer whose
 //! requests come with a `traceparent` is one trace there; a problem answer names its trace;
@@ -180,15 +180,54 @@ async fn call(
     (status, resp.json().await.unwrap_or(Value::Null))
 }
 
+/// A buyer on the embedded default is one trace at the receiver.
 #[tokio::test]
 async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
+    buyer_is_one_trace(Stores::Embedded).await;
+}
+
+/// The same on Redis and PostgreSQL, where the confirmation's Kafka record carries the trace.
+#[tokio::test]
+async fn a_buyers_requests_are_one_trace_on_redis_and_postgresql() {
+    buyer_is_one_trace(Stores::Servers).await;
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Stores {
+    Embedded,
+    Servers,
+}
+
+/// A buyer whose requests come with a `traceparent` pays at Toss (the stand-in of
+/// `tests/standins/toss`, which records the headers of each call): join, status, hold,
+/// checkout and the return from Toss's window are one trace; Toss's confirm is a child
+/// `provider.call` whose `traceparent` the stand-in saw; Toss's webhook is applied in that
+/// trace; a problem answer and its log line name their trace; the support file shows it.
+async fn buyer_is_one_trace(stores: Stores) {
     let receiver = Receiver::start();
-    let sluice = traced_sluice(format!("http://127.0.0.1:{}", receiver.port), 2048).await;
+    let toss =
+        crate::helpers::StandIn::start("toss/toss_standin.py", &[crate::toss::SECRET_KEY]).await;
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let topic = format!("sluice.events.t{}", uuid::Uuid::new_v4().simple());
+    let mut config = match stores {
+        Stores::Embedded => embedded_config(endpoint),
+        Stores::Servers => {
+            let mut config = test_config();
+            config.ledger.url = crate::helpers::fresh_database().await;
+            config.events.kafka_brokers = crate::helpers::kafka_brokers();
+            config.events.topic = topic.clone();
+            config.telemetry.otlp_endpoint = endpoint;
+            config
+        }
+    };
+    config.logging.format = "json".into();
+    crate::toss::on_toss(&mut config, &toss);
+    let sluice = SluiceProcess::start(config, "info,sluice=debug").await;
     let http = reqwest::Client::new();
     let sale = create_sale_at(
         &http,
         &sluice.base,
-        json!({ "name": "traced", "quantity": 5 }),
+        json!({ "name": "traced", "quantity": 5, "currency": "KRW", "unit_price": 55_000 }),
     )
     .await;
     let parent = format!("00-{TRACE}-{CALLER_SPAN}-01");
@@ -237,24 +276,38 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
     )
     .await;
     assert_eq!(status, 200, "{paying}");
-    // The sandbox is paid: its webhook's word on the payment is applied in the buyer's trace.
-    let pay_at = paying["payment"]["pay"]["url"].as_str().unwrap();
-    let paid = http
-        .post(format!("{}{pay_at}", sluice.base))
-        .json(&json!({ "outcome": "approve" }))
+    // The buyer pays in Toss's window, and comes back to sluice with the buyer's trace.
+    let pay = &paying["payment"]["pay"];
+    let window = json!({ "orderId": pay["order_id"], "amount": pay["amount"], "orderName": "x" });
+    let key = toss.control("/_window/pay", window).await["paymentKey"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let back = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(format!("{}/v1/payments/toss/success", sluice.base))
+        .query(&[
+            ("paymentKey", key.as_str()),
+            ("orderId", pay["order_id"].as_str().unwrap()),
+            ("amount", "55000"),
+        ])
+        .header("traceparent", &parent)
         .send()
         .await
         .unwrap();
-    assert_eq!(paid.status(), 202);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, now) = call(&sluice, get.clone(), &path, "tracy", None, &parent).await;
-        if now["state"] == "CONFIRMED" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "never confirmed: {now}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    assert_eq!(back.status(), 303);
+    let (_, now) = call(&sluice, get.clone(), &path, "tracy", None, &parent).await;
+    assert_eq!(now["state"], "CONFIRMED", "{now}");
+    // Toss's webhook of the same payment: applied (once) in the buyer's trace.
+    let hook = toss
+        .control(
+            "/_test/webhook",
+            json!({ "url": format!("{}/v1/webhooks/toss", sluice.base), "paymentKey": key }),
+        )
+        .await;
+    assert_eq!(hook["answers"], json!([200]), "{hook}");
 
     // A problem answer names its trace, the one the receiver gets.
     let other = "0af7651916cd43dd8448eb211c80319c";
@@ -276,11 +329,22 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
                 .iter()
                 .filter_map(|s| s["attributes"]["http.route"].as_str())
                 .collect();
-            ["joinSale", "getAttempt", "holdStock", "checkout"]
-                .iter()
-                .all(|r| routes.contains(r))
+            [
+                "joinSale",
+                "getAttempt",
+                "holdStock",
+                "checkout",
+                "tossSuccess",
+            ]
+            .iter()
+            .all(|r| routes.contains(r))
                 && spans.iter().any(|s| s["name"] == "ledger.transaction")
-                && spans.iter().any(|s| s["name"] == "payment.apply")
+                && spans.iter().any(|s| s["name"] == "provider.call")
+                && spans
+                    .iter()
+                    .filter(|s| s["name"] == "payment.apply")
+                    .count()
+                    >= 2
         })
         .await;
     let join = spans
@@ -294,19 +358,40 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
     assert_eq!(join["service"], "sluice");
     assert!(join["instance"].as_str().is_some_and(|i| !i.is_empty()));
     assert_eq!(join["attributes"]["http.response.status_code"], 202);
-    // The payment's word, applied in the trace its checkout was in (a batch of one checkout is
-    // a child of that request; the payment row keeps the batch's place).
-    let applied = spans.iter().find(|s| s["name"] == "payment.apply").unwrap();
-    assert_eq!(applied["attributes"]["succeeded"], true, "{applied}");
-    // The ledger's transactions are children of the requests of the trace.
+    // The ledger's transactions and the provider's call are children of the trace's spans.
     let ids: Vec<&Value> = spans.iter().map(|s| &s["span_id"]).collect();
-    let ledger = spans.iter().filter(|s| s["name"] == "ledger.transaction");
-    for tx in ledger {
+    for child in spans
+        .iter()
+        .filter(|s| s["name"] == "ledger.transaction" || s["name"] == "provider.call")
+    {
         assert!(
-            ids.contains(&&tx["parent_span_id"]),
-            "an orphan transaction: {tx}"
+            ids.contains(&&child["parent_span_id"]),
+            "an orphan: {child}"
         );
     }
+    // Toss saw the confirm's span as its caller.
+    let confirm = spans
+        .iter()
+        .find(|s| s["name"] == "provider.call" && s["attributes"]["call"] == "confirm")
+        .unwrap_or_else(|| panic!("no confirm call in {spans:#?}"));
+    let calls = toss.calls().await;
+    let seen = calls
+        .iter()
+        .find(|c| c["path"] == "/v1/payments/confirm")
+        .unwrap_or_else(|| panic!("Toss was not asked to confirm: {calls:?}"));
+    assert_eq!(
+        seen["traceparent"],
+        json!(format!(
+            "00-{TRACE}-{}-01",
+            confirm["span_id"].as_str().unwrap()
+        )),
+        "{seen}"
+    );
+    // The webhook's word, applied in the trace the payment was checked out in.
+    assert!(spans
+        .iter()
+        .filter(|s| s["name"] == "payment.apply")
+        .all(|s| s["attributes"]["succeeded"] == true));
     // Its log line names the trace too.
     let logs = sluice.logs();
     let line = logs
@@ -320,6 +405,7 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
         "{line}"
     );
     let refused = receiver.trace(other, |spans| !spans.is_empty()).await;
+    assert_eq!(refused[0]["attributes"]["http.response.status_code"], 404);
     // The operator's support file names the trace of each step the buyer's requests made.
     let file: Value = http
         .get(format!(
@@ -344,7 +430,14 @@ async fn a_buyers_requests_are_one_trace_at_a_real_otlp_receiver() {
     // The background work has spans of its own: the admitter's ticks, with their sale.
     let tick = receiver.named("admission.tick").await;
     assert_eq!(tick["attributes"]["sale"], sale.as_str());
-    assert_eq!(refused[0]["attributes"]["http.response.status_code"], 404);
+    // On Redis and PostgreSQL, the confirmation's Kafka record continues the buyer's trace.
+    if stores == Stores::Servers {
+        let traceparent = confirmed_record(&topic).await;
+        assert!(
+            traceparent.starts_with(&format!("00-{TRACE}-")),
+            "{traceparent}"
+        );
+    }
 }
 
 /// `telemetry.otlp_protocol = "grpc"`: the same trace reaches a gRPC receiver (grpcio serving
@@ -560,9 +653,6 @@ async fn joins_go_on_and_drops_are_counted(endpoint: String, protocol: &str) {
 /// it as its `traceparent` header, so a consumer continues the buyer's trace.
 #[tokio::test]
 async fn a_claims_kafka_record_continues_the_buyers_trace() {
-    use rdkafka::consumer::{Consumer, StreamConsumer};
-    use rdkafka::message::{Headers, Message};
-
     let receiver = Receiver::start();
     let topic = format!("sluice.events.t{}", uuid::Uuid::new_v4().simple());
     let mut config = test_config();
@@ -591,6 +681,23 @@ async fn a_claims_kafka_record_continues_the_buyers_trace() {
     assert_eq!(status, 201, "{claimed}");
     assert_eq!(claimed["state"], "CONFIRMED");
 
+    let traceparent = confirmed_record(&topic).await;
+    assert!(
+        traceparent.starts_with(&format!("00-{trace}-")),
+        "{traceparent}"
+    );
+    // The span it names is one the receiver got, in the buyer's trace.
+    let span_id = traceparent.split('-').nth(2).unwrap().to_owned();
+    receiver
+        .trace(trace, |spans| spans.iter().any(|s| s["span_id"] == span_id))
+        .await;
+}
+
+/// The `traceparent` header of the first `sluice.attempt.confirmed` record of `topic` (within
+/// 30 s).
+async fn confirmed_record(topic: &str) -> String {
+    use rdkafka::consumer::{Consumer, StreamConsumer};
+    use rdkafka::message::{Headers, Message};
     let consumer: StreamConsumer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", crate::helpers::kafka_brokers())
         .set(
@@ -600,7 +707,7 @@ async fn a_claims_kafka_record_continues_the_buyers_trace() {
         .set("auto.offset.reset", "earliest")
         .create()
         .unwrap();
-    consumer.subscribe(&[&topic]).unwrap();
+    consumer.subscribe(&[topic]).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let traceparent = loop {
         assert!(Instant::now() < deadline, "no confirmed record");
@@ -620,14 +727,5 @@ async fn a_claims_kafka_record_continues_the_buyers_trace() {
             break header("traceparent");
         }
     };
-    let traceparent = traceparent.expect("the record carries a traceparent");
-    assert!(
-        traceparent.starts_with(&format!("00-{trace}-")),
-        "{traceparent}"
-    );
-    // The span it names is one the receiver got, in the buyer's trace.
-    let span_id = traceparent.split('-').nth(2).unwrap().to_owned();
-    receiver
-        .trace(trace, |spans| spans.iter().any(|s| s["span_id"] == span_id))
-        .await;
+    traceparent.expect("the record carries a traceparent")
 }
