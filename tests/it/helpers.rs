@@ -1152,6 +1152,8 @@ pub struct SluiceProcess {
     pub log: std::path::PathBuf,
     config_file: std::path::PathBuf,
     child: Option<std::process::Child>,
+    /// Environment variables it runs with, besides `PATH` and `RUST_LOG` (the rest is cleared).
+    env: Vec<(String, String)>,
 }
 
 impl SluiceProcess {
@@ -1161,8 +1163,31 @@ impl SluiceProcess {
         process
     }
 
+    /// Starts the binary with the environment variables `env` too, and waits until it is ready.
+    pub async fn start_with_env(
+        config: Config,
+        rust_log: &str,
+        env: &[(&str, String)],
+    ) -> SluiceProcess {
+        let mut process = SluiceProcess::prepare(config);
+        process.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        process.start_child(rust_log);
+        process.until_ready().await;
+        process
+    }
+
     /// Starts the binary and returns at once, while it starts.
-    pub fn launch(mut config: Config, rust_log: &str) -> SluiceProcess {
+    pub fn launch(config: Config, rust_log: &str) -> SluiceProcess {
+        let mut process = SluiceProcess::prepare(config);
+        process.start_child(rust_log);
+        process
+    }
+
+    /// Its configuration file and log, on a free port; not started.
+    fn prepare(mut config: Config) -> SluiceProcess {
         let port = free_port();
         config.http.listen = format!("127.0.0.1:{port}").parse().unwrap();
         let dir =
@@ -1170,15 +1195,14 @@ impl SluiceProcess {
         std::fs::create_dir_all(&dir).unwrap();
         let config_file = dir.join("sluice.toml");
         std::fs::write(&config_file, toml::to_string(&config).unwrap()).unwrap();
-        let mut process = SluiceProcess {
+        SluiceProcess {
             base: format!("http://127.0.0.1:{port}"),
             config,
             log: dir.join("sluice.log"),
             config_file,
             child: None,
-        };
-        process.start_child(rust_log);
-        process
+            env: Vec::new(),
+        }
     }
 
     /// Its metrics, as Prometheus scrapes them.
@@ -1211,6 +1235,7 @@ impl SluiceProcess {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             // "": sluice's own default.
             .envs((!rust_log.is_empty()).then_some(("RUST_LOG", rust_log)))
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()

@@ -533,6 +533,49 @@ async fn the_shops_turn_webhook_carries_the_admitting_ticks_trace() {
     assert_eq!(tick["attributes"]["sale"], sale.as_str(), "{tick}");
 }
 
+/// The standard variables, as every OpenTelemetry SDK reads them, with nothing in
+/// `[telemetry]`: `OTEL_EXPORTER_OTLP_ENDPOINT` turns traces on, `OTEL_EXPORTER_OTLP_PROTOCOL`
+/// picks gRPC, `OTEL_SERVICE_NAME` names the service, and `OTEL_TRACES_SAMPLER` keeps every
+/// trace where `trace_sample_ratio` says none.
+#[tokio::test]
+async fn the_standard_otel_variables_are_honoured() {
+    let receiver = Receiver::grpc();
+    let mut config = embedded_config(String::new());
+    config.telemetry.trace_sample_ratio = 0.0;
+    let env = [
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{}", receiver.port),
+        ),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc".to_owned()),
+        ("OTEL_SERVICE_NAME", "shop-waiting-room".to_owned()),
+        ("OTEL_TRACES_SAMPLER", "always_on".to_owned()),
+    ];
+    let sluice = SluiceProcess::start_with_env(config, "info", &env).await;
+    let sale = create_sale_at(
+        &reqwest::Client::new(),
+        &sluice.base,
+        json!({ "name": "standard variables", "quantity": 5 }),
+    )
+    .await;
+    let join = format!("/v1/sales/{sale}/attempts");
+    let (status, body) = call(&sluice, reqwest::Method::POST, &join, "otel", None, "").await;
+    assert_eq!(status, 202, "{body}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let joined = loop {
+        let spans = receiver.spans();
+        if let Some(span) = spans
+            .into_iter()
+            .find(|s| s["attributes"]["http.route"] == "joinSale")
+        {
+            break span;
+        }
+        assert!(Instant::now() < deadline, "no join's span");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(joined["service"], "shop-waiting-room", "{joined}");
+}
+
 /// With `trace_sample_ratio = 0`, only a caller's kept trace is recorded: a request without a
 /// `traceparent`, or with one its caller did not keep (flags `00`), makes no span, and so do
 /// the ledger transactions and batches of its work.
