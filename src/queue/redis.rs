@@ -128,9 +128,15 @@ impl RedisQueue {
         prefix: &str,
         timeout: Duration,
     ) -> Self {
-        // One call of a sale at a time: the in-process store runs one script at a time anyway,
-        // so a second call would only wait for the lock, and the batch it took grows instead.
-        Self::with_connection(RedisConnection::InProcess(store), prefix, timeout, 1)
+        // Two calls of a sale out, as with Redis: the store runs one script at a time, but a
+        // call that wrote waits for its journal's sync after it lets the store go, and the
+        // next call runs meanwhile instead of waiting for that sync too.
+        Self::with_connection(
+            RedisConnection::InProcess(store),
+            prefix,
+            timeout,
+            redis_batches::MAX_CALLS,
+        )
     }
 
     fn connect(

@@ -17,8 +17,9 @@ use super::{QueueError, QueueResult};
 use crate::domain::SaleId;
 use crate::gather::{self, CallError, Limits};
 
-/// Calls of one sale out at once: two keep Redis busy with one sale's batch while the next one
-/// gathers (one would leave Redis idle between a reply and the next call).
+/// Calls of one sale out at once: two keep the store busy with one sale's batch while the next
+/// one gathers (one would leave it idle between a reply and the next call, and the in-process
+/// store idle while a call waits for its journal's sync).
 pub const MAX_CALLS: usize = 2;
 
 /// Questions in one call: bounds how long one script holds Redis (10-20 µs a question).
