@@ -113,12 +113,8 @@ impl Drop for Receiver {
     }
 }
 
-/// An embedded sluice sending its traces to `endpoint`, logging JSON lines (its requests too).
-async fn traced_sluice(endpoint: String, max_queued_spans: usize) -> SluiceProcess {
-    traced_sluice_over(endpoint, "http/protobuf", max_queued_spans).await
-}
-
-/// The same, sending over `protocol`.
+/// An embedded sluice sending its traces to `endpoint` over `protocol`, logging JSON lines (its
+/// requests too).
 async fn traced_sluice_over(
     endpoint: String,
     protocol: &str,

@@ -58,3 +58,28 @@ impl Default for PaymentsConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_printed_payments_section_shows_no_providers_secret() {
+        let mut payments = PaymentsConfig::default();
+        payments.stripe.secret_key = "sk_test_0123456789".into();
+        payments.stripe.webhook_secret = "whsec_stripe0123456789".into();
+        payments.toss.secret_key = "test_sk_toss0123456789".into();
+        payments.portone.api_secret = "portone-secret-0123456789".into();
+        payments.portone.webhook_secret = "whsec_portone0123456789".into();
+        let printed = format!("{payments:?}");
+        for secret in [
+            "sk_test_0123456789",
+            "whsec_stripe0123456789",
+            "test_sk_toss0123456789",
+            "portone-secret-0123456789",
+            "whsec_portone0123456789",
+        ] {
+            assert!(!printed.contains(secret), "{secret} printed");
+        }
+    }
+}

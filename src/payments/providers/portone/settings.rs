@@ -82,3 +82,42 @@ impl PortOneSettings {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_origins_are_origins_or_any_subdomain_of_one() {
+        let problems = |origins: &[&str]| {
+            let settings = PortOneSettings {
+                api_secret: "portone-api-secret-0123".into(),
+                webhook_secret: "whsec_c2x1aWNlLXBvcnRvbmUtdGVzdA==".into(),
+                store_id: "store-1".into(),
+                channel_key: "channel-key-1".into(),
+                frame_origins: origins.iter().map(|o| o.to_string()).collect(),
+                ..PortOneSettings::default()
+            };
+            let mut p = Problems::default();
+            settings.check(&mut p);
+            p.into_vec()
+        };
+        assert_eq!(problems(&[]), vec![]);
+        assert_eq!(
+            problems(&["https://stdpay.inicis.com", "https://*.nicepay.co.kr"]),
+            vec![]
+        );
+        for origin in [
+            "https://stdpay.inicis.com/pay",
+            "stdpay.inicis.com",
+            "https://*",
+            "https://pg.example; script-src *",
+        ] {
+            let found = problems(&[origin]);
+            assert!(
+                found.len() == 1 && found[0].key == "payments.portone.frame_origins",
+                "{origin}: {found:?}"
+            );
+        }
+    }
+}
