@@ -476,24 +476,31 @@ async fn a_buyers_join_reaches_a_grpc_receiver_in_the_buyers_trace() {
 }
 
 /// "It's your turn" continues the trace of the admitter's tick that admitted the user: the
-/// shop's webhook arrives with that tick's `traceparent` (seen by the push service stand-in,
-/// `tests/standins/push`).
+/// shop's webhook and the Web Push message arrive with that tick's `traceparent` (seen by the
+/// push service stand-in, `tests/standins/push`, which is the shop's webhook too).
 #[tokio::test]
-async fn the_shops_turn_webhook_carries_the_admitting_ticks_trace() {
+async fn turn_messages_carry_the_admitting_ticks_trace() {
     let receiver = Receiver::start();
     let shop =
         crate::helpers::StandIn::start("push/push_service.py", &["shop-hook-secret-01234"]).await;
+    let vapid = shop.control("/_test/vapid", json!({})).await;
     let mut config = embedded_config(format!("http://127.0.0.1:{}", receiver.port));
     config.notify.webhook_url = format!("{}/hook", shop.url());
     config.notify.webhook_secret = "shop-hook-secret-01234".into();
+    config.notify.vapid_private_key = vapid["private_key"].as_str().unwrap().into();
+    config.notify.vapid_public_key = vapid["public_key"].as_str().unwrap().into();
+    config.notify.vapid_subject = "mailto:ops@shop.example".into();
+    config.notify.web_push_hosts = vec!["127.0.0.1".into()];
     let sluice = SluiceProcess::start(config, "info").await;
+    let http = reqwest::Client::new();
     let sale = create_sale_at(
-        &reqwest::Client::new(),
+        &http,
         &sluice.base,
         json!({ "name": "turns", "quantity": 5 }),
     )
     .await;
-    let (status, body) = call(
+    crate::helpers::pause_sale_at(&http, &sluice.base, &sale).await;
+    let (status, joined) = call(
         &sluice,
         reqwest::Method::POST,
         &format!("/v1/sales/{sale}/attempts"),
@@ -502,19 +509,41 @@ async fn the_shops_turn_webhook_carries_the_admitting_ticks_trace() {
         "",
     )
     .await;
-    assert!(status == 201 || status == 202, "{status}: {body}");
+    assert_eq!(status, 202, "{joined}");
+    let attempt = joined["attempt_id"].as_str().unwrap();
+    let subscription = shop.control("/_test/subscribe", json!({})).await;
+    let (status, body) = call(
+        &sluice,
+        reqwest::Method::PUT,
+        &format!("/v1/attempts/{attempt}/web-push"),
+        "turner",
+        Some(subscription),
+        "",
+    )
+    .await;
+    assert_eq!(status, 204, "{body}");
+    let resumed = http
+        .post(format!("{}/v1/sales/{sale}/resume", sluice.base))
+        .header("X-Admin-Key", crate::helpers::ADMIN_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert!(resumed.status().is_success());
     let deadline = Instant::now() + Duration::from_secs(15);
-    let hook = loop {
+    let (hook, push) = loop {
         let calls = shop.calls().await;
-        if let Some(hook) = calls.into_iter().find(|c| c["kind"] == "hook") {
-            break hook;
+        let find = |kind: &str| calls.iter().find(|c| c["kind"] == kind).cloned();
+        if let (Some(hook), Some(push)) = (find("hook"), find("push")) {
+            break (hook, push);
         }
-        assert!(Instant::now() < deadline, "the shop heard of no admission");
+        assert!(Instant::now() < deadline, "no turn messages: {calls:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    assert_eq!(push["status"], 201, "{push}");
     let traceparent = hook["traceparent"]
         .as_str()
         .unwrap_or_else(|| panic!("no traceparent on the shop's webhook: {hook}"));
+    assert_eq!(push["traceparent"], traceparent, "{push}");
     let parts: Vec<&str> = traceparent.split('-').collect();
     assert_eq!(parts.len(), 4, "{traceparent}");
     let ticks = receiver
