@@ -7,14 +7,16 @@
 // It speaks the visitor's language (English and Korean: the server picks from Accept-Language
 // and sets <html lang>; the switch overrides it, remembered in localStorage), and solves a
 // sale's proof of work in a Web Worker (proof-of-work.js) before it joins. An ES module, served
-// as it is: its texts (texts-<language>.js), its calls of the API (api.js) and each payment
-// provider's way to pay (pay-<provider>.js, loaded when an answer names that provider).
+// as it is: its texts (texts-<language>.js), its calls of the API (api.js), what it shows for an
+// attempt (screen.js, a pure function this file draws) and each payment provider's way to pay
+// (pay-<provider>.js, loaded when an answer names that provider).
 
 import en from './texts-en.js';
 import ko from './texts-ko.js';
 import { client, isTransient, payWith, Problem, problemOf } from './api.js';
 import { backoff, pollDelay } from './timing.js';
 import { languageOf, money as moneyIn, translator } from './i18n.js';
+import { screenOf } from './screen.js';
 
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -224,19 +226,6 @@ import { languageOf, money as moneyIn, translator } from './i18n.js';
     }
   }
 
-  /// The wait in a few characters, for the figure box.
-  function shortWait(secs) {
-    if (secs == null) return '–';
-    return secs < 60 ? t('lessThanMinute') : t('aboutMinutesShort', Math.round(secs / 60));
-  }
-
-  function minutes(secs) {
-    if (secs == null) return '–';
-    if (secs < 60) return t('underAMinute');
-    const m = Math.round(secs / 60);
-    return m === 1 ? t('aboutOneMinute') : t('aboutMinutes', m);
-  }
-
   /// A time of today or another day, in the visitor's language.
   function when(iso) {
     const d = new Date(iso);
@@ -288,13 +277,6 @@ import { languageOf, money as moneyIn, translator } from './i18n.js';
     }
   }
   setInterval(tick, 1000);
-
-  function describeHold(hold) {
-    if (!hold) return '';
-    const what = hold.seat_ids && hold.seat_ids.length ? t('seats', hold.seat_ids.join(', '))
-      : hold.quantity === 1 ? t('oneTicket') : t('tickets', hold.quantity);
-    return hold.amount === undefined ? what : `${what} · ${money(hold.amount, hold.currency)}`;
-  }
 
   /// An amount in the currency's smallest unit, in the visitor's language.
   const money = (amount, currency) => moneyIn(amount, currency, lang);
@@ -382,67 +364,42 @@ import { languageOf, money as moneyIn, translator } from './i18n.js';
     $('payment-failure').textContent = t('lastFailure', known ? `${known} (${code[1]})` : failure);
   }
 
+  /// Draws `next` as `screenOf` (screen.js) decides it, and does what the step asks besides.
   function show(next) {
-    const moved = !attempt || attempt.state !== next.state || attempt.position !== next.position;
-    const turnCame = attempt && attempt.state === 'QUEUED' && next.state === 'ADMITTED';
+    const screen = screenOf(next, { before: attempt, firstPosition, t, money });
     attempt = next;
+    firstPosition = screen.firstPosition;
     sessionStorage.setItem(attemptKey, next.attempt_id);
     alertUser('');
     redraw = () => show(attempt);
-    switch (next.state) {
-      case 'QUEUED': {
-        if (next.sold_out) {
-          // Nothing left and nothing held that could come back: say so now, not at the turn,
-          // and give the place up (a failed leave changes nothing for the user).
-          api('DELETE', `/v1/attempts/${next.attempt_id}`).catch(() => {});
-          finish(false, t('soldOut'), t('soldOutWaiting'));
-          $('again').hidden = true;
-          break;
-        }
-        if (firstPosition == null || next.position > firstPosition) firstPosition = next.position;
-        step('queued', t('inLine'));
+    if (screen.done) {
+      // A failed leave changes nothing for the user.
+      if (screen.leave) api('DELETE', `/v1/attempts/${next.attempt_id}`).catch(() => {});
+      finish(screen.done.good, screen.title, screen.done.text);
+      $('again').hidden = !screen.done.again;
+      return;
+    }
+    step(screen.step, screen.title);
+    for (const [id, text] of Object.entries(screen.texts)) $(id).textContent = text;
+    switch (screen.step) {
+      case 'queued':
         lotteryTexts();
-        $('position').textContent = next.position ?? '–';
-        $('waiting').textContent = next.waiting ?? '–';
-        $('eta').textContent = shortWait(next.estimated_wait_secs);
-        const done = firstPosition > 1 ? (firstPosition - next.position) / (firstPosition - 1) : 0;
-        $('progress').value = Math.round(done * 100);
+        $('progress').value = screen.progress;
         showLeft();
         showNotify();
-        // Read out when the place changes, not on every push of the same figures.
-        if (moved) say(t('placeSay', next.position, minutes(next.estimated_wait_secs)));
         break;
-      }
-      case 'ADMITTED':
-        step('admitted', t('yourTurn'));
+      case 'admitted':
         prepareChoice();
-        countdown('admission-countdown', next.admission_expires_at);
-        say(t('turnSay'));
-        if (turnCame) tellTurn(next);
         break;
-      case 'HOLD':
-        step('held', t('heldTitle'));
-        $('held-what').textContent = t('heldWhat', describeHold(next.hold));
-        countdown('hold-countdown', next.hold && next.hold.expires_at);
-        say(t('heldSay', describeHold(next.hold)));
-        break;
-      case 'PAYMENT_PENDING':
-        step('paying', t('payment'));
-        $('paying-what').textContent = t('payingWhat', describeHold(next.hold).toLowerCase());
+      case 'paying':
         $('sandbox').hidden = !(next.payment && next.payment.provider === 'sandbox');
         if (next.payment) showFailure(next.payment.last_failure);
-        if (next.payment) showWayToPay(next).catch(handleProblem);
-        countdown('payment-countdown', next.payment && next.payment.expires_at);
-        say(t('payingSay'));
-        break;
-      case 'CONFIRMED':
-        finish(true, t('confirmed'), t('confirmedText', describeHold(next.hold)));
-        break;
-      case 'EXPIRED':
-        finish(false, next.reason === 'left' ? t('youLeft') : t('timesUp'),
-          t('reasons')[next.reason] || t('ended'));
+        if (screen.pay) showWayToPay(next).catch(handleProblem);
         break;
     }
+    if (screen.countdown) countdown(...screen.countdown);
+    if (screen.say) say(screen.say);
+    if (screen.tellTurn) tellTurn(next);
   }
 
   function finish(good, title, text) {
