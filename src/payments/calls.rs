@@ -36,8 +36,8 @@ pub async fn exchange<T: serde::de::DeserializeOwned>(
     words: fn(&[u8]) -> Option<String>,
 ) -> Result<T, ProviderError> {
     // The provider sees the call as part of the buyer's trace (W3C Trace Context).
-    if let Some(traceparent) = crate::telemetry::traces::traceparent() {
-        request = request.header("traceparent", traceparent);
+    for (name, value) in crate::telemetry::traces::trace_headers() {
+        request = request.header(name, value);
     }
     let response = request
         .send()

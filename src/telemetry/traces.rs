@@ -446,16 +446,30 @@ pub fn name_ids(span: &tracing::Span) {
     }
 }
 
-/// The current span's `traceparent` (W3C Trace Context), for a call sluice makes: none when
-/// no trace is being recorded.
-pub fn traceparent() -> Option<String> {
+/// The current span's trace context as W3C Trace Context headers, for a call sluice makes:
+/// `traceparent`, and `tracestate` when the trace carries one (a caller's, passed on); none
+/// when no trace is being recorded.
+pub fn trace_headers() -> Vec<(&'static str, String)> {
     let span = tracing::Span::current();
-    recorded(&span)?;
+    if recorded(&span).is_none() {
+        return Vec::new();
+    }
     let mut carrier = std::collections::HashMap::new();
     opentelemetry::global::get_text_map_propagator(|p| {
         p.inject_context(&span.context(), &mut carrier)
     });
-    carrier.remove("traceparent")
+    ["traceparent", "tracestate"]
+        .into_iter()
+        .filter_map(|name| Some((name, carrier.remove(name).filter(|v| !v.is_empty())?)))
+        .collect()
+}
+
+/// The current span's `traceparent`, kept with what it wrote (an outbox row, a payment, a
+/// turn) for the work that continues its trace later: none when no trace is being recorded.
+pub fn traceparent() -> Option<String> {
+    trace_headers()
+        .into_iter()
+        .find_map(|(name, value)| (name == "traceparent").then_some(value))
 }
 
 /// The id of the trace the current span belongs to, when one is recorded.

@@ -290,6 +290,7 @@ async fn buyer_is_one_trace(stores: Stores) {
             ("amount", "55000"),
         ])
         .header("traceparent", &parent)
+        .header("tracestate", "shop=buyer-7")
         .send()
         .await
         .unwrap();
@@ -383,6 +384,8 @@ async fn buyer_is_one_trace(stores: Stores) {
         )),
         "{seen}"
     );
+    // The caller's tracestate goes on with its trace.
+    assert_eq!(seen["tracestate"], "shop=buyer-7", "{seen}");
     // The webhook's word, applied in the trace the payment was checked out in.
     assert!(spans
         .iter()
@@ -556,6 +559,78 @@ async fn turn_messages_carry_the_admitting_ticks_trace() {
         .find(|s| s["name"] == "admission.tick")
         .unwrap();
     assert_eq!(tick["attributes"]["sale"], sale.as_str(), "{tick}");
+}
+
+/// Joins of one sale that arrive together ride in one call: the batch is a trace of its own
+/// that links each request it carried, in the requests' own traces.
+#[tokio::test]
+async fn a_batch_of_several_requests_links_each_of_them() {
+    let receiver = Receiver::start();
+    let sluice = traced_sluice_over(
+        format!("http://127.0.0.1:{}", receiver.port),
+        "http/protobuf",
+        4096,
+    )
+    .await;
+    let sale = create_sale_at(
+        &reqwest::Client::new(),
+        &sluice.base,
+        json!({ "name": "batched", "quantity": 5 }),
+    )
+    .await;
+    crate::helpers::pause_sale_at(&reqwest::Client::new(), &sluice.base, &sale).await;
+    let join = format!("/v1/sales/{sale}/attempts");
+    let traces: Vec<String> = (0..64)
+        .map(|i| format!("{i:032x}").replacen('0', "a", 1))
+        .collect();
+    let joins = traces.iter().enumerate().map(|(i, trace)| {
+        let (sluice, join) = (&sluice, &join);
+        async move {
+            let parent = format!("00-{trace}-{CALLER_SPAN}-01");
+            call(
+                sluice,
+                reqwest::Method::POST,
+                join,
+                &format!("b{i}"),
+                None,
+                &parent,
+            )
+            .await
+        }
+    });
+    for (status, body) in futures_util::future::join_all(joins).await {
+        assert_eq!(status, 202, "{body}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let batch = loop {
+        let found = receiver
+            .spans()
+            .into_iter()
+            .find(|s| s["name"] == "batch" && s["links"].as_array().is_some_and(|l| l.len() >= 2));
+        if let Some(batch) = found {
+            break batch;
+        }
+        assert!(Instant::now() < deadline, "no batch of several requests");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let links = batch["links"].as_array().unwrap();
+    assert_eq!(
+        batch["attributes"]["questions"]
+            .to_string()
+            .trim_matches('"'),
+        links.len().to_string(),
+        "one link a request: {batch}"
+    );
+    assert!(
+        !traces.contains(&batch["trace_id"].as_str().unwrap().to_owned()),
+        "a trace of its own: {batch}"
+    );
+    for link in links {
+        assert!(
+            traces.contains(&link["trace_id"].as_str().unwrap().to_owned()),
+            "a link to a request's trace: {link}"
+        );
+    }
 }
 
 /// The standard variables, as every OpenTelemetry SDK reads them, with nothing in

@@ -3,7 +3,7 @@
 or with --grpc a TraceService/Export call (OTLP/gRPC, served by `grpcio`), is decoded with the
 OpenTelemetry project's own definitions (the `opentelemetry-proto` package) and every span in
 it is appended to OUT as one JSON line: its trace and span ids, its parent, its name, its
-attributes and its resource's service name.
+attributes, its links and its resource's service name.
 
     receiver.py PORT_FILE OUT [--delay SECONDS] [--grpc]
 
@@ -47,6 +47,8 @@ def record(request):
                         "attributes": {a.key: value(a.value) for a in span.attributes},
                         "service": resource.get("service.name"),
                         "instance": resource.get("service.instance.id"),
+                        "links": [{"trace_id": link.trace_id.hex(), "span_id": link.span_id.hex()}
+                                  for link in span.links],
                     }) + "\n")
 
 

@@ -21,7 +21,7 @@ The test's controls:
                                          `times` times; `status` lies about it in the body
     POST /_test/deposit                  {url, orderId, secret?}: DEPOSIT_CALLBACK (a wrong secret if given)
     POST /_test/virtual_account          {orderId, amount}: a virtual account issued, WAITING_FOR_DEPOSIT
-    GET  /_test/calls                    every API call received: [{method, path, idempotency_key, traceparent}]
+    GET  /_test/calls                    every API call received: [{method, path, idempotency_key, traceparent, tracestate}]
 """
 
 import base64
@@ -153,7 +153,8 @@ class Handler(JsonHandler):
                 return self.answer(200, list(CALLS))
         with LOCK:
             CALLS.append({"method": "GET", "path": path, "idempotency_key": None,
-                          "traceparent": self.headers.get("traceparent")})
+                          "traceparent": self.headers.get("traceparent"),
+                          "tracestate": self.headers.get("tracestate")})
         if not self.authorized():
             return
         if path.startswith("/v1/payments/orders/"):
@@ -180,7 +181,8 @@ class Handler(JsonHandler):
         key = self.headers.get("Idempotency-Key")
         with LOCK:
             CALLS.append({"method": "POST", "path": path, "idempotency_key": key,
-                          "traceparent": self.headers.get("traceparent")})
+                          "traceparent": self.headers.get("traceparent"),
+                          "tracestate": self.headers.get("tracestate")})
         if not self.authorized():
             return
         if key:
