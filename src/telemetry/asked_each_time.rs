@@ -4,9 +4,9 @@
 //! `on_event` through a thread-local bitmap. A callsite whose interest is cached as `always`
 //! skips `enabled`, and then reads whatever the previous `enabled` call on that thread left
 //! there. `log` records bridged by `tracing-log` call `enabled` without making anything (sqlx
-//! asks `log::log_enabled!` after every query), so the next `always` span was dropped from the
-//! trace layer: on PostgreSQL, most of a buyer's spans never reached the collector. Capping the
-//! interest at `sometimes` makes every span and event ask first, so the bitmap is its own
+//! asks `log::log_enabled!` after every query), so without this the next `always` span can be
+//! left out of the trace layer, or an event out of the logs. Capping the interest at
+//! `sometimes` makes every span and event ask first, so the bitmap it reads is its own
 //! (tokio-rs/tracing#2519).
 
 use tracing::subscriber::Interest;

@@ -79,8 +79,11 @@ pub fn on() -> bool {
 /// while a trace is being recorded there, so the work of a request whose trace is not kept
 /// makes none.
 pub fn span(make: impl FnOnce() -> tracing::Span) -> tracing::Span {
+    if !on() {
+        return tracing::Span::none();
+    }
     let current = tracing::Span::current();
-    if on() && !current.is_none() && recorded(&current).is_some() {
+    if !current.is_none() && recorded(&current).is_some() {
         make()
     } else {
         tracing::Span::none()
@@ -356,16 +359,17 @@ pub fn request_span(
     // Most requests come without one: they are not read through the propagator.
     let caller = headers
         .contains_key("traceparent")
-        .then(|| opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(headers))));
-    let called = caller
-        .as_ref()
-        .map(|c| c.span().span_context().clone())
-        .filter(|sc| sc.is_valid());
-    if !keeps(called.as_ref().map(|sc| sc.is_sampled())) {
+        .then(|| caller_of(&Headers(headers)))
+        .flatten();
+    if !keeps(
+        caller
+            .as_ref()
+            .map(|c| c.span().span_context().is_sampled()),
+    ) {
         return tracing::Span::none();
     }
     let span = make();
-    if let (Some(caller), Some(_)) = (caller, called) {
+    if let Some(caller) = caller {
         let _ = span.set_parent(caller);
     }
     span
@@ -376,15 +380,15 @@ pub fn request_span(
 pub fn continue_from(span: &tracing::Span, traceparent: &str) {
     let carrier =
         std::collections::HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
-    adopt(span, &carrier);
-}
-
-/// Makes the trace context `carrier` holds, when it holds a valid one, the parent of `span`.
-fn adopt(span: &tracing::Span, carrier: &dyn Extractor) {
-    let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(carrier));
-    if parent.span().span_context().is_valid() {
+    if let Some(parent) = caller_of(&carrier) {
         let _ = span.set_parent(parent);
     }
+}
+
+/// The trace context `carrier` holds, when it holds a valid one.
+fn caller_of(carrier: &dyn Extractor) -> Option<opentelemetry::Context> {
+    let cx = opentelemetry::global::get_text_map_propagator(|p| p.extract(carrier));
+    cx.span().span_context().is_valid().then_some(cx)
 }
 
 /// `span`'s place in its trace, while traces are on and it is recorded.

@@ -720,10 +720,7 @@ async fn only_the_traces_kept_are_recorded() {
 #[tokio::test]
 async fn a_collector_that_is_down_costs_no_request_and_its_drops_are_counted() {
     // Nothing listens there.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = crate::helpers::free_port();
     joins_go_on_and_drops_are_counted(format!("http://127.0.0.1:{port}"), "http/protobuf").await;
 }
 
@@ -738,10 +735,7 @@ async fn a_slow_collector_costs_no_request_and_its_drops_are_counted() {
 /// The same over gRPC, to a collector that is down.
 #[tokio::test]
 async fn a_grpc_collector_that_is_down_costs_no_request_and_its_drops_are_counted() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = crate::helpers::free_port();
     joins_go_on_and_drops_are_counted(format!("http://127.0.0.1:{port}"), "grpc").await;
 }
 

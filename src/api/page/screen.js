@@ -13,7 +13,8 @@
  * A step the attempt is on, and what it shows: its title, what is read out (`say`, none when
  * nothing changed), the figures and texts by element id, the countdown to draw, and what the
  * page does besides drawing (`leave`: give a hopeless place up; `tellTurn`: the turn just
- * came; `pay`: show the way to pay). `done` ends the attempt, well (`good`) or not.
+ * came; `pay`: show the way to pay). `done` ends the attempt, well (`good`) or not; the page
+ * reads an ending out by its title.
  * @typedef {{
  *   step: 'queued' | 'admitted' | 'held' | 'paying' | 'done',
  *   title: string,
@@ -75,7 +76,7 @@ export function screenOf(next, { before, firstPosition, t, money }) {
   const held = describeHold(t, money, next.hold);
   /** @type {(good: boolean, title: string, text: string, again?: boolean) => Screen} */
   const done = (good, title, text, again = !good) => ({
-    step: 'done', title, say: `${title}.`, texts: {}, firstPosition, done: { good, text, again },
+    step: 'done', title, say: null, texts: {}, firstPosition, done: { good, text, again },
   });
   switch (next.state) {
     case 'QUEUED': {
