@@ -13,6 +13,7 @@ use figment::Figment;
 use serde::{Deserialize, Serialize};
 
 mod validate;
+pub use crate::gate::settings::GateConfig;
 pub use crate::payments::providers::settings::PaymentsConfig;
 pub use crate::payments::providers::ProviderName;
 pub use crate::setting::{Problem, Secret};
@@ -34,6 +35,8 @@ pub struct Config {
     pub valve: ValveConfig,
     pub notify: NotifyConfig,
     pub telemetry: TelemetryConfig,
+    /// Gates in front of sites: what they share.
+    pub gate: GateConfig,
     pub logging: LoggingConfig,
 }
 
@@ -442,6 +445,7 @@ impl Default for Config {
                 format: "text".into(),
             },
             telemetry: TelemetryConfig::default(),
+            gate: GateConfig::default(),
             notify: NotifyConfig {
                 vapid_private_key: Secret::default(),
                 vapid_public_key: String::new(),

@@ -77,6 +77,7 @@ pub mod auth;
 pub mod config;
 pub mod domain;
 pub mod events;
+pub mod gate;
 pub mod gather;
 pub mod ledger;
 pub mod notify;

@@ -8,6 +8,8 @@ mod console;
 mod cors;
 mod event_stream;
 mod exposure;
+mod gate_check;
+mod gates;
 mod layouts;
 mod notifications;
 mod offer;
@@ -57,6 +59,8 @@ pub enum ApiTags {
     Operations,
     /// The sandbox payment provider (embedded default only).
     Sandbox,
+    /// Admin and visitors: gates, a waiting room in front of a site through its own proxy.
+    Gates,
 }
 
 /// The page size of a list when `limit` is not given.
@@ -84,6 +88,7 @@ type Apis = (
     sales::phases::PhasesApi,
     (layouts::LayoutsApi, layouts::AdminLayoutsApi),
     seat_map::SeatMapApi,
+    gates::GatesApi,
 );
 
 pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
@@ -104,6 +109,7 @@ pub fn openapi(app: &App) -> OpenApiService<Apis, ()> {
                 layouts::AdminLayoutsApi { app: app.clone() },
             ),
             seat_map::SeatMapApi { app: app.clone() },
+            gates::GatesApi { app: app.clone() },
         ),
         "sluice",
         env!("CARGO_PKG_VERSION"),
@@ -151,6 +157,12 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
     let routes = Route::new()
         .nest("/", api)
         .at("/waiting-room/:file", get(page::asset))
+        .at("/v1/gate/check", gate_check::check_route)
+        .at("/v1/gate/check/*rest", gate_check::check_envoy)
+        .at(
+            "/v1/gates/:gate_id/session/renew",
+            get(gate_check::renew_route),
+        )
         .at("/admin", get(console::index))
         .at("/admin/:file", get(console::asset))
         .at("/openapi.json", exposure::guard(spec, docs_exposure))

@@ -138,6 +138,8 @@ problem_types! {
         "A payment webhook's signature does not verify, or its timestamp is out of tolerance.";
     FORBIDDEN = 403 "forbidden" "Forbidden":
         "The credentials do not allow this route.";
+    CHALLENGE_FAILED = 403 "challenge-failed" "Challenge not passed":
+        "A gate's challenge (Turnstile, hCaptcha) was not passed, or its answer is missing.";
     ADMISSION_TOKEN_INVALID = 403 "admission-token-invalid" "Admission token not valid":
         "The admission token is not this attempt's, or not valid.";
     NOT_IN_PHASE = 403 "not-in-phase" "Not open to you yet":
@@ -188,6 +190,8 @@ problem_types! {
         "The `Idempotency-Key` was used before with another request.";
     PROOF_OF_WORK_REQUIRED = 428 "proof-of-work-required" "Proof of work required":
         "The sale asks for proof of work on join (`getOffer` has the difficulty and salt).";
+    WAITING_ROOM = 429 "waiting-room" "In the waiting room":
+        "A gate's site lets this visitor in only from its waiting room (`waiting_room`); a gate may answer it with 503.";
     RATE_LIMITED = 429 "rate-limited" "Too many requests":
         "Too many requests: retry after `Retry-After` seconds (the limit's wait, plus up to as much again, drawn for each answer).";
     INTERNAL = 500 "internal" "Internal error":
@@ -241,6 +245,9 @@ impl From<ServiceError> for ApiError {
                 ApiError::Forbidden(problem(ADMISSION_TOKEN_INVALID, detail, None))
             }
             ServiceError::RoleTooLow { .. } => ApiError::Forbidden(problem(ROLE, detail, None)),
+            ServiceError::ChallengeFailed(_) => {
+                ApiError::Forbidden(problem(CHALLENGE_FAILED, detail, Some("challenge_answer")))
+            }
             ServiceError::StockInUse { .. } => {
                 ApiError::Conflict(problem(STOCK_IN_USE, detail, None))
             }

@@ -18,6 +18,17 @@ pub struct UserAuth(pub UserId);
 
 async fn check_user(req: &Request, bearer: Bearer) -> poem::Result<UserId> {
     let app = req.data::<App>().expect("App is attached to every route");
+    // A gate's visitor, who has no account: a token the gate signed (`service::gate`).
+    if crate::auth::gate_cookies::GateSigner::is_visitor_token(&bearer.token) {
+        let now = chrono::Utc::now().timestamp();
+        return match app.gates.signer.token_visitor(&bearer.token, now) {
+            Some((_, visitor)) => Ok(crate::auth::gate_cookies::visitor_user(&visitor)),
+            None => Err(poem::Error::from_response(problem_response(
+                poem::http::StatusCode::UNAUTHORIZED,
+                "the visitor token is not valid or has expired".into(),
+            ))),
+        };
+    }
     let mut verified = app.users.verify(&bearer.token);
     // A key the provider's keys in memory lack (a rotation): fetched again (rate-limited).
     if let Err(UserTokenError::UnknownKey(issuer)) = verified {

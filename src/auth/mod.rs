@@ -3,6 +3,7 @@
 
 pub mod admin_key;
 pub mod admission_token;
+pub mod gate_cookies;
 pub mod jwks;
 pub mod queue_ticket;
 pub mod user_token;

@@ -28,6 +28,7 @@ impl Config {
         self.check_notify(&mut p);
         self.check_valve(&mut p);
         self.check_telemetry(&mut p);
+        self.gate.check(&mut p);
         p.into_vec()
     }
 

@@ -4,6 +4,7 @@
 pub mod attempt;
 pub mod best_seats;
 pub mod events;
+pub mod gate;
 pub mod holding;
 pub mod ids;
 pub mod operator;

@@ -65,17 +65,20 @@ pub enum Target {
     AdminKey(String),
     /// A venue layout.
     Layout(Uuid),
+    /// A gate in front of a site.
+    Gate(Uuid),
 }
 
 impl Target {
     /// How the audit log names it: `sale:<id>`, `attempt:<id>`, `admin_key:<name>`,
-    /// `layout:<id>`.
+    /// `layout:<id>`, `gate:<id>`.
     pub fn name(&self) -> String {
         match self {
             Target::Sale(id) => format!("sale:{id}"),
             Target::Attempt(id) => format!("attempt:{id}"),
             Target::AdminKey(name) => format!("admin_key:{name}"),
             Target::Layout(id) => format!("layout:{id}"),
+            Target::Gate(id) => format!("gate:{id}"),
         }
     }
 
@@ -84,7 +87,7 @@ impl Target {
         match self {
             Target::Sale(id) => Some(*id),
             Target::Attempt(id) => Some(id.sale),
-            Target::AdminKey(_) | Target::Layout(_) => None,
+            Target::AdminKey(_) | Target::Layout(_) | Target::Gate(_) => None,
         }
     }
 }

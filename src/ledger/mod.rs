@@ -6,6 +6,7 @@
 mod batch;
 pub mod breaker;
 mod flows;
+mod gates;
 mod idempotency;
 mod layouts;
 mod outbox;
@@ -20,6 +21,7 @@ mod support;
 mod transition;
 
 pub use batch::{ClaimAsk, Claimed, EventAsk};
+pub use gates::GateLedger;
 pub use idempotency::{IdempotencyLedger, SavedResponse};
 pub use layouts::{LayoutLedger, LayoutSummary};
 pub use outbox::{OutboxEvent, OutboxLedger, RelayLease};
@@ -111,6 +113,9 @@ pub enum LedgerError {
         max: u64,
         would: u64,
     },
+    /// What was asked clashes with what is there (a sale that already fronts a gate).
+    #[error("{0}")]
+    Conflict(String),
     #[error("ledger: {0}")]
     Other(String),
 }
@@ -132,6 +137,7 @@ impl LedgerError {
             | LedgerError::NotFree { .. }
             | LedgerError::SeatExists(_)
             | LedgerError::NameTaken(_)
+            | LedgerError::Conflict(_)
             | LedgerError::TooMany { .. } => true,
             LedgerError::Unavailable(_) | LedgerError::Other(_) => false,
         }
@@ -353,6 +359,7 @@ pub trait Ledger:
     + PushLedger
     + PhaseLedger
     + LayoutLedger
+    + GateLedger
     + Send
     + Sync
     + 'static

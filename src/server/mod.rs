@@ -64,6 +64,14 @@ pub async fn start_as(
     if let Err(e) = app.queue.prepare().await {
         tracing::debug!(error = %e, "queue store not prepared at start");
     }
+    // The gates are read before the first check: a check before them would let everything
+    // through. Workers keep them fresh; without workers, this replica reads them itself.
+    if let Err(e) = crate::service::gate::refresh(&app).await {
+        tracing::warn!(error = %e, "could not read the gates at start");
+    }
+    if !app.config.workers.enabled {
+        tokio::spawn(crate::service::gate::run(app.clone()));
+    }
     let listen_on = app.config.http.listen;
     let listener = listen(listen_on)
         .map_err(|e| anyhow::anyhow!("listening on {listen_on} (http.listen): {e}"))?;

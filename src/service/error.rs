@@ -75,6 +75,9 @@ pub enum ServiceError {
     },
     #[error("the name {0} is already used")]
     NameTaken(String),
+    /// A gate's challenge (Turnstile, hCaptcha) was not passed.
+    #[error("{0}")]
+    ChallengeFailed(String),
     /// Units to withdraw that are held, sold or unknown (a sale keeps at least one unit).
     #[error("only {free} of the {asked} units to withdraw are free; held and sold units stay, and a sale keeps at least one")]
     StockInUse { asked: u32, free: u32 },
@@ -156,6 +159,7 @@ impl From<LedgerError> for ServiceError {
                 ServiceError::validation("seat_ids", format!("seat {seat} does not exist"))
             }
             LedgerError::NameTaken(name) => ServiceError::NameTaken(name),
+            LedgerError::Conflict(detail) => ServiceError::validation("sale_id", detail),
             full @ LedgerError::TooMany { field, .. } => {
                 ServiceError::validation(field, full.to_string())
             }

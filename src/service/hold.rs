@@ -93,6 +93,12 @@ pub async fn hold(
             return Err(ServiceError::AdmissionTokenInvalid)
         }
     };
+    if app.gates.fronts(attempt.sale) {
+        return Err(ServiceError::validation(
+            "attempt_id",
+            "a gate's line holds no stock: its admission is traded for a session",
+        ));
+    }
     // Once the queue store has taken the units, the ledger's side must follow (or the units go
     // back) whatever becomes of the request: a client that goes away drops the request's
     // future, which would leave the units taken in the store only. So the two steps run to
@@ -180,6 +186,7 @@ async fn write_hold(
                 | LedgerError::RejectedAfterExpiry { .. }
                 | LedgerError::SaleClosed
                 | LedgerError::NameTaken(_)
+                | LedgerError::Conflict(_)
                 | LedgerError::NotFree { .. }
                 | LedgerError::SeatExists(_)
                 | LedgerError::TooMany { .. }

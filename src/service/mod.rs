@@ -17,6 +17,7 @@ pub mod checkout;
 pub mod claim;
 pub mod drain;
 pub mod figures;
+pub mod gate;
 pub mod hold;
 pub mod join;
 pub mod layouts;
@@ -131,6 +132,8 @@ pub struct AppParts {
     /// This replica's seat maps of the sales it is asked about, each read at most once per
     /// `queue.line_refresh_ms`.
     pub seat_maps: seat_map::SeatMaps,
+    /// The gates in front of sites, as this replica last read them, and their keys.
+    pub gates: gate::GateState,
 }
 
 /// A new replica's id: it names the process as a sale's admitter and in its traces.
@@ -195,6 +198,7 @@ impl App {
             holds_in_flight: Default::default(),
             turns: crate::notify::Turns::new(&config.notify)?,
             seat_maps: Default::default(),
+            gates: gate::GateState::new(&config.gate, seed),
             member_lists: Default::default(),
             batches: batches::LedgerBatches::new(
                 Arc::clone(&ledger),

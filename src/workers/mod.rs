@@ -53,6 +53,7 @@ impl Workers {
         tasks.push(tokio::spawn(payments::run(app.clone())));
         tasks.push(tokio::spawn(turns::run(app.clone())));
         tasks.push(tokio::spawn(presale_lists::run(app.clone())));
+        tasks.push(tokio::spawn(crate::service::gate::run(app.clone())));
         let reapers = reapers::start(app.clone()).await?;
         Ok(Workers {
             draining: vec![admission, relay],

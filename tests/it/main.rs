@@ -17,6 +17,7 @@ mod ecosystem;
 mod errors;
 mod events;
 mod figures;
+mod gate;
 mod generated;
 mod instant;
 mod kafka;

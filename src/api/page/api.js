@@ -40,6 +40,18 @@ export async function problemOf(res) {
 }
 
 /**
+ * Where sluice's paths are reached: the folder above this module's (`/`, or the path prefix a
+ * site's proxy sends to sluice, such as `/.sluice/`, when the page fronts a gate).
+ */
+const root = new URL('../', import.meta.url);
+
+/**
+ * The address of sluice's `path` (`/v1/...`, `/waiting-room/...`) as this page reaches it.
+ * @param {string} path
+ */
+export const at = (path) => new URL(path.replace(/^\//, ''), root).href;
+
+/**
  * Calls sluice's API with the headers `credentials` gives at each call (a user's token, an
  * operator's key); its answer (`null` for none), or throws the refusal as a `Problem`.
  * @param {() => Record<string, string>} credentials
@@ -47,7 +59,7 @@ export async function problemOf(res) {
  */
 export function clientWith(credentials) {
   return async (method, path, body, headers = {}) => {
-    const res = await fetch(path, {
+    const res = await fetch(at(path), {
       method,
       headers: {
         ...credentials(),
@@ -62,11 +74,15 @@ export function clientWith(credentials) {
 }
 
 /**
- * Calls sluice's API with the user's `token` ([`clientWith`]).
- * @param {string} token
+ * Calls sluice's API with the user's token ([`clientWith`]): `token`, or what `token()` gives
+ * at each call (a gate's visitor has one only once the page entered the gate).
+ * @param {string | (() => string | null)} token
  */
 export function client(token) {
-  return clientWith(() => ({ Authorization: `Bearer ${token}` }));
+  return clientWith(() => {
+    const t = typeof token === 'function' ? token() : token;
+    return t ? { Authorization: `Bearer ${t}` } : {};
+  });
 }
 
 /**

@@ -10,10 +10,15 @@
 // as it is: its texts (texts-<language>.js), its calls of the API (api.js), what it shows for an
 // attempt (screen.js, a pure function this file draws) and each payment provider's way to pay
 // (pay-<provider>.js, loaded when an answer names that provider).
+//
+// In front of a site (`?gate=<id>&return_to=…`, reached through the site's own proxy) the
+// visitor needs no account: the page enters the gate (a visitor cookie keeps one place per
+// browser), joins its line at once, and when the turn comes trades the admission for the
+// site's session and goes back to the page first asked for.
 
 import en from './texts-en.js';
 import ko from './texts-ko.js';
-import { client, isTransient, payWith, Problem, problemOf } from './api.js';
+import { at, client, isTransient, payWith, Problem, problemOf } from './api.js';
 import { backoff, pollDelay } from './timing.js';
 import { languageOf, money as moneyIn, translator } from './i18n.js';
 import { screenOf } from './screen.js';
@@ -21,14 +26,18 @@ import { screenOf } from './screen.js';
 (() => {
   const $ = (id) => document.getElementById(id);
   const params = new URLSearchParams(location.search);
-  const saleId = params.get('sale');
+  let saleId = params.get('sale');
+  const gateId = params.get('gate');
+  const returnTo = params.get('return_to');
+  /// A gate's visitor's user id (`visitor-<id>`): what the proof of work is bound to.
+  let visitorUser = '';
   const fragment = new URLSearchParams(location.hash.slice(1));
   if (fragment.get('token')) {
     sessionStorage.setItem('sluice.token', fragment.get('token'));
     history.replaceState(null, '', location.pathname + location.search);
   }
-  const token = sessionStorage.getItem('sluice.token');
-  const attemptKey = `sluice.attempt.${saleId}`;
+  let token = gateId ? null : sessionStorage.getItem('sluice.token');
+  let attemptKey = `sluice.attempt.${saleId}`;
   // Back from a payment provider's window (`?attempt=`): that attempt is the one to show, even
   // if this page, ending as it left, had let go of it.
   if (params.get('attempt')) {
@@ -80,7 +89,7 @@ import { screenOf } from './screen.js';
 
   // ---- talking to sluice -------------------------------------------------------------------
 
-  const api = client(token);
+  const api = client(() => token);
 
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -113,7 +122,7 @@ import { screenOf } from './screen.js';
   async function stream(signal) {
     const headers = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
     if (lastEventId) headers['Last-Event-ID'] = lastEventId;
-    const res = await fetch(statusPath('/events'), { headers, signal });
+    const res = await fetch(at(statusPath('/events')), { headers, signal });
     if (!res.ok || !res.body) throw await problemOf(res);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = '';
@@ -153,6 +162,7 @@ import { screenOf } from './screen.js';
 
   /// The user id the token names (`sub`): the proof of work is bound to it.
   function tokenUser() {
+    if (visitorUser) return visitorUser;
     try {
       const payload = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
       return JSON.parse(atob(payload)).sub;
@@ -167,7 +177,7 @@ import { screenOf } from './screen.js';
     $('proof-progress').value = 0;
     say(t('provingSay', 0));
     return new Promise((resolve, reject) => {
-      const worker = new Worker('/waiting-room/proof-of-work.js');
+      const worker = new Worker(at('/waiting-room/proof-of-work.js'));
       let said = 0;
       worker.onmessage = ({ data }) => {
         if (data.nonce !== undefined) {
@@ -364,8 +374,43 @@ import { screenOf } from './screen.js';
     $('payment-failure').textContent = t('lastFailure', known ? `${known} (${code[1]})` : failure);
   }
 
+  // ---- in front of a site -------------------------------------------------------------------
+
+  /// Enters the gate as its visitor: the browser's visitor if it is one already (its cookie),
+  /// else a new one. The visitor's token then joins and follows the gate's line.
+  async function enterGate() {
+    const entry = await api('GET', `/v1/gates/${gateId}/entry`);
+    saleId = entry.sale_id;
+    attemptKey = `sluice.attempt.${saleId}`;
+    const visitor = await api('POST', `/v1/gates/${gateId}/visitors`, {});
+    token = visitor.token;
+    visitorUser = `visitor-${visitor.visitor_id}`;
+  }
+
+  let trading = false;
+
+  /// The visitor's turn: the admission becomes the site's session, and the visitor goes back
+  /// to the page first asked for (the address replaced: Back does not return to the line).
+  async function tradeAdmission(next) {
+    if (trading) return;
+    trading = true;
+    try {
+      const session = await api('POST', `/v1/gates/${gateId}/session`, {
+        attempt_id: next.attempt_id,
+        admission_token: next.admission_token,
+        return_to: returnTo,
+      });
+      sessionStorage.removeItem(attemptKey);
+      location.replace(session.location);
+    } catch (e) {
+      trading = false;
+      handleProblem(e);
+    }
+  }
+
   /// Draws `next` as `screenOf` (screen.js) decides it, and does what the step asks besides.
   function show(next) {
+    if (gateId && next.state === 'ADMITTED' && next.admission_token) tradeAdmission(next);
     const screen = screenOf(next, { before: attempt, firstPosition, t, money });
     attempt = next;
     firstPosition = screen.firstPosition;
@@ -524,7 +569,7 @@ import { screenOf } from './screen.js';
     /// last id), or, without one, the map read every second.
     function follow() {
       if (window.EventSource) {
-        const events = new EventSource(`/v1/public/sales/${saleId}/seat-map/events`);
+        const events = new EventSource(at(`/v1/public/sales/${saleId}/seat-map/events`));
         events.addEventListener('map', (e) => apply(JSON.parse(e.data).map));
         events.addEventListener('seats', (e) => {
           for (const change of JSON.parse(e.data).seats) set(change.seat, change.state);
@@ -532,7 +577,7 @@ import { screenOf } from './screen.js';
         return () => events.close();
       }
       const timer = setInterval(async () => {
-        const res = await fetch(`/v1/public/sales/${saleId}/seat-map`).catch(() => null);
+        const res = await fetch(at(`/v1/public/sales/${saleId}/seat-map`)).catch(() => null);
         if (res && res.ok) apply(await res.json());
       }, 1000);
       return () => clearInterval(timer);
@@ -568,7 +613,7 @@ import { screenOf } from './screen.js';
         $('seats').hidden = true;
         $('seat-map-box').hidden = false;
         if (!layout) {
-          const res = await fetch(`/v1/public/layouts/${offer.layout_id}`);
+          const res = await fetch(at(`/v1/public/layouts/${offer.layout_id}`));
           layout = await res.json();
         }
         if (!drawn) draw();
@@ -800,10 +845,10 @@ import { screenOf } from './screen.js';
   /// the tab suspended. The service worker shows it (sw.js).
   async function subscribePush() {
     if (!attempt || !('serviceWorker' in navigator) || !('PushManager' in window)) return;
-    const res = await fetch('/v1/web-push/key');
+    const res = await fetch(at('/v1/web-push/key'));
     if (!res.ok) return; // no Web Push here
     const { public_key: key } = await res.json();
-    const registration = await navigator.serviceWorker.register('/waiting-room/sw.js', { scope: '/waiting-room/' });
+    const registration = await navigator.serviceWorker.register(at('/waiting-room/sw.js'), { scope: at('/waiting-room/') });
     const subscription = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
     await api('PUT', `/v1/attempts/${attempt.attempt_id}/web-push`, { ...subscription.toJSON(), lang });
   }
@@ -840,7 +885,7 @@ import { screenOf } from './screen.js';
   /// The shop's name and logo (page.shop_name, page.logo_url), when configured.
   async function brand() {
     try {
-      const res = await fetch('/waiting-room/brand.json');
+      const res = await fetch(at('/waiting-room/brand.json'));
       const shop = await res.json();
       if (shop.name) { $('shop-name').textContent = shop.name; $('shop-name').hidden = false; }
       if (shop.logo_url) {
@@ -854,6 +899,14 @@ import { screenOf } from './screen.js';
   async function start() {
     translate();
     brand();
+    if (gateId) {
+      try {
+        await enterGate();
+      } catch (e) {
+        ending('notAvailable', e.status === 404 ? 'noSuchSale' : 'ended');
+        return;
+      }
+    }
     if (!saleId || !token) {
       ending('openFromShop', 'openFromShopText');
       return;
@@ -882,6 +935,8 @@ import { screenOf } from './screen.js';
     }
     redraw = () => { step('join', offer.name); showLeft(); };
     redraw();
+    // A gate's visitor came for the site, not for a sale: in line at once.
+    if (gateId) act($('join'), () => join());
     // What is left, kept current while the visitor waits to join or waits in line.
     setInterval(() => {
       if (shownStep === 'join' || shownStep === 'queued') refreshOffer();

@@ -8,7 +8,7 @@
 //! Layout: this file (the pool, connections behind the breaker, the [`Ledger`] impl);
 //! `tx.rs` (the statements of `LedgerTx` that the shared transitions and flows run);
 //! `attempts.rs`, `sales.rs`, `stock.rs` (a quantity sale's counter), `figures.rs` (a sale's figures over time), `idempotency.rs`,
-//! `push.rs` (Web Push subscriptions), `layouts.rs` (venue layouts), `phases.rs` (a sale's phases, lists and codes),
+//! `push.rs` (Web Push subscriptions), `layouts.rs` (venue layouts), `gates.rs` (gates and their sessions ended early), `phases.rs` (a sale's phases, lists and codes),
 //! `operators.rs` (admin keys and the admin audit log), `outbox.rs`, `queue_sync.rs`,
 //! `support.rs` (support's reads).
 
@@ -28,6 +28,7 @@ macro_rules! in_write {
 
 pub(super) mod attempts;
 mod figures;
+mod gates;
 mod idempotency;
 mod layouts;
 mod operators;

@@ -1,0 +1,140 @@
+//! Gates in front of sites (`domain::gate`): the operators' gates, the forward-auth check of
+//! each request a proxy asks about, and visitors' way through: a place in the gate's line under
+//! a visitor cookie, the session an admission is traded for, its renewal and its end.
+//!
+//! Each replica keeps the gates and the sessions ended early in memory ([`GateState`]), read
+//! from the ledger every `gate.refresh_ms`, and whether the queue store answers, asked every
+//! `gate.store_probe_ms`: the check of an admitted visitor is a cookie's signature and these,
+//! with no store call and no ledger read.
+//!
+//! Layout: this file (the state and its refresh); `check.rs` (the check); `visitors.rs` (a
+//! visitor's cookie and token, the session traded for an admission, its renewal and end);
+//! `admin.rs` (the operators' gates).
+
+pub mod admin;
+pub mod check;
+pub mod visitors;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use uuid::Uuid;
+
+use super::App;
+use crate::auth::gate_cookies::GateSigner;
+use crate::domain::gate::Gate;
+use crate::domain::{AttemptId, SaleId};
+use crate::gate::challenge::Verifier;
+use crate::gate::settings::GateConfig;
+
+/// The gates and the sessions ended early, as this replica last read them.
+#[derive(Default)]
+pub struct GateSet {
+    /// In the order they were made: the first that guards a request checks it.
+    pub gates: Vec<Arc<Gate>>,
+    pub by_id: HashMap<Uuid, Arc<Gate>>,
+    pub by_sale: HashMap<SaleId, Arc<Gate>>,
+    /// Sessions ended before their time: their cookies no longer pass.
+    pub ended: HashSet<AttemptId>,
+}
+
+impl GateSet {
+    fn new(gates: Vec<Gate>, ended: HashSet<AttemptId>) -> Self {
+        let gates: Vec<Arc<Gate>> = gates.into_iter().map(Arc::new).collect();
+        GateSet {
+            by_id: gates.iter().map(|g| (g.id, Arc::clone(g))).collect(),
+            by_sale: gates.iter().map(|g| (g.sale, Arc::clone(g))).collect(),
+            gates,
+            ended,
+        }
+    }
+}
+
+/// This replica's gates, signer, challenge checker and view of the queue store's health.
+pub struct GateState {
+    set: ArcSwap<GateSet>,
+    /// Whether the queue store answered its last probe (or call of the gate's).
+    store_up: AtomicBool,
+    pub signer: GateSigner,
+    pub verifier: Verifier,
+}
+
+impl GateState {
+    pub fn new(config: &GateConfig, seed: Option<[u8; 32]>) -> Self {
+        GateState {
+            set: ArcSwap::from_pointee(GateSet::default()),
+            store_up: AtomicBool::new(true),
+            signer: GateSigner::new(seed),
+            verifier: Verifier::new(config),
+        }
+    }
+
+    pub fn set(&self) -> arc_swap::Guard<Arc<GateSet>> {
+        self.set.load()
+    }
+
+    /// Whether `sale` is a gate's line (its stock is never held).
+    pub fn fronts(&self, sale: SaleId) -> bool {
+        self.set.load().by_sale.contains_key(&sale)
+    }
+
+    pub fn gate(&self, id: Uuid) -> Option<Arc<Gate>> {
+        self.set.load().by_id.get(&id).cloned()
+    }
+
+    pub fn store_up(&self) -> bool {
+        self.store_up.load(Ordering::Relaxed)
+    }
+
+    fn note_store(&self, up: bool) {
+        self.store_up.store(up, Ordering::Relaxed);
+        metrics::gauge!("sluice_gate_store_up").set(if up { 1.0 } else { 0.0 });
+    }
+
+    /// Notes a session ended here at once (the other replicas read it at their next refresh).
+    fn note_ended(&self, attempt: AttemptId) {
+        let now = self.set.load();
+        let mut ended = now.ended.clone();
+        ended.insert(attempt);
+        let gates = now.gates.iter().map(|g| Gate::clone(g)).collect();
+        self.set.store(Arc::new(GateSet::new(gates, ended)));
+    }
+}
+
+/// Reads the gates and the sessions ended early from the ledger into this replica's set.
+pub async fn refresh(app: &App) -> super::ServiceResult<()> {
+    let gates = app.ledger.gates().await?;
+    let ended = app.ledger.ended_gate_sessions().await?;
+    metrics::gauge!("sluice_gates").set(gates.len() as f64);
+    app.gates
+        .set
+        .store(Arc::new(GateSet::new(gates, ended.into_iter().collect())));
+    Ok(())
+}
+
+/// Keeps this replica's gates fresh and its view of the queue store's health, until the
+/// process ends.
+pub async fn run(app: App) {
+    let config = &app.config.gate;
+    let mut read = tokio::time::interval(Duration::from_millis(config.refresh_ms));
+    let mut probe = tokio::time::interval(Duration::from_millis(config.store_probe_ms));
+    read.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let budget = Duration::from_millis(config.store_probe_ms.clamp(100, 1000));
+    loop {
+        tokio::select! {
+            _ = read.tick() => {
+                if let Err(e) = refresh(&app).await {
+                    tracing::warn!(error = %e, "could not read the gates");
+                }
+            }
+            _ = probe.tick() => {
+                let up = matches!(tokio::time::timeout(budget, app.queue.ping()).await, Ok(Ok(())));
+                app.gates.note_store(up);
+            }
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! A visitor's way through the gate, through nginx and through Caddy: sent to the line with
+//! its page's address, files passing while it waits, its API calls refused with the gate's
+//! problem, one place per browser, back to its own page with the query intact, and sent to
+//! the line again once the origin ends its session.
+
+use reqwest::Method;
+use serde_json::json;
+
+use super::{end_session, gate, port_of, Origin, Proxy, Visitor};
+use crate::helpers::{Backend, TestApp};
+use crate::on_both_configurations;
+
+on_both_configurations!(a_visitor_waits_and_comes_back_to_its_own_page_through_nginx_and_caddy);
+
+async fn a_visitor_waits_and_comes_back_to_its_own_page_through_nginx_and_caddy(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let origin = Origin::start().await;
+    let g = gate(&t, 10, json!({})).await;
+    let gate_id = g["id"].as_str().unwrap();
+    for proxy in [
+        Proxy::nginx(port_of(&t), origin.port).await,
+        Proxy::caddy(port_of(&t), origin.port).await,
+    ] {
+        let name = proxy.name;
+        let page = "/shop/item?size=42&colour=blue%20green";
+        let mut v = Visitor::default();
+        let before = origin.count();
+
+        let sent = v.page(&proxy.url(page)).await;
+        assert_eq!(sent.status, 302, "{name}: {}", sent.body);
+        let waiting = sent.header("location").unwrap().to_owned();
+        assert!(
+            waiting.starts_with(&proxy.url(&format!("/.sluice/?gate={gate_id}&return_to="))),
+            "{name}: the waiting page on the site's own host: {waiting}"
+        );
+        assert_eq!(
+            origin.answered(before, "/shop/item"),
+            0,
+            "{name}: the page was not let through"
+        );
+
+        // Files pass while the visitor waits; an API call gets the gate's problem.
+        let css = v
+            .send(
+                Method::GET,
+                &proxy.url("/shop/app.css"),
+                "text/css",
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(css.status, 200, "{name}: a static file passes");
+        let xhr = v
+            .send(
+                Method::GET,
+                &proxy.url("/shop/api/cart"),
+                "application/json",
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(xhr.status, 429, "{name}: {}", xhr.body);
+        assert_eq!(
+            xhr.header("content-type"),
+            Some("application/problem+json"),
+            "{name}"
+        );
+        assert!(xhr.header("retry-after").is_some(), "{name}: Retry-After");
+        let problem = xhr.json();
+        assert_eq!(problem["type"], "/problems/waiting-room", "{name}");
+        assert!(
+            problem["waiting_room"]
+                .as_str()
+                .unwrap()
+                .starts_with(&proxy.url("/.sluice/?gate=")),
+            "{name}"
+        );
+        assert_eq!(
+            origin.answered(before, "/shop/api/"),
+            0,
+            "{name}: the API call was not let through"
+        );
+
+        // One place per browser: the second tab is the same visitor, in the same place.
+        let (gate_param, return_to) = super::waiting_page_params(&waiting);
+        assert_eq!(gate_param, gate_id);
+        let (token, sale) = v.enter(&proxy, gate_id).await;
+        let cookie = v
+            .cookies
+            .get("sluice_visitor")
+            .cloned()
+            .expect("a visitor cookie");
+        let attempt = v.join(&proxy, &sale, &token).await;
+        let tab = v
+            .send(
+                Method::POST,
+                &proxy.url(&format!("/.sluice/v1/gates/{gate_id}/visitors")),
+                "application/json",
+                Some(json!({})),
+                None,
+            )
+            .await;
+        assert!(
+            tab.header("set-cookie").is_none(),
+            "{name}: the browser's cookie is kept"
+        );
+        let tab_token = tab.json()["token"].as_str().unwrap().to_owned();
+        assert_eq!(
+            v.join(&proxy, &sale, &tab_token).await,
+            attempt,
+            "{name}: the same place"
+        );
+        assert_eq!(v.cookies["sluice_visitor"], cookie);
+
+        // Admitted: the admission becomes the site's session, back to the page asked for.
+        let admission = v.admitted(&proxy, &attempt, &token).await;
+        let traded = v
+            .trade(&proxy, gate_id, &attempt, &admission, &return_to)
+            .await;
+        assert_eq!(traded.status, 200, "{name}: {}", traded.body);
+        let set = traded.header("set-cookie").unwrap().to_owned();
+        for part in ["sluice_session=", "HttpOnly", "SameSite=Lax", "Path=/"] {
+            assert!(set.contains(part), "{name}: {set}");
+        }
+        let location = traded.json()["location"].as_str().unwrap().to_owned();
+        assert_eq!(
+            location,
+            proxy.url(page),
+            "{name}: its own page, the query intact"
+        );
+        let back = v.page(&location).await;
+        assert_eq!(back.status, 200, "{name}: {}", back.body);
+        let seen = origin.seen.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(seen.uri, page, "{name}");
+        assert_eq!(
+            seen.visitor.len(),
+            32,
+            "{name}: the origin learns the visitor: {seen:?}"
+        );
+        let api = v
+            .send(
+                Method::GET,
+                &proxy.url("/shop/api/cart"),
+                "application/json",
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(
+            api.status, 200,
+            "{name}: an admitted visitor's API call passes"
+        );
+
+        // The origin ends the session: the visitor is sent to the line again.
+        assert_eq!(end_session(&t, gate_id, &seen.visitor).await, 204, "{name}");
+        let again = v.page(&proxy.url(page)).await;
+        assert_eq!(again.status, 302, "{name}: sent to the line again");
+        assert!(
+            again
+                .header("location")
+                .unwrap()
+                .contains("/.sluice/?gate="),
+            "{name}"
+        );
+        assert_eq!(
+            end_session(&t, gate_id, &seen.visitor).await,
+            404,
+            "{name}: no session now"
+        );
+    }
+    t.stop().await;
+}
