@@ -74,8 +74,9 @@ pub struct GateIn {
     /// The gate's line: a quantity sale of its own, not instant. Its rate, active cap, opening
     /// (FIFO or lottery) and pause work as for any sale; its stock is never held.
     pub sale_id: String,
-    /// Hosts guarded (none: any), without scheme or port. A visitor is sent back only to one.
-    #[oai(default, validator(max_items = 50))]
+    /// Hosts guarded (at least one), without scheme or port. A visitor is sent back only to
+    /// one of them.
+    #[oai(validator(min_items = 1, max_items = 50))]
     pub hosts: Vec<String>,
     /// Path prefixes (`/tickets/`) or patterns with `*` (`/event-*/buy`) guarded (none: all).
     #[oai(default, validator(max_items = 100))]

@@ -34,10 +34,11 @@ pub struct Gate {
     pub cookie_domain: Option<String>,
 }
 
-/// Which requests a gate guards: every list empty means any.
+/// Which requests a gate guards: an empty list of paths or methods means any.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Guards {
-    /// Host names, without a port (`shop.example`), compared without case.
+    /// Host names, without a port (`shop.example`), compared without case: at least one (a
+    /// visitor is sent back only to them).
     pub hosts: Vec<String>,
     /// Path prefixes (`/tickets/`), or patterns where `*` stands for any characters.
     pub paths: Vec<String>,
@@ -183,7 +184,7 @@ impl Gate {
     pub fn guards(&self, req: &Original) -> bool {
         let g = &self.guards;
         let path = req.path();
-        (g.hosts.is_empty() || g.hosts.iter().any(|h| h.eq_ignore_ascii_case(&req.host)))
+        g.hosts.iter().any(|h| h.eq_ignore_ascii_case(&req.host))
             && (g.paths.is_empty()
                 || g.paths.iter().any(|p| {
                     if p.contains('*') {
@@ -267,6 +268,9 @@ impl Gate {
             return bad("refuse_status", "must be 429 or 503");
         }
         let g = &self.guards;
+        if g.hosts.is_empty() {
+            return bad("hosts", "name at least one: a visitor is sent back only to them");
+        }
         if g.hosts.iter().any(|h| !is_host(h)) {
             return bad("hosts", "each must be a host name without a scheme or port");
         }
@@ -312,8 +316,7 @@ impl Gate {
         Ok(())
     }
 
-    /// Whether a visitor may be sent back to `host` (one the gate guards; any, when it names
-    /// none).
+    /// Whether a visitor may be sent back to `host` (one the gate guards).
     pub fn may_return_to(&self, host: &str) -> bool {
         let bare = host.rsplit_once(':').map_or(host, |(h, port)| {
             if port.bytes().all(|b| b.is_ascii_digit()) {
@@ -322,12 +325,7 @@ impl Gate {
                 host
             }
         });
-        self.guards.hosts.is_empty()
-            || self
-                .guards
-                .hosts
-                .iter()
-                .any(|h| h.eq_ignore_ascii_case(bare))
+        self.guards.hosts.iter().any(|h| h.eq_ignore_ascii_case(bare))
     }
 }
 

@@ -248,6 +248,7 @@ pub async fn gate(t: &TestApp, max_active: u32, extra: Value) -> Value {
     let mut body = json!({
         "name": "shop",
         "sale_id": sale,
+        "hosts": ["127.0.0.1"],
         "paths": ["/shop/"],
         "static_extensions": ["css", "js"],
     });
