@@ -269,7 +269,10 @@ impl Gate {
         }
         let g = &self.guards;
         if g.hosts.is_empty() {
-            return bad("hosts", "name at least one: a visitor is sent back only to them");
+            return bad(
+                "hosts",
+                "name at least one: a visitor is sent back only to them",
+            );
         }
         if g.hosts.iter().any(|h| !is_host(h)) {
             return bad("hosts", "each must be a host name without a scheme or port");
@@ -325,7 +328,10 @@ impl Gate {
                 host
             }
         });
-        self.guards.hosts.iter().any(|h| h.eq_ignore_ascii_case(bare))
+        self.guards
+            .hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(bare))
     }
 }
 

@@ -1,1 +1,151 @@
-//! (to be written)
+//! A gate's challenge, checked server-side with the provider's `siteverify` and the shop's
+//! secret, against the stand-ins of `tests/standins` (written from each provider's
+//! reference): the documented test keys pass, anything else is refused with a problem and
+//! no visitor cookie, so a visitor who failed cannot join the line.
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use super::gate;
+use crate::helpers::{StandIn, TestApp};
+
+const TURNSTILE_PASSES: &str = "1x0000000000000000000000000000000AA";
+const TURNSTILE_FAILS: &str = "2x0000000000000000000000000000000AA";
+const TURNSTILE_TOKEN: &str = "XXXX.DUMMY.TOKEN.XXXX";
+const HCAPTCHA_SECRET: &str = "0x0000000000000000000000000000000000000000";
+const HCAPTCHA_SITE_KEY: &str = "10000000-ffff-ffff-ffff-000000000001";
+const HCAPTCHA_RESPONSE: &str = "10000000-aaaa-bbbb-cccc-000000000001";
+
+async fn enter(t: &TestApp, gate: &str, answer: Option<&str>) -> (u16, Option<String>, Value) {
+    let body = match answer {
+        Some(a) => json!({ "challenge_answer": a }),
+        None => json!({}),
+    };
+    let resp = t
+        .http
+        .post(format!("{}/v1/gates/{gate}/visitors", t.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let cookie = resp
+        .headers()
+        .get("set-cookie")
+        .map(|c| c.to_str().unwrap().to_owned());
+    (status, cookie, resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn turnstile_is_checked_with_its_siteverify_and_the_shops_secret() {
+    let standin = StandIn::start("turnstile/turnstile_standin.py", &[]).await;
+    for (secret, passes) in [(TURNSTILE_PASSES, true), (TURNSTILE_FAILS, false)] {
+        let verify = format!("{}/turnstile/v0/siteverify", standin.url());
+        let t = TestApp::spawn_with(|c| {
+            c.gate.turnstile_site_key = "1x00000000000000000000AA".into();
+            c.gate.turnstile_secret = secret.into();
+            c.gate.turnstile_verify_url = verify;
+        })
+        .await;
+        let g = gate(&t, 10, json!({ "challenge": "turnstile" })).await;
+        let id = g["id"].as_str().unwrap();
+        let entry = t.get_json(&format!("/v1/gates/{id}/entry")).await;
+        assert_eq!(entry["challenge"], "turnstile");
+        assert_eq!(entry["site_key"], "1x00000000000000000000AA");
+        assert!(
+            !entry.to_string().contains(secret),
+            "the secret is never answered"
+        );
+
+        let (status, cookie, body) = enter(&t, id, None).await;
+        assert_eq!((status, cookie.is_none()), (403, true), "no answer: {body}");
+        assert_eq!(body["type"], "/problems/challenge-failed");
+        let (status, cookie, body) = enter(&t, id, Some("made-up")).await;
+        assert_eq!(
+            (status, cookie.is_none()),
+            (403, true),
+            "a made-up answer: {body}"
+        );
+        let (status, cookie, body) = enter(&t, id, Some(TURNSTILE_TOKEN)).await;
+        if passes {
+            assert_eq!(status, 200, "{body}");
+            assert!(cookie.unwrap().starts_with("sluice_visitor="));
+            let sale = body["sale_id"].as_str().unwrap();
+            let token = body["token"].as_str().unwrap();
+            let joined = t
+                .http
+                .post(format!("{}/v1/sales/{sale}/attempts", t.base))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            assert!(joined.status().is_success(), "a visitor who passed joins");
+        } else {
+            assert_eq!(
+                (status, cookie.is_none()),
+                (403, true),
+                "the failing secret: {body}"
+            );
+            assert!(
+                body["detail"]
+                    .as_str()
+                    .unwrap()
+                    .contains("invalid-input-response"),
+                "{body}"
+            );
+        }
+        let last = standin.calls().await.last().unwrap().clone();
+        assert_eq!(last["secret"], secret, "sent with the shop's secret");
+        assert_eq!(last["remoteip"], "127.0.0.1", "and the visitor's address");
+        let metrics = t.metrics().await;
+        assert!(
+            metrics.contains("sluice_gate_challenges_total{provider=\"Turnstile\""),
+            "counted"
+        );
+        let listed = t.admin_json(Method::GET, "/v1/gates").await;
+        assert!(!listed.to_string().contains(secret));
+        t.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn hcaptcha_is_checked_with_its_siteverify_and_the_shops_secret() {
+    let standin = StandIn::start("hcaptcha/hcaptcha_standin.py", &[]).await;
+    for (site_key, passes) in [
+        (HCAPTCHA_SITE_KEY, true),
+        ("20000000-ffff-ffff-ffff-000000000002", false),
+    ] {
+        let verify = format!("{}/siteverify", standin.url());
+        let t = TestApp::spawn_with(|c| {
+            c.gate.hcaptcha_site_key = site_key.into();
+            c.gate.hcaptcha_secret = HCAPTCHA_SECRET.into();
+            c.gate.hcaptcha_verify_url = verify;
+        })
+        .await;
+        let g = gate(&t, 10, json!({ "challenge": "hcaptcha" })).await;
+        let id = g["id"].as_str().unwrap();
+        let (status, cookie, _) = enter(&t, id, Some("10000000-aaaa-bbbb-cccc-000000000009")).await;
+        assert_eq!((status, cookie.is_none()), (403, true), "a wrong response");
+        let (status, cookie, body) = enter(&t, id, Some(HCAPTCHA_RESPONSE)).await;
+        if passes {
+            assert_eq!(status, 200, "{body}");
+            assert!(cookie.is_some());
+        } else {
+            assert_eq!(
+                (status, cookie.is_none()),
+                (403, true),
+                "another site's key: {body}"
+            );
+            assert!(
+                body["detail"]
+                    .as_str()
+                    .unwrap()
+                    .contains("sitekey-secret-mismatch"),
+                "{body}"
+            );
+        }
+        let last = standin.calls().await.last().unwrap().clone();
+        assert_eq!(last["sitekey"], site_key, "the site key is sent");
+        t.stop().await;
+    }
+}

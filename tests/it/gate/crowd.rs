@@ -40,54 +40,95 @@ async fn a_thousand_visitors_through_nginx_at_most_a_hundred_at_once(backend: Ba
         let (token, sale) = v.enter(&proxy, &gate_id).await;
         let attempt = v.join(&proxy, &sale, &token).await;
         let (again, _) = v.enter(&proxy, &gate_id).await;
-        assert_eq!(v.join(&proxy, &sale, &again).await, attempt, "a refresh keeps the place");
+        assert_eq!(
+            v.join(&proxy, &sale, &again).await,
+            attempt,
+            "a refresh keeps the place"
+        );
         visitors.push((i, v, token, attempt, return_to, page));
     }
-    let order: HashMap<String, usize> =
-        visitors.iter().map(|(i, _, _, a, _, _)| (a.clone(), *i)).collect();
+    let order: HashMap<String, usize> = visitors
+        .iter()
+        .map(|(i, _, _, a, _, _)| (a.clone(), *i))
+        .collect();
 
     let active = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let t = Arc::new(t);
-    let runs = visitors.into_iter().map(|(i, mut v, token, attempt, return_to, page)| {
-        let (proxy, t, active, most, gate_id) =
-            (proxy.clone(), t.clone(), active.clone(), most.clone(), gate_id.clone());
-        async move {
-            let deadline = Instant::now() + Duration::from_secs(240);
-            let admission = loop {
-                let got = v
-                    .send(Method::GET, &proxy.url(&format!("/.sluice/v1/attempts/{attempt}")), "application/json", None, Some(&token))
+    let runs = visitors
+        .into_iter()
+        .map(|(i, mut v, token, attempt, return_to, page)| {
+            let (proxy, t, active, most, gate_id) = (
+                proxy.clone(),
+                t.clone(),
+                active.clone(),
+                most.clone(),
+                gate_id.clone(),
+            );
+            async move {
+                let deadline = Instant::now() + Duration::from_secs(240);
+                let admission = loop {
+                    let got = v
+                        .send(
+                            Method::GET,
+                            &proxy.url(&format!("/.sluice/v1/attempts/{attempt}")),
+                            "application/json",
+                            None,
+                            Some(&token),
+                        )
+                        .await;
+                    let s = got.json();
+                    if s["state"] == "ADMITTED" {
+                        break s["admission_token"].as_str().unwrap().to_owned();
+                    }
+                    assert_eq!(s["state"], "QUEUED", "visitor {i}: {}", got.body);
+                    assert!(Instant::now() < deadline, "visitor {i} still waits");
+                    let wait = s["poll_after_ms"].as_u64().unwrap_or(500).clamp(100, 1000);
+                    tokio::time::sleep(Duration::from_millis(wait)).await;
+                };
+                let traded = v
+                    .trade(&proxy, &gate_id, &attempt, &admission, &return_to)
                     .await;
-                let s = got.json();
-                if s["state"] == "ADMITTED" {
-                    break s["admission_token"].as_str().unwrap().to_owned();
-                }
-                assert_eq!(s["state"], "QUEUED", "visitor {i}: {}", got.body);
-                assert!(Instant::now() < deadline, "visitor {i} still waits");
-                let wait = s["poll_after_ms"].as_u64().unwrap_or(500).clamp(100, 1000);
-                tokio::time::sleep(Duration::from_millis(wait)).await;
-            };
-            let traded = v.trade(&proxy, &gate_id, &attempt, &admission, &return_to).await;
-            assert_eq!(traded.status, 200, "visitor {i}: {}", traded.body);
-            let now = active.fetch_add(1, Ordering::SeqCst) + 1;
-            most.fetch_max(now, Ordering::SeqCst);
-            let location = traded.json()["location"].as_str().unwrap().to_owned();
-            assert_eq!(location, proxy.url(&page), "visitor {i} goes back to its own page");
-            let back = v.page(&location).await;
-            assert_eq!(back.status, 200, "visitor {i}: {}", back.body);
-            assert!(back.body.contains(&format!("/shop/item/{i}?n={i}&amp;from=crowd")), "visitor {i}: {}", back.body);
-            let visitor = v.cookies["sluice_session"].split('.').next().unwrap().to_owned();
-            // A while on the site, so that the cap is what holds the others back.
-            tokio::time::sleep(Duration::from_millis(600)).await;
-            // Counted out before the end is asked: a place freed is never counted twice.
-            active.fetch_sub(1, Ordering::SeqCst);
-            assert_eq!(end_session(&t, &gate_id, &visitor).await, 204, "visitor {i}");
-        }
-    });
+                assert_eq!(traded.status, 200, "visitor {i}: {}", traded.body);
+                let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                let location = traded.json()["location"].as_str().unwrap().to_owned();
+                assert_eq!(
+                    location,
+                    proxy.url(&page),
+                    "visitor {i} goes back to its own page"
+                );
+                let back = v.page(&location).await;
+                assert_eq!(back.status, 200, "visitor {i}: {}", back.body);
+                assert!(
+                    back.body
+                        .contains(&format!("/shop/item/{i}?n={i}&amp;from=crowd")),
+                    "visitor {i}: {}",
+                    back.body
+                );
+                let visitor = v.cookies["sluice_session"]
+                    .split('.')
+                    .next()
+                    .unwrap()
+                    .to_owned();
+                // A while on the site, so that the cap is what holds the others back.
+                tokio::time::sleep(Duration::from_millis(600)).await;
+                // Counted out before the end is asked: a place freed is never counted twice.
+                active.fetch_sub(1, Ordering::SeqCst);
+                assert_eq!(
+                    end_session(&t, &gate_id, &visitor).await,
+                    204,
+                    "visitor {i}"
+                );
+            }
+        });
     futures_util::future::join_all(runs).await;
     let most = most.load(Ordering::SeqCst);
     assert!(most <= CAP, "{most} sessions at once, the cap is {CAP}");
-    assert!(most >= CAP / 2, "the line let many in at once ({most}): the cap was the bound");
+    assert!(
+        most >= CAP / 2,
+        "the line let many in at once ({most}): the cap was the bound"
+    );
 
     // Admitted in the order they joined: the admissions, as published, in join order.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -105,7 +146,12 @@ async fn a_thousand_visitors_through_nginx_at_most_a_hundred_at_once(backend: Ba
     };
     assert_eq!(admitted.len(), VISITORS, "each admitted once");
     let inversions = admitted.windows(2).filter(|w| w[0] > w[1]).count();
-    assert_eq!(inversions, 0, "admitted in join order: {:?}", &admitted[..50.min(admitted.len())]);
+    assert_eq!(
+        inversions,
+        0,
+        "admitted in join order: {:?}",
+        &admitted[..50.min(admitted.len())]
+    );
     assert_eq!(
         origin.answered(0, "/shop/item/"),
         VISITORS,

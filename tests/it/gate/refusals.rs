@@ -43,7 +43,15 @@ fn now() -> i64 {
 
 async fn nothing_passes_without_a_real_session_of_the_gate(backend: Backend) {
     let t = TestApp::spawn_on(backend).await;
-    let seed = t.app.config.auth.admission_key_seed_hex.as_ref().unwrap().expose().to_owned();
+    let seed = t
+        .app
+        .config
+        .auth
+        .admission_key_seed_hex
+        .as_ref()
+        .unwrap()
+        .expose()
+        .to_owned();
     let origin = Origin::start().await;
     let a = gate(&t, 10, json!({})).await;
     let b = gate(&t, 10, json!({ "paths": ["/other/"] })).await;
@@ -75,21 +83,56 @@ async fn nothing_passes_without_a_real_session_of_the_gate(backend: Backend) {
     assert_eq!(refused(&proxy, forged_end).await, 302, "an altered end");
     let unsigned = format!("{visitor}.{attempt}.{}.{}.AAAA", now() + 3600, now());
     assert_eq!(refused(&proxy, unsigned).await, 302, "a made-up signature");
-    let expired = signed(&seed, "session", a_id, &format!("{visitor}.{attempt}.{}.{}", now() - 1, now() - 600));
+    let expired = signed(
+        &seed,
+        "session",
+        a_id,
+        &format!("{visitor}.{attempt}.{}.{}", now() - 1, now() - 600),
+    );
     assert_eq!(refused(&proxy, expired).await, 302, "an expired session");
-    let fresh = signed(&seed, "session", a_id, &format!("{visitor}.{attempt}.{}.{}", now() + 300, now()));
-    assert_eq!(refused(&proxy, fresh.clone()).await, 200, "the same, signed right and not expired");
-    assert_eq!(refused(&proxy, other_gates).await, 302, "another gate's session");
-    let as_b = signed(&seed, "session", b_id, &format!("{visitor}.{attempt}.{}.{}", now() + 300, now()));
+    let fresh = signed(
+        &seed,
+        "session",
+        a_id,
+        &format!("{visitor}.{attempt}.{}.{}", now() + 300, now()),
+    );
+    assert_eq!(
+        refused(&proxy, fresh.clone()).await,
+        200,
+        "the same, signed right and not expired"
+    );
+    assert_eq!(
+        refused(&proxy, other_gates).await,
+        302,
+        "another gate's session"
+    );
+    let as_b = signed(
+        &seed,
+        "session",
+        b_id,
+        &format!("{visitor}.{attempt}.{}.{}", now() + 300, now()),
+    );
     assert_eq!(refused(&proxy, as_b).await, 302, "signed for another gate");
     let visitor_cookie = v.cookies["sluice_visitor"].clone();
-    assert_eq!(refused(&proxy, visitor_cookie).await, 302, "a visitor cookie is no session");
+    assert_eq!(
+        refused(&proxy, visitor_cookie).await,
+        302,
+        "a visitor cookie is no session"
+    );
 
     // Ended by the origin: neither the cookie it had nor one signed afresh passes.
     assert_eq!(end_session(&t, a_id, visitor).await, 204);
     assert_eq!(refused(&proxy, real).await, 302, "a revoked session");
-    assert_eq!(refused(&proxy, fresh).await, 302, "a revoked session's attempt, signed afresh");
-    assert_eq!(origin.answered(before, "/shop/private"), 1, "only the good signature passed");
+    assert_eq!(
+        refused(&proxy, fresh).await,
+        302,
+        "a revoked session's attempt, signed afresh"
+    );
+    assert_eq!(
+        origin.answered(before, "/shop/private"),
+        1,
+        "only the good signature passed"
+    );
 
     // Another visitor's admission is not traded for a session.
     let mut owner = Visitor::default();
@@ -100,21 +143,35 @@ async fn nothing_passes_without_a_real_session_of_the_gate(backend: Backend) {
     let admission = owner.admitted(&proxy, &attempt, &token).await;
     let mut thief = Visitor::default();
     thief.enter(&proxy, &gate_id).await;
-    let stolen = thief.trade(&proxy, &gate_id, &attempt, &admission, &return_to).await;
+    let stolen = thief
+        .trade(&proxy, &gate_id, &attempt, &admission, &return_to)
+        .await;
     assert_eq!(stolen.status, 403, "{}", stolen.body);
     assert!(stolen.header("set-cookie").is_none());
     assert_eq!(thief.page(&page).await.status, 302);
 
     // A way back to another host, however it came, is refused.
     let evil = format!("https\nevil.example\n/shop/private");
-    let evil = signed(&seed, "return_to", a_id, &format!("{}.{}", now() + 300, URL_SAFE_NO_PAD.encode(evil)));
-    let to_evil = owner.trade(&proxy, &gate_id, &attempt, &admission, &evil).await;
+    let evil = signed(
+        &seed,
+        "return_to",
+        a_id,
+        &format!("{}.{}", now() + 300, URL_SAFE_NO_PAD.encode(evil)),
+    );
+    let to_evil = owner
+        .trade(&proxy, &gate_id, &attempt, &admission, &evil)
+        .await;
     assert_eq!(to_evil.status, 422, "{}", to_evil.body);
     assert_eq!(to_evil.json()["field"], "return_to");
     let tampered = return_to.replacen('.', ".x", 1);
-    let bad = owner.trade(&proxy, &gate_id, &attempt, &admission, &tampered).await;
+    let bad = owner
+        .trade(&proxy, &gate_id, &attempt, &admission, &tampered)
+        .await;
     assert_eq!(bad.status, 422, "{}", bad.body);
-    assert!(owner.cookies.get("sluice_session").is_none(), "no session was given");
+    assert!(
+        owner.cookies.get("sluice_session").is_none(),
+        "no session was given"
+    );
     // Asked of sluice directly for another host, the check names no way back there.
     let direct = t
         .http
@@ -125,11 +182,17 @@ async fn nothing_passes_without_a_real_session_of_the_gate(backend: Backend) {
         .send()
         .await
         .unwrap();
-    assert_eq!(direct.status(), 200, "not a host of the gate: not guarded, nothing signed");
+    assert_eq!(
+        direct.status(),
+        200,
+        "not a host of the gate: not guarded, nothing signed"
+    );
     assert!(direct.headers().get("location").is_none());
 
     // The real owner still trades it and passes.
-    let own = owner.trade(&proxy, &gate_id, &attempt, &admission, &return_to).await;
+    let own = owner
+        .trade(&proxy, &gate_id, &attempt, &admission, &return_to)
+        .await;
     assert_eq!(own.status, 200, "{}", own.body);
     t.stop().await;
 }
