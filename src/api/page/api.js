@@ -43,13 +43,13 @@ export async function problemOf(res) {
  * Where sluice's paths are reached: the folder above this module's (`/`, or the path prefix a
  * site's proxy sends to sluice, such as `/.sluice/`, when the page fronts a gate).
  */
-const root = new URL('../', import.meta.url);
+const root = typeof location === 'undefined' ? '/' : new URL('../', import.meta.url).pathname;
 
 /**
- * The address of sluice's `path` (`/v1/...`, `/waiting-room/...`) as this page reaches it.
+ * The path of sluice's `path` (`/v1/...`, `/waiting-room/...`) as this page reaches it.
  * @param {string} path
  */
-export const at = (path) => new URL(path.replace(/^\//, ''), root).href;
+export const at = (path) => `${root}${path.replace(/^\//, '')}`;
 
 /**
  * Calls sluice's API with the headers `credentials` gives at each call (a user's token, an
@@ -81,7 +81,9 @@ export function clientWith(credentials) {
 export function client(token) {
   return clientWith(() => {
     const t = typeof token === 'function' ? token() : token;
-    return t ? { Authorization: `Bearer ${t}` } : {};
+    /** @type {Record<string, string>} */
+    const headers = t ? { Authorization: `Bearer ${t}` } : {};
+    return headers;
   });
 }
 

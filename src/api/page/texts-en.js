@@ -52,6 +52,7 @@ export default {
   notifyOn: 'We will tell you when it is your turn, even while you are in another tab.',
   notifyBlocked: 'Notifications are blocked in this browser: keep an eye on this tab.',
   comeBack: (d) => `When your turn comes, you will have ${d} to come back and choose.`,
+  gateComeBack: 'When your turn comes, you go straight on to the page you asked for.',
   turnNotice: (d) => `Come back within ${d} to choose your tickets.`,
   titleFlash: '▶ Your turn!',
   seconds: (n) => (n === 1 ? '1 second' : `${n} seconds`),

@@ -51,6 +51,7 @@ export default {
   notifyOn: '다른 탭을 보고 있어도 차례가 되면 알려 드립니다.',
   notifyBlocked: '이 브라우저에서 알림이 차단되어 있습니다. 이 탭을 계속 확인해 주세요.',
   comeBack: (d) => `차례가 되면 ${d} 안에 돌아와 선택해야 합니다.`,
+  gateComeBack: '차례가 되면 요청하신 페이지로 바로 이동합니다.',
   turnNotice: (d) => `${d} 안에 돌아와 티켓을 선택하세요.`,
   titleFlash: '▶ 내 차례입니다!',
   seconds: (n) => `${n}초`,

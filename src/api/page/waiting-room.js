@@ -265,7 +265,8 @@ import { screenOf } from './screen.js';
   /// What is left, when the offer knows it, on the steps before the turn.
   function showLeft() {
     showPhases();
-    const known = offer && typeof offer.remaining === 'number';
+    // A gate's line holds no stock: nothing is left or sold out.
+    const known = !gateId && offer && typeof offer.remaining === 'number';
     for (const id of ['join-left', 'queued-left']) {
       $(id).hidden = !known;
       if (known) $(id).textContent = offer.remaining > 0 ? t('left', offer.remaining) : t('leftNone');
@@ -822,7 +823,9 @@ import { screenOf } from './screen.js';
 
   /// While waiting: how long the user will have when the turn comes, and the offer to be told.
   function showNotify() {
-    $('come-back').textContent = offer ? t('comeBack', duration(offer.admission_ttl_secs)) : '';
+    // A gate's line has nothing to choose: the turn leads straight back to the site.
+    if (gateId) $('come-back').textContent = t('gateComeBack');
+    else $('come-back').textContent = offer ? t('comeBack', duration(offer.admission_ttl_secs)) : '';
     const permission = canNotify() ? Notification.permission : 'unsupported';
     const on = permission === 'granted' && localStorage.getItem(NOTIFY_KEY) === '1';
     $('notify').hidden = !canNotify() || permission === 'denied' || on;

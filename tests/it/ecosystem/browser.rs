@@ -36,7 +36,11 @@ fn png_size(bytes: &[u8]) -> (u32, u32) {
 
 /// Runs `script` of `tests/browser` with node against `app`, with its URL, the admin key, the
 /// user-token secret and `env`; asserts it ran every check.
-async fn run_script(app: &TestApp, script: &'static str, env: Vec<(&'static str, String)>) {
+pub(crate) async fn run_script(
+    app: &TestApp,
+    script: &'static str,
+    env: Vec<(&'static str, String)>,
+) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
     let base = app.base.clone();
     let out = tokio::task::spawn_blocking(move || {

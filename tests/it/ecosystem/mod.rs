@@ -3,7 +3,7 @@
 //! under tsc and node --test), promtool on the metrics, alert rules and dashboards, k6, the
 //! production docker-compose file and the Kubernetes manifest.
 
-mod browser;
+pub(crate) mod browser;
 mod compose;
 mod contract;
 mod k6;
