@@ -302,6 +302,35 @@ fn describe() {
         "sluice_event_publish_errors_total",
         "Failed attempts to publish a batch of events"
     );
+    describe_counter!(
+        "sluice_gate_checks_total",
+        "Gate checks of a proxy by outcome (not_guarded, bypass, session, renew, wait, store_down_open, store_down_closed)"
+    );
+    describe_counter!(
+        "sluice_gate_bypasses_total",
+        "Guarded requests that passed by a gate's rule, by rule"
+    );
+    describe_counter!(
+        "sluice_gate_sessions_total",
+        "Gate sessions started, renewed and ended early"
+    );
+    describe_gauge!(
+        "sluice_gate_sessions_active",
+        "Admitted visitors of a gate at once (its line's active set)"
+    );
+    describe_counter!(
+        "sluice_gate_challenges_total",
+        "Gate challenge answers checked with the provider, by outcome"
+    );
+    describe_counter!(
+        "sluice_gate_visitors_total",
+        "Visitors let into a gate's line"
+    );
+    describe_gauge!("sluice_gates", "Gates this replica knows");
+    describe_gauge!(
+        "sluice_gate_store_up",
+        "Whether the gate's last probe of the queue store was answered"
+    );
 }
 
 /// Counters that may stay at zero for a long time exist from the start, so `rate()` and the

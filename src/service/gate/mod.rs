@@ -64,6 +64,17 @@ pub struct GateState {
 
 impl GateState {
     pub fn new(config: &GateConfig, seed: Option<[u8; 32]>) -> Self {
+        // Every series of the gate's figures from the start, so that a dashboard shows zero
+        // rather than nothing.
+        for provider in ["Turnstile", "hCaptcha"] {
+            for outcome in ["passed", "failed"] {
+                metrics::counter!("sluice_gate_challenges_total", "provider" => provider, "outcome" => outcome)
+                    .increment(0);
+            }
+        }
+        for event in ["started", "renewed", "ended"] {
+            metrics::counter!("sluice_gate_sessions_total", "event" => event).increment(0);
+        }
         GateState {
             set: ArcSwap::from_pointee(GateSet::default()),
             store_up: AtomicBool::new(true),
@@ -115,6 +126,17 @@ pub async fn refresh(app: &App) -> super::ServiceResult<()> {
     Ok(())
 }
 
+/// Sessions at once, per gate: its line's active set (a figure, not the check's business).
+async fn count_sessions(app: &App) {
+    let gates = app.gates.set().gates.clone();
+    for gate in gates {
+        if let Ok(stats) = app.queue.stats(gate.sale).await {
+            metrics::gauge!("sluice_gate_sessions_active", "gate" => gate.id.to_string())
+                .set(stats.active as f64);
+        }
+    }
+}
+
 /// Keeps this replica's gates fresh and its view of the queue store's health, until the
 /// process ends.
 pub async fn run(app: App) {
@@ -134,6 +156,9 @@ pub async fn run(app: App) {
             _ = probe.tick() => {
                 let up = matches!(tokio::time::timeout(budget, app.queue.ping()).await, Ok(Ok(())));
                 app.gates.note_store(up);
+                if up {
+                    count_sessions(&app).await;
+                }
             }
         }
     }

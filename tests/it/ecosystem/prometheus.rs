@@ -189,6 +189,29 @@ async fn metrics_pass_promtool_and_every_dashboard_and_alert_metric_is_exported(
     .send()
     .await
     .unwrap();
+    // A gate's figures: a check sent to the line, a file let through, its sessions counted.
+    let gate_sale = app.create_sale(json!({ "quantity": 1 })).await;
+    let gate = app
+        .admin(reqwest::Method::POST, "/v1/gates")
+        .json(
+            &json!({ "name": "site", "sale_id": gate_sale, "hosts": ["shop.example"],
+                       "static_extensions": ["css"] }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gate.status(), 201);
+    for uri in ["/page", "/app.css"] {
+        let checked = app
+            .http
+            .get(app.url("/v1/gate/check"))
+            .header("X-Forwarded-Host", "shop.example")
+            .header("X-Forwarded-Uri", uri)
+            .send()
+            .await
+            .unwrap();
+        assert!(checked.status().is_success() || checked.status() == 429);
+    }
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await; // a few valve rounds
 
     let metrics = app.metrics().await;
