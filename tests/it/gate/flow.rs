@@ -170,3 +170,85 @@ async fn a_visitor_waits_and_comes_back_to_its_own_page_through_nginx_and_caddy(
     }
     t.stop().await;
 }
+
+/// The check reads Traefik's `X-Forwarded-*` and Envoy's `ext_authz` HTTP form (the original
+/// path after `path_prefix`, the original method), as the configs of `deploy/proxies` send
+/// them; those configs parse.
+#[tokio::test]
+async fn the_check_reads_traefiks_and_envoys_forms() {
+    let t = TestApp::spawn_on(Backend::Embedded).await;
+    let g = gate(&t, 10, json!({})).await;
+    let http = Visitor::default().http; // redirects not followed
+    let check = |method: Method, path: &str| http.request(method, t.url(path));
+    let traefik = check(Method::GET, "/v1/gate/check")
+        .header("X-Forwarded-Method", "GET")
+        .header("X-Forwarded-Proto", "https")
+        .header("X-Forwarded-Host", "127.0.0.1")
+        .header("X-Forwarded-Uri", "/shop/x?y=1")
+        .header("Accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(traefik.status(), 302);
+    let location = traefik.headers()["location"].to_str().unwrap();
+    let prefix = format!(
+        "https://127.0.0.1/.sluice/?gate={}&return_to=",
+        g["id"].as_str().unwrap()
+    );
+    assert!(location.starts_with(&prefix), "{location}");
+    let traefik_file = http
+        .post(t.url("/v1/gate/check"))
+        .header("X-Forwarded-Method", "POST")
+        .header("X-Forwarded-Host", "127.0.0.1")
+        .header("X-Forwarded-Uri", "/shop/api/cart")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(traefik_file.status(), 429, "an API call of Traefik's form");
+
+    let envoy_api = check(Method::POST, "/v1/gate/check/shop/api/cart?x=1")
+        .header("X-Forwarded-Host", "127.0.0.1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        envoy_api.status(),
+        429,
+        "Envoy's form: the original method and path"
+    );
+    let body: serde_json::Value = envoy_api.json().await.unwrap();
+    assert_eq!(body["type"], "/problems/waiting-room");
+    let envoy_page = check(Method::GET, "/v1/gate/check/shop/item?x=1")
+        .header("X-Forwarded-Host", "127.0.0.1")
+        .header("Accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(envoy_page.status(), 302);
+    let envoy_file = check(Method::GET, "/v1/gate/check/shop/app.css")
+        .header("X-Forwarded-Host", "127.0.0.1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        envoy_file.status(),
+        200,
+        "a static file passes in Envoy's form"
+    );
+    let elsewhere = check(Method::GET, "/v1/gate/check/about")
+        .header("X-Forwarded-Host", "127.0.0.1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(elsewhere.status(), 200, "a path the gate does not guard");
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/proxies");
+    for file in ["traefik/sluice-gate.yml", "envoy/sluice-gate.yaml"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let parsed: serde_yaml::Value =
+            serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(text.contains("/v1/gate/check"), "{file} asks the check");
+        assert!(parsed.is_mapping());
+    }
+    t.stop().await;
+}
