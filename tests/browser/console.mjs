@@ -4,7 +4,8 @@
 // and refund the purchase behind a confirmation;
 // then a viewer key sees the sale and the buyer but no control, and a waiting buyer's place in
 // the queue; a sale in phases shows its timeline, takes a member list and makes and exports
-// access codes; a sale of a venue layout shows its seat map with each section's free, held,
+// access codes; a gate in front of a site is listed and its switch turned (not by a viewer);
+// a sale of a venue layout shows its seat map with each section's free, held,
 // sold and withdrawn seats, and seats selected by clicks and by a dragged box are withdrawn
 // and put back on sale; a Korean browser gets the
 // console in Korean. Each page is screenshotted into
@@ -72,6 +73,10 @@ try {
   await buy('console-buyer', sale);
   await buy('console-other', sale);
   const viewer = (await admin('POST', '/v1/admin/keys', { name: 'support-desk', role: 'viewer' })).secret;
+  const gateSale = (await admin('POST', '/v1/sales', { name: 'Friday drop line', quantity: 1 })).id;
+  const gate = await admin('POST', '/v1/gates', {
+    name: 'shop drop', sale_id: gateSale, hosts: ['shop.example'], paths: ['/drop/'],
+  });
 
   // 1. The operator signs in and finds the sale with its figures.
   {
@@ -81,6 +86,13 @@ try {
     await row.waitFor();
     check((await row.locator('td').nth(4).textContent()) === '2', 'the list shows the units sold');
     check(await page.evaluate(() => sessionStorage.getItem('sluice-admin-key') !== null), 'the key is kept in the tab');
+    // A gate in front of a site: listed with what it guards, and its switch turned.
+    const gateRow = page.locator('#gate-rows tr', { hasText: 'shop drop' });
+    await gateRow.waitFor();
+    check((await gateRow.locator('td').nth(1).textContent()) === 'shop.example /drop/', 'a gate is listed with what it guards');
+    await page.getByLabel('Switch shop drop').selectOption('queue_all');
+    await waitText(page.locator('#message'), 'queue everyone', 'the operator turns the gate to queue everyone');
+    check((await admin('GET', `/v1/gates/${gate.id}`)).mode === 'queue_all', 'the gate queues everyone');
     await shot(page, 'console-sales');
 
     // 2. The sale's page: charts, then a rate change that the figures take up.
@@ -121,6 +133,12 @@ try {
     await page.locator('#sales-rows a', { hasText: name }).click();
     await waitText(page.locator('#sale-summary'), 'rate in force', 'the viewer sees the figures');
     check(await page.locator('.controls').isHidden(), 'no knobs for a viewer');
+    await page.goto(`${BASE}/admin#/`);
+    await page.locator('#gate-rows tr').first().waitFor();
+    check(await page.getByLabel('Switch shop drop').isDisabled(), 'no gate switch for a viewer');
+    check(await page.locator('#end-session').isHidden(), 'nor ending a session');
+    await page.locator('#sales-rows a', { hasText: name }).click();
+    await waitText(page.locator('#sale-summary'), 'rate in force', 'back on the sale');
     for (const label of ['Pause', 'Resume', 'Close the sale', 'Set admission', 'Add']) {
       check(!(await page.getByRole('button', { name: label, exact: true }).isVisible()), `no ${label} button for a viewer`);
     }

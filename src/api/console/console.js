@@ -101,7 +101,39 @@ import { clientWith, Problem } from '/waiting-room/api.js';
       $('sales-rows').replaceChildren(...rows);
     };
     await draw();
+    await gatesView();
     timer = setInterval(() => draw().catch((e) => say(e.message, true)), 5000);
+  }
+
+  const GATE_MODES = { on: 'gateOn', queue_all: 'gateQueueAll', off: 'gateOff' };
+
+  /// The gates and their switch (an operator turns it: on, queue everyone, off).
+  async function gatesView() {
+    const { gates } = await api('GET', '/v1/gates');
+    const rows = gates.map((g) => {
+      const tr = document.createElement('tr');
+      const line = document.createElement('td');
+      const link = document.createElement('a');
+      link.href = `#/sales/${g.sale_id}`;
+      link.textContent = g.sale_id.slice(0, 8);
+      line.append(link);
+      const mode = document.createElement('select');
+      mode.setAttribute('aria-label', `${t('colGateMode')} ${g.name}`);
+      mode.disabled = !may('operator');
+      for (const [value, key] of Object.entries(GATE_MODES)) mode.add(new Option(t(key), value, false, g.mode === value));
+      mode.addEventListener('change', () => act(async () => {
+        const { id, ...rules } = g;
+        await api('PUT', `/v1/gates/${id}`, { ...rules, mode: mode.value });
+        g.mode = mode.value;
+        return t('gateModeSet', g.name, t(GATE_MODES[mode.value]));
+      }));
+      const switchCell = document.createElement('td');
+      switchCell.append(mode);
+      tr.append(cell(g.name), cell([...g.hosts, ...g.paths].join(' ')), line, switchCell);
+      return tr;
+    });
+    $('gate-rows').replaceChildren(...rows);
+    $('end-gate').replaceChildren(...gates.map((g) => new Option(g.name, g.id)));
   }
 
   // One chart: each series a polyline over the points' times, scaled to the largest value.
@@ -407,6 +439,11 @@ import { clientWith, Problem } from '/waiting-room/api.js';
       signIn($('key').value.trim()).catch((err) => signOut(err.message));
     });
     $('sign-out').addEventListener('click', () => signOut());
+    $('end-session').addEventListener('submit', (e) => {
+      e.preventDefault();
+      act(t('sessionEnded'), () => api('POST',
+        `/v1/gates/${$('end-gate').value}/sessions/${$('end-visitor').value.trim()}/end`));
+    });
     for (const button of document.querySelectorAll('[data-action]')) {
       button.addEventListener('click', () => {
         const action = button.dataset.action;
