@@ -252,3 +252,106 @@ async fn the_check_reads_traefiks_and_envoys_forms() {
     }
     t.stop().await;
 }
+
+on_both_configurations!(a_session_is_renewed_through_nginx_and_caddy_at_most_once_a_minute);
+
+/// A session whose last renewal was over a minute ago: a page request goes through sluice's
+/// renewal and straight back (a new cookie whose end moved on), through nginx and Caddy; the
+/// requests after it renew nothing (one store write a minute at most); an API call never
+/// renews. The old renewal time is the test's own signature of the session (`super::signed`).
+async fn a_session_is_renewed_through_nginx_and_caddy_at_most_once_a_minute(backend: Backend) {
+    let t = TestApp::spawn_on(backend).await;
+    let seed = t
+        .app
+        .config
+        .auth
+        .admission_key_seed_hex
+        .as_ref()
+        .unwrap()
+        .expose()
+        .to_owned();
+    let origin = Origin::start().await;
+    let g = gate(&t, 10, json!({})).await;
+    let gate_id = g["id"].as_str().unwrap();
+    for proxy in [
+        Proxy::nginx(port_of(&t), origin.port).await,
+        Proxy::caddy(port_of(&t), origin.port).await,
+    ] {
+        let name = proxy.name;
+        let mut v = Visitor::default();
+        let page = "/shop/long-visit?step=3";
+        let (_, back) = v.through(&proxy, page).await;
+        assert_eq!(back.status, 200, "{name}");
+        let real = v.cookies["sluice_session"].clone();
+        let f: Vec<&str> = real.split('.').collect();
+        let now = chrono::Utc::now().timestamp();
+        let (visitor, attempt, ends) = (f[0], f[1], f[2].parse::<i64>().unwrap());
+        let stale = super::signed(
+            &seed,
+            "session",
+            gate_id,
+            &format!("{visitor}.{attempt}.{ends}.{}", now - 90),
+        );
+        v.cookies.insert("sluice_session".into(), stale);
+
+        let api = v
+            .send(
+                Method::GET,
+                &proxy.url("/shop/api/cart"),
+                "application/json",
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(
+            api.status, 200,
+            "{name}: an API call passes and renews nothing"
+        );
+        let due = v.page(&proxy.url(page)).await;
+        assert_eq!(
+            due.status, 302,
+            "{name}: a page request goes through the renewal"
+        );
+        let renew = due.header("location").unwrap().to_owned();
+        assert!(
+            renew.starts_with(&proxy.url(&format!(
+                "/.sluice/v1/gates/{gate_id}/session/renew?return_to="
+            ))),
+            "{name}: {renew}"
+        );
+        let renewed = v.page(&renew).await;
+        assert_eq!(renewed.status, 302, "{name}: {}", renewed.body);
+        assert_eq!(
+            renewed.header("location"),
+            Some(proxy.url(page).as_str()),
+            "{name}: straight back"
+        );
+        let fresh = v.cookies["sluice_session"].clone();
+        let g2: Vec<&str> = fresh.split('.').collect();
+        assert_eq!(
+            (g2[0], g2[1]),
+            (visitor, attempt),
+            "{name}: the same session"
+        );
+        assert!(g2[3].parse::<i64>().unwrap() >= now, "{name}: renewed now");
+        assert!(
+            g2[2].parse::<i64>().unwrap() >= ends,
+            "{name}: its end moved on"
+        );
+        for _ in 0..3 {
+            let again = v.page(&proxy.url(page)).await;
+            assert_eq!(
+                again.status, 200,
+                "{name}: no renewal again within the minute"
+            );
+        }
+    }
+    let metrics = t.metrics().await;
+    let renewed: f64 = metrics
+        .lines()
+        .find(|l| l.starts_with("sluice_gate_sessions_total{event=\"renewed\"}"))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap();
+    assert_eq!(renewed, 2.0, "one renewal per visitor");
+    t.stop().await;
+}

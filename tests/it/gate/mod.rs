@@ -20,7 +20,10 @@ use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
 use reqwest::Method;
+use ring::hmac;
 use serde_json::{json, Value};
 
 use crate::helpers::{free_port, TestApp};
@@ -482,6 +485,23 @@ pub async fn end_session(t: &TestApp, gate: &str, visitor: &str) -> u16 {
     .unwrap()
     .status()
     .as_u16()
+}
+
+/// A value as the gate signs it, signed by the test itself from the shared seed and the format
+/// `src/auth/gate_cookies.rs` documents (not with sluice's code). `<body>.<mac>`: HMAC-SHA-256 under HMAC("sluice gate", seed), over kind|gate|body.
+fn signed(seed_hex: &str, kind: &str, gate: &str, body: &str) -> String {
+    let seed = hex::decode(seed_hex).unwrap();
+    let derived = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, b"sluice gate"), &seed);
+    let key = hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref());
+    let gate = uuid::Uuid::parse_str(gate).unwrap();
+    let mut message = Vec::new();
+    message.extend_from_slice(kind.as_bytes());
+    message.push(b'|');
+    message.extend_from_slice(gate.as_bytes());
+    message.push(b'|');
+    message.extend_from_slice(body.as_bytes());
+    let mac = hmac::sign(&key, &message);
+    format!("{body}.{}", URL_SAFE_NO_PAD.encode(mac.as_ref()))
 }
 
 /// The port sluice serves on.

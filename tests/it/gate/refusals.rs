@@ -1,34 +1,16 @@
 //! Nothing gets in without a real session of this gate: not a forged, expired, revoked or
 //! other gate's cookie, not another visitor's admission, and no `return_to` naming another
-//! host. The values a test forges with a valid signature it signs itself, from the shared
-//! seed and the format `src/auth/gate_cookies.rs` documents (not with sluice's code).
+//! host. The values a test forges with a valid signature it signs itself ([`super::signed`]).
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use ring::hmac;
 use serde_json::json;
 
-use super::{end_session, gate, port_of, waiting_page_params, Origin, Proxy, Visitor};
+use super::{end_session, gate, port_of, signed, waiting_page_params, Origin, Proxy, Visitor};
 use crate::helpers::{Backend, TestApp};
 use crate::on_both_configurations;
 
 on_both_configurations!(nothing_passes_without_a_real_session_of_the_gate);
-
-/// `<body>.<mac>`: HMAC-SHA-256 under HMAC("sluice gate", seed), over kind|gate|body.
-fn signed(seed_hex: &str, kind: &str, gate: &str, body: &str) -> String {
-    let seed = hex::decode(seed_hex).unwrap();
-    let derived = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, b"sluice gate"), &seed);
-    let key = hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref());
-    let gate = uuid::Uuid::parse_str(gate).unwrap();
-    let mut message = Vec::new();
-    message.extend_from_slice(kind.as_bytes());
-    message.push(b'|');
-    message.extend_from_slice(gate.as_bytes());
-    message.push(b'|');
-    message.extend_from_slice(body.as_bytes());
-    let mac = hmac::sign(&key, &message);
-    format!("{body}.{}", URL_SAFE_NO_PAD.encode(mac.as_ref()))
-}
 
 /// What a page request with `cookie` as its session gets.
 async fn refused(proxy: &Proxy, cookie: String) -> u16 {
