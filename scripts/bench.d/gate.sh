@@ -66,6 +66,7 @@ CONF
 }
 
 gate_bench() {
+  SALE=${SALE:-} # (wrk_on passes it on; the gate's scripts do not read it)
   gate_session
   local before after checks
   export BENCH_GATE_HOST=127.0.0.1 BENCH_GATE_COOKIE=$GATE_COOKIE

@@ -153,6 +153,7 @@ impl poem_openapi::types::Example for GateIn {
 
 /// A gate as kept: its rules, and the secret header by name only.
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct GateOut {
     pub id: String,
     pub name: String,
@@ -173,6 +174,17 @@ pub struct GateOut {
     pub allow_cidrs: Vec<String>,
     #[oai(skip_serializing_if_is_none)]
     pub secret_header_name: Option<String>,
+}
+
+impl poem_openapi::types::Example for GateOut {
+    fn example() -> Self {
+        let g = <GateIn as poem_openapi::types::Example>::example();
+        let gate = gate_of(g, uuid::Uuid::nil(), None).expect("the example is a gate");
+        GateOut {
+            id: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f71".into(),
+            ..GateOut::from(&gate)
+        }
+    }
 }
 
 fn mode_of(m: GateModeName) -> GateMode {
@@ -279,8 +291,17 @@ fn gate_of(b: GateIn, id: uuid::Uuid, before: Option<&Gate>) -> Result<Gate, Api
 }
 
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct GateList {
     pub gates: Vec<GateOut>,
+}
+
+impl poem_openapi::types::Example for GateList {
+    fn example() -> Self {
+        GateList {
+            gates: vec![poem_openapi::types::Example::example()],
+        }
+    }
 }
 
 #[derive(ApiResponse)]
@@ -310,6 +331,7 @@ pub enum GateGone {
 
 /// What the waiting page needs before a visitor enters: the line and the challenge.
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct GateEntryOut {
     pub gate_id: String,
     /// The sale whose line the visitor joins.
@@ -318,6 +340,23 @@ pub struct GateEntryOut {
     /// The site key the page shows the challenge's widget with.
     #[oai(skip_serializing_if_is_none)]
     pub site_key: Option<String>,
+    /// The widget's script, rendered explicitly (`turnstile.render`, `hcaptcha.render`).
+    #[oai(skip_serializing_if_is_none)]
+    pub script_url: Option<String>,
+}
+
+impl poem_openapi::types::Example for GateEntryOut {
+    fn example() -> Self {
+        GateEntryOut {
+            gate_id: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f71".into(),
+            sale_id: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60".into(),
+            challenge: ChallengeName::Turnstile,
+            site_key: Some("0x4AAAAAAAB_example".into()),
+            script_url: Some(
+                "https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit".into(),
+            ),
+        }
+    }
 }
 
 #[derive(ApiResponse)]
@@ -328,19 +367,41 @@ pub enum GateEntryResponse {
 
 /// The challenge's answer (none when the gate has none, or the browser is a visitor already).
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct EnterGate {
     /// Turnstile's `cf-turnstile-response`, or hCaptcha's `h-captcha-response`.
     #[oai(skip_serializing_if_is_none, validator(max_length = 4096))]
     pub challenge_answer: Option<String>,
 }
 
+impl poem_openapi::types::Example for EnterGate {
+    fn example() -> Self {
+        EnterGate {
+            challenge_answer: Some(
+                "0.zrSnRHO7h0HwSjSCU8oyzbjEtD8p.d62306d4ee00c77dda697f959ebbd7bd97".into(),
+            ),
+        }
+    }
+}
+
 /// A visitor of the gate: the token the page joins and asks with.
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct VisitorOut {
     pub visitor_id: String,
     pub sale_id: String,
     /// A bearer token for `joinSale` and the attempt's routes, as a user's token is.
     pub token: String,
+}
+
+impl poem_openapi::types::Example for VisitorOut {
+    fn example() -> Self {
+        VisitorOut {
+            visitor_id: "3f9c2a7e51b04d8c9a6e0b1c2d3e4f50".into(),
+            sale_id: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60".into(),
+            token: "sv1.0193a0c4e1b27c3d9f0a1b2c3d4e5f71.3f9c2a7e51b04d8c9a6e0b1c2d3e4f50.1796722580.SyZWX6nSSnN_fJHfbjhsFr20aUr1-5MoWlcsJSZ1IqM".into(),
+        }
+    }
 }
 
 #[derive(ApiResponse)]
@@ -357,6 +418,7 @@ pub enum VisitorResponse {
 
 /// An admission traded for a session.
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct TradeAdmission {
     pub attempt_id: String,
     pub admission_token: String,
@@ -365,11 +427,31 @@ pub struct TradeAdmission {
     pub return_to: String,
 }
 
+impl poem_openapi::types::Example for TradeAdmission {
+    fn example() -> Self {
+        TradeAdmission {
+            attempt_id: "0193a0c4e1b27c3d9f0a1b2c3d4e5f600193a0c4e1b27c3d9f0a1b2c3d4e5f61".into(),
+            admission_token: "eyJ0eXAiOiJKV1QiLCJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ2aXNpdG9yLTNmOWMifQ.sig".into(),
+            return_to: "1796765754.aHR0cHMKc2hvcC5leGFtcGxlCi9kcm9wL2l0ZW0_c2l6ZT00Mg.ITTaRorPoxR2-DYqoPGr90gTAs7iaTItZOBh2NUqtow".into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Object)]
+#[oai(example)]
 pub struct SessionOut {
     /// Where the visitor goes now: the page they first asked for, query included.
     pub location: String,
     pub session_ends_at: DateTime<Utc>,
+}
+
+impl poem_openapi::types::Example for SessionOut {
+    fn example() -> Self {
+        SessionOut {
+            location: "https://shop.example/drop/item?size=42".into(),
+            session_ends_at: super::spec::example_time(),
+        }
+    }
 }
 
 #[derive(ApiResponse)]
@@ -421,6 +503,8 @@ impl GatesApi {
     }
 
     /// List gates
+    ///
+    /// Every gate, oldest first, as this replica last read them (within `gate.refresh_ms`).
     #[oai(path = "/v1/gates", method = "get", operation_id = "listGates")]
     async fn list(&self, auth: AdminAuth) -> Result<GateListResponse, ApiError> {
         auth.allows(Role::Viewer)?;
@@ -431,6 +515,8 @@ impl GatesApi {
     }
 
     /// Get a gate
+    ///
+    /// Its rules; the secret header by name only.
     #[oai(path = "/v1/gates/:gate_id", method = "get", operation_id = "getGate")]
     async fn get(&self, auth: AdminAuth, gate_id: Path<Text>) -> Result<GateResponse, ApiError> {
         auth.allows(Role::Viewer)?;
@@ -511,11 +597,13 @@ impl GatesApi {
     )]
     async fn entry(&self, gate_id: Path<Text>) -> Result<GateEntryResponse, ApiError> {
         let gate = visitors::gate_of(&self.app, parse_gate_id(&gate_id)?)?;
+        let widget = Verifier::widget(&self.app.config.gate, gate.challenge);
         Ok(GateEntryResponse::Ok(Json(GateEntryOut {
             gate_id: gate.id.to_string(),
             sale_id: gate.sale.to_string(),
             challenge: challenge_name(gate.challenge),
-            site_key: Verifier::site_key(&self.app.config.gate, gate.challenge).map(String::from),
+            site_key: widget.map(|(key, _)| key.to_owned()),
+            script_url: widget.map(|(_, script)| script.to_owned()),
         })))
     }
 

@@ -152,7 +152,14 @@ pub fn routes(app: App) -> BoxEndpoint<'static, Response> {
     let body_limit = app.config.http.body_limit_bytes;
     let queue_budget = app.config.queue_timeout();
     let app_http = app.config.http.clone();
-    let page_config = Arc::new((app.config.page.clone(), app.provider.page_sources()));
+    // The page loads the payment provider's and the gates' challenges' scripts and frames.
+    let sources = app
+        .provider
+        .page_sources()
+        .and(&crate::gate::challenge::Verifier::page_sources(
+            &app.config.gate,
+        ));
+    let page_config = Arc::new((app.config.page.clone(), sources));
     let (docs_exposure, metrics_exposure) = (app_http.docs, app_http.metrics);
     let routes = Route::new()
         .nest("/", api)

@@ -121,6 +121,22 @@ pub const ERRORS: &[(&str, &[u16])] = &[
     // Its 503 is its own plain-text answer: a store is down, or the process drains.
     ("readiness", &[503]),
     ("getJwks", &[]),
+    ("createGate", &[400, 401, 403, 413, 415, 422, 500, 503]),
+    ("listGates", &[401, 500, 503]),
+    ("getGate", &[400, 401, 404, 500, 503]),
+    ("updateGate", &[400, 401, 403, 404, 413, 415, 422, 500, 503]),
+    ("deleteGate", &[400, 401, 403, 404, 500, 503]),
+    // 422: not a visitor id.
+    ("endGateSession", &[400, 401, 403, 404, 422, 500, 503]),
+    ("getGateEntry", &[400, 404, 500]),
+    // 403: the gate's challenge was not passed; 503: its provider did not answer.
+    ("enterGate", &[400, 403, 404, 413, 415, 422, 500, 503]),
+    // 403: no visitor cookie, or an admission that is not the visitor's; 410: it expired;
+    // 422: a return_to the gate did not sign, or for a host it does not guard.
+    (
+        "tradeAdmission",
+        &[400, 403, 404, 410, 413, 415, 422, 500, 503],
+    ),
 ];
 
 /// The form of each id and key parameter, as the handlers parse it ([`crate::domain::SaleId`],
@@ -141,6 +157,16 @@ const PARAMETERS: &[ParameterForm] = &[
         name: "attempt_id",
         pattern: "^[0-9a-fA-F]{64}$",
         lengths: Some((64, 64)),
+    },
+    ParameterForm {
+        name: "gate_id",
+        pattern: UUID,
+        lengths: None,
+    },
+    ParameterForm {
+        name: "visitor_id",
+        pattern: "^[0-9a-f]{32}$",
+        lengths: Some((32, 32)),
     },
     ParameterForm {
         name: "Idempotency-Key",

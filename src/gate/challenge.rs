@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::settings::GateConfig;
 use crate::domain::gate::Challenge;
+use crate::payments::page_sources::{origin, PageSources};
 
 /// What `siteverify` answers (the fields sluice reads).
 #[derive(Deserialize)]
@@ -46,14 +47,26 @@ impl Verifier {
         Verifier { client }
     }
 
-    /// The site key the page shows the widget with, if `challenge` is set up.
-    pub fn site_key<'a>(config: &'a GateConfig, challenge: Challenge) -> Option<&'a str> {
-        let key = match challenge {
+    /// The site key and script the page shows the widget with, if `challenge` is set up.
+    pub fn widget(config: &GateConfig, challenge: Challenge) -> Option<(&str, &str)> {
+        let (key, script) = match challenge {
             Challenge::None => return None,
-            Challenge::Turnstile => &config.turnstile_site_key,
-            Challenge::Hcaptcha => &config.hcaptcha_site_key,
+            Challenge::Turnstile => (&config.turnstile_site_key, &config.turnstile_script_url),
+            Challenge::Hcaptcha => (&config.hcaptcha_site_key, &config.hcaptcha_script_url),
         };
-        (!key.is_empty()).then_some(key.as_str())
+        (!key.is_empty()).then_some((key.as_str(), script.as_str()))
+    }
+
+    /// What the waiting page loads from the challenges set up (their scripts and frames), as
+    /// sources of its content policy.
+    pub fn page_sources(config: &GateConfig) -> PageSources {
+        let mut sources = PageSources::default();
+        for challenge in [Challenge::Turnstile, Challenge::Hcaptcha] {
+            if let Some(origin) = Self::widget(config, challenge).and_then(|(_, s)| origin(s)) {
+                sources = sources.and(&PageSources::alike(origin, ""));
+            }
+        }
+        sources
     }
 
     /// Checks `answer` with the provider of `challenge` (none: passes).

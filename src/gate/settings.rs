@@ -24,11 +24,16 @@ pub struct GateConfig {
     pub turnstile_secret: Secret,
     /// Turnstile's `siteverify` endpoint.
     pub turnstile_verify_url: String,
+    /// Turnstile's widget script, rendered explicitly by the waiting page (its origin joins
+    /// the page's content policy when Turnstile is set up).
+    pub turnstile_script_url: String,
     /// hCaptcha: the shop's site key and secret.
     pub hcaptcha_site_key: String,
     pub hcaptcha_secret: Secret,
     /// hCaptcha's `siteverify` endpoint.
     pub hcaptcha_verify_url: String,
+    /// hCaptcha's widget script, rendered explicitly by the waiting page.
+    pub hcaptcha_script_url: String,
     /// How long a `siteverify` call may take (ms); past it the challenge fails.
     pub verify_timeout_ms: u64,
 }
@@ -44,9 +49,12 @@ impl Default for GateConfig {
             turnstile_secret: Secret::default(),
             turnstile_verify_url: "https://challenges.cloudflare.com/turnstile/v0/siteverify"
                 .into(),
+            turnstile_script_url:
+                "https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit".into(),
             hcaptcha_site_key: String::new(),
             hcaptcha_secret: Secret::default(),
             hcaptcha_verify_url: "https://api.hcaptcha.com/siteverify".into(),
+            hcaptcha_script_url: "https://js.hcaptcha.com/1/api.js?render=explicit".into(),
             verify_timeout_ms: 3000,
         }
     }
@@ -96,6 +104,12 @@ impl GateConfig {
             "gate.hcaptcha_verify_url",
             "an http(s) URL",
         );
+        for (url, key) in [
+            (&self.turnstile_script_url, "gate.turnstile_script_url"),
+            (&self.hcaptcha_script_url, "gate.hcaptcha_script_url"),
+        ] {
+            p.unless(is_http_url(url), key, "an http(s) URL");
+        }
         p.unless(
             self.turnstile_site_key.is_empty() == self.turnstile_secret.is_empty(),
             "gate.turnstile_secret",

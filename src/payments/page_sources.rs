@@ -20,6 +20,15 @@ impl PageSources {
             connect: format!(" {js}{extra}"),
         }
     }
+
+    /// These sources and `other`'s.
+    pub fn and(&self, other: &PageSources) -> Self {
+        PageSources {
+            script: format!("{}{}", self.script, other.script),
+            frame: format!("{}{}", self.frame, other.frame),
+            connect: format!("{}{}", self.connect, other.connect),
+        }
+    }
 }
 
 /// The origin of an absolute URL (`https://cdn.shop.example`), for the page's policy.

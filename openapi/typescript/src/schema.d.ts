@@ -334,7 +334,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List gates */
+        /**
+         * List gates
+         * @description Every gate, oldest first, as this replica last read them (within `gate.refresh_ms`).
+         */
         get: operations["listGates"];
         put?: never;
         /**
@@ -357,7 +360,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a gate */
+        /**
+         * Get a gate
+         * @description Its rules; the secret header by name only.
+         */
         get: operations["getGate"];
         /**
          * Change a gate
@@ -1852,6 +1858,9 @@ export interface components {
         /**
          * EnterGate
          * @description The challenge's answer (none when the gate has none, or the browser is a visitor already).
+         * @example {
+         *       "challenge_answer": "0.zrSnRHO7h0HwSjSCU8oyzbjEtD8p.d62306d4ee00c77dda697f959ebbd7bd97"
+         *     }
          */
         EnterGate: {
             /** @description Turnstile's `cf-turnstile-response`, or hCaptcha's `h-captcha-response`. */
@@ -1928,12 +1937,21 @@ export interface components {
         /**
          * GateEntryOut
          * @description What the waiting page needs before a visitor enters: the line and the challenge.
+         * @example {
+         *       "challenge": "turnstile",
+         *       "gate_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f71",
+         *       "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
+         *       "script_url": "https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit",
+         *       "site_key": "0x4AAAAAAAB_example"
+         *     }
          */
         GateEntryOut: {
             challenge: components["schemas"]["ChallengeName"];
             gate_id: string;
             /** @description The sale whose line the visitor joins. */
             sale_id: string;
+            /** @description The widget's script, rendered explicitly (`turnstile.render`, `hcaptcha.render`). */
+            script_url?: string;
             /** @description The site key the page shows the challenge's widget with. */
             site_key?: string;
         };
@@ -1997,10 +2015,10 @@ export interface components {
              */
             head_and_options?: boolean;
             /**
-             * @description Hosts guarded (none: any), without scheme or port. A visitor is sent back only to one.
-             * @default []
+             * @description Hosts guarded (at least one), without scheme or port. A visitor is sent back only to
+             *     one of them.
              */
-            hosts?: string[];
+            hosts: string[];
             /**
              * @description Methods guarded (none: all).
              * @default []
@@ -2050,7 +2068,48 @@ export interface components {
              */
             static_prefixes?: string[];
         };
-        /** GateList */
+        /**
+         * GateList
+         * @example {
+         *       "gates": [
+         *         {
+         *           "allow_cidrs": [
+         *             "10.0.0.0/8"
+         *           ],
+         *           "challenge": "turnstile",
+         *           "crawlers": [
+         *             "googlebot",
+         *             "bingbot"
+         *           ],
+         *           "head_and_options": true,
+         *           "hosts": [
+         *             "shop.example"
+         *           ],
+         *           "id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f71",
+         *           "methods": [],
+         *           "mode": "on",
+         *           "name": "Friday drop",
+         *           "paths": [
+         *             "/drop/"
+         *           ],
+         *           "refuse_status": 429,
+         *           "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
+         *           "secret_header_name": "X-Shop-Monitor",
+         *           "session_minutes": 10,
+         *           "static_extensions": [
+         *             "css",
+         *             "js",
+         *             "png",
+         *             "svg",
+         *             "woff2"
+         *           ],
+         *           "static_prefixes": [
+         *             "/assets/"
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
         GateList: {
             gates: components["schemas"]["GateOut"][];
         };
@@ -2059,6 +2118,41 @@ export interface components {
         /**
          * GateOut
          * @description A gate as kept: its rules, and the secret header by name only.
+         * @example {
+         *       "allow_cidrs": [
+         *         "10.0.0.0/8"
+         *       ],
+         *       "challenge": "turnstile",
+         *       "crawlers": [
+         *         "googlebot",
+         *         "bingbot"
+         *       ],
+         *       "head_and_options": true,
+         *       "hosts": [
+         *         "shop.example"
+         *       ],
+         *       "id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f71",
+         *       "methods": [],
+         *       "mode": "on",
+         *       "name": "Friday drop",
+         *       "paths": [
+         *         "/drop/"
+         *       ],
+         *       "refuse_status": 429,
+         *       "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
+         *       "secret_header_name": "X-Shop-Monitor",
+         *       "session_minutes": 10,
+         *       "static_extensions": [
+         *         "css",
+         *         "js",
+         *         "png",
+         *         "svg",
+         *         "woff2"
+         *       ],
+         *       "static_prefixes": [
+         *         "/assets/"
+         *       ]
+         *     }
          */
         GateOut: {
             allow_cidrs: string[];
@@ -3289,7 +3383,13 @@ export interface components {
             /** Format: uint32 */
             sold: number;
         };
-        /** SessionOut */
+        /**
+         * SessionOut
+         * @example {
+         *       "location": "https://shop.example/drop/item?size=42",
+         *       "session_ends_at": "2026-07-25T17:20:00+00:00"
+         *     }
+         */
         SessionOut: {
             /** @description Where the visitor goes now: the page they first asked for, query included. */
             location: string;
@@ -3420,6 +3520,11 @@ export interface components {
         /**
          * TradeAdmission
          * @description An admission traded for a session.
+         * @example {
+         *       "admission_token": "eyJ0eXAiOiJKV1QiLCJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ2aXNpdG9yLTNmOWMifQ.sig",
+         *       "attempt_id": "0193a0c4e1b27c3d9f0a1b2c3d4e5f600193a0c4e1b27c3d9f0a1b2c3d4e5f61",
+         *       "return_to": "1796765754.aHR0cHMKc2hvcC5leGFtcGxlCi9kcm9wL2l0ZW0_c2l6ZT00Mg.ITTaRorPoxR2-DYqoPGr90gTAs7iaTItZOBh2NUqtow"
+         *     }
          */
         TradeAdmission: {
             admission_token: string;
@@ -3490,6 +3595,11 @@ export interface components {
         /**
          * VisitorOut
          * @description A visitor of the gate: the token the page joins and asks with.
+         * @example {
+         *       "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
+         *       "token": "sv1.0193a0c4e1b27c3d9f0a1b2c3d4e5f71.3f9c2a7e51b04d8c9a6e0b1c2d3e4f50.1796722580.SyZWX6nSSnN_fJHfbjhsFr20aUr1-5MoWlcsJSZ1IqM",
+         *       "visitor_id": "3f9c2a7e51b04d8c9a6e0b1c2d3e4f50"
+         *     }
          */
         VisitorOut: {
             sale_id: string;
@@ -4935,15 +5045,6 @@ export interface operations {
                     "application/json; charset=utf-8": components["schemas"]["GateList"];
                 };
             };
-            /** @description The request is malformed (not JSON, wrong types, bad path parameter). */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Missing or invalid credentials, or a bad webhook signature. */
             401: {
                 headers: {
@@ -4953,99 +5054,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description An internal error. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The payment provider refused the call; nothing changed. */
-            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5114,33 +5124,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such resource for this caller. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description The request body is larger than the limit. */
             413: {
                 headers: {
@@ -5168,36 +5151,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description An internal error. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The payment provider refused the call; nothing changed. */
-            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5254,15 +5209,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description No such resource for this caller. */
             404: {
                 headers: {
@@ -5272,81 +5218,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description An internal error. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The payment provider refused the call; nothing changed. */
-            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5425,24 +5298,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description The request body is larger than the limit. */
             413: {
                 headers: {
@@ -5470,36 +5325,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description An internal error. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The payment provider refused the call; nothing changed. */
-            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5573,81 +5400,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description An internal error. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The payment provider refused the call; nothing changed. */
-            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5695,24 +5449,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description No such resource for this caller. */
             404: {
                 headers: {
@@ -5722,92 +5458,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request is well-formed but a value is not acceptable. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description An internal error. */
             500: {
                 headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The payment provider refused the call; nothing changed. */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A store sluice depends on is down; retry after the given seconds. */
-            503: {
-                headers: {
-                    "RETRY-AFTER": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5851,15 +5504,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
             403: {
                 headers: {
@@ -5871,15 +5515,6 @@ export interface operations {
             };
             /** @description No such resource for this caller. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5923,36 +5558,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description An internal error. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The payment provider refused the call; nothing changed. */
-            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6027,42 +5634,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request body is larger than the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body's Content-Type is not one the operation takes (send `application/json`). */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description The request is well-formed but a value is not acceptable. */
             422: {
                 headers: {
@@ -6072,36 +5643,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description An internal error. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The payment provider refused the call; nothing changed. */
-            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6159,15 +5702,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Missing or invalid credentials, or a bad webhook signature. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description The credentials do not allow this (e.g. an admission token for another attempt). */
             403: {
                 headers: {
@@ -6179,24 +5713,6 @@ export interface operations {
             };
             /** @description No such resource for this caller. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request conflicts with the current state (invalid transition, sold out, closed). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The attempt or its admission has expired. */
-            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6231,36 +5747,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The sale asks for proof of work on join (see `getOffer` for the difficulty and salt). */
-            428: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Too many requests; retry after the given seconds. */
-            429: {
-                headers: {
-                    "RETRY-AFTER": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description An internal error. */
             500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The payment provider refused the call; nothing changed. */
-            502: {
                 headers: {
                     [name: string]: unknown;
                 };

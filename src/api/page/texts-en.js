@@ -10,6 +10,7 @@ export default {
   join: 'Join the queue',
   provingIntro: 'This sale asks every browser for a moment of work before it joins, so that bots cannot take the places of people. It runs by itself; keep this page open.',
   provingProgress: 'Checking this browser', proving: 'Checking this browser',
+  challenge: 'One moment', challengeIntro: 'Before you join the line, show you are a person: this keeps bots from taking places.',
   provingSay: (p) => `Checking this browser before joining: ${p}% done.`,
   yourPlace: 'Your place', peopleWaiting: 'People waiting', estimatedWait: 'Estimated wait',
   queueProgress: 'Progress through the queue',

@@ -9,6 +9,7 @@ export default {
   join: '대기열에 줄 서기',
   provingIntro: '이 판매는 봇이 사람의 자리를 차지하지 못하도록, 줄을 서기 전에 브라우저에 잠깐의 계산을 요청합니다. 자동으로 진행되니 이 페이지를 열어 두세요.',
   provingProgress: '브라우저 확인 중', proving: '브라우저 확인 중',
+  challenge: '잠시만요', challengeIntro: '줄 서기 전에 사람임을 확인해 주세요. 봇이 자리를 차지하지 못하게 합니다.',
   provingSay: (p) => `줄 서기 전 브라우저 확인 중: ${p}% 완료.`,
   yourPlace: '내 순서', peopleWaiting: '대기 인원', estimatedWait: '예상 대기 시간',
   queueProgress: '대기열 진행 상황',

@@ -45,7 +45,7 @@ import { screenOf } from './screen.js';
     params.delete('attempt');
     history.replaceState(null, '', `${location.pathname}?${params}`);
   }
-  const STEPS = ['join', 'proving', 'queued', 'admitted', 'held', 'paying', 'done'];
+  const STEPS = ['join', 'challenge', 'proving', 'queued', 'admitted', 'held', 'paying', 'done'];
   const ENDED = ['CONFIRMED', 'EXPIRED'];
 
   // ---- the visitor's language ----------------------------------------------------------------
@@ -383,9 +383,32 @@ import { screenOf } from './screen.js';
     const entry = await api('GET', `/v1/gates/${gateId}/entry`);
     saleId = entry.sale_id;
     attemptKey = `sluice.attempt.${saleId}`;
-    const visitor = await api('POST', `/v1/gates/${gateId}/visitors`, {});
+    let visitor;
+    try {
+      // A browser that is a visitor already (its cookie) needs no challenge again.
+      visitor = await api('POST', `/v1/gates/${gateId}/visitors`, {});
+    } catch (e) {
+      if (!(e instanceof Problem) || e.type !== '/problems/challenge-failed' || !entry.script_url) throw e;
+      const answer = await solveChallenge(entry);
+      visitor = await api('POST', `/v1/gates/${gateId}/visitors`, { challenge_answer: answer });
+    }
     token = visitor.token;
     visitorUser = `visitor-${visitor.visitor_id}`;
+  }
+
+  /// Shows the gate's challenge (Turnstile or hCaptcha, rendered explicitly from the script
+  /// the gate names) and resolves its answer once the visitor passes it.
+  async function solveChallenge(entry) {
+    step('challenge', t('challenge'));
+    await loadScript(entry.script_url);
+    const widget = entry.challenge === 'turnstile' ? window.turnstile : window.hcaptcha;
+    return new Promise((resolve, reject) => {
+      widget.render($('challenge-widget'), {
+        sitekey: entry.site_key,
+        callback: resolve,
+        'error-callback': () => reject(new Problem(403, { detail: t('ended') }, 0)),
+      });
+    });
   }
 
   let trading = false;

@@ -149,3 +149,42 @@ async fn hcaptcha_is_checked_with_its_siteverify_and_the_shops_secret() {
         t.stop().await;
     }
 }
+
+/// The waiting page shows the gate's Turnstile widget before the line and joins once it is
+/// passed, in Chromium through nginx (`tests/browser/gate-challenge.mjs`); the widget is the
+/// stand-in's script, whose origin the page's content policy lets in.
+#[tokio::test]
+async fn the_waiting_page_shows_the_challenge_before_the_line() {
+    let standin = StandIn::start("turnstile/turnstile_standin.py", &[]).await;
+    let (verify, script) = (
+        format!("{}/turnstile/v0/siteverify", standin.url()),
+        format!("{}/turnstile/v0/api.js?render=explicit", standin.url()),
+    );
+    let t = TestApp::spawn_on_with(crate::helpers::Backend::Embedded, |c| {
+        c.gate.turnstile_site_key = "3x00000000000000000000FF".into();
+        c.gate.turnstile_secret = TURNSTILE_PASSES.into();
+        c.gate.turnstile_verify_url = verify;
+        c.gate.turnstile_script_url = script;
+    })
+    .await;
+    let g = gate(&t, 10, json!({ "challenge": "turnstile" })).await;
+    let origin = super::Origin::start().await;
+    let proxy = super::Proxy::nginx(super::port_of(&t), origin.port).await;
+    let shots = std::env::temp_dir().join(format!(
+        "sluice-gate-shots-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let env = vec![
+        ("SITE_URL", proxy.url("")),
+        ("GATE_ID", g["id"].as_str().unwrap().to_owned()),
+        ("SHOTS", shots.display().to_string()),
+    ];
+    crate::ecosystem::browser::run_script(&t, "gate-challenge.mjs", env).await;
+    let last = standin.calls().await.last().unwrap().clone();
+    assert_eq!(
+        last["response"], TURNSTILE_TOKEN,
+        "the widget's answer was checked"
+    );
+    assert!(std::fs::read(shots.join("gate-challenge.png")).is_ok());
+    t.stop().await;
+}

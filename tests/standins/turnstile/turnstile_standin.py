@@ -12,6 +12,11 @@ Written from Cloudflare's reference:
   1x0000000000000000000000000000000AA always passes, 2x0000000000000000000000000000000AA always
   fails, 3x0000000000000000000000000000000AA answers "token already spent"; test secrets accept
   only the dummy token XXXX.DUMMY.TOKEN.XXXX. Any other secret is `invalid-input-secret`.
+- GET /turnstile/v0/api.js is the widget's script, rendered explicitly as "Client-side
+  rendering" describes (https://developers.cloudflare.com/turnstile/get-started/client-side-rendering/):
+  `turnstile.render(container, {sitekey, callback, 'error-callback'})`. It shows the interactive
+  challenge the test site key 3x00000000000000000000FF forces, a button; a click calls `callback`
+  with the dummy token, or `error-callback` for the always-blocking site keys (2x…).
 - GET /_test/calls: what arrived, for the tests ([{"secret", "response", "remoteip"}]).
 """
 
@@ -30,6 +35,24 @@ FAILS = "2x0000000000000000000000000000000AA"
 SPENT = "3x0000000000000000000000000000000AA"
 DUMMY_TOKEN = "XXXX.DUMMY.TOKEN.XXXX"
 
+WIDGET = b"""
+window.turnstile = {
+  render(container, params) {
+    const el = typeof container === 'string' ? document.querySelector(container) : container;
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = 'Verify you are human';
+    button.onclick = () => {
+      button.remove();
+      if (params.sitekey.startsWith('2x')) params['error-callback'] && params['error-callback']('110100');
+      else params.callback('XXXX.DUMMY.TOKEN.XXXX');
+    };
+    el.append(button);
+    return 'standin-widget';
+  },
+};
+"""
+
 lock = threading.Lock()
 calls = []
 
@@ -43,6 +66,8 @@ class Handler(JsonHandler):
         return {k: v[0] for k, v in urllib.parse.parse_qs(raw.decode()).items()}
 
     def do_GET(self):
+        if self.path.split("?")[0] == "/turnstile/v0/api.js":
+            return self.answer(200, WIDGET, "text/javascript")
         if self.path == "/_test/calls":
             with lock:
                 return self.answer(200, list(calls))
