@@ -53,6 +53,11 @@
 //!   bounded in rate.
 //! - [`events`]: where relayed events go — Kafka, or a JSON lines file — and the reference
 //!   consumer.
+//! - [`gate`] and [`service::gate`]: a waiting room in front of a site that cannot call the API,
+//!   through the proxy it runs — the gates' settings and challenge check, and each replica's
+//!   gates, the forward-auth check (a session cookie's HMAC, no store call), visitors without
+//!   an account, their sessions and renewal ([`domain::gate`]: what a gate guards and lets
+//!   pass).
 //! - [`auth`], [`payments`]: user tokens, admission tokens (Ed25519 + JWKS), queue tickets
 //!   (HMAC: a waiting attempt's place in its line), admin keys (the configured one, and named
 //!   keys with a role, [`domain::Role`], kept as hashes); the payment providers behind one

@@ -380,6 +380,10 @@ async fn limit_by_ip<E: Endpoint>(ep: Arc<E>, req: Request, app: App) -> poem::R
             Some((Limited::Status, "getPublicOffer"))
         }
         Method::GET if path.ends_with("/offer") => Some((Limited::Status, "getOffer")),
+        // Entering a gate asks its challenge's provider: as limited as a join.
+        Method::POST if path.starts_with("/v1/gates/") && path.ends_with("/visitors") => {
+            Some((Limited::Join, "enterGate"))
+        }
         _ => None,
     };
     let ip = client_ip(&req, app.config.http.trust_forwarded_for);
@@ -396,7 +400,7 @@ async fn limit_by_ip<E: Endpoint>(ep: Arc<E>, req: Request, app: App) -> poem::R
 }
 
 /// The client's address: the peer, or the first `X-Forwarded-For` entry behind a trusted proxy.
-fn client_ip(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
+pub(crate) fn client_ip(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
     if trust_forwarded_for {
         let forwarded = req
             .headers()

@@ -38,6 +38,15 @@ async fn check_user(req: &Request, bearer: Bearer) -> poem::Result<UserId> {
             }
         }
     }
+    // A visitor's user id is the gate's to give.
+    if let Ok(user) = &verified {
+        if crate::auth::gate_cookies::is_visitor_user(user) {
+            return Err(poem::Error::from_response(problem_response(
+                poem::http::StatusCode::UNAUTHORIZED,
+                "the token's sub starts with visitor-, which names a gate's visitors".into(),
+            )));
+        }
+    }
     verified.map_err(|e| {
         poem::Error::from_response(problem_response(
             poem::http::StatusCode::UNAUTHORIZED,

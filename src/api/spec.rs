@@ -130,7 +130,8 @@ pub const ERRORS: &[(&str, &[u16])] = &[
     ("endGateSession", &[400, 401, 403, 404, 422, 500, 503]),
     ("getGateEntry", &[400, 404, 500]),
     // 403: the gate's challenge was not passed; 503: its provider did not answer.
-    ("enterGate", &[400, 403, 404, 413, 415, 422, 500, 503]),
+    // 429: the per-IP limit of joins.
+    ("enterGate", &[400, 403, 404, 413, 415, 422, 429, 500, 503]),
     // 403: no visitor cookie, or an admission that is not the visitor's; 410: it expired;
     // 422: a return_to the gate did not sign, or for a host it does not guard.
     (

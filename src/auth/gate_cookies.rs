@@ -55,7 +55,16 @@ impl ReturnTo {
 
 /// The user id a visitor joins under.
 pub fn visitor_user(visitor: &str) -> UserId {
-    UserId::parse(&format!("visitor-{visitor}")).expect("a visitor id is hex")
+    UserId::parse(&format!("{VISITOR_PREFIX}{visitor}")).expect("a visitor id is hex")
+}
+
+/// What a visitor's user id starts with: a prefix no identity provider's token may claim
+/// (`api::security` refuses it).
+pub const VISITOR_PREFIX: &str = "visitor-";
+
+/// Whether a user id is a gate's visitor's (`visitor-<id>`).
+pub fn is_visitor_user(user: &UserId) -> bool {
+    user.as_str().starts_with(VISITOR_PREFIX)
 }
 
 /// A new visitor id: 128 random bits, hex.

@@ -38,6 +38,20 @@ fn with_key(t: &TestApp, key: &str, method: Method, path: &str) -> reqwest::Requ
 }
 
 /// A body each admin write route takes, so only the role can refuse it.
+/// The id of what an admin's POST of `body` to `path` made.
+async fn created(t: &TestApp, path: &str, body: Value) -> String {
+    let made: Value = t
+        .admin(Method::POST, path)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    made["id"].as_str().unwrap().to_owned()
+}
+
 fn body_of(operation: &str) -> Option<Value> {
     match operation {
         "createSale" => Some(json!({ "name": "refused", "quantity": 3, "per_user_limit": 1 })),
@@ -52,6 +66,10 @@ fn body_of(operation: &str) -> Option<Value> {
         ),
         "addPhaseMembers" => Some(json!({ "user_ids": ["refused"] })),
         "generateAccessCodes" => Some(json!({ "count": 1 })),
+        "createGate" | "updateGate" => {
+            Some(json!({ "name": "refused", "sale_id": uuid::Uuid::nil(),
+            "hosts": ["refused.example"] }))
+        }
         "createLayout" => Some(json!({ "name": "refused",
             "stage": { "label": "S", "x": 0, "y": 0, "width": 1, "height": 1 },
             "sections": [{ "id": "A", "name": "A", "rows": [{ "id": "1",
@@ -105,19 +123,11 @@ async fn every_write_route_refuses_a_key_whose_role_is_too_low(backend: Backend)
         .unwrap();
     assert_eq!(set.status(), 200, "{}", set.text().await.unwrap());
 
-    // A layout for the layouts' reads.
-    let layout = t
-        .admin(Method::POST, "/v1/layouts")
-        .json(&body_of("createLayout").unwrap())
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    // A layout for the layouts' reads, a gate for the gates' routes.
+    let layout = created(&t, "/v1/layouts", body_of("createLayout").unwrap()).await;
+    let gate_sale = t.create_sale(json!({ "quantity": 1 })).await;
+    let gate_body = json!({ "name": "site", "sale_id": gate_sale, "hosts": ["shop.example"] });
+    let gate = created(&t, "/v1/gates", gate_body).await;
     let before = t
         .admin_json(Method::GET, &format!("/v1/sales/{sale}"))
         .await;
@@ -143,6 +153,8 @@ async fn every_write_route_refuses_a_key_whose_role_is_too_low(backend: Backend)
             )
             .replace("{attempt_id}", &attempt)
             .replace("{layout_id}", &layout)
+            .replace("{gate_id}", &gate)
+            .replace("{visitor_id}", &"0".repeat(32))
             .replace("{name}", "floor");
         // Keys are an admin's: an operator is refused there; every other write is an
         // operator's: a viewer is refused; so are a phase's access codes, which let in.
@@ -192,8 +204,8 @@ async fn every_write_route_refuses_a_key_whose_role_is_too_low(backend: Backend)
     let listed = t.admin_json(Method::GET, "/v1/sales").await;
     assert_eq!(
         listed["sales"].as_array().unwrap().len(),
-        2,
-        "no sale created (the two of this test)"
+        3,
+        "no sale created (the three of this test)"
     );
     let keys = t.admin_json(Method::GET, "/v1/admin/keys").await;
     let names: Vec<&str> = keys["keys"]

@@ -5747,6 +5747,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests; retry after the given seconds. */
+            429: {
+                headers: {
+                    "RETRY-AFTER": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description An internal error. */
             500: {
                 headers: {
@@ -7049,6 +7059,12 @@ export interface operations {
                  *     user and bound to the user; a user who redeemed one joins again without it.
                  */
                 "Sluice-Access-Code"?: string;
+                /**
+                 * @description When the sale is the line of a gate that asks for a challenge (Turnstile,
+                 *     hCaptcha): its answer, for a user joining with their own token (a gate's visitor
+                 *     passed it when entering the gate).
+                 */
+                "Sluice-Challenge-Answer"?: string;
             };
             path: {
                 sale_id: string;

@@ -117,6 +117,7 @@ impl AttemptsApi {
     )]
     async fn join(
         &self,
+        req: &poem::Request,
         auth: UserAuth,
         sale_id: Path<Text>,
         /// When the sale asks for proof of work (see `getOffer`): a nonce making SHA-256 of
@@ -130,9 +131,26 @@ impl AttemptsApi {
             validator(min_length = 1, max_length = 64)
         )]
         code: Header<Option<Text>>,
+        /// When the sale is the line of a gate that asks for a challenge (Turnstile,
+        /// hCaptcha): its answer, for a user joining with their own token (a gate's visitor
+        /// passed it when entering the gate).
+        #[oai(
+            name = "Sluice-Challenge-Answer",
+            validator(min_length = 1, max_length = 4096)
+        )]
+        challenge: Header<Option<Text>>,
     ) -> Result<JoinResponse, ApiError> {
         let sale = parse_sale_id(&sale_id)?;
         limit(&self.app, Limited::Join, &auth.0)?;
+        let address = crate::api::client_ip(req, self.app.config.http.trust_forwarded_for);
+        service::gate::visitors::check_join(
+            &self.app,
+            sale,
+            &auth.0,
+            challenge.0.as_deref(),
+            address,
+        )
+        .await?;
         let joined = caller::on(
             "join",
             service::join::join(

@@ -132,6 +132,27 @@ pub(super) async fn live(
 }
 
 /// The CONFIRMED attempts of `sale`, with what each bought (a snapshot's buyers).
+/// Moves an admitted attempt's deadline to `secs` from now (a gate's session renewed; its
+/// state stays); whether it was admitted.
+pub(super) async fn extend_admission(
+    conn: &mut Conn,
+    attempt: AttemptId,
+    secs: u32,
+) -> LedgerResult<bool> {
+    let done = sqlx::query(concat!(
+        "UPDATE attempts SET admission_expires_at = ",
+        secs_from_now!("CAST($3 AS BIGINT)"),
+        " WHERE id = $1 AND sale_id = $2 AND state = 'ADMITTED'"
+    ))
+    .bind(attempt.local)
+    .bind(attempt.sale.0)
+    .bind(i64::from(secs))
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(done.rows_affected() > 0)
+}
+
 pub(super) async fn buyers(conn: &mut Conn, sale: SaleId) -> LedgerResult<Vec<Buyer>> {
     let rows = sqlx::query(select_attempts!(
         "WHERE a.sale_id = $1 AND a.state = 'CONFIRMED' ORDER BY a.seq"

@@ -110,18 +110,6 @@ impl GateLedger for SqlLedger {
     }
 
     async fn extend_admission(&self, attempt: AttemptId, secs: u32) -> LedgerResult<bool> {
-        let conn = &mut *self.conn().await?;
-        let done = sqlx::query(concat!(
-            "UPDATE attempts SET admission_expires_at = ",
-            secs_from_now!("CAST($3 AS BIGINT)"),
-            " WHERE id = $1 AND sale_id = $2 AND state = 'ADMITTED'"
-        ))
-        .bind(attempt.local)
-        .bind(attempt.sale.0)
-        .bind(i64::from(secs))
-        .execute(conn)
-        .await
-        .map_err(db_error)?;
-        Ok(done.rows_affected() > 0)
+        super::attempts::extend_admission(&mut *self.conn().await?, attempt, secs).await
     }
 }

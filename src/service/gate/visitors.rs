@@ -9,7 +9,9 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::check::{cookie, live_session, now};
-use crate::auth::gate_cookies::{new_visitor, visitor_user, ReturnTo, Session, VISITOR_COOKIE};
+use crate::auth::gate_cookies::{
+    is_visitor_user, new_visitor, visitor_user, ReturnTo, Session, VISITOR_COOKIE,
+};
 use crate::domain::gate::Gate;
 use crate::domain::{AttemptEvent, AttemptId, UserId};
 use crate::gate::challenge::ChallengeError;
@@ -62,12 +64,7 @@ pub async fn enter(
                 .verifier
                 .verify(&app.config.gate, gate.challenge, answer, address)
                 .await
-                .map_err(|e| match e {
-                    ChallengeError::Unreachable(_) => {
-                        ServiceError::Unavailable("the challenge's provider")
-                    }
-                    other => ServiceError::ChallengeFailed(other.to_string()),
-                })?;
+                .map_err(challenge_error)?;
             let visitor = new_visitor();
             let cookie = signer.visitor_cookie(gate.id, &visitor);
             metrics::counter!("sluice_gate_visitors_total").increment(1);
@@ -81,6 +78,35 @@ pub async fn enter(
         token,
         gate,
     })
+}
+
+/// A join of a gate's line by a user with their own token passes the gate's challenge, as a
+/// visitor entering the gate does (a visitor passed it then).
+pub async fn check_join(
+    app: &App,
+    sale: crate::domain::SaleId,
+    user: &UserId,
+    answer: Option<&str>,
+    address: Option<IpAddr>,
+) -> ServiceResult<()> {
+    let Some(gate) = app.gates.set().by_sale.get(&sale).cloned() else {
+        return Ok(());
+    };
+    if gate.challenge == crate::domain::gate::Challenge::None || is_visitor_user(user) {
+        return Ok(());
+    }
+    app.gates
+        .verifier
+        .verify(&app.config.gate, gate.challenge, answer, address)
+        .await
+        .map_err(challenge_error)
+}
+
+fn challenge_error(e: ChallengeError) -> ServiceError {
+    match e {
+        ChallengeError::Unreachable(_) => ServiceError::Unavailable("the challenge's provider"),
+        other => ServiceError::ChallengeFailed(other.to_string()),
+    }
 }
 
 /// The visitor whose cookie a request carries for `gate`.
@@ -202,8 +228,13 @@ pub async fn renew(
 /// replica. False when the visitor had no session.
 pub async fn end(app: &App, gate: Uuid, visitor: &str) -> ServiceResult<bool> {
     let gate = gate_of(app, gate)?;
-    let user = UserId::parse(&format!("visitor-{visitor}"))
-        .map_err(|_| ServiceError::validation("visitor", "not a visitor id"))?;
+    if visitor.len() != 32 || !visitor.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ServiceError::validation(
+            "visitor_id",
+            "not a visitor id (32 hex digits)",
+        ));
+    }
+    let user = visitor_user(visitor);
     let query = AttemptQuery {
         state: Some("ADMITTED"),
         user: Some(user.clone()),

@@ -80,6 +80,30 @@ async fn turnstile_is_checked_with_its_siteverify_and_the_shops_secret() {
                 .await
                 .unwrap();
             assert!(joined.status().is_success(), "a visitor who passed joins");
+            // The same challenge for an API join with the user's own token.
+            let path = format!("/v1/sales/{sale}/attempts");
+            let bare = t
+                .as_user(Method::POST, &path, "api-user")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(bare.status(), 403, "an API join without the answer");
+            let answered = t
+                .as_user(Method::POST, &path, "api-user")
+                .header("Sluice-Challenge-Answer", TURNSTILE_TOKEN)
+                .send()
+                .await
+                .unwrap();
+            assert!(
+                answered.status().is_success(),
+                "an API join with the answer"
+            );
+            let posing = t
+                .as_user(Method::POST, &path, &format!("visitor-{}", "a".repeat(32)))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(posing.status(), 401, "a user token may not name a visitor");
         } else {
             assert_eq!(
                 (status, cookie.is_none()),
