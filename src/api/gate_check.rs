@@ -60,8 +60,11 @@ fn original(req: &Request, envoy_path: Option<String>) -> Original {
         .or_else(|| header(h, "host"))
         .unwrap_or_default()
         .to_owned();
-    // The proxy adds the address it saw last; earlier ones are the client's own word.
-    let address = header(h, "x-forwarded-for")
+    // The proxy adds the address it saw last (of the last line, when there are several);
+    // earlier ones are the client's own word.
+    let forwarded = h.get_all("x-forwarded-for").iter().last();
+    let address = forwarded
+        .and_then(|v| v.to_str().ok())
         .and_then(|v| v.rsplit(',').next())
         .or_else(|| header(h, "x-real-ip"))
         .and_then(|v| v.trim().parse().ok())
@@ -78,7 +81,6 @@ fn original(req: &Request, envoy_path: Option<String>) -> Original {
         user_agent: header(h, "user-agent").unwrap_or_default().to_owned(),
         accept: header(h, "accept").unwrap_or_default().to_owned(),
         address,
-        secret_header: None,
     }
 }
 
@@ -88,20 +90,11 @@ pub struct Flavour {
 }
 
 fn answer(app: &App, req: &Request, envoy_path: Option<String>, nginx: bool) -> Response {
-    let mut original = original(req, envoy_path);
-    let cookies = header(req.headers(), "cookie").unwrap_or_default();
+    let original = original(req, envoy_path);
     let headers = req.headers();
-    let secret = |name: &str| header(headers, name).map(str::to_owned);
-    // The secret header's name is the gate's: read once the gate is known.
-    original.secret_header = app
-        .gates
-        .set()
-        .gates
-        .iter()
-        .find(|g| g.guards(&original))
-        .and_then(|g| g.passes.secret_header.as_ref())
-        .and_then(|s| secret(&s.name));
-    let mut resp = match check(app, &original, cookies) {
+    let cookies = header(headers, "cookie").unwrap_or_default();
+    let named = |name: &str| header(headers, name).map(str::to_owned);
+    let mut resp = match check(app, &original, cookies, named) {
         Answer::Pass {
             outcome,
             visitor,

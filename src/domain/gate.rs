@@ -109,8 +109,6 @@ pub struct Original {
     pub accept: String,
     /// The visitor's address, as the proxy saw it.
     pub address: Option<IpAddr>,
-    /// The value of the gate's secret header, if the request has it.
-    pub secret_header: Option<String>,
 }
 
 impl Original {
@@ -199,9 +197,15 @@ impl Gate {
                     .any(|m| m.eq_ignore_ascii_case(&req.method)))
     }
 
-    /// What the rules say of a request the gate guards; `secret_matches` tells whether the
-    /// request's secret header has the value whose digest the gate keeps.
-    pub fn verdict(&self, req: &Original, secret_matches: impl Fn(&str, &str) -> bool) -> Verdict {
+    /// What the rules say of a request the gate guards; `header` gives a header of the
+    /// request by name, `secret_matches` whether a value is the one whose digest the gate
+    /// keeps.
+    pub fn verdict(
+        &self,
+        req: &Original,
+        header: impl Fn(&str) -> Option<String>,
+        secret_matches: impl Fn(&str, &str) -> bool,
+    ) -> Verdict {
         if !self.guards(req) {
             return Verdict::NotGuarded;
         }
@@ -212,8 +216,8 @@ impl Gate {
         }
         let p = &self.passes;
         let path = req.path();
-        if let (Some(header), Some(value)) = (&p.secret_header, &req.secret_header) {
-            if secret_matches(value, &header.value_sha256) {
+        if let Some(secret) = &p.secret_header {
+            if header(&secret.name).is_some_and(|v| secret_matches(&v, &secret.value_sha256)) {
                 return Verdict::Passes(Rule::SecretHeader);
             }
         }
@@ -389,7 +393,19 @@ mod tests {
     }
 
     fn verdict(gate: &Gate, req: &Original) -> Verdict {
-        gate.verdict(req, |value, digest| value == "right" && digest == "digest")
+        gate.verdict(
+            req,
+            |_| None,
+            |value, digest| value == "right" && digest == "digest",
+        )
+    }
+
+    /// With the monitor's header `X-Monitor: <value>`.
+    fn monitored(gate: &Gate, req: &Original, value: &str) -> Verdict {
+        let header = |name: &str| (name == "X-Monitor").then(|| value.to_owned());
+        gate.verdict(req, header, |value, digest| {
+            value == "right" && digest == "digest"
+        })
     }
 
     #[test]
@@ -437,16 +453,14 @@ mod tests {
             ..get("/tickets/a")
         };
         assert_eq!(verdict(&g, &outside), Verdict::NeedsSession);
-        let monitor = Original {
-            secret_header: Some("right".into()),
-            ..get("/tickets/a")
-        };
-        assert_eq!(verdict(&g, &monitor), Verdict::Passes(Rule::SecretHeader));
-        let guess = Original {
-            secret_header: Some("wrong".into()),
-            ..get("/tickets/a")
-        };
-        assert_eq!(verdict(&g, &guess), Verdict::NeedsSession);
+        assert_eq!(
+            monitored(&g, &get("/tickets/a"), "right"),
+            Verdict::Passes(Rule::SecretHeader)
+        );
+        assert_eq!(
+            monitored(&g, &get("/tickets/a"), "wrong"),
+            Verdict::NeedsSession
+        );
     }
 
     #[test]

@@ -99,15 +99,21 @@ fn counted(outcome: &'static str) {
     metrics::counter!("sluice_gate_checks_total", "outcome" => outcome).increment(1);
 }
 
-/// What the proxy is told about `req`, whose `Cookie` header is `cookies`.
-pub fn check(app: &App, req: &Original, cookies: &str) -> Answer {
+/// What the proxy is told about `req`, whose `Cookie` header is `cookies` and whose other
+/// headers `header` gives by name.
+pub fn check(
+    app: &App,
+    req: &Original,
+    cookies: &str,
+    header: impl Fn(&str) -> Option<String>,
+) -> Answer {
     let set = app.gates.set();
     let Some(gate) = set.gates.iter().find(|g| g.guards(req)).map(Arc::clone) else {
         counted("not_guarded");
         return pass("not_guarded");
     };
     drop(set);
-    match gate.verdict(req, secret_matches) {
+    match gate.verdict(req, header, secret_matches) {
         Verdict::NotGuarded => {
             counted("not_guarded");
             return pass("not_guarded");

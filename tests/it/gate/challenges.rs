@@ -192,6 +192,12 @@ async fn the_waiting_page_shows_the_challenge_before_the_line() {
     })
     .await;
     let g = gate(&t, 10, json!({ "challenge": "turnstile" })).await;
+    // The line holds still: the visitor stays in it (not admitted and sent on at once).
+    let sale = g["sale_id"].as_str().unwrap();
+    t.admin(Method::POST, &format!("/v1/sales/{sale}/pause"))
+        .send()
+        .await
+        .unwrap();
     let origin = super::Origin::start().await;
     let proxy = super::Proxy::nginx(super::port_of(&t), origin.port).await;
     let shots = std::env::temp_dir().join(format!(

@@ -355,3 +355,135 @@ async fn a_session_is_renewed_through_nginx_and_caddy_at_most_once_a_minute(back
     assert_eq!(renewed, 2.0, "one renewal per visitor");
     t.stop().await;
 }
+
+/// Each rule lets its requests through the check, as a proxy asks it (Caddy's headers): the
+/// shop's monitor with its secret header, a crawler, an allow-listed address, `HEAD`; a wrong
+/// secret does not. The operator's switches: `queue_all` stops every rule (only sessions
+/// pass), `off` lets everything through; every change is in the audit log.
+#[tokio::test]
+async fn each_rule_and_switch_acts_on_the_check() {
+    let t = TestApp::spawn_on(Backend::Embedded).await;
+    let g = gate(
+        &t,
+        10,
+        json!({
+            "crawlers": ["Googlebot"],
+            "allow_cidrs": ["10.9.0.0/16"],
+            "secret_header_name": "X-Shop-Monitor",
+            "secret_header_value": "monitor-secret-of-the-shop",
+        }),
+    )
+    .await;
+    assert!(
+        !g.to_string().contains("monitor-secret-of-the-shop"),
+        "the value is never answered"
+    );
+    let http = Visitor::default().http;
+    let ask = |method: &str, extra: &[(&str, &str)]| {
+        let mut req = http
+            .get(t.url("/v1/gate/check"))
+            .header("X-Forwarded-Method", method)
+            .header("X-Forwarded-Host", "127.0.0.1")
+            .header("X-Forwarded-Uri", "/shop/item")
+            .header("X-Forwarded-For", "203.0.113.7")
+            .header("Accept", "text/html");
+        for (k, v) in extra {
+            req = req.header(*k, *v);
+        }
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(ask("GET", &[]).await, 302, "a visitor without a session");
+    assert_eq!(
+        ask("GET", &[("X-Shop-Monitor", "monitor-secret-of-the-shop")]).await,
+        200,
+        "the monitor"
+    );
+    assert_eq!(
+        ask("GET", &[("X-Shop-Monitor", "a guess")]).await,
+        302,
+        "a wrong secret"
+    );
+    assert_eq!(
+        ask(
+            "GET",
+            &[("User-Agent", "Mozilla/5.0 (compatible; Googlebot/2.1)")]
+        )
+        .await,
+        200,
+        "a crawler"
+    );
+    assert_eq!(
+        ask("GET", &[("X-Forwarded-For", "198.51.100.1, 10.9.3.4")]).await,
+        200,
+        "an allow-listed address, as the proxy saw it"
+    );
+    assert_eq!(
+        ask("GET", &[("X-Forwarded-For", "10.9.3.4, 198.51.100.1")]).await,
+        302,
+        "the client's own word for its address is not taken"
+    );
+    assert_eq!(ask("HEAD", &[]).await, 200, "HEAD");
+
+    let id = g["id"].as_str().unwrap();
+    let mut body = g.clone();
+    body.as_object_mut().unwrap().remove("id");
+    body["mode"] = json!("queue_all");
+    let put = t
+        .admin(Method::PUT, &format!("/v1/gates/{id}"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 200, "{}", put.text().await.unwrap());
+    assert_eq!(
+        ask("GET", &[("X-Shop-Monitor", "monitor-secret-of-the-shop")]).await,
+        302,
+        "queue_all: not even the monitor"
+    );
+    assert_eq!(ask("HEAD", &[]).await, 302, "queue_all: not HEAD");
+    body["mode"] = json!("off");
+    let put = t
+        .admin(Method::PUT, &format!("/v1/gates/{id}"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 200);
+    assert_eq!(ask("GET", &[]).await, 200, "off: everything passes");
+    let kept = t.admin_json(Method::GET, &format!("/v1/gates/{id}")).await;
+    assert_eq!(
+        kept["secret_header_name"], "X-Shop-Monitor",
+        "the header kept across changes"
+    );
+    body["mode"] = json!("on");
+    t.admin(Method::PUT, &format!("/v1/gates/{id}"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        ask("GET", &[("X-Shop-Monitor", "monitor-secret-of-the-shop")]).await,
+        200,
+        "the value kept too"
+    );
+
+    let log = t.admin_json(Method::GET, "/v1/admin/actions").await;
+    let actions: Vec<&str> = log["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["target"].as_str().is_some_and(|t| t.starts_with("gate:")))
+        .map(|a| a["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions.iter().filter(|a| **a == "updateGate").count(),
+        3,
+        "{actions:?}"
+    );
+    assert!(actions.contains(&"createGate"), "{actions:?}");
+    assert!(
+        !log.to_string().contains("monitor-secret-of-the-shop"),
+        "nor in the audit log"
+    );
+    t.stop().await;
+}
