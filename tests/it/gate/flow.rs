@@ -392,37 +392,35 @@ async fn each_rule_and_switch_acts_on_the_check() {
         }
         async move { req.send().await.unwrap().status().as_u16() }
     };
-    assert_eq!(ask("GET", &[]).await, 302, "a visitor without a session");
-    assert_eq!(
-        ask("GET", &[("X-Shop-Monitor", "monitor-secret-of-the-shop")]).await,
-        200,
-        "the monitor"
-    );
-    assert_eq!(
-        ask("GET", &[("X-Shop-Monitor", "a guess")]).await,
-        302,
-        "a wrong secret"
-    );
-    assert_eq!(
-        ask(
+    let monitor = ("X-Shop-Monitor", "monitor-secret-of-the-shop");
+    let crawler = ("User-Agent", "Mozilla/5.0 (compatible; Googlebot/2.1)");
+    let cases: [(&str, &[(&str, &str)], u16, &str); 7] = [
+        ("GET", &[], 302, "a visitor without a session"),
+        ("GET", &[monitor], 200, "the monitor"),
+        (
             "GET",
-            &[("User-Agent", "Mozilla/5.0 (compatible; Googlebot/2.1)")]
-        )
-        .await,
-        200,
-        "a crawler"
-    );
-    assert_eq!(
-        ask("GET", &[("X-Forwarded-For", "198.51.100.1, 10.9.3.4")]).await,
-        200,
-        "an allow-listed address, as the proxy saw it"
-    );
-    assert_eq!(
-        ask("GET", &[("X-Forwarded-For", "10.9.3.4, 198.51.100.1")]).await,
-        302,
-        "the client's own word for its address is not taken"
-    );
-    assert_eq!(ask("HEAD", &[]).await, 200, "HEAD");
+            &[("X-Shop-Monitor", "a guess")],
+            302,
+            "a wrong secret",
+        ),
+        ("GET", &[crawler], 200, "a crawler"),
+        (
+            "GET",
+            &[("X-Forwarded-For", "198.51.100.1, 10.9.3.4")],
+            200,
+            "an allow-listed address, as the proxy saw it",
+        ),
+        (
+            "GET",
+            &[("X-Forwarded-For", "10.9.3.4, 198.51.100.1")],
+            302,
+            "not the client's own word for its address",
+        ),
+        ("HEAD", &[], 200, "HEAD"),
+    ];
+    for (method, extra, status, why) in cases {
+        assert_eq!(ask(method, extra).await, status, "{why}");
+    }
 
     let id = g["id"].as_str().unwrap();
     let mut body = g.clone();
@@ -436,7 +434,7 @@ async fn each_rule_and_switch_acts_on_the_check() {
         .unwrap();
     assert_eq!(put.status(), 200, "{}", put.text().await.unwrap());
     assert_eq!(
-        ask("GET", &[("X-Shop-Monitor", "monitor-secret-of-the-shop")]).await,
+        ask("GET", &[monitor]).await,
         302,
         "queue_all: not even the monitor"
     );
@@ -461,11 +459,7 @@ async fn each_rule_and_switch_acts_on_the_check() {
         .send()
         .await
         .unwrap();
-    assert_eq!(
-        ask("GET", &[("X-Shop-Monitor", "monitor-secret-of-the-shop")]).await,
-        200,
-        "the value kept too"
-    );
+    assert_eq!(ask("GET", &[monitor]).await, 200, "the value kept too");
 
     let log = t.admin_json(Method::GET, "/v1/admin/actions").await;
     let actions: Vec<&str> = log["actions"]
