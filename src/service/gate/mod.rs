@@ -56,6 +56,9 @@ impl GateSet {
 /// This replica's gates, signer, challenge checker and view of the queue store's health.
 pub struct GateState {
     set: ArcSwap<GateSet>,
+    /// Held while the set is read from the ledger and replaced, or a session's end is added:
+    /// a read that began before a change is never stored after the set that has it.
+    changing: tokio::sync::Mutex<()>,
     /// Whether the queue store answered its last probe (or call of the gate's).
     store_up: AtomicBool,
     pub signer: GateSigner,
@@ -77,6 +80,7 @@ impl GateState {
         }
         GateState {
             set: ArcSwap::from_pointee(GateSet::default()),
+            changing: tokio::sync::Mutex::new(()),
             store_up: AtomicBool::new(true),
             signer: GateSigner::new(seed),
             verifier: Verifier::new(config),
@@ -106,7 +110,8 @@ impl GateState {
     }
 
     /// Notes a session ended here at once (the other replicas read it at their next refresh).
-    fn note_ended(&self, attempt: AttemptId) {
+    async fn note_ended(&self, attempt: AttemptId) {
+        let _changing = self.changing.lock().await;
         let now = self.set.load();
         let mut ended = now.ended.clone();
         ended.insert(attempt);
@@ -117,6 +122,7 @@ impl GateState {
 
 /// Reads the gates and the sessions ended early from the ledger into this replica's set.
 pub async fn refresh(app: &App) -> super::ServiceResult<()> {
+    let _changing = app.gates.changing.lock().await;
     let gates = app.ledger.gates().await?;
     let ended = app.ledger.ended_gate_sessions().await?;
     metrics::gauge!("sluice_gates").set(gates.len() as f64);

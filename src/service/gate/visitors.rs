@@ -245,7 +245,7 @@ pub async fn end(app: &App, gate: Uuid, visitor: &str) -> ServiceResult<bool> {
     let until = chrono::Utc::now() + chrono::Duration::minutes(i64::from(gate.session_minutes) + 1);
     for a in &admitted {
         app.ledger.end_gate_session(gate.id, a.id, until).await?;
-        app.gates.note_ended(a.id);
+        app.gates.note_ended(a.id).await;
         super::super::attempt_event::apply_event(app, a.id, &user, AttemptEvent::Leave).await?;
         metrics::counter!("sluice_gate_sessions_total", "event" => "ended").increment(1);
     }
