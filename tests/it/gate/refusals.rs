@@ -178,3 +178,53 @@ async fn nothing_passes_without_a_real_session_of_the_gate(backend: Backend) {
     assert_eq!(own.status, 200, "{}", own.body);
     t.stop().await;
 }
+
+/// Two replicas behind one proxy's two upstreams: a session traded on one passes the other's
+/// check (a shared key, no store call), a gate made on one is guarded by the other within its
+/// refresh, and a session ended on one is refused by the other within its refresh.
+#[tokio::test]
+async fn every_replica_checks_what_another_made_and_ended() {
+    let a = TestApp::spawn_with(|c| c.gate.refresh_ms = 200).await;
+    let b = TestApp::spawn_config((*a.app.config).clone()).await;
+    let origin = Origin::start().await;
+    let g = gate(&a, 10, json!({})).await;
+    let id = g["id"].as_str().unwrap();
+    let via_a = Proxy::nginx(port_of(&a), origin.port).await;
+    let via_b = Proxy::nginx(port_of(&b), origin.port).await;
+    let page = "/shop/replicated";
+    // B learns of the gate A made.
+    let mut guarded = false;
+    for _ in 0..50 {
+        if Visitor::default().page(&via_b.url(page)).await.status == 302 {
+            guarded = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(guarded, "B guards the gate A made");
+    let mut v = Visitor::default();
+    let (_, back) = v.through(&via_a, page).await;
+    assert_eq!(back.status, 200);
+    let session = v.cookies["sluice_session"].clone();
+    let mut on_b = Visitor::default();
+    on_b.cookies
+        .insert("sluice_session".into(), session.clone());
+    assert_eq!(
+        on_b.page(&via_b.url(page)).await.status,
+        200,
+        "A's session passes B"
+    );
+    let visitor = session.split('.').next().unwrap();
+    assert_eq!(end_session(&a, id, visitor).await, 204);
+    let mut refused = false;
+    for _ in 0..50 {
+        if on_b.page(&via_b.url(page)).await.status == 302 {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(refused, "B refuses the session A ended");
+    b.stop().await;
+    a.stop().await;
+}
