@@ -7,7 +7,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use super::gate;
-use crate::helpers::{StandIn, TestApp};
+use crate::helpers::{Backend, StandIn, TestApp};
 
 const TURNSTILE_PASSES: &str = "1x0000000000000000000000000000000AA";
 const TURNSTILE_FAILS: &str = "2x0000000000000000000000000000000AA";
@@ -36,12 +36,16 @@ async fn enter(t: &TestApp, gate: &str, answer: Option<&str>) -> (u16, Option<St
     (status, cookie, resp.json().await.unwrap_or(Value::Null))
 }
 
-#[tokio::test]
-async fn turnstile_is_checked_with_its_siteverify_and_the_shops_secret() {
+crate::on_both_configurations!(
+    turnstile_is_checked_with_its_siteverify_and_the_shops_secret,
+    hcaptcha_is_checked_with_its_siteverify_and_the_shops_secret,
+);
+
+async fn turnstile_is_checked_with_its_siteverify_and_the_shops_secret(backend: Backend) {
     let standin = StandIn::start("turnstile/turnstile_standin.py", &[]).await;
     for (secret, passes) in [(TURNSTILE_PASSES, true), (TURNSTILE_FAILS, false)] {
         let verify = format!("{}/turnstile/v0/siteverify", standin.url());
-        let t = TestApp::spawn_with(|c| {
+        let t = TestApp::spawn_on_with(backend, |c| {
             c.gate.turnstile_site_key = "1x00000000000000000000AA".into();
             c.gate.turnstile_secret = secret.into();
             c.gate.turnstile_verify_url = verify;
@@ -132,15 +136,14 @@ async fn turnstile_is_checked_with_its_siteverify_and_the_shops_secret() {
     }
 }
 
-#[tokio::test]
-async fn hcaptcha_is_checked_with_its_siteverify_and_the_shops_secret() {
+async fn hcaptcha_is_checked_with_its_siteverify_and_the_shops_secret(backend: Backend) {
     let standin = StandIn::start("hcaptcha/hcaptcha_standin.py", &[]).await;
     for (site_key, passes) in [
         (HCAPTCHA_SITE_KEY, true),
         ("20000000-ffff-ffff-ffff-000000000002", false),
     ] {
         let verify = format!("{}/siteverify", standin.url());
-        let t = TestApp::spawn_with(|c| {
+        let t = TestApp::spawn_on_with(backend, |c| {
             c.gate.hcaptcha_site_key = site_key.into();
             c.gate.hcaptcha_secret = HCAPTCHA_SECRET.into();
             c.gate.hcaptcha_verify_url = verify;
@@ -184,7 +187,7 @@ async fn the_waiting_page_shows_the_challenge_before_the_line() {
         format!("{}/turnstile/v0/siteverify", standin.url()),
         format!("{}/turnstile/v0/api.js?render=explicit", standin.url()),
     );
-    let t = TestApp::spawn_on_with(crate::helpers::Backend::Embedded, |c| {
+    let t = TestApp::spawn_on_with(Backend::Embedded, |c| {
         c.gate.turnstile_site_key = "3x00000000000000000000FF".into();
         c.gate.turnstile_secret = TURNSTILE_PASSES.into();
         c.gate.turnstile_verify_url = verify;

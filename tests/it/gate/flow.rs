@@ -481,3 +481,51 @@ async fn each_rule_and_switch_acts_on_the_check() {
     );
     t.stop().await;
 }
+
+/// A session left idle past its length ends: its cookie no longer passes, and its place goes
+/// to the next visitor in line (a gate of one place, sessions of one minute).
+#[tokio::test]
+async fn a_session_idle_past_its_length_frees_its_place() {
+    let t = TestApp::spawn().await;
+    let origin = Origin::start().await;
+    let g = gate(&t, 1, json!({ "session_minutes": 1 })).await;
+    let gate_id = g["id"].as_str().unwrap();
+    let proxy = Proxy::nginx(port_of(&t), origin.port).await;
+    let mut first = Visitor::default();
+    let (_, back) = first.through(&proxy, "/shop/first").await;
+    assert_eq!(back.status, 200);
+    // The next visitor waits: the one place is taken.
+    let mut next = Visitor::default();
+    let sent = next.page(&proxy.url("/shop/next")).await;
+    let (_, return_to) = super::waiting_page_params(sent.header("location").unwrap());
+    let (token, sale) = next.enter(&proxy, gate_id).await;
+    let attempt = next.join(&proxy, &sale, &token).await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let waiting = next
+        .send(
+            Method::GET,
+            &proxy.url(&format!("/.sluice/v1/attempts/{attempt}")),
+            "application/json",
+            None,
+            Some(&token),
+        )
+        .await;
+    assert_eq!(waiting.json()["state"], "QUEUED", "the place is taken");
+    // Past the minute, with no request from the first visitor: its session has ended.
+    let admission = next.admitted(&proxy, &attempt, &token).await;
+    assert_eq!(
+        first.page(&proxy.url("/shop/first")).await.status,
+        302,
+        "the idle session ended"
+    );
+    let traded = next
+        .trade(&proxy, gate_id, &attempt, &admission, &return_to)
+        .await;
+    assert_eq!(traded.status, 200, "{}", traded.body);
+    assert_eq!(
+        next.page(&proxy.url("/shop/next")).await.status,
+        200,
+        "the next visitor is in"
+    );
+    t.stop().await;
+}
