@@ -68,20 +68,11 @@ async fn a_thousand_visitors_through_nginx_at_most_a_hundred_at_once(backend: Ba
             async move {
                 let deadline = Instant::now() + Duration::from_secs(240);
                 let admission = loop {
-                    let got = v
-                        .send(
-                            Method::GET,
-                            &proxy.url(&format!("/.sluice/v1/attempts/{attempt}")),
-                            "application/json",
-                            None,
-                            Some(&token),
-                        )
-                        .await;
-                    let s = got.json();
+                    let s = v.status(&proxy, &attempt, &token).await;
                     if s["state"] == "ADMITTED" {
                         break s["admission_token"].as_str().unwrap().to_owned();
                     }
-                    assert_eq!(s["state"], "QUEUED", "visitor {i}: {}", got.body);
+                    assert_eq!(s["state"], "QUEUED", "visitor {i}: {s}");
                     assert!(Instant::now() < deadline, "visitor {i} still waits");
                     let wait = s["poll_after_ms"].as_u64().unwrap_or(500).clamp(100, 1000);
                     tokio::time::sleep(Duration::from_millis(wait)).await;

@@ -501,16 +501,8 @@ async fn a_session_idle_past_its_length_frees_its_place() {
     let (token, sale) = next.enter(&proxy, gate_id).await;
     let attempt = next.join(&proxy, &sale, &token).await;
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    let waiting = next
-        .send(
-            Method::GET,
-            &proxy.url(&format!("/.sluice/v1/attempts/{attempt}")),
-            "application/json",
-            None,
-            Some(&token),
-        )
-        .await;
-    assert_eq!(waiting.json()["state"], "QUEUED", "the place is taken");
+    let waiting = next.status(&proxy, &attempt, &token).await;
+    assert_eq!(waiting["state"], "QUEUED", "the place is taken");
     // Past the minute, with no request from the first visitor: its session has ended.
     let admission = next.admitted(&proxy, &attempt, &token).await;
     assert_eq!(

@@ -417,23 +417,23 @@ impl Visitor {
         got.json()["attempt_id"].as_str().unwrap().to_owned()
     }
 
+    /// The attempt's status, as the waiting page asks it.
+    pub async fn status(&mut self, proxy: &Proxy, attempt: &str, token: &str) -> Value {
+        let url = proxy.url(&format!("/.sluice/v1/attempts/{attempt}"));
+        let got = self
+            .send(Method::GET, &url, "application/json", None, Some(token))
+            .await;
+        got.json()
+    }
+
     /// Polls until the attempt is admitted; its admission token.
     pub async fn admitted(&mut self, proxy: &Proxy, attempt: &str, token: &str) -> String {
         for _ in 0..3000 {
-            let got = self
-                .send(
-                    Method::GET,
-                    &proxy.url(&format!("/.sluice/v1/attempts/{attempt}")),
-                    "application/json",
-                    None,
-                    Some(token),
-                )
-                .await;
-            let v = got.json();
+            let v = self.status(proxy, attempt, token).await;
             if v["state"] == "ADMITTED" {
                 return v["admission_token"].as_str().unwrap().to_owned();
             }
-            assert_eq!(v["state"], "QUEUED", "{}", got.body);
+            assert_eq!(v["state"], "QUEUED", "{v}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         panic!("not admitted in time");
