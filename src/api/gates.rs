@@ -11,12 +11,13 @@ use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
 use ring::digest::{digest, SHA256};
 
 use super::problem::ApiError;
+use super::sales::sale_audit;
 use super::security::AdminAuth;
 use super::text::Text;
 use super::ApiTags;
 use crate::auth::gate_cookies::{SESSION_COOKIE, VISITOR_COOKIE};
 use crate::domain::gate::{Challenge, Gate, GateMode, Guards, Passes, SecretHeader};
-use crate::domain::{AttemptId, Role, SaleId};
+use crate::domain::{AttemptId, NewPrice, NewSale, Role, SaleId, Ttls};
 use crate::gate::challenge::Verifier;
 use crate::service::gate::{admin, visitors};
 use crate::service::{App, ServiceError};
@@ -71,9 +72,14 @@ pub struct GateIn {
     /// Shown to operators (1 to 200 characters).
     #[oai(validator(min_length = 1, max_length = 200))]
     pub name: String,
-    /// The gate's line: a quantity sale of its own, not instant. Its rate, active cap, opening
-    /// (FIFO or lottery) and pause work as for any sale; its stock is never held.
-    pub sale_id: String,
+    /// The gate's line: a quantity sale of its own, not instant, whose rate, active cap,
+    /// opening (FIFO or lottery) and pause work as for any sale; its stock is never held. Name
+    /// an existing one, or give `line` instead and the gate makes its own.
+    #[oai(skip_serializing_if_is_none)]
+    pub sale_id: Option<String>,
+    /// A line of the gate's own, made with it (creation only, instead of `sale_id`).
+    #[oai(skip_serializing_if_is_none)]
+    pub line: Option<GateLineIn>,
     /// Hosts guarded (at least one), without scheme or port. A visitor is sent back only to
     /// one of them.
     #[oai(validator(min_items = 1, max_items = 50))]
@@ -125,11 +131,79 @@ pub struct GateIn {
     pub secret_header_value: Option<String>,
 }
 
+fn default_line_rate() -> u32 {
+    600
+}
+fn default_line_cap() -> u32 {
+    100
+}
+
+/// A gate's own line: how fast visitors are let in and how many may be on the site at once.
+#[derive(Debug, Clone, Object)]
+pub struct GateLineIn {
+    /// Visitors let in per minute (1 to 1,000,000).
+    #[oai(
+        default = "default_line_rate",
+        validator(minimum(value = "1"), maximum(value = "1000000"))
+    )]
+    pub rate_per_minute: u32,
+    /// Sessions at once at most (1 to 1,000,000).
+    #[oai(
+        default = "default_line_cap",
+        validator(minimum(value = "1"), maximum(value = "1000000"))
+    )]
+    pub max_active: u32,
+    /// When admission starts; visitors wait in line until then. Default: now.
+    #[oai(skip_serializing_if_is_none)]
+    pub opens_at: Option<DateTime<Utc>>,
+    /// Those in line before `opens_at` are let in in a drawn order (a lottery), not their
+    /// order of arrival.
+    #[oai(default)]
+    pub lottery: bool,
+}
+
+impl GateLineIn {
+    /// The sale it makes: named after the gate, one unit never held, five minutes to come back
+    /// once admitted (the page comes back at once).
+    fn new_sale(&self, name: &str) -> NewSale {
+        NewSale {
+            name: name.to_owned(),
+            opens_at: self.opens_at,
+            closes_at: None,
+            quantity: Some(1),
+            seats: None,
+            per_user_limit: 1,
+            ttls: Ttls {
+                admission_secs: 300,
+                hold_secs: 60,
+                payment_secs: 60,
+            },
+            rate_per_minute: self.rate_per_minute,
+            max_active: self.max_active,
+            adaptive: None,
+            lottery: self.lottery.then(String::new),
+            price: NewPrice {
+                currency: None,
+                unit_price: None,
+                categories: Vec::new(),
+            },
+            layout: None,
+            instant: false,
+        }
+    }
+}
+
 impl poem_openapi::types::Example for GateIn {
     fn example() -> Self {
         GateIn {
             name: "Friday drop".into(),
-            sale_id: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60".into(),
+            sale_id: None,
+            line: Some(GateLineIn {
+                rate_per_minute: 1200,
+                max_active: 300,
+                opens_at: None,
+                lottery: false,
+            }),
             hosts: vec!["shop.example".into()],
             paths: vec!["/drop/".into()],
             methods: vec![],
@@ -239,11 +313,17 @@ impl From<&Gate> for GateOut {
     }
 }
 
-/// The gate `b` asks for; `before`'s secret header value is kept when `b` names the header
-/// without a value.
+/// The gate `b` asks for; `before`'s line, and its secret header value when `b` names the
+/// header without a value, are kept. A gate with a line of its own to make has no sale yet
+/// (the nil id, until it is made).
 fn gate_of(b: GateIn, id: uuid::Uuid, before: Option<&Gate>) -> Result<Gate, ApiError> {
-    let sale = SaleId::parse(&b.sale_id)
-        .map_err(|_| ServiceError::validation("sale_id", "not a sale id"))?;
+    let sale = match (&b.sale_id, before) {
+        (Some(s), _) => {
+            SaleId::parse(s).map_err(|_| ServiceError::validation("sale_id", "not a sale id"))?
+        }
+        (None, Some(g)) => g.sale,
+        (None, None) => SaleId(uuid::Uuid::nil()),
+    };
     let kept = before.and_then(|g| g.passes.secret_header.as_ref());
     let secret_header = match (b.secret_header_name, b.secret_header_value) {
         (None, _) => None,
@@ -494,8 +574,19 @@ impl GatesApi {
     #[oai(path = "/v1/gates", method = "post", operation_id = "createGate")]
     async fn create(&self, auth: AdminAuth, body: Json<GateIn>) -> Result<GateCreated, ApiError> {
         let operator = auth.allows(Role::Operator)?;
+        let line =
+            match (&body.sale_id, &body.line) {
+                (Some(_), None) => None,
+                (None, Some(line)) => Some(line.new_sale(&body.name)),
+                _ => return Err(ServiceError::validation(
+                    "sale_id",
+                    "give exactly one of sale_id (an existing sale) or line (a line of its own)",
+                )
+                .into()),
+            };
+        let audit = sale_audit(operator, "createSale");
         let gate = gate_of(body.0, uuid::Uuid::nil(), None)?;
-        let gate = admin::create(&self.app, gate, operator).await?;
+        let gate = admin::create(&self.app, gate, line.map(|l| (l, &audit)), operator).await?;
         Ok(GateCreated::Created(
             Json((&gate).into()),
             format!("/v1/gates/{}", gate.id),
@@ -541,6 +632,9 @@ impl GatesApi {
     ) -> Result<GateResponse, ApiError> {
         let operator = auth.allows(Role::Operator)?;
         let before = visitors::gate_of(&self.app, parse_gate_id(&gate_id)?)?;
+        if body.line.is_some() {
+            return Err(ServiceError::validation("line", "a gate's line cannot change").into());
+        }
         let gate = gate_of(body.0, before.id, Some(&before))?;
         let gate = admin::update(&self.app, gate, operator).await?;
         Ok(GateResponse::Ok(Json((&gate).into())))

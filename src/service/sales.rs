@@ -17,7 +17,7 @@ use crate::domain::valve::ControllerState;
 use crate::domain::SaleSnapshot;
 use crate::domain::Target;
 use crate::domain::{
-    Admission, AttemptEvent, NewSale, ProofOfWork, SaleId, SaleStatus, StockChange,
+    Admission, AttemptEvent, NewSale, ProofOfWork, Sale, SaleId, SaleStatus, StockChange,
 };
 use crate::ledger::{Audit, LedgerError, LedgerStats, SaleChange, SaleRecord};
 use crate::queue::Lease;
@@ -47,6 +47,24 @@ pub async fn create(
             ),
         ));
     }
+    keep(app, sale, audit).await
+}
+
+/// A gate's line: a sale whose stock is never held, so it needs no price whoever takes the
+/// payments.
+pub async fn create_line(
+    app: &App,
+    new: NewSale,
+    audit: &SaleAudit<'_>,
+) -> ServiceResult<SaleRecord> {
+    let sale = new
+        .parse(Utc::now())
+        .map_err(|e| ServiceError::validation(e.field, e.message))?;
+    keep(app, sale, audit).await
+}
+
+/// Keeps a checked new sale in the ledger, then in the queue store.
+async fn keep(app: &App, sale: Sale, audit: &SaleAudit<'_>) -> ServiceResult<SaleRecord> {
     let remaining = sale.stock.total();
     let record = SaleRecord {
         sale,

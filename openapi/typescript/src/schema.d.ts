@@ -1972,6 +1972,11 @@ export interface components {
          *       "hosts": [
          *         "shop.example"
          *       ],
+         *       "line": {
+         *         "lottery": false,
+         *         "max_active": 300,
+         *         "rate_per_minute": 1200
+         *       },
          *       "methods": [],
          *       "mode": "on",
          *       "name": "Friday drop",
@@ -1979,7 +1984,6 @@ export interface components {
          *         "/drop/"
          *       ],
          *       "refuse_status": 429,
-         *       "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
          *       "secret_header_name": "X-Shop-Monitor",
          *       "secret_header_value": "a-long-random-value-of-the-shop",
          *       "session_minutes": 10,
@@ -2019,6 +2023,7 @@ export interface components {
              *     one of them.
              */
             hosts: string[];
+            line?: components["schemas"]["GateLineIn"];
             /**
              * @description Methods guarded (none: all).
              * @default []
@@ -2039,10 +2044,11 @@ export interface components {
              */
             refuse_status?: number;
             /**
-             * @description The gate's line: a quantity sale of its own, not instant. Its rate, active cap, opening
-             *     (FIFO or lottery) and pause work as for any sale; its stock is never held.
+             * @description The gate's line: a quantity sale of its own, not instant, whose rate, active cap,
+             *     opening (FIFO or lottery) and pause work as for any sale; its stock is never held. Name
+             *     an existing one, or give `line` instead and the gate makes its own.
              */
-            sale_id: string;
+            sale_id?: string;
             /** @description The shop's own header for its monitors: requests with this header and value pass. */
             secret_header_name?: string;
             /**
@@ -2069,6 +2075,35 @@ export interface components {
             static_prefixes?: string[];
         };
         /**
+         * GateLineIn
+         * @description A gate's own line: how fast visitors are let in and how many may be on the site at once.
+         */
+        GateLineIn: {
+            /**
+             * @description Those in line before `opens_at` are let in in a drawn order (a lottery), not their
+             *     order of arrival.
+             * @default false
+             */
+            lottery?: boolean;
+            /**
+             * Format: uint32
+             * @description Sessions at once at most (1 to 1,000,000).
+             * @default 100
+             */
+            max_active?: number;
+            /**
+             * Format: date-time
+             * @description When admission starts; visitors wait in line until then. Default: now.
+             */
+            opens_at?: string;
+            /**
+             * Format: uint32
+             * @description Visitors let in per minute (1 to 1,000,000).
+             * @default 600
+             */
+            rate_per_minute?: number;
+        };
+        /**
          * GateList
          * @example {
          *       "gates": [
@@ -2093,7 +2128,7 @@ export interface components {
          *             "/drop/"
          *           ],
          *           "refuse_status": 429,
-         *           "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
+         *           "sale_id": "00000000-0000-0000-0000-000000000000",
          *           "secret_header_name": "X-Shop-Monitor",
          *           "session_minutes": 10,
          *           "static_extensions": [
@@ -2139,7 +2174,7 @@ export interface components {
          *         "/drop/"
          *       ],
          *       "refuse_status": 429,
-         *       "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
+         *       "sale_id": "00000000-0000-0000-0000-000000000000",
          *       "secret_header_name": "X-Shop-Monitor",
          *       "session_minutes": 10,
          *       "static_extensions": [

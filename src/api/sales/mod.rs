@@ -407,7 +407,7 @@ impl SalesApi {
 }
 
 /// How the admin audit log shows a sale: as the API does.
-fn sale_audit<'a>(actor: &'a Operator, action: &'a str) -> SaleAudit<'a> {
+pub(super) fn sale_audit<'a>(actor: &'a Operator, action: &'a str) -> SaleAudit<'a> {
     SaleAudit {
         actor,
         action,

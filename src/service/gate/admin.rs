@@ -5,7 +5,8 @@ use uuid::Uuid;
 
 use super::refresh;
 use crate::domain::gate::Gate;
-use crate::domain::{AdminAction, Operator, Stock, Target};
+use crate::domain::{AdminAction, NewSale, Operator, Stock, Target};
+use crate::service::sales::SaleAudit;
 use crate::service::{App, ServiceError, ServiceResult};
 
 /// What the audit log shows of a gate: all of it (a secret header is kept as its digest).
@@ -32,8 +33,24 @@ async fn checked(app: &App, gate: &Gate) -> ServiceResult<()> {
     Ok(())
 }
 
-pub async fn create(app: &App, mut gate: Gate, operator: &Operator) -> ServiceResult<Gate> {
+/// A new gate; with `line`, over a new sale of its own made from it (`gate.sale` is then
+/// that sale's), with `sale_audit`'s entry.
+pub async fn create(
+    app: &App,
+    mut gate: Gate,
+    line: Option<(NewSale, &SaleAudit<'_>)>,
+    operator: &Operator,
+) -> ServiceResult<Gate> {
     gate.id = Uuid::now_v7();
+    if let Some((new, sale_audit)) = line {
+        // The rules first: a gate refused makes no sale.
+        gate.check()
+            .map_err(|e| ServiceError::validation(e.field, e.message))?;
+        gate.sale = crate::service::sales::create_line(app, new, sale_audit)
+            .await?
+            .sale
+            .id;
+    }
     checked(app, &gate).await?;
     let entry = AdminAction::new(
         operator,

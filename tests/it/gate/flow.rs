@@ -521,3 +521,81 @@ async fn a_session_idle_past_its_length_frees_its_place() {
     );
     t.stop().await;
 }
+
+/// A gate makes a line of its own (`line` instead of `sale_id`): a sale named after it with
+/// the rate and cap asked, never priced, even where a payment provider charges every hold
+/// (Stripe here). Exactly one of `sale_id` and `line`; the line never changes.
+#[tokio::test]
+async fn a_gate_makes_a_line_of_its_own() {
+    let stripe = crate::stripe::LocalStripe::start().await;
+    let t = TestApp::spawn_with(|c| crate::stripe::on_stripe(c, &stripe)).await;
+    let body = json!({ "name": "Friday drop", "hosts": ["shop.example"],
+                       "line": { "rate_per_minute": 1200, "max_active": 300 } });
+    let made = t
+        .admin(Method::POST, "/v1/gates")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 201, "{}", made.text().await.unwrap());
+    let g: serde_json::Value = made.json().await.unwrap();
+    let sale = t
+        .admin_json(
+            Method::GET,
+            &format!("/v1/sales/{}", g["sale_id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(sale["name"], "Friday drop");
+    assert_eq!(sale["rate_per_minute"], 1200);
+    assert_eq!(sale["max_active"], 300);
+    let unpriced = t
+        .admin(Method::POST, "/v1/sales")
+        .json(&json!({ "name": "plain", "quantity": 1 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        unpriced.status(),
+        422,
+        "an ordinary sale needs a price under Stripe"
+    );
+    let both = json!({ "name": "x", "hosts": ["a.example"], "sale_id": g["sale_id"],
+                       "line": { "max_active": 1 } });
+    let neither = json!({ "name": "x", "hosts": ["a.example"] });
+    for wrong in [both, neither] {
+        let resp = t
+            .admin(Method::POST, "/v1/gates")
+            .json(&wrong)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 422, "{wrong}");
+    }
+    let refused = json!({ "name": "x", "hosts": ["bad host"], "line": {} });
+    let before = t.admin_json(Method::GET, "/v1/sales").await["sales"]
+        .as_array()
+        .unwrap()
+        .len();
+    let resp = t
+        .admin(Method::POST, "/v1/gates")
+        .json(&refused)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 422, "a bad gate");
+    let after = t.admin_json(Method::GET, "/v1/sales").await["sales"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(before, after, "a gate refused makes no sale");
+    let id = g["id"].as_str().unwrap();
+    let change = json!({ "name": "Friday drop", "hosts": ["shop.example"], "line": {} });
+    let resp = t
+        .admin(Method::PUT, &format!("/v1/gates/{id}"))
+        .json(&change)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 422, "the line cannot change");
+    t.stop().await;
+}
