@@ -8,7 +8,8 @@
 // and sets <html lang>; the switch overrides it, remembered in localStorage), and solves a
 // sale's proof of work in a Web Worker (proof-of-work.js) before it joins. An ES module, served
 // as it is: its texts (texts-<language>.js), its calls of the API (api.js), what it shows for an
-// attempt (screen.js, a pure function this file draws) and each payment provider's way to pay
+// attempt (screen.js, a pure function of the page's one state object, which this file draws)
+// and each payment provider's way to pay
 // (pay-<provider>.js, loaded when an answer names that provider).
 //
 // In front of a site (`?gate=<id>&return_to=…`, reached through the site's own proxy) the
@@ -26,22 +27,56 @@ import { screenOf } from './screen.js';
 (() => {
   const $ = (id) => document.getElementById(id);
   const params = new URLSearchParams(location.search);
-  let saleId = params.get('sale');
   const gateId = params.get('gate');
   const returnTo = params.get('return_to');
-  /// A gate's visitor's user id (`visitor-<id>`): what the proof of work is bound to.
-  let visitorUser = '';
   const fragment = new URLSearchParams(location.hash.slice(1));
   if (fragment.get('token')) {
     sessionStorage.setItem('sluice.token', fragment.get('token'));
     history.replaceState(null, '', location.pathname + location.search);
   }
-  let token = gateId ? null : sessionStorage.getItem('sluice.token');
-  let attemptKey = `sluice.attempt.${saleId}`;
+  const MESSAGES = { en, ko };
+
+  /// What the page knows, in one place: whom it is for, the sale's offer and the attempt as
+  /// sluice last answered them, and what is on screen. `screenOf` (screen.js) decides each step
+  /// from it; the handlers below change it.
+  const state = {
+    saleId: params.get('sale'),
+    /// The user's token (a gate's visitor gets one on entering the gate).
+    token: gateId ? null : sessionStorage.getItem('sluice.token'),
+    /// A gate's visitor's user id (`visitor-<id>`): what the proof of work is bound to.
+    visitorUser: '',
+    /// Where this tab keeps the sale's attempt id, so a reload finds it.
+    attemptKey: `sluice.attempt.${params.get('sale')}`,
+    lang: languageOf(MESSAGES, localStorage.getItem('sluice.language'), document.documentElement.lang),
+    offer: null,
+    attempt: null,
+    /// The place first shown, against which the progress through the line is measured.
+    firstPosition: null,
+    /// The AbortController of the live status.
+    following: null,
+    shownStep: null,
+    /// Draws the step on screen again (after a change of language).
+    redraw: null,
+    /// The tab's title for the step on screen.
+    titleNow: '',
+    /// The timer flashing the tab's title when the turn came.
+    flashing: null,
+    /// Of the status stream: a reconnect is not sent the same answer again.
+    lastEventId: null,
+    /// The key of the payment form on the page.
+    formMounted: null,
+    /// The mounting under way: answers that arrive meanwhile wait for it.
+    formMounting: null,
+    /// Confirms the payment with what the buyer entered.
+    formPay: null,
+    /// The admission is being traded for the site's session (a gate's visitor).
+    trading: false,
+  };
+
   // Back from a payment provider's window (`?attempt=`): that attempt is the one to show, even
   // if this page, ending as it left, had let go of it.
   if (params.get('attempt')) {
-    sessionStorage.setItem(attemptKey, params.get('attempt'));
+    sessionStorage.setItem(state.attemptKey, params.get('attempt'));
     params.delete('attempt');
     history.replaceState(null, '', `${location.pathname}?${params}`);
   }
@@ -50,17 +85,14 @@ import { screenOf } from './screen.js';
 
   // ---- the visitor's language ----------------------------------------------------------------
 
-  const MESSAGES = { en, ko };
-  const chosen = localStorage.getItem('sluice.language');
-  let lang = languageOf(MESSAGES, chosen, document.documentElement.lang);
-  const t = translator(MESSAGES, () => lang);
+  const t = translator(MESSAGES, () => state.lang);
 
   /// The page's fixed texts in the language; the step on screen is drawn again by the caller.
   function translate() {
-    document.documentElement.lang = lang;
+    document.documentElement.lang = state.lang;
     for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
     for (const el of document.querySelectorAll('[data-i18n-label]')) el.setAttribute('aria-label', t(el.dataset.i18nLabel));
-    $('language').value = lang;
+    $('language').value = state.lang;
     lotteryTexts();
   }
 
@@ -70,42 +102,33 @@ import { screenOf } from './screen.js';
     // A later lottery phase's pre-queue is drawn at that phase's start; else the sale's opening.
     const phase = phaseNow();
     const [opening, drawAt] = phase && phase.joins_from ? [phase.opening, phase.starts_at]
-      : [offer && offer.opening, offer && offer.opens_at];
+      : [state.offer && state.offer.opening, state.offer && state.offer.opens_at];
     const ahead = opening === 'lottery_at_open' && Date.now() < Date.parse(drawAt);
-    const at = ahead ? new Date(drawAt).toLocaleTimeString(lang, { hour: '2-digit', minute: '2-digit' }) : '';
+    const at = ahead ? new Date(drawAt).toLocaleTimeString(state.lang, { hour: '2-digit', minute: '2-digit' }) : '';
     $('join-intro').textContent = ahead ? t('joinIntroLottery', at) : t('joinIntro');
     $('lottery-note').textContent = ahead ? t('lotteryNote', at) : '';
     $('lottery-note').hidden = !ahead;
   }
 
-  let offer = null;
-  let attempt = null;
-  let firstPosition = null;
-  let following = null; // AbortController of the live status
-  let shownStep = null;
-  let redraw = null; // draws the step on screen again (after a change of language)
-  let titleNow = ''; // the tab's title for the step on screen
-  let flashing = null; // the timer flashing the tab's title when the turn came
-
   // ---- talking to sluice -------------------------------------------------------------------
 
-  const api = client(() => token);
+  const api = client(() => state.token);
 
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
   /// Follows the attempt until it ends: SSE first, polling when the stream is unavailable.
   async function follow() {
-    if (following) following.abort();
+    if (state.following) state.following.abort();
     const control = new AbortController();
-    following = control;
-    while (!control.signal.aborted && attempt && !ENDED.includes(attempt.state)) {
+    state.following = control;
+    while (!control.signal.aborted && state.attempt && !ENDED.includes(state.attempt.state)) {
       try {
         await stream(control.signal);
       } catch (e) {
         if (control.signal.aborted) return;
         if (e instanceof Problem) { handleProblem(e); if (!isTransient(e)) return; }
       }
-      if (control.signal.aborted || !attempt || ENDED.includes(attempt.state)) return;
+      if (control.signal.aborted || !state.attempt || ENDED.includes(state.attempt.state)) return;
       await poll(control.signal);
     }
   }
@@ -113,15 +136,13 @@ import { screenOf } from './screen.js';
   /// The attempt's status path; with its queue ticket the answer comes from the server's view
   /// of the queue, without a lookup in the queue store.
   function statusPath(suffix = '') {
-    const ticket = attempt.queue_ticket ? `?ticket=${encodeURIComponent(attempt.queue_ticket)}` : '';
-    return `/v1/attempts/${attempt.attempt_id}${suffix}${ticket}`;
+    const ticket = state.attempt.queue_ticket ? `?ticket=${encodeURIComponent(state.attempt.queue_ticket)}` : '';
+    return `/v1/attempts/${state.attempt.attempt_id}${suffix}${ticket}`;
   }
 
-  let lastEventId = null; // of the status stream: a reconnect is not sent the same answer again
-
   async function stream(signal) {
-    const headers = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
-    if (lastEventId) headers['Last-Event-ID'] = lastEventId;
+    const headers = { Authorization: `Bearer ${state.token}`, Accept: 'text/event-stream' };
+    if (state.lastEventId) headers['Last-Event-ID'] = state.lastEventId;
     const res = await fetch(at(statusPath('/events')), { headers, signal });
     if (!res.ok || !res.body) throw await problemOf(res);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -138,7 +159,7 @@ import { screenOf } from './screen.js';
         const data = lines.filter((l) => l.startsWith('data:'))
           .map((l) => l.slice(5).trimStart()).join('\n');
         const id = lines.find((l) => l.startsWith('id:'));
-        if (id) lastEventId = id.slice(3).trim();
+        if (id) state.lastEventId = id.slice(3).trim();
         if (data) show(JSON.parse(data));
       }
     }
@@ -147,7 +168,7 @@ import { screenOf } from './screen.js';
   /// One round of polling (used while the stream is down), then back to trying the stream.
   async function poll(signal) {
     for (let i = 0; i < 5 && !signal.aborted; i++) {
-      await sleep(pollDelay(attempt));
+      await sleep(pollDelay(state.attempt));
       if (signal.aborted) return;
       try {
         show(await api('GET', statusPath()));
@@ -155,16 +176,16 @@ import { screenOf } from './screen.js';
         handleProblem(e);
         if (!isTransient(e)) return;
       }
-      if (ENDED.includes(attempt.state)) return;
+      if (ENDED.includes(state.attempt.state)) return;
     }
   }
 
 
   /// The user id the token names (`sub`): the proof of work is bound to it.
   function tokenUser() {
-    if (visitorUser) return visitorUser;
+    if (state.visitorUser) return state.visitorUser;
     try {
-      const payload = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+      const payload = state.token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
       return JSON.parse(atob(payload)).sub;
     } catch (e) {
       return '';
@@ -192,22 +213,22 @@ import { screenOf } from './screen.js';
         if (done >= said + 25) { said = done - (done % 25); say(t('provingSay', said)); }
       };
       worker.onerror = (e) => { worker.terminate(); reject(e); };
-      worker.postMessage({ salt: pow.salt, sale: saleId, user: tokenUser(), bits: pow.difficulty_bits });
+      worker.postMessage({ salt: pow.salt, sale: state.saleId, user: tokenUser(), bits: pow.difficulty_bits });
     });
   }
 
   /// Joins, with the sale's proof of work when it asks for one (again if it was raised since).
   async function join() {
     for (let round = 0; round < 3; round++) {
-      const pow = offer && offer.proof_of_work;
+      const pow = state.offer && state.offer.proof_of_work;
       const headers = pow ? { 'Sluice-Proof-Of-Work': await prove(pow) } : {};
       const code = $('access-code').value.trim();
       if (code) headers['Sluice-Access-Code'] = code;
       try {
-        return await api('POST', `/v1/sales/${saleId}/attempts`, undefined, headers);
+        return await api('POST', `/v1/sales/${state.saleId}/attempts`, undefined, headers);
       } catch (e) {
         if (e.type !== '/problems/proof-of-work-required') throw e;
-        offer = await api('GET', `/v1/sales/${saleId}/offer`); // a new difficulty or salt
+        state.offer = await api('GET', `/v1/sales/${state.saleId}/offer`); // a new difficulty or salt
       }
     }
     throw new Problem(428, { detail: t('ended') }, 0);
@@ -227,11 +248,11 @@ import { screenOf } from './screen.js';
     for (const s of STEPS) $(`step-${s}`).hidden = s !== name;
     $('status').classList.toggle('sr-only', name === 'done');
     $('title').textContent = title;
-    titleNow = `${title} — ${offer ? offer.name : t('waitingRoom')}`;
+    state.titleNow = `${title} — ${state.offer ? state.offer.name : t('waitingRoom')}`;
     if (name !== 'admitted') stopFlashing();
-    if (!flashing) document.title = titleNow;
-    if (shownStep !== name) {
-      shownStep = name;
+    if (!state.flashing) document.title = state.titleNow;
+    if (state.shownStep !== name) {
+      state.shownStep = name;
       $('title').focus(); // keyboard and screen-reader users land on the new step
     }
   }
@@ -240,13 +261,13 @@ import { screenOf } from './screen.js';
   function when(iso) {
     const d = new Date(iso);
     const sameDay = d.toDateString() === new Date().toDateString();
-    return sameDay ? d.toLocaleTimeString(lang, { hour: '2-digit', minute: '2-digit' })
-      : d.toLocaleString(lang, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+    return sameDay ? d.toLocaleTimeString(state.lang, { hour: '2-digit', minute: '2-digit' })
+      : d.toLocaleString(state.lang, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
   }
 
   /// The sale's phase joins follow now (the first before the opening), if it has phases.
   function phaseNow() {
-    const phases = (offer && offer.phases) || [];
+    const phases = (state.offer && state.offer.phases) || [];
     let current = phases[0] || null;
     for (const p of phases) if (Date.parse(p.joins_from || p.starts_at) <= Date.now()) current = p;
     return current;
@@ -255,7 +276,7 @@ import { screenOf } from './screen.js';
   /// The join step's timeline of phases, and the access code field when the phase running
   /// now lets in holders of codes.
   function showPhases() {
-    const phases = (offer && offer.phases) || [];
+    const phases = (state.offer && state.offer.phases) || [];
     $('phases-note').hidden = phases.length < 2;
     $('phases-note').textContent = phases.map((p) => t('phaseFrom', p.name, when(p.starts_at))).join(' · ');
     const now = phaseNow();
@@ -266,10 +287,10 @@ import { screenOf } from './screen.js';
   function showLeft() {
     showPhases();
     // A gate's line holds no stock: nothing is left or sold out.
-    const known = !gateId && offer && typeof offer.remaining === 'number';
+    const known = !gateId && state.offer && typeof state.offer.remaining === 'number';
     for (const id of ['join-left', 'queued-left']) {
       $(id).hidden = !known;
-      if (known) $(id).textContent = offer.remaining > 0 ? t('left', offer.remaining) : t('leftNone');
+      if (known) $(id).textContent = state.offer.remaining > 0 ? t('left', state.offer.remaining) : t('leftNone');
     }
   }
 
@@ -290,7 +311,7 @@ import { screenOf } from './screen.js';
   setInterval(tick, 1000);
 
   /// An amount in the currency's smallest unit, in the visitor's language.
-  const money = (amount, currency) => moneyIn(amount, currency, lang);
+  const money = (amount, currency) => moneyIn(amount, currency, state.lang);
 
   // ---- paying with the provider's own script -----------------------------------------------
 
@@ -325,23 +346,19 @@ import { screenOf } from './screen.js';
     return scripts.get(url);
   }
 
-  let formMounted = null; // the key of the payment form on the page
-  let formMounting = null; // the mounting under way: answers that arrive meanwhile wait for it
-  let formPay = null; // confirms the payment with what the buyer entered
-
   /// Mounts the provider's payment form for the attempt (what it needs comes with checkout's
   /// answer; a page opened later asks checkout again, which answers the same payment).
   function mountForm(next, way) {
-    formMounting ??= mountFormOnce(next, way).finally(() => { formMounting = null; });
-    return formMounting;
+    state.formMounting ??= mountFormOnce(next, way).finally(() => { state.formMounting = null; });
+    return state.formMounting;
   }
 
   async function mountFormOnce(next, way) {
-    if (!next.payment.pay && formMounted) return;
+    if (!next.payment.pay && state.formMounted) return;
     const pay = await payWith(next, api);
-    if (!pay || formMounted === way.formKey(pay)) return;
-    formPay = await way.mount(pay, $('pay-form-element'), { lang, loadScript });
-    formMounted = way.formKey(pay);
+    if (!pay || state.formMounted === way.formKey(pay)) return;
+    state.formPay = await way.mount(pay, $('pay-form-element'), { lang: state.lang, loadScript });
+    state.formMounted = way.formKey(pay);
   }
 
   /// Opens the provider's payment window for the attempt. Some send the buyer back to sluice,
@@ -351,7 +368,7 @@ import { screenOf } from './screen.js';
     const way = await wayToPay(next.payment.provider);
     const pay = await payWith(next, api);
     if (!way || !pay) return false;
-    const { paid, failure } = await way.open(pay, { lang, loadScript });
+    const { paid, failure } = await way.open(pay, { lang: state.lang, loadScript });
     if (failure) showFailure(failure);
     return paid;
   }
@@ -371,7 +388,7 @@ import { screenOf } from './screen.js';
     $('payment-failure').hidden = !failure;
     if (!failure) return;
     const code = /^([A-Z][A-Z0-9_]+): /.exec(failure);
-    const known = code && MESSAGES[lang].providerErrors[code[1]];
+    const known = code && MESSAGES[state.lang].providerErrors[code[1]];
     $('payment-failure').textContent = t('lastFailure', known ? `${known} (${code[1]})` : failure);
   }
 
@@ -381,8 +398,8 @@ import { screenOf } from './screen.js';
   /// else a new one. The visitor's token then joins and follows the gate's line.
   async function enterGate() {
     const entry = await api('GET', `/v1/gates/${gateId}/entry`);
-    saleId = entry.sale_id;
-    attemptKey = `sluice.attempt.${saleId}`;
+    state.saleId = entry.sale_id;
+    state.attemptKey = `sluice.attempt.${state.saleId}`;
     let visitor;
     try {
       // A browser that is a visitor already (its cookie) needs no challenge again.
@@ -392,8 +409,8 @@ import { screenOf } from './screen.js';
       const answer = await solveChallenge(entry);
       visitor = await api('POST', `/v1/gates/${gateId}/visitors`, { challenge_answer: answer });
     }
-    token = visitor.token;
-    visitorUser = `visitor-${visitor.visitor_id}`;
+    state.token = visitor.token;
+    state.visitorUser = `visitor-${visitor.visitor_id}`;
   }
 
   /// Shows the gate's challenge (Turnstile or hCaptcha, rendered explicitly from the script
@@ -411,23 +428,21 @@ import { screenOf } from './screen.js';
     });
   }
 
-  let trading = false;
-
   /// The visitor's turn: the admission becomes the site's session, and the visitor goes back
   /// to the page first asked for (the address replaced: Back does not return to the line).
   async function tradeAdmission(next) {
-    if (trading) return;
-    trading = true;
+    if (state.trading) return;
+    state.trading = true;
     try {
       const session = await api('POST', `/v1/gates/${gateId}/session`, {
         attempt_id: next.attempt_id,
         admission_token: next.admission_token,
         return_to: returnTo,
       });
-      sessionStorage.removeItem(attemptKey);
+      sessionStorage.removeItem(state.attemptKey);
       location.replace(session.location);
     } catch (e) {
-      trading = false;
+      state.trading = false;
       handleProblem(e);
     }
   }
@@ -435,12 +450,12 @@ import { screenOf } from './screen.js';
   /// Draws `next` as `screenOf` (screen.js) decides it, and does what the step asks besides.
   function show(next) {
     if (gateId && next.state === 'ADMITTED' && next.admission_token) tradeAdmission(next);
-    const screen = screenOf(next, { before: attempt, firstPosition, t, money });
-    attempt = next;
-    firstPosition = screen.firstPosition;
-    sessionStorage.setItem(attemptKey, next.attempt_id);
+    const screen = screenOf(next, { before: state.attempt, firstPosition: state.firstPosition, t, money });
+    state.attempt = next;
+    state.firstPosition = screen.firstPosition;
+    sessionStorage.setItem(state.attemptKey, next.attempt_id);
     alertUser('');
-    redraw = () => show(attempt);
+    state.redraw = () => show(state.attempt);
     if (screen.done) {
       // A failed leave changes nothing for the user.
       if (screen.leave) api('DELETE', `/v1/attempts/${next.attempt_id}`).catch(() => {});
@@ -472,8 +487,8 @@ import { screenOf } from './screen.js';
   }
 
   function finish(good, title, text) {
-    if (following) following.abort();
-    sessionStorage.removeItem(attemptKey);
+    if (state.following) state.following.abort();
+    sessionStorage.removeItem(state.attemptKey);
     step('done', title);
     $('step-done').className = good ? 'done-good' : 'done-bad';
     $('done-text').textContent = text;
@@ -484,15 +499,15 @@ import { screenOf } from './screen.js';
   /// A final step that is not an attempt's (no sale, no sign-in, closed, sold out): drawn again
   /// in another language too.
   function ending(titleKey, textKey, good = false) {
-    redraw = () => ending(titleKey, textKey, good);
+    state.redraw = () => ending(titleKey, textKey, good);
     finish(good, t(titleKey), t(textKey));
     $('again').hidden = true;
   }
 
   function prepareChoice() {
-    if (!offer) return;
-    const limit = Math.max(1, Math.min(offer.per_user_limit, offer.remaining || offer.per_user_limit));
-    const seated = offer.stock_kind === 'seats';
+    if (!state.offer) return;
+    const limit = Math.max(1, Math.min(state.offer.per_user_limit, state.offer.remaining || state.offer.per_user_limit));
+    const seated = state.offer.stock_kind === 'seats';
     $('choose-quantity').hidden = seated;
     $('choose-seats').hidden = !seated;
     if (!seated) {
@@ -501,13 +516,13 @@ import { screenOf } from './screen.js';
       return;
     }
     $('seat-limit').textContent = t('upTo', limit);
-    if (offer.layout_id) {
+    if (state.offer.layout_id) {
       seatMap.show(limit).catch(() => {});
       return;
     }
     const box = $('seats');
     if (box.childElementCount) return;
-    for (const seat of offer.free_seats || []) {
+    for (const seat of state.offer.free_seats || []) {
       const label = document.createElement('label');
       const input = document.createElement('input');
       input.type = 'checkbox';
@@ -531,14 +546,14 @@ import { screenOf } from './screen.js';
     const seats = new Map(); // id -> { el, state, label parts }
 
     function price(category) {
-      const c = (offer.categories || []).find((x) => x.name === category);
-      const amount = c ? c.unit_price : offer.unit_price;
-      return amount == null ? '' : money(amount, offer.currency);
+      const c = (state.offer.categories || []).find((x) => x.name === category);
+      const amount = c ? c.unit_price : state.offer.unit_price;
+      return amount == null ? '' : money(amount, state.offer.currency);
     }
 
     function label(seat) {
-      const state = chosen.has(seat.id) ? t('seatChosen') : t(`seat${seat.state[0].toUpperCase()}${seat.state.slice(1)}`);
-      return t('seatLabel', seat.section, seat.row, seat.number, price(seat.category), state);
+      const said = chosen.has(seat.id) ? t('seatChosen') : t(`seat${seat.state[0].toUpperCase()}${seat.state.slice(1)}`);
+      return t('seatLabel', seat.section, seat.row, seat.number, price(seat.category), said);
     }
 
     function paint(seat) {
@@ -573,11 +588,11 @@ import { screenOf } from './screen.js';
     }
 
     /// A seat's new state; a chosen seat someone else took is let go, and said.
-    function set(id, state) {
+    function set(id, now) {
       const seat = seats.get(id);
       if (!seat) return;
-      seat.state = state;
-      if (state !== 'free' && chosen.has(id)) {
+      seat.state = now;
+      if (now !== 'free' && chosen.has(id)) {
         chosen.delete(id);
         $('seat-why').textContent = t('seatTakenNow', id);
       }
@@ -593,7 +608,7 @@ import { screenOf } from './screen.js';
     /// last id), or, without one, the map read every second.
     function follow() {
       if (window.EventSource) {
-        const events = new EventSource(at(`/v1/public/sales/${saleId}/seat-map/events`));
+        const events = new EventSource(at(`/v1/public/sales/${state.saleId}/seat-map/events`));
         events.addEventListener('map', (e) => apply(JSON.parse(e.data).map));
         events.addEventListener('seats', (e) => {
           for (const change of JSON.parse(e.data).seats) set(change.seat, change.state);
@@ -601,7 +616,7 @@ import { screenOf } from './screen.js';
         return () => events.close();
       }
       const timer = setInterval(async () => {
-        const res = await fetch(at(`/v1/public/sales/${saleId}/seat-map`)).catch(() => null);
+        const res = await fetch(at(`/v1/public/sales/${state.saleId}/seat-map`)).catch(() => null);
         if (res && res.ok) apply(await res.json());
       }, 1000);
       return () => clearInterval(timer);
@@ -637,7 +652,7 @@ import { screenOf } from './screen.js';
         $('seats').hidden = true;
         $('seat-map-box').hidden = false;
         if (!layout) {
-          const res = await fetch(at(`/v1/public/layouts/${offer.layout_id}`));
+          const res = await fetch(at(`/v1/public/layouts/${state.offer.layout_id}`));
           layout = await res.json();
         }
         if (!drawn) draw();
@@ -647,7 +662,7 @@ import { screenOf } from './screen.js';
         stop = follow();
         // Followed while the buyer chooses; the step's end stops it.
         const watch = setInterval(() => {
-          if (shownStep === 'admitted') return;
+          if (state.shownStep === 'admitted') return;
           clearInterval(watch);
           stop();
           stop = null;
@@ -676,16 +691,16 @@ import { screenOf } from './screen.js';
         alertUser(t('noAdjacent'));
         return;
       case '/problems/rejoin':
-        sessionStorage.removeItem(attemptKey);
-        attempt = null;
-        redraw = null;
+        sessionStorage.removeItem(state.attemptKey);
+        state.attempt = null;
+        state.redraw = null;
         step('join', t('joinAgainTitle'));
         alertUser(t('rejoinText'));
         return;
       case '/problems/not-in-phase':
       case '/problems/access-code': {
         const nextAt = e.body.next_phase_at;
-        const next = nextAt && ((offer && offer.phases) || []).find((p) => Date.parse(p.starts_at) === Date.parse(nextAt));
+        const next = nextAt && ((state.offer && state.offer.phases) || []).find((p) => Date.parse(p.starts_at) === Date.parse(nextAt));
         const now = phaseNow();
         alertUser(e.type === '/problems/access-code' ? t('codeRefused')
           : t('notInPhase', now ? now.name : '', next ? next.name : null, nextAt ? when(nextAt) : ''));
@@ -705,8 +720,8 @@ import { screenOf } from './screen.js';
 
   async function refreshOffer() {
     try {
-      offer = await api('GET', `/v1/sales/${saleId}/offer`);
-      $('sale-name').textContent = offer.name;
+      state.offer = await api('GET', `/v1/sales/${state.saleId}/offer`);
+      $('sale-name').textContent = state.offer.name;
       $('seats').replaceChildren();
       prepareChoice();
       showLeft();
@@ -742,24 +757,24 @@ import { screenOf } from './screen.js';
   // ---- the buttons -------------------------------------------------------------------------
 
   $('join').addEventListener('click', (ev) => act(ev.currentTarget, async () => {
-    firstPosition = null;
+    state.firstPosition = null;
     return join();
   }));
   $('again').addEventListener('click', () => {
-    sessionStorage.removeItem(attemptKey);
-    attempt = null;
-    redraw = () => step('join', offer ? offer.name : t('join'));
-    redraw();
+    sessionStorage.removeItem(state.attemptKey);
+    state.attempt = null;
+    state.redraw = () => step('join', state.offer ? state.offer.name : t('join'));
+    state.redraw();
     say('');
   });
   $('notify').addEventListener('click', () => askToNotify().catch(() => showNotify()));
   $('leave').addEventListener('click', (ev) => act(ev.currentTarget,
-    () => api('DELETE', `/v1/attempts/${attempt.attempt_id}`)));
+    () => api('DELETE', `/v1/attempts/${state.attempt.attempt_id}`)));
   $('hold-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
-    const body = { admission_token: attempt.admission_token };
-    if (offer && offer.stock_kind === 'seats') {
-      body.seat_ids = offer.layout_id ? seatMap.chosen()
+    const body = { admission_token: state.attempt.admission_token };
+    if (state.offer && state.offer.stock_kind === 'seats') {
+      body.seat_ids = state.offer.layout_id ? seatMap.chosen()
         : [...document.querySelectorAll('input[name=seat]:checked')].map((i) => i.value);
       if (!body.seat_ids.length) { alertUser(t('chooseSeat')); return; }
     } else {
@@ -772,7 +787,7 @@ import { screenOf } from './screen.js';
       }
       body.quantity = n;
     }
-    act($('hold'), () => api('POST', `/v1/attempts/${attempt.attempt_id}/hold`, body));
+    act($('hold'), () => api('POST', `/v1/attempts/${state.attempt.attempt_id}/hold`, body));
   });
   $('best-hold').addEventListener('click', (ev) => {
     const count = Number($('best-count').value);
@@ -784,18 +799,18 @@ import { screenOf } from './screen.js';
     }
     const best = { count };
     if ($('best-category').value) best.category = $('best-category').value;
-    act(ev.currentTarget, () => api('POST', `/v1/attempts/${attempt.attempt_id}/hold`,
-      { admission_token: attempt.admission_token, best_available: best }));
+    act(ev.currentTarget, () => api('POST', `/v1/attempts/${state.attempt.attempt_id}/hold`,
+      { admission_token: state.attempt.admission_token, best_available: best }));
   });
   $('release').addEventListener('click', (ev) => act(ev.currentTarget,
-    () => api('DELETE', `/v1/attempts/${attempt.attempt_id}/hold`)));
+    () => api('DELETE', `/v1/attempts/${state.attempt.attempt_id}/hold`)));
   $('checkout').addEventListener('click', (ev) => act(ev.currentTarget,
-    () => api('POST', `/v1/attempts/${attempt.attempt_id}/checkout`)));
+    () => api('POST', `/v1/attempts/${state.attempt.attempt_id}/checkout`)));
   for (const [id, outcome] of [['approve', 'approve'], ['decline', 'decline']]) {
     $(id).addEventListener('click', (ev) => act(ev.currentTarget, async () => {
-      await api('POST', `/sandbox/payments/${attempt.payment.reference}`, { outcome });
+      await api('POST', `/sandbox/payments/${state.attempt.payment.reference}`, { outcome });
       // The status stream may have pushed the outcome before this answer came: then it said so.
-      if (ENDED.includes(attempt.state)) return null;
+      if (ENDED.includes(state.attempt.state)) return null;
       say(outcome === 'approve' ? t('paymentSent') : t('declining'));
       follow();
       return null;
@@ -803,14 +818,14 @@ import { screenOf } from './screen.js';
   }
   $('pay-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
-    if (!formPay) return;
+    if (!state.formPay) return;
     act($('pay-form-pay'), async () => {
-      const result = await formPay();
+      const result = await state.formPay();
       if (result && result.error) {
         showFailure(result.error.message || String(result.error));
         return null;
       }
-      if (ENDED.includes(attempt.state)) return null;
+      if (ENDED.includes(state.attempt.state)) return null;
       say(t('paymentSent'));
       follow();
       return null;
@@ -819,19 +834,19 @@ import { screenOf } from './screen.js';
   $('provider-window').addEventListener('submit', (ev) => {
     ev.preventDefault();
     act($('provider-pay'), async () => {
-      if (!(await payInWindow(attempt))) return null;
-      if (ENDED.includes(attempt.state)) return null;
+      if (!(await payInWindow(state.attempt))) return null;
+      if (ENDED.includes(state.attempt.state)) return null;
       say(t('paymentSent'));
       follow();
       return null;
     });
   });
   $('language').addEventListener('change', (ev) => {
-    lang = ev.currentTarget.value;
-    localStorage.setItem('sluice.language', lang);
+    state.lang = ev.currentTarget.value;
+    localStorage.setItem('sluice.language', state.lang);
     translate();
-    if (offer) $('sale-name').textContent = offer.name;
-    if (redraw) redraw();
+    if (state.offer) $('sale-name').textContent = state.offer.name;
+    if (state.redraw) state.redraw();
   });
 
   // ---- being told when the turn comes ---------------------------------------------------------
@@ -848,13 +863,13 @@ import { screenOf } from './screen.js';
   function showNotify() {
     // A gate's line has nothing to choose: the turn leads straight back to the site.
     if (gateId) $('come-back').textContent = t('gateComeBack');
-    else $('come-back').textContent = offer ? t('comeBack', duration(offer.admission_ttl_secs)) : '';
+    else $('come-back').textContent = state.offer ? t('comeBack', duration(state.offer.admission_ttl_secs)) : '';
     const permission = canNotify() ? Notification.permission : 'unsupported';
     const on = permission === 'granted' && localStorage.getItem(NOTIFY_KEY) === '1';
     $('notify').hidden = !canNotify() || permission === 'denied' || on;
-    const state = on ? t('notifyOn') : permission === 'denied' ? t('notifyBlocked') : '';
-    $('notify-state').textContent = state;
-    $('notify-state').hidden = !state;
+    const told = on ? t('notifyOn') : permission === 'denied' ? t('notifyBlocked') : '';
+    $('notify-state').textContent = told;
+    $('notify-state').hidden = !told;
   }
 
   async function askToNotify() {
@@ -870,13 +885,13 @@ import { screenOf } from './screen.js';
   /// Web Push, when this sluice sends it and the browser has it: the turn is told even with
   /// the tab suspended. The service worker shows it (sw.js).
   async function subscribePush() {
-    if (!attempt || !('serviceWorker' in navigator) || !('PushManager' in window)) return;
+    if (!state.attempt || !('serviceWorker' in navigator) || !('PushManager' in window)) return;
     const res = await fetch(at('/v1/web-push/key'));
     if (!res.ok) return; // no Web Push here
     const { public_key: key } = await res.json();
     const registration = await navigator.serviceWorker.register(at('/waiting-room/sw.js'), { scope: at('/waiting-room/') });
     const subscription = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
-    await api('PUT', `/v1/attempts/${attempt.attempt_id}/web-push`, { ...subscription.toJSON(), lang });
+    await api('PUT', `/v1/attempts/${state.attempt.attempt_id}/web-push`, { ...subscription.toJSON(), lang: state.lang });
   }
 
   /// The turn came while this page waited: a system notification (when allowed) and the tab's
@@ -890,20 +905,20 @@ import { screenOf } from './screen.js';
         note.onclick = () => { window.focus(); note.close(); };
       } catch (e) { /* a browser that shows notifications from service workers only */ }
     }
-    if (flashing) return;
+    if (state.flashing) return;
     let lit = false;
-    flashing = setInterval(() => {
+    state.flashing = setInterval(() => {
       lit = !lit;
-      document.title = lit ? t('titleFlash') : titleNow;
+      document.title = lit ? t('titleFlash') : state.titleNow;
     }, 1000);
     for (const event of ['focus', 'pointerdown', 'keydown']) window.addEventListener(event, stopFlashing, { once: true });
   }
 
   function stopFlashing() {
-    if (!flashing) return;
-    clearInterval(flashing);
-    flashing = null;
-    document.title = titleNow;
+    if (!state.flashing) return;
+    clearInterval(state.flashing);
+    state.flashing = null;
+    document.title = state.titleNow;
   }
 
   // ---- start -------------------------------------------------------------------------------
@@ -933,39 +948,39 @@ import { screenOf } from './screen.js';
         return;
       }
     }
-    if (!saleId || !token) {
+    if (!state.saleId || !state.token) {
       ending('openFromShop', 'openFromShopText');
       return;
     }
     try {
-      offer = await api('GET', `/v1/sales/${saleId}/offer`);
+      state.offer = await api('GET', `/v1/sales/${state.saleId}/offer`);
     } catch (e) {
       ending('notAvailable', e.status === 404 ? 'noSuchSale' : 'ended');
       return;
     }
-    $('sale-name').textContent = offer.name;
+    $('sale-name').textContent = state.offer.name;
     lotteryTexts();
-    const known = sessionStorage.getItem(attemptKey);
+    const known = sessionStorage.getItem(state.attemptKey);
     if (known) {
       try {
         show(await api('GET', `/v1/attempts/${known}`));
-        if (!ENDED.includes(attempt.state)) follow();
+        if (!ENDED.includes(state.attempt.state)) follow();
         return;
       } catch (e) {
-        sessionStorage.removeItem(attemptKey);
+        sessionStorage.removeItem(state.attemptKey);
       }
     }
-    if (offer.status === 'closed') {
+    if (state.offer.status === 'closed') {
       ending('saleClosed', 'saleEnded');
       return;
     }
-    redraw = () => { step('join', offer.name); showLeft(); };
-    redraw();
+    state.redraw = () => { step('join', state.offer.name); showLeft(); };
+    state.redraw();
     // A gate's visitor came for the site, not for a sale: in line at once.
     if (gateId) act($('join'), () => join());
     // What is left, kept current while the visitor waits to join or waits in line.
     setInterval(() => {
-      if (shownStep === 'join' || shownStep === 'queued') refreshOffer();
+      if (state.shownStep === 'join' || state.shownStep === 'queued') refreshOffer();
     }, 10000);
   }
 
