@@ -16,7 +16,7 @@ use poem::web::{Data, Path, Query};
 use poem::{handler, Request, Response};
 use serde::Deserialize;
 
-use crate::domain::gate::Original;
+use crate::domain::gate::{host_of, Original};
 use crate::service::gate::check::{check, Answer};
 use crate::service::gate::visitors;
 use crate::service::App;
@@ -25,17 +25,6 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name)
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty())
-}
-
-/// The host without its port (and without brackets around an IPv6 address).
-fn bare_host(authority: &str) -> String {
-    let host = match authority.rsplit_once(':') {
-        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !h.ends_with(':') => h,
-        _ => authority,
-    };
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
 }
 
 /// The request the proxy asks about. `envoy_path` is what followed `/v1/gate/check` (Envoy's
@@ -75,7 +64,7 @@ fn original(req: &Request, envoy_path: Option<String>) -> Original {
             Some("https") => "https".into(),
             _ => "http".into(),
         },
-        host: bare_host(&authority),
+        host: host_of(&authority),
         authority,
         uri,
         user_agent: header(h, "user-agent").unwrap_or_default().to_owned(),

@@ -324,19 +324,25 @@ impl Gate {
     }
 
     /// Whether a visitor may be sent back to `host` (one the gate guards).
-    pub fn may_return_to(&self, host: &str) -> bool {
-        let bare = host.rsplit_once(':').map_or(host, |(h, port)| {
-            if port.bytes().all(|b| b.is_ascii_digit()) {
-                h
-            } else {
-                host
-            }
-        });
+    pub fn may_return_to(&self, authority: &str) -> bool {
+        let bare = host_of(authority);
         self.guards
             .hosts
             .iter()
-            .any(|h| h.eq_ignore_ascii_case(bare))
+            .any(|h| h.eq_ignore_ascii_case(&bare))
     }
+}
+
+/// The host of an authority (`shop.example:8443`, `[::1]:80`), lowercase, without its port or
+/// an IPv6 address's brackets.
+pub fn host_of(authority: &str) -> String {
+    let host = match authority.rsplit_once(':') {
+        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !h.ends_with(':') => h,
+        _ => authority,
+    };
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
 }
 
 /// A host name: letters, digits, dots and dashes (no scheme, port or path).

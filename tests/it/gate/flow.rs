@@ -50,15 +50,7 @@ async fn a_visitor_waits_and_comes_back_to_its_own_page_through_nginx_and_caddy(
             )
             .await;
         assert_eq!(css.status, 200, "{name}: a static file passes");
-        let xhr = v
-            .send(
-                Method::GET,
-                &proxy.url("/shop/api/cart"),
-                "application/json",
-                None,
-                None,
-            )
-            .await;
+        let xhr = v.xhr(&proxy.url("/shop/api/cart")).await;
         assert_eq!(xhr.status, 429, "{name}: {}", xhr.body);
         assert_eq!(
             xhr.header("content-type"),
@@ -137,15 +129,7 @@ async fn a_visitor_waits_and_comes_back_to_its_own_page_through_nginx_and_caddy(
             32,
             "{name}: the origin learns the visitor: {seen:?}"
         );
-        let api = v
-            .send(
-                Method::GET,
-                &proxy.url("/shop/api/cart"),
-                "application/json",
-                None,
-                None,
-            )
-            .await;
+        let api = v.xhr(&proxy.url("/shop/api/cart")).await;
         assert_eq!(
             api.status, 200,
             "{name}: an admitted visitor's API call passes"
@@ -261,15 +245,7 @@ on_both_configurations!(a_session_is_renewed_through_nginx_and_caddy_at_most_onc
 /// renews. The old renewal time is the test's own signature of the session (`super::signed`).
 async fn a_session_is_renewed_through_nginx_and_caddy_at_most_once_a_minute(backend: Backend) {
     let t = TestApp::spawn_on(backend).await;
-    let seed = t
-        .app
-        .config
-        .auth
-        .admission_key_seed_hex
-        .as_ref()
-        .unwrap()
-        .expose()
-        .to_owned();
+    let seed = super::seed_of(&t);
     let origin = Origin::start().await;
     let g = gate(&t, 10, json!({})).await;
     let gate_id = g["id"].as_str().unwrap();
@@ -294,15 +270,7 @@ async fn a_session_is_renewed_through_nginx_and_caddy_at_most_once_a_minute(back
         );
         v.cookies.insert("sluice_session".into(), stale);
 
-        let api = v
-            .send(
-                Method::GET,
-                &proxy.url("/shop/api/cart"),
-                "application/json",
-                None,
-                None,
-            )
-            .await;
+        let api = v.xhr(&proxy.url("/shop/api/cart")).await;
         assert_eq!(
             api.status, 200,
             "{name}: an API call passes and renews nothing"

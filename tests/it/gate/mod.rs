@@ -344,6 +344,12 @@ impl Visitor {
         }
     }
 
+    /// A script's call of the site's API (`Accept: application/json`).
+    pub async fn xhr(&mut self, url: &str) -> Got {
+        self.send(Method::GET, url, "application/json", None, None)
+            .await
+    }
+
     /// A browser's page request.
     pub async fn page(&mut self, url: &str) -> Got {
         self.send(
@@ -502,6 +508,12 @@ fn signed(seed_hex: &str, kind: &str, gate: &str, body: &str) -> String {
     message.extend_from_slice(body.as_bytes());
     let mac = hmac::sign(&key, &message);
     format!("{body}.{}", URL_SAFE_NO_PAD.encode(mac.as_ref()))
+}
+
+/// The admission key's seed `t` runs with, from which the gate's key is derived.
+pub fn seed_of(t: &TestApp) -> String {
+    let seed = t.app.config.auth.admission_key_seed_hex.as_ref().unwrap();
+    seed.expose().to_owned()
 }
 
 /// The port sluice serves on.

@@ -25,15 +25,7 @@ fn now() -> i64 {
 
 async fn nothing_passes_without_a_real_session_of_the_gate(backend: Backend) {
     let t = TestApp::spawn_on(backend).await;
-    let seed = t
-        .app
-        .config
-        .auth
-        .admission_key_seed_hex
-        .as_ref()
-        .unwrap()
-        .expose()
-        .to_owned();
+    let seed = super::seed_of(&t);
     let origin = Origin::start().await;
     let a = gate(&t, 10, json!({})).await;
     let b = gate(&t, 10, json!({ "paths": ["/other/"] })).await;
