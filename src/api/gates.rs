@@ -15,7 +15,7 @@ use super::sales::sale_audit;
 use super::security::AdminAuth;
 use super::text::Text;
 use super::ApiTags;
-use crate::auth::gate_cookies::{SESSION_COOKIE, VISITOR_COOKIE};
+use crate::auth::gate_cookies::{visitor_user, SESSION_COOKIE, VISITOR_COOKIE};
 use crate::domain::gate::{Challenge, Gate, GateMode, Guards, Passes, SecretHeader};
 use crate::domain::{AttemptId, NewPrice, NewSale, Role, SaleId, Ttls};
 use crate::gate::challenge::Verifier;
@@ -469,6 +469,8 @@ impl poem_openapi::types::Example for EnterGate {
 #[oai(example)]
 pub struct VisitorOut {
     pub visitor_id: String,
+    /// The user id the visitor joins under (what a sale's proof of work is bound to).
+    pub user_id: String,
     pub sale_id: String,
     /// A bearer token for `joinSale` and the attempt's routes, as a user's token is.
     pub token: String,
@@ -478,6 +480,8 @@ impl poem_openapi::types::Example for VisitorOut {
     fn example() -> Self {
         VisitorOut {
             visitor_id: "3f9c2a7e51b04d8c9a6e0b1c2d3e4f50".into(),
+            user_id: "visitor-0193a0c4e1b27c3d9f0a1b2c3d4e5f71-3f9c2a7e51b04d8c9a6e0b1c2d3e4f50"
+                .into(),
             sale_id: "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60".into(),
             token: "sv1.0193a0c4e1b27c3d9f0a1b2c3d4e5f71.3f9c2a7e51b04d8c9a6e0b1c2d3e4f50.1796722580.SyZWX6nSSnN_fJHfbjhsFr20aUr1-5MoWlcsJSZ1IqM".into(),
         }
@@ -739,6 +743,7 @@ impl GatesApi {
         });
         Ok(VisitorResponse::Ok(
             Json(VisitorOut {
+                user_id: visitor_user(entered.gate.id, &entered.visitor).to_string(),
                 visitor_id: entered.visitor,
                 sale_id: entered.gate.sale.to_string(),
                 token: entered.token,

@@ -22,7 +22,7 @@ async fn check_user(req: &Request, bearer: Bearer) -> poem::Result<UserId> {
     if crate::auth::gate_cookies::GateSigner::is_visitor_token(&bearer.token) {
         let now = chrono::Utc::now().timestamp();
         return match app.gates.signer.token_visitor(&bearer.token, now) {
-            Some((_, visitor)) => Ok(crate::auth::gate_cookies::visitor_user(&visitor)),
+            Some((gate, visitor)) => Ok(crate::auth::gate_cookies::visitor_user(gate, &visitor)),
             None => Err(poem::Error::from_response(problem_response(
                 poem::http::StatusCode::UNAUTHORIZED,
                 "the visitor token is not valid or has expired".into(),

@@ -53,16 +53,24 @@ impl ReturnTo {
     }
 }
 
-/// The user id a visitor joins under.
-pub fn visitor_user(visitor: &str) -> UserId {
-    UserId::parse(&format!("{VISITOR_PREFIX}{visitor}")).expect("a visitor id is hex")
+/// The user id a visitor of `gate` joins under: `visitor-<gate>-<visitor>`, so that what it
+/// may join is its gate's line only ([`gate_of_visitor`]).
+pub fn visitor_user(gate: Uuid, visitor: &str) -> UserId {
+    UserId::parse(&format!("{VISITOR_PREFIX}{}-{visitor}", gate.simple()))
+        .expect("a visitor id is hex")
+}
+
+/// The gate a visitor's user id is of (`None`: not a visitor's).
+pub fn gate_of_visitor(user: &UserId) -> Option<Uuid> {
+    let rest = user.as_str().strip_prefix(VISITOR_PREFIX)?;
+    Uuid::try_parse(rest.split('-').next()?).ok()
 }
 
 /// What a visitor's user id starts with: a prefix no identity provider's token may claim
 /// (`api::security` refuses it).
 pub const VISITOR_PREFIX: &str = "visitor-";
 
-/// Whether a user id is a gate's visitor's (`visitor-<id>`).
+/// Whether a user id is a gate's visitor's (`visitor-…`).
 pub fn is_visitor_user(user: &UserId) -> bool {
     user.as_str().starts_with(VISITOR_PREFIX)
 }

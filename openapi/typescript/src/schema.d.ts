@@ -3633,6 +3633,7 @@ export interface components {
          * @example {
          *       "sale_id": "0193a0c4-e1b2-7c3d-9f0a-1b2c3d4e5f60",
          *       "token": "sv1.0193a0c4e1b27c3d9f0a1b2c3d4e5f71.3f9c2a7e51b04d8c9a6e0b1c2d3e4f50.1796722580.SyZWX6nSSnN_fJHfbjhsFr20aUr1-5MoWlcsJSZ1IqM",
+         *       "user_id": "visitor-0193a0c4e1b27c3d9f0a1b2c3d4e5f71-3f9c2a7e51b04d8c9a6e0b1c2d3e4f50",
          *       "visitor_id": "3f9c2a7e51b04d8c9a6e0b1c2d3e4f50"
          *     }
          */
@@ -3640,6 +3641,8 @@ export interface components {
             sale_id: string;
             /** @description A bearer token for `joinSale` and the attempt's routes, as a user's token is. */
             token: string;
+            /** @description The user id the visitor joins under (what a sale's proof of work is bound to). */
+            user_id: string;
             visitor_id: string;
         };
         /**

@@ -43,7 +43,8 @@ import { screenOf } from './screen.js';
     saleId: params.get('sale'),
     /// The user's token (a gate's visitor gets one on entering the gate).
     token: gateId ? null : sessionStorage.getItem('sluice.token'),
-    /// A gate's visitor's user id (`visitor-<id>`): what the proof of work is bound to.
+    /// A gate's visitor's user id (as entering the gate answered it): what the proof of work is
+    /// bound to.
     visitorUser: '',
     /// Where this tab keeps the sale's attempt id, so a reload finds it.
     attemptKey: `sluice.attempt.${params.get('sale')}`,
@@ -410,7 +411,7 @@ import { screenOf } from './screen.js';
       visitor = await api('POST', `/v1/gates/${gateId}/visitors`, { challenge_answer: answer });
     }
     state.token = visitor.token;
-    state.visitorUser = `visitor-${visitor.visitor_id}`;
+    state.visitorUser = visitor.user_id;
   }
 
   /// Shows the gate's challenge (Turnstile or hCaptcha, rendered explicitly from the script

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::check::{cookie, live_session, now};
 use crate::auth::gate_cookies::{
-    is_visitor_user, new_visitor, visitor_user, ReturnTo, Session, VISITOR_COOKIE,
+    gate_of_visitor, is_visitor_user, new_visitor, visitor_user, ReturnTo, Session, VISITOR_COOKIE,
 };
 use crate::domain::gate::Gate;
 use crate::domain::{AttemptEvent, AttemptId, UserId};
@@ -80,8 +80,9 @@ pub async fn enter(
     })
 }
 
-/// A join of a gate's line by a user with their own token passes the gate's challenge, as a
-/// visitor entering the gate does (a visitor passed it then).
+/// Who may join a sale: a gate's visitor its gate's line only (it passed that gate's
+/// challenge, and no other sale knows it); a user with their own token a gate's line once past
+/// the gate's challenge, as a visitor entering the gate is.
 pub async fn check_join(
     app: &App,
     sale: crate::domain::SaleId,
@@ -89,10 +90,20 @@ pub async fn check_join(
     answer: Option<&str>,
     address: Option<IpAddr>,
 ) -> ServiceResult<()> {
-    let Some(gate) = app.gates.set().by_sale.get(&sale).cloned() else {
+    let fronting = app.gates.set().by_sale.get(&sale).cloned();
+    if is_visitor_user(user) {
+        let own = gate_of_visitor(user).and_then(|g| app.gates.gate(g));
+        return match (own, fronting) {
+            (Some(own), Some(line)) if own.id == line.id => Ok(()),
+            _ => Err(ServiceError::ChallengeFailed(
+                "a gate's visitor joins that gate's line only".into(),
+            )),
+        };
+    }
+    let Some(gate) = fronting else {
         return Ok(());
     };
-    if gate.challenge == crate::domain::gate::Challenge::None || is_visitor_user(user) {
+    if gate.challenge == crate::domain::gate::Challenge::None {
         return Ok(());
     }
     app.gates
@@ -168,7 +179,7 @@ pub async fn trade(
     let gate = gate_of(app, gate)?;
     let visitor = visitor_of(app, &gate, cookies)?;
     let to = return_to(app, &gate, return_to_value)?;
-    let user = visitor_user(&visitor);
+    let user = visitor_user(gate.id, &visitor);
     if attempt.sale != gate.sale {
         return Err(ServiceError::AdmissionTokenInvalid);
     }
@@ -234,7 +245,7 @@ pub async fn end(app: &App, gate: Uuid, visitor: &str) -> ServiceResult<bool> {
             "not a visitor id (32 hex digits)",
         ));
     }
-    let user = visitor_user(visitor);
+    let user = visitor_user(gate.id, visitor);
     let query = AttemptQuery {
         state: Some("ADMITTED"),
         user: Some(user.clone()),

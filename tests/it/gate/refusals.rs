@@ -124,6 +124,23 @@ async fn nothing_passes_without_a_real_session_of_the_gate(backend: Backend) {
     assert!(stolen.header("set-cookie").is_none());
     assert_eq!(thief.page(&page).await.status, 302);
 
+    // A visitor's token joins its gate's line only: not another gate's, not a sale of its own.
+    let (token, _) = thief.enter(&proxy, &gate_id).await;
+    let b_sale = b["sale_id"].as_str().unwrap();
+    let plain = t.create_sale(json!({ "quantity": 5 })).await;
+    for sale in [b_sale, plain.as_str()] {
+        let joined = thief
+            .send(
+                reqwest::Method::POST,
+                &proxy.url(&format!("/.sluice/v1/sales/{sale}/attempts")),
+                "application/json",
+                None,
+                Some(&token),
+            )
+            .await;
+        assert_eq!(joined.status, 403, "{sale}: {}", joined.body);
+    }
+
     // A way back to another host, however it came, is refused.
     let evil = format!("https\nevil.example\n/shop/private");
     let evil = signed(
