@@ -123,13 +123,16 @@ impl GateSigner {
         bool::from(signed.as_ref().ct_eq(&tag)).then_some(body)
     }
 
-    pub fn visitor_cookie(&self, gate: Uuid, visitor: &str) -> String {
-        self.sign("visitor", gate, visitor.to_owned())
+    /// `<visitor>.<expires>.<mac>`: the browser's place, until `expires` (unix seconds).
+    pub fn visitor_cookie(&self, gate: Uuid, visitor: &str, expires: i64) -> String {
+        self.sign("visitor", gate, format!("{visitor}.{expires}"))
     }
 
-    pub fn visitor_of(&self, gate: Uuid, cookie: &str) -> Option<String> {
-        let visitor = self.open("visitor", gate, cookie)?;
-        is_visitor(visitor).then(|| visitor.to_owned())
+    /// The visitor a cookie names, if this key signed it for `gate` and it has not expired.
+    pub fn visitor_of(&self, gate: Uuid, cookie: &str, now: i64) -> Option<String> {
+        let (visitor, expires) = self.open("visitor", gate, cookie)?.split_once('.')?;
+        let live = is_visitor(visitor) && expires.parse::<i64>().ok()? > now;
+        live.then(|| visitor.to_owned())
     }
 
     /// A bearer token for the API: `sv1.<gate>.<visitor>.<expires>.<mac>`.
@@ -213,9 +216,10 @@ mod tests {
         let s = GateSigner::new(Some([7; 32]));
         let (g1, g2) = (Uuid::from_u128(1), Uuid::from_u128(2));
         let visitor = new_visitor();
-        let cookie = s.visitor_cookie(g1, &visitor);
-        assert_eq!(s.visitor_of(g1, &cookie), Some(visitor.clone()));
-        assert_eq!(s.visitor_of(g2, &cookie), None, "another gate's");
+        let cookie = s.visitor_cookie(g1, &visitor, 100);
+        assert_eq!(s.visitor_of(g1, &cookie, 99), Some(visitor.clone()));
+        assert_eq!(s.visitor_of(g1, &cookie, 100), None, "expired");
+        assert_eq!(s.visitor_of(g2, &cookie, 99), None, "another gate's");
         let session = Session {
             visitor: visitor.clone(),
             attempt: attempt(),
@@ -226,7 +230,7 @@ mod tests {
         assert_eq!(s.session_of(g1, &sc), Some(session));
         assert_eq!(s.session_of(g2, &sc), None);
         assert_eq!(
-            s.visitor_of(g1, &sc),
+            s.visitor_of(g1, &sc, 0),
             None,
             "a session is not a visitor cookie"
         );

@@ -56,7 +56,7 @@ pub async fn enter(
 ) -> ServiceResult<Entered> {
     let gate = gate_of(app, gate)?;
     let signer = &app.gates.signer;
-    let known = cookie(cookies, VISITOR_COOKIE).and_then(|c| signer.visitor_of(gate.id, c));
+    let known = cookie(cookies, VISITOR_COOKIE).and_then(|c| signer.visitor_of(gate.id, c, now()));
     let (visitor, cookie) = match known {
         Some(visitor) => (visitor, None),
         None => {
@@ -66,7 +66,7 @@ pub async fn enter(
                 .await
                 .map_err(challenge_error)?;
             let visitor = new_visitor();
-            let cookie = signer.visitor_cookie(gate.id, &visitor);
+            let cookie = signer.visitor_cookie(gate.id, &visitor, now() + VISITOR_COOKIE_SECS);
             metrics::counter!("sluice_gate_visitors_total").increment(1);
             (visitor, Some(cookie))
         }
@@ -123,7 +123,7 @@ fn challenge_error(e: ChallengeError) -> ServiceError {
 /// The visitor whose cookie a request carries for `gate`.
 fn visitor_of(app: &App, gate: &Gate, cookies: &str) -> ServiceResult<String> {
     cookie(cookies, VISITOR_COOKIE)
-        .and_then(|c| app.gates.signer.visitor_of(gate.id, c))
+        .and_then(|c| app.gates.signer.visitor_of(gate.id, c, now()))
         .ok_or(ServiceError::AdmissionTokenInvalid)
 }
 
