@@ -426,6 +426,9 @@ async fn scripts_run_and_convert_as_redis_does() {
         "return redis.call('SET', KEYS[1], {})",
         "this is not lua",
         "error('boom')",
+        "local ok = pcall(redis.call, 'NOSUCHCOMMAND') return ok and 1 or 0",
+        "pcall(redis.call, 'HGET', KEYS[1], 'f') error('after')",
+        "return redis.pcall('HGET', KEYS[1], 'f', 'extra')",
     ];
     for s in scripts {
         b.same(&["SET", "$str", "plain"]).await;

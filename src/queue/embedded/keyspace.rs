@@ -164,9 +164,26 @@ pub(super) fn is_write(name: &str) -> bool {
     )
 }
 
+/// Whether the reply of the write `name` says it changed nothing: a SET that NX or XX kept
+/// from writing, a count of what was changed that is zero, nothing popped.
+fn changed_nothing(name: &str, reply: &Value) -> bool {
+    match (name, reply) {
+        ("SET" | "LPOP", Value::Nil) => true,
+        (
+            "HSETNX" | "HDEL" | "DEL" | "UNLINK" | "SADD" | "SREM" | "ZREM" | "ZREMRANGEBYSCORE"
+            | "PEXPIRE" | "PEXPIREAT",
+            Value::Int(0),
+        ) => true,
+        ("ZPOPMIN" | "LPOP", Value::Array(items)) => items.is_empty(),
+        _ => false,
+    }
+}
+
 impl Keyspace {
-    /// Runs one command (`argv[0]` its name) at `now_ms`; a write that changed nothing may
-    /// still report its effect, which replays as the same nothing.
+    /// Runs one command (`argv[0]` its name) at `now_ms`. A write that changed something
+    /// leaves its effect in `effects`; one whose reply says it changed nothing leaves none,
+    /// as Redis propagates only the commands that made its keyspace dirty, so a call that
+    /// wrote nothing waits for no journal sync.
     pub fn run(&mut self, now_ms: i64, argv: &[Bytes], effects: &mut Vec<Vec<Bytes>>) -> Reply {
         let Some((name, rest)) = argv.split_first() else {
             return Err("ERR empty command".to_owned());
@@ -174,9 +191,7 @@ impl Keyspace {
         let name = String::from_utf8_lossy(name).to_ascii_uppercase();
         let a = Args { name: &name, rest };
         let reply = self.dispatch(now_ms, &a)?;
-        // A SET that NX or XX kept from writing wrote nothing, and replays as nothing.
-        let refused = name == "SET" && reply == Value::Nil;
-        if is_write(&name) && !refused {
+        if is_write(&name) && !changed_nothing(&name, &reply) {
             effects.push(self.effect(now_ms, &name, argv));
         }
         Ok(reply)

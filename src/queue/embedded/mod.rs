@@ -178,6 +178,57 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// As Redis propagates only what made its keyspace dirty, a write whose reply says it
+    /// changed nothing leaves nothing in the journal (and its call waits for no sync); a write
+    /// that changed something does.
+    #[tokio::test]
+    async fn a_write_that_changed_nothing_is_not_journalled() {
+        let dir =
+            std::env::temp_dir().join(format!("sluice-aof-{}", uuid::Uuid::new_v4().simple()));
+        let path = dir.join("queue.aof");
+        let store = Embedded::durable(&path).unwrap();
+        for c in [
+            command(&["HSET", "h", "f", "v"]),
+            command(&["SADD", "s", "m"]),
+            command(&["ZADD", "z", "1", "m"]),
+            command(&["SET", "k", "v"]),
+        ] {
+            store.execute(c).await;
+        }
+        let size = || std::fs::metadata(&path).unwrap().len();
+        let before = size();
+        for c in [
+            command(&["HSETNX", "h", "f", "other"]),
+            command(&["HDEL", "h", "missing"]),
+            command(&["DEL", "missing"]),
+            command(&["SADD", "s", "m"]),
+            command(&["SREM", "s", "missing"]),
+            command(&["ZREM", "z", "missing"]),
+            command(&["ZREMRANGEBYSCORE", "z", "5", "9"]),
+            command(&["PEXPIRE", "missing", "1000"]),
+            command(&["SET", "k", "w", "NX"]),
+            command(&["LPOP", "missing"]),
+            command(&["ZPOPMIN", "missing"]),
+            command(&[
+                "EVAL",
+                "return redis.call('HSETNX', KEYS[1], 'f', 'x')",
+                "1",
+                "h",
+            ]),
+        ] {
+            let name = String::from_utf8_lossy(&c[0]).into_owned();
+            store.execute(c).await;
+            assert_eq!(size(), before, "{name} changed nothing, and was journalled");
+        }
+        store.execute(command(&["HSETNX", "h", "g", "v"])).await;
+        assert!(size() > before, "a write that changed something is kept");
+        drop(store);
+        let again = Embedded::durable(&path).unwrap();
+        let kept = again.execute(command(&["HGET", "h", "f"])).await;
+        assert_eq!(kept, Value::BulkString(b"v".to_vec()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// Two processes on one data directory would each write the file anew under the other.
     #[tokio::test]
     async fn a_journal_another_store_holds_is_not_opened_until_it_lets_go() {

@@ -4,10 +4,12 @@
 //! Lua and Redis as Redis converts it: a number is an integer, `false` is nil, a table with `ok`
 //! or `err` is a status or an error, any other table is an array up to its first nil.
 
+use std::cell::{RefCell, RefMut};
 use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
 
 use ::redis::Value;
-use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue, Variadic};
+use mlua::{ffi, Function, Lua, LuaOptions, StdLib, Value as LuaValue};
 
 use super::keyspace::{CommandError, Keyspace, Reply};
 use super::struct_lib;
@@ -19,13 +21,19 @@ pub(super) struct Running {
     pub keyspace: Keyspace,
     pub now_ms: i64,
     pub effects: Vec<Vec<Bytes>>,
+    /// The error the last `redis.call` raised in the running script: the script's answer
+    /// when that error ends it, so WRONGTYPE stays WRONGTYPE.
+    raised: Option<CommandError>,
 }
 
-/// The Lua state, the scripts loaded into it, and (in its app data) the [`Running`] state.
+/// The Lua state, the scripts loaded into it, and the [`Running`] state its `redis.call`
+/// works on.
 pub(super) struct Scripting {
     lua: Lua,
     /// Each loaded script's function, by the hex SHA-1 of its source.
     by_sha: HashMap<String, Function>,
+    /// Boxed so that its address, the upvalue of `redis.call` and `redis.pcall`, stays put.
+    running: Box<RefCell<Running>>,
 }
 
 fn sha1_hex(source: &[u8]) -> String {
@@ -38,20 +46,28 @@ impl Scripting {
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
         )?;
-        lua.set_app_data(Running {
+        let running = Box::new(RefCell::new(Running {
             keyspace,
             now_ms: 0,
             effects: Vec::new(),
-        });
+            raised: None,
+        }));
         let redis = lua.create_table()?;
-        redis.set(
-            "call",
-            lua.create_function(|lua, args: Variadic<LuaValue>| call(lua, args, true))?,
-        )?;
-        redis.set(
-            "pcall",
-            lua.create_function(|lua, args: Variadic<LuaValue>| call(lua, args, false))?,
-        )?;
+        let at = std::ptr::from_ref::<RefCell<Running>>(&running) as *mut c_void;
+        for (name, f) in [
+            ("call", redis_call as ffi::lua_CFunction),
+            ("pcall", redis_pcall),
+        ] {
+            // SAFETY: pushes a C closure whose one upvalue is the boxed running state, which
+            // lives as long as the Lua state (both are this struct's).
+            let function: Function = unsafe {
+                lua.exec_raw((), |state| {
+                    ffi::lua_pushlightuserdata(state, at);
+                    ffi::lua_pushcclosure(state, f, 1);
+                })?
+            };
+            redis.set(name, function)?;
+        }
         redis.set(
             "sha1hex",
             lua.create_function(|_, s: mlua::String| Ok(sha1_hex(&s.as_bytes())))?,
@@ -70,12 +86,13 @@ impl Scripting {
         Ok(Scripting {
             lua,
             by_sha: HashMap::new(),
+            running,
         })
     }
 
     /// The running state: the keyspace between scripts, too.
-    pub fn running(&self) -> mlua::AppDataRefMut<'_, Running> {
-        self.lua.app_data_mut::<Running>().expect("set at creation")
+    pub fn running(&self) -> RefMut<'_, Running> {
+        self.running.borrow_mut()
     }
 
     pub fn exists(&self, sha: &[u8]) -> bool {
@@ -111,17 +128,25 @@ impl Scripting {
         if numkeys > params.len() {
             return Err("ERR Number of keys can't be greater than number of args".to_owned());
         }
-        self.running().now_ms = now_ms;
-        let lua_error = |e: mlua::Error| format!("ERR Error running script: {e}");
-        let globals = self.lua.globals();
-        let keys = self.strings(&params[..numkeys]).map_err(lua_error)?;
-        let argv = self.strings(&params[numkeys..]).map_err(lua_error)?;
-        globals.set("KEYS", keys).map_err(lua_error)?;
-        globals.set("ARGV", argv).map_err(lua_error)?;
-        let result = f.call::<LuaValue>(());
+        {
+            let mut running = self.running();
+            running.now_ms = now_ms;
+            running.raised = None;
+        }
+        let (keys, argv) = params.split_at(numkeys);
+        // SAFETY: the closure sets KEYS and ARGV from borrowed bytes and calls the script (the
+        // one argument on the stack), holding nothing that needs dropping: a Lua error leaves
+        // it by longjmp into `exec_raw`'s protected call, which answers it as an error.
+        let result = unsafe {
+            self.lua.exec_raw::<LuaValue>(&f, |state| {
+                set_strings(state, c"KEYS", keys);
+                set_strings(state, c"ARGV", argv);
+                ffi::lua_call(state, 0, 1);
+            })
+        };
         match result {
             Ok(v) => to_redis(&v),
-            Err(e) => Err(script_error(e)),
+            Err(e) => Err(script_error(e, self.running().raised.take())),
         }
     }
 
@@ -130,109 +155,166 @@ impl Scripting {
         let sha = self.load(source)?;
         self.eval_sha(now_ms, sha.as_bytes(), rest)
     }
-
-    fn strings(&self, items: &[Bytes]) -> mlua::Result<Table> {
-        let t = self.lua.create_table_with_capacity(items.len(), 0)?;
-        for (i, b) in items.iter().enumerate() {
-            t.raw_set(i + 1, self.lua.create_string(b)?)?;
-        }
-        Ok(t)
-    }
 }
 
-/// The error a failed script answers: an error a command raised keeps its own code (so
-/// WRONGTYPE stays WRONGTYPE), anything else is an `ERR`.
-fn script_error(e: mlua::Error) -> CommandError {
+/// Sets the global `name` to a table of `items` as Lua strings (KEYS, ARGV), made on the stack
+/// directly: a call of a batch carries a few hundred.
+///
+/// # Safety
+/// Within a protected call, with two free stack slots.
+unsafe fn set_strings(state: *mut ffi::lua_State, name: &std::ffi::CStr, items: &[Bytes]) {
+    ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
+    for (i, b) in items.iter().enumerate() {
+        ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
+        ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
+    }
+    ffi::lua_setglobal(state, name.as_ptr());
+}
+
+/// The error a failed script answers: the error a `redis.call` raised when that is what ended
+/// it (mlua adds a traceback after it), so WRONGTYPE stays WRONGTYPE; anything else is an
+/// `ERR`.
+fn script_error(e: mlua::Error, raised: Option<CommandError>) -> CommandError {
     let mut e = &e;
     while let mlua::Error::CallbackError { cause, .. } = e {
         e = cause;
     }
-    match e {
-        mlua::Error::ExternalError(inner) => inner.to_string(),
-        other => format!("ERR Error running script: {other}"),
+    match (e, raised) {
+        (mlua::Error::RuntimeError(text), Some(raised)) if text.starts_with(&raised) => raised,
+        (other, _) => format!("ERR Error running script: {other}"),
     }
 }
 
-/// A command error raised from `redis.call`, carried through Lua to the script's answer.
-#[derive(Debug)]
-struct Raised(CommandError);
-
-impl std::fmt::Display for Raised {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// `redis.call`: a command error ends the script.
+unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> c_int {
+    command(state, true)
 }
 
-impl std::error::Error for Raised {}
+/// `redis.pcall`: a command error is answered as `{err = …}`.
+unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> c_int {
+    command(state, false)
+}
 
-/// `redis.call` (`raise`) or `redis.pcall`: the command's arguments as Redis reads them from
-/// Lua (a string as it is, a number as its integer or shortest form), run on the keyspace.
-fn call(lua: &Lua, args: Variadic<LuaValue>, raise: bool) -> mlua::Result<LuaValue> {
-    let mut argv = Vec::with_capacity(args.len());
-    for a in args.iter() {
-        argv.push(match a {
-            LuaValue::String(s) => s.as_bytes().to_vec(),
-            LuaValue::Integer(i) => i.to_string().into_bytes(),
-            LuaValue::Number(n) => super::sorted_set::Score::format(*n).into_bytes(),
-            _ => {
-                return Err(mlua::Error::external(Raised(
-                    "ERR Lua redis lib command arguments must be strings or integers".to_owned(),
-                )))
+/// Runs the command whose arguments are on the stack and leaves its reply there. A script
+/// makes a call for nearly every line it runs, so the arguments are read from the stack and
+/// the reply pushed onto it directly, with none of the registry references mlua's general
+/// callbacks take for each value.
+///
+/// # Safety
+/// Called by Lua as a C closure made in [`Scripting::new`].
+unsafe fn command(state: *mut ffi::lua_State, raise: bool) -> c_int {
+    // Every Rust value is dropped within `run_command`: raising the error leaves this frame by
+    // Lua's longjmp, past no destructor.
+    if run_command(state, raise) {
+        ffi::lua_error(state);
+    }
+    1
+}
+
+/// The command's work for [`command`]: true when the error on top of the stack is to be
+/// raised, else the reply (or, for `pcall`, the error as `{err = …}`) is there.
+unsafe fn run_command(state: *mut ffi::lua_State, raise: bool) -> bool {
+    // SAFETY: the closure's upvalue is the boxed running state (`Scripting::new`).
+    let running =
+        &*(ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const RefCell<Running>);
+    let mut argv: Vec<Bytes> = Vec::with_capacity(ffi::lua_gettop(state).max(0) as usize);
+    for i in 1..=ffi::lua_gettop(state) {
+        match ffi::lua_type(state, i) {
+            ffi::LUA_TSTRING => {
+                let mut len = 0;
+                let at = ffi::lua_tolstring(state, i, &mut len).cast::<u8>();
+                argv.push(std::slice::from_raw_parts(at, len).to_vec());
             }
-        });
+            ffi::LUA_TNUMBER => argv.push(number_argument(ffi::lua_tonumber(state, i))),
+            _ => {
+                let e = "ERR Lua redis lib command arguments must be strings or integers";
+                return failed(state, running, e.to_owned(), true);
+            }
+        }
     }
     if argv.is_empty() {
-        return Err(mlua::Error::external(Raised(
-            "ERR Please specify at least one argument for this redis lib call".to_owned(),
-        )));
+        let e = "ERR Please specify at least one argument for this redis lib call";
+        return failed(state, running, e.to_owned(), true);
     }
     let reply = {
-        let mut running = lua.app_data_mut::<Running>().expect("set at creation");
+        let mut running = running.borrow_mut();
         let Running {
             keyspace,
             now_ms,
             effects,
+            ..
         } = &mut *running;
         keyspace.run(*now_ms, &argv, effects)
     };
-    match reply {
-        Ok(v) => to_lua(lua, v),
-        Err(e) if raise => Err(mlua::Error::external(Raised(e))),
+    drop(argv);
+    ffi::lua_settop(state, 0);
+    match reply.and_then(|v| push_reply(state, v)) {
+        Ok(()) => false,
         Err(e) => {
-            let t = lua.create_table()?;
-            t.set("err", e)?;
-            Ok(LuaValue::Table(t))
+            ffi::lua_settop(state, 0);
+            failed(state, running, e, raise)
         }
     }
 }
 
-/// A Redis reply as a script sees it.
-fn to_lua(lua: &Lua, v: Value) -> mlua::Result<LuaValue> {
-    Ok(match v {
-        Value::Nil => LuaValue::Boolean(false),
-        Value::Int(i) => LuaValue::Number(i as f64),
-        Value::BulkString(b) => LuaValue::String(lua.create_string(b)?),
-        Value::Okay => status(lua, "OK")?,
-        Value::SimpleString(s) => status(lua, &s)?,
-        Value::Array(items) => {
-            let t = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.into_iter().enumerate() {
-                t.raw_set(i + 1, to_lua(lua, item)?)?;
-            }
-            LuaValue::Table(t)
-        }
-        other => {
-            return Err(mlua::Error::external(Raised(format!(
-                "ERR a reply scripts do not take: {other:?}"
-            ))))
-        }
-    })
+/// A number argument as Redis reads it from Lua: an integer as its digits, any other number
+/// in its shortest form.
+fn number_argument(n: f64) -> Bytes {
+    let integral = n.fract() == 0.0 && n.abs() < 9.2e18;
+    if integral {
+        (n as i64).to_string().into_bytes()
+    } else {
+        super::sorted_set::Score::format(n).into_bytes()
+    }
 }
 
-fn status(lua: &Lua, s: &str) -> mlua::Result<LuaValue> {
-    let t = lua.create_table()?;
-    t.set("ok", s)?;
-    Ok(LuaValue::Table(t))
+/// Leaves the error `e` on the stack: raised (kept as the script's answer, should it end the
+/// script) or, when not, as `{err = e}`.
+unsafe fn failed(
+    state: *mut ffi::lua_State,
+    running: &RefCell<Running>,
+    e: CommandError,
+    raise: bool,
+) -> bool {
+    if raise {
+        ffi::lua_pushlstring(state, e.as_ptr().cast(), e.len());
+        running.borrow_mut().raised = Some(e);
+    } else {
+        one_field(state, c"err", &e);
+    }
+    raise
+}
+
+/// Pushes `{<field> = value}`.
+unsafe fn one_field(state: *mut ffi::lua_State, field: &std::ffi::CStr, value: &str) {
+    ffi::lua_createtable(state, 0, 1);
+    ffi::lua_pushlstring(state, value.as_ptr().cast(), value.len());
+    ffi::lua_setfield(state, -2, field.as_ptr());
+}
+
+/// Pushes a Redis reply as a script sees it.
+unsafe fn push_reply(state: *mut ffi::lua_State, v: Value) -> Result<(), CommandError> {
+    if ffi::lua_checkstack(state, 3) == 0 {
+        return Err("ERR reply too deep for a script".to_owned());
+    }
+    match v {
+        Value::Nil => ffi::lua_pushboolean(state, 0),
+        Value::Int(i) => ffi::lua_pushnumber(state, i as f64),
+        Value::BulkString(b) => {
+            ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
+        }
+        Value::Okay => one_field(state, c"ok", "OK"),
+        Value::SimpleString(s) => one_field(state, c"ok", &s),
+        Value::Array(items) => {
+            ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
+            for (i, item) in items.into_iter().enumerate() {
+                push_reply(state, item)?;
+                ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
+            }
+        }
+        other => return Err(format!("ERR a reply scripts do not take: {other:?}")),
+    }
+    Ok(())
 }
 
 /// A script's answer as Redis sends it.
