@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
 use ::redis::Value;
-use mlua::{ffi, Function, Lua, LuaOptions, StdLib, Value as LuaValue};
+use mlua::{ffi, Function, Lua, LuaOptions, StdLib};
 
 use super::keyspace::{CommandError, Keyspace, Reply};
 use super::struct_lib;
@@ -137,15 +137,18 @@ impl Scripting {
         // SAFETY: the closure sets KEYS and ARGV from borrowed bytes and calls the script (the
         // one argument on the stack), holding nothing that needs dropping: a Lua error leaves
         // it by longjmp into `exec_raw`'s protected call, which answers it as an error.
+        // Its answer is read from the stack once the call returned, when nothing can longjmp.
+        let mut answer = Ok(Value::Nil);
         let result = unsafe {
-            self.lua.exec_raw::<LuaValue>(&f, |state| {
+            self.lua.exec_raw::<()>(&f, |state| {
                 set_strings(state, c"KEYS", keys);
                 set_strings(state, c"ARGV", argv);
                 ffi::lua_call(state, 0, 1);
+                answer = answer_at(state, ffi::lua_gettop(state));
             })
         };
         match result {
-            Ok(v) => to_redis(&v),
+            Ok(()) => answer,
             Err(e) => Err(script_error(e, self.running().raised.take())),
         }
     }
@@ -220,11 +223,7 @@ unsafe fn run_command(state: *mut ffi::lua_State, raise: bool) -> bool {
     let mut argv: Vec<Bytes> = Vec::with_capacity(ffi::lua_gettop(state).max(0) as usize);
     for i in 1..=ffi::lua_gettop(state) {
         match ffi::lua_type(state, i) {
-            ffi::LUA_TSTRING => {
-                let mut len = 0;
-                let at = ffi::lua_tolstring(state, i, &mut len).cast::<u8>();
-                argv.push(std::slice::from_raw_parts(at, len).to_vec());
-            }
+            ffi::LUA_TSTRING => argv.push(bytes_at(state, i).to_vec()),
             ffi::LUA_TNUMBER => argv.push(number_argument(ffi::lua_tonumber(state, i))),
             _ => {
                 let e = "ERR Lua redis lib command arguments must be strings or integers";
@@ -317,33 +316,66 @@ unsafe fn push_reply(state: *mut ffi::lua_State, v: Value) -> Result<(), Command
     Ok(())
 }
 
-/// A script's answer as Redis sends it.
-fn to_redis(v: &LuaValue) -> Reply {
-    Ok(match v {
-        LuaValue::Nil | LuaValue::Boolean(false) => Value::Nil,
-        LuaValue::Boolean(true) => Value::Int(1),
-        LuaValue::Integer(i) => Value::Int(*i),
-        LuaValue::Number(n) => Value::Int(*n as i64),
-        LuaValue::String(s) => Value::BulkString(s.as_bytes().to_vec()),
-        LuaValue::Table(t) => {
-            if let Ok(LuaValue::String(e)) = t.raw_get::<LuaValue>("err") {
-                return Err(e.to_string_lossy());
+/// The script's answer at the absolute stack index `at`, as Redis sends it: a number is an
+/// integer, `false` is nil, a table with `err` or `ok` is an error or a status, any other table
+/// is an array up to its first nil.
+///
+/// # Safety
+/// `at` is a valid absolute index of `state`.
+unsafe fn answer_at(state: *mut ffi::lua_State, at: c_int) -> Reply {
+    Ok(match ffi::lua_type(state, at) {
+        ffi::LUA_TBOOLEAN if ffi::lua_toboolean(state, at) != 0 => Value::Int(1),
+        ffi::LUA_TNUMBER => Value::Int(ffi::lua_tonumber(state, at) as i64),
+        ffi::LUA_TSTRING => Value::BulkString(bytes_at(state, at).to_vec()),
+        ffi::LUA_TTABLE => {
+            if ffi::lua_checkstack(state, 2) == 0 {
+                return Err("ERR a script's answer nested too deep".to_owned());
             }
-            if let Ok(LuaValue::String(s)) = t.raw_get::<LuaValue>("ok") {
-                return Ok(Value::SimpleString(s.to_string_lossy()));
+            if let Some(e) = string_field(state, at, c"err") {
+                return Err(String::from_utf8_lossy(&e).into_owned());
+            }
+            if let Some(s) = string_field(state, at, c"ok") {
+                return Ok(Value::SimpleString(
+                    String::from_utf8_lossy(&s).into_owned(),
+                ));
             }
             let mut items = Vec::new();
             for i in 1.. {
-                match t.raw_get::<LuaValue>(i) {
-                    Ok(LuaValue::Nil) | Err(_) => break,
-                    // An error inside an array is answered as that element, as Redis does.
-                    Ok(item) => items.push(to_redis(&item).unwrap_or_else(error_value)),
+                ffi::lua_rawgeti(state, at, i);
+                let item = ffi::lua_gettop(state);
+                if ffi::lua_type(state, item) == ffi::LUA_TNIL {
+                    ffi::lua_pop(state, 1);
+                    break;
                 }
+                // An error inside an array is answered as that element, as Redis does.
+                items.push(answer_at(state, item).unwrap_or_else(error_value));
+                ffi::lua_pop(state, 1);
             }
             Value::Array(items)
         }
         _ => Value::Nil,
     })
+}
+
+/// The string at `at`, borrowed from Lua (valid while the value stays on the stack).
+unsafe fn bytes_at<'a>(state: *mut ffi::lua_State, at: c_int) -> &'a [u8] {
+    let mut len = 0;
+    let p = ffi::lua_tolstring(state, at, &mut len);
+    std::slice::from_raw_parts(p.cast::<u8>(), len)
+}
+
+/// The table at `at`'s field `name`, when it is a string (read raw, as Redis reads `err`/`ok`).
+unsafe fn string_field(
+    state: *mut ffi::lua_State,
+    at: c_int,
+    name: &std::ffi::CStr,
+) -> Option<Bytes> {
+    ffi::lua_pushstring(state, name.as_ptr());
+    ffi::lua_rawget(state, at);
+    let value =
+        (ffi::lua_type(state, -1) == ffi::LUA_TSTRING).then(|| bytes_at(state, -1).to_vec());
+    ffi::lua_pop(state, 1);
+    value
 }
 
 /// An error reply as a value (an element of an array, or a whole answer).
