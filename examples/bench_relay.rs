@@ -75,8 +75,8 @@ async fn relay(brokers: &str, pg_admin: &str, topic: &str, n: usize) -> f64 {
     config.auth.user_jwt_hs256_secret = Some("bench-user-secret-0123456789".into());
     config.auth.admission_key_seed_hex = Some("00".repeat(32).into());
     config.payments.webhook_secret = "bench-webhook-secret-0123456789".into();
-    config.events.batch = BATCH as u32;
-    config.events.poll_ms = 10;
+    config.events.batch = std::num::NonZeroU32::new(BATCH as u32).expect("a batch");
+    config.events.poll_ms = sluice::config::Millis(10);
     let app = sluice::service::App::build(config).unwrap();
     app.ledger.migrate().await.unwrap();
     let pool = sqlx::PgPool::connect(&url).await.unwrap();

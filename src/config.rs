@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ mod validate;
 pub use crate::gate::settings::GateConfig;
 pub use crate::payments::providers::settings::PaymentsConfig;
 pub use crate::payments::providers::ProviderName;
-pub use crate::setting::{Problem, Secret};
+pub use crate::setting::{HttpUrl, Millis, Problem, Seconds, Secret};
 pub use crate::telemetry::settings::TelemetryConfig;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -64,7 +65,8 @@ pub struct HttpConfig {
     /// the base of the URLs a payment provider sends a buyer back to (its window's success and fail
     /// URLs). Empty (the default): those URLs are paths, which the page resolves against the
     /// address it calls sluice at.
-    pub public_url: String,
+    #[serde(with = "crate::setting::or_empty")]
+    pub public_url: Option<HttpUrl>,
     /// Largest request body accepted, in bytes; larger bodies get 413.
     pub body_limit_bytes: usize,
     /// Take the client's address from the first `X-Forwarded-For` entry (per-IP limits). Only
@@ -75,7 +77,7 @@ pub struct HttpConfig {
     /// longest poll interval (36 s), so a polling client keeps its connection; a response
     /// being sent (a status stream) is not cut. An HTTP/2 connection quiet for this long is
     /// pinged, and closed if the ping goes unanswered as long. 0: never.
-    pub idle_timeout_secs: u64,
+    pub idle_timeout_secs: Seconds,
     /// Origins whose pages may call sluice from the browser (CORS), as
     /// `https://shop.example` (scheme, host and port, no path); `["*"]` for any. Empty (the
     /// default): none, and a browser keeps other origins' pages from reading the answers.
@@ -85,7 +87,7 @@ pub struct HttpConfig {
     /// with `*`.
     pub cors_allow_credentials: bool,
     /// How long a browser may keep a preflight's answer, in seconds.
-    pub cors_max_age_secs: u32,
+    pub cors_max_age_secs: Seconds,
     /// Who may read `/metrics`: `open` (default; keep the port off the internet, or scrape
     /// through the network only), `admin` (the admin key, as `X-Admin-Key` or
     /// `Authorization: Bearer <key>`, which Prometheus's `authorization` setting sends) or `off`.
@@ -95,14 +97,14 @@ pub struct HttpConfig {
     /// On SIGTERM or SIGINT, how long the drain may take (open requests and streams finished,
     /// workers stopped at a clean point) before what is left is cut off; the process exits 0
     /// either way. Under Kubernetes' default grace period of 30 s.
-    pub shutdown_timeout_secs: u64,
+    pub shutdown_timeout_secs: Seconds,
     /// On SIGTERM or SIGINT, how long the listener still takes new connections before it
     /// closes, while readiness answers 503 and every answer says `Connection: close`: the time
     /// a load balancer, or Kubernetes' endpoints and kube-proxy, take to stop sending new
     /// connections to a replica that is going (a few seconds; without it they meet a closed
     /// port meanwhile). 0 (the default): the listener closes at once, as suits a lone process
     /// or one behind a `preStop` sleep. Part of `shutdown_timeout_secs`, so shorter than it.
-    pub drain_delay_secs: u64,
+    pub drain_delay_secs: Seconds,
 }
 
 /// Who may read an operational route.
@@ -128,11 +130,11 @@ pub struct QueueConfig {
     /// Prefix of every key, so several deployments (or tests) can share one Redis.
     pub key_prefix: String,
     /// Longest wait for one Redis call before answering 503.
-    pub timeout_ms: u64,
+    pub timeout_ms: Millis,
     /// How often each replica refreshes its view of a waiting line (one store call per sale
     /// per interval answers every waiting user's status there): the most a waiting answer
     /// lags behind the store. 20 to 5,000.
-    pub line_refresh_ms: u64,
+    pub line_refresh_ms: Millis,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -141,10 +143,10 @@ pub struct LedgerConfig {
     /// Empty: a SQLite file in `embedded.data_dir` (embedded). `postgres://…`: PostgreSQL.
     pub url: String,
     /// Connections of the ledger's pool, per replica (the embedded SQLite file takes at most 8).
-    pub max_connections: u32,
+    pub max_connections: NonZeroU32,
     /// Longest wait for a pooled connection before answering 503: long enough to ride out a
     /// burst of holds, short enough that a down database answers quickly.
-    pub acquire_timeout_ms: u64,
+    pub acquire_timeout_ms: Millis,
     /// Run pending migrations when `serve` starts.
     pub migrate_on_start: bool,
     /// Most holds, checkouts or claims of one sale written in one transaction (one commit).
@@ -180,9 +182,9 @@ pub struct AuthConfig {
     /// The identity provider's OpenID Connect issuer (`https://shop.eu.auth0.com/`): its keys
     /// are read from the `jwks_uri` of `<issuer>/.well-known/openid-configuration`, kept in
     /// memory, and fetched again as their caching allows or when a token names a new `kid`.
-    pub user_oidc_issuer: Option<String>,
+    pub user_oidc_issuer: Option<HttpUrl>,
     /// Or the URL of the identity provider's JWKS itself.
-    pub user_jwks_url: Option<String>,
+    pub user_jwks_url: Option<HttpUrl>,
     /// When set, every user token must name this audience in `aud` (a string, or an array that
     /// holds it): the identifier the identity provider gives sluice (an API's audience, a
     /// client id). Unset: a token that carries an `aud` is refused.
@@ -203,13 +205,13 @@ pub struct AuthConfig {
 #[serde(deny_unknown_fields)]
 pub struct TrustedIssuer {
     /// Its `iss`, and where its OpenID configuration is found.
-    pub issuer: String,
+    pub issuer: HttpUrl,
     /// The `aud` its tokens must name, when set (else a token with an `aud` is refused).
     pub audience: Option<String>,
     /// Put before each token's `sub` to make the user id (e.g. `kakao:`); required.
     pub user_prefix: String,
     /// Its JWKS, when not found by discovery.
-    pub jwks_url: Option<String>,
+    pub jwks_url: Option<HttpUrl>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -218,35 +220,35 @@ pub struct WorkersConfig {
     /// Run the admission loop and the reapers in this process.
     pub enabled: bool,
     /// How often each sale's admitter takes the head of the queue.
-    pub admission_tick_ms: u64,
+    pub admission_tick_ms: Millis,
     /// How long an admission lease lasts without renewal.
-    pub lease_ttl_ms: u64,
+    pub lease_ttl_ms: Millis,
     /// Six-field cron (seconds first, UTC) of the expiry reapers.
     pub reaper_cron: String,
     /// How long saved idempotent responses are kept.
-    pub idempotency_ttl_secs: u64,
+    pub idempotency_ttl_secs: Seconds,
     /// A waiting user who shows no sign of life (join, status poll, status stream) for this
     /// long loses the place: EXPIRED, reason abandoned. 0 turns it off. While on, clients are
     /// told to poll at least three times within it.
-    pub abandon_after_secs: u64,
+    pub abandon_after_secs: Seconds,
     /// How often the queue-sync worker applies the queue-store changes no request applied
     /// (the store was away): units given back meanwhile are sellable again this long after
     /// the store returns, plus a second's grace.
-    pub queue_sync_ms: u64,
+    pub queue_sync_ms: Millis,
     /// How far back the queue-sync worker checks, every few seconds, that the queue store
     /// still has the changes the ledger saw applied, and replays those it lost (a failover's
     /// asynchronous replication, or a restart, drops the last writes). Between 10 s and an
     /// hour (the store keeps its record of applied changes that long).
-    pub queue_sync_replay_secs: u64,
+    pub queue_sync_replay_secs: Seconds,
     /// How often each open sale's holdings in the queue store (free units or seats, active
     /// set, holds, units per user) are compared with the ledger's (a standing difference is
     /// repaired); 0 turns it off. The ledger reads a sale's snapshot for it: keep it seconds
     /// apart for sales of a million units.
-    pub drift_check_ms: u64,
+    pub drift_check_ms: Millis,
     /// How often each open or paused sale's figures (waiting, admitted, holding, paying, sold,
     /// the rate and the controller's decision) are sampled into the ledger, for
     /// `getSaleFigures` and the console's charts; kept a day. 0 turns it off.
-    pub figures_ms: u64,
+    pub figures_ms: Millis,
 }
 
 /// Where domain events go once committed to the outbox.
@@ -256,9 +258,9 @@ pub struct EventsConfig {
     /// JSON lines file the relay appends events to; empty: `<data_dir>/events.jsonl`.
     pub file: PathBuf,
     /// How often the relay looks for new outbox rows.
-    pub poll_ms: u64,
+    pub poll_ms: Millis,
     /// Rows relayed per batch.
-    pub batch: u32,
+    pub batch: NonZeroU32,
     /// Kafka bootstrap servers (`127.0.0.1:9092`); empty: the JSON lines file.
     pub kafka_brokers: String,
     /// The topic every event goes to (key = sale id).
@@ -297,16 +299,17 @@ pub struct NotifyConfig {
     /// host of its choosing.
     pub web_push_hosts: Vec<String>,
     /// The shop's webhook for `attempt.admitted` (`https://…`). Empty: none.
-    pub webhook_url: String,
+    #[serde(with = "crate::setting::or_empty")]
+    pub webhook_url: Option<HttpUrl>,
     /// Signs the webhook (`Sluice-Signature`); at least 16 characters.
     pub webhook_secret: Secret,
     /// Most messages a second, per channel.
-    pub max_per_second: u32,
+    pub max_per_second: NonZeroU32,
 }
 
 impl NotifyConfig {
     pub fn any_channel(&self) -> bool {
-        !self.vapid_private_key.is_empty() || !self.webhook_url.is_empty()
+        !self.vapid_private_key.is_empty() || self.webhook_url.is_some()
     }
 }
 
@@ -316,12 +319,13 @@ impl NotifyConfig {
 pub struct ValveConfig {
     /// Prometheus (`http://127.0.0.1:9090`) to read the signals from with PromQL; empty: the
     /// process's own metrics (embedded, one process).
-    pub prometheus_url: String,
+    #[serde(with = "crate::setting::or_empty")]
+    pub prometheus_url: Option<HttpUrl>,
     /// How often the signals are read and each adaptive sale's rate moves. No faster than
     /// Prometheus scrapes sluice, or one scrape is counted several times.
-    pub tick_ms: u64,
+    pub tick_ms: Millis,
     /// Longest wait for one Prometheus query; a slower one reads as stale (rate held).
-    pub query_timeout_ms: u64,
+    pub query_timeout_ms: Millis,
     /// Fraction of a sale's max rate added per tick while every signal is comfortable.
     pub increase_fraction: f64,
     /// Factor applied to the rate per tick while a signal is over its target (0 to 1).
@@ -377,29 +381,29 @@ impl Default for Config {
             page: PageConfig::default(),
             http: HttpConfig {
                 listen: "127.0.0.1:8080".parse().expect("static address"),
-                public_url: String::new(),
+                public_url: None,
                 body_limit_bytes: 64 * 1024,
                 trust_forwarded_for: false,
-                idle_timeout_secs: 60,
+                idle_timeout_secs: Seconds(60),
                 cors_allowed_origins: Vec::new(),
                 cors_allow_credentials: false,
-                cors_max_age_secs: 600,
+                cors_max_age_secs: Seconds(600),
                 metrics: Exposure::Open,
                 docs: Exposure::Open,
-                shutdown_timeout_secs: 25,
-                drain_delay_secs: 0,
+                shutdown_timeout_secs: Seconds(25),
+                drain_delay_secs: Seconds(0),
             },
             queue: QueueConfig {
                 url: String::new(),
                 cluster: false,
                 key_prefix: "sluice".into(),
-                timeout_ms: 150,
-                line_refresh_ms: 1000,
+                timeout_ms: Millis(150),
+                line_refresh_ms: Millis(1000),
             },
             ledger: LedgerConfig {
                 url: String::new(),
-                max_connections: 20,
-                acquire_timeout_ms: 3000,
+                max_connections: NonZeroU32::new(20).expect("non-zero"),
+                acquire_timeout_ms: Millis(3000),
                 migrate_on_start: true,
                 batch_max: 256,
                 batch_calls: 2,
@@ -421,20 +425,20 @@ impl Default for Config {
             payments: PaymentsConfig::default(),
             workers: WorkersConfig {
                 enabled: true,
-                admission_tick_ms: 1000,
-                lease_ttl_ms: 5000,
+                admission_tick_ms: Millis(1000),
+                lease_ttl_ms: Millis(5000),
                 reaper_cron: "*/1 * * * * *".into(),
-                idempotency_ttl_secs: 24 * 3600,
-                abandon_after_secs: 0,
-                queue_sync_ms: 500,
-                queue_sync_replay_secs: 300,
-                drift_check_ms: 10_000,
-                figures_ms: 10_000,
+                idempotency_ttl_secs: Seconds(24 * 3600),
+                abandon_after_secs: Seconds(0),
+                queue_sync_ms: Millis(500),
+                queue_sync_replay_secs: Seconds(300),
+                drift_check_ms: Millis(10_000),
+                figures_ms: Millis(10_000),
             },
             events: EventsConfig {
                 file: PathBuf::new(),
-                poll_ms: 200,
-                batch: 500,
+                poll_ms: Millis(200),
+                batch: NonZeroU32::new(500).expect("non-zero"),
                 kafka_brokers: String::new(),
                 topic: "sluice.events".into(),
                 partitions: 6,
@@ -458,14 +462,14 @@ impl Default for Config {
                 ]
                 .map(String::from)
                 .to_vec(),
-                webhook_url: String::new(),
+                webhook_url: None,
                 webhook_secret: Secret::default(),
-                max_per_second: 200,
+                max_per_second: NonZeroU32::new(200).expect("non-zero"),
             },
             valve: ValveConfig {
-                prometheus_url: String::new(),
-                tick_ms: 5000,
-                query_timeout_ms: 2000,
+                prometheus_url: None,
+                tick_ms: Millis(5000),
+                query_timeout_ms: Millis(2000),
                 increase_fraction: 0.05,
                 backoff: 0.7,
                 hold_band: 0.8,
@@ -576,11 +580,16 @@ impl Config {
                 Err(e) => e,
             };
             let key = e.path.join(".");
-            let default = e
-                .path
-                .iter()
-                .try_fold(&defaults, |node, part| node.get(part));
-            let Some(default) = default.filter(|_| !key.is_empty() && problems.len() < 64) else {
+            // The default of the key, or of the nearest section that has one (an entry of a
+            // list, `auth.user_issuers.0.issuer`, gives way to the list's default).
+            let default = (1..=e.path.len()).rev().find_map(|depth| {
+                let path = &e.path[..depth];
+                let node = path
+                    .iter()
+                    .try_fold(&defaults, |node, part| node.get(part))?;
+                Some((path.join("."), node))
+            });
+            let Some((at, default)) = default.filter(|_| problems.len() < 64) else {
                 return Err(ConfigError::Parse(Box::new(e)));
             };
             let source = e
@@ -594,7 +603,7 @@ impl Config {
                 message: format!("{}{source}", e.kind),
                 key: key.clone(),
             });
-            figment = figment.merge(Serialized::default(&key, default.clone()));
+            figment = figment.merge(Serialized::default(&at, default.clone()));
         }
     }
 
@@ -640,11 +649,11 @@ impl Config {
 
     /// `http.idle_timeout_secs` as the server takes it: `None` for never.
     pub fn http_idle_timeout(&self) -> Option<Duration> {
-        (self.http.idle_timeout_secs > 0).then(|| Duration::from_secs(self.http.idle_timeout_secs))
+        (!self.http.idle_timeout_secs.is_off()).then(|| self.http.idle_timeout_secs.duration())
     }
 
     pub fn queue_timeout(&self) -> Duration {
-        Duration::from_millis(self.queue.timeout_ms)
+        self.queue.timeout_ms.duration()
     }
 }
 
@@ -840,7 +849,7 @@ mod tests {
             jail.set_env("SLUICE__QUEUE__TIMEOUT_MS", "77");
             let c = Config::load(Some(Path::new("sluice.toml"))).expect("valid");
             assert_eq!(c.queue.key_prefix, "fromfile");
-            assert_eq!(c.queue.timeout_ms, 77);
+            assert_eq!(c.queue.timeout_ms.0, 77);
             assert_eq!(c.http.body_limit_bytes, 64 * 1024);
             Ok(())
         });
@@ -917,7 +926,7 @@ mod tests {
             let err = Config::load(None).unwrap_err().to_string();
             assert!(err.contains("http.drain_delay_secs"), "{err}");
             jail.set_env("SLUICE__HTTP__DRAIN_DELAY_SECS", "5");
-            assert_eq!(Config::load(None).unwrap().http.drain_delay_secs, 5);
+            assert_eq!(Config::load(None).unwrap().http.drain_delay_secs.0, 5);
             Ok(())
         });
     }
@@ -977,6 +986,43 @@ mod tests {
                 text.contains("\"lots\""),
                 "the wrong value is quoted: {text}"
             );
+            Ok(())
+        });
+    }
+
+    /// Typed settings are checked as they are read: a URL that is not one, a zero where none
+    /// is allowed, a duration that is not a number, in a list's entry too, are each reported
+    /// by key, all at once.
+    #[test]
+    fn typed_settings_are_reported_together_as_they_are_read() {
+        Jail::expect_with(|jail| {
+            jail.clear_env();
+            valid_env(jail);
+            jail.create_file(
+                "sluice.toml",
+                "[queue]\ntimeout_ms = \"150ms\"\n\n[ledger]\nmax_connections = 0\n\n\
+                 [notify]\nwebhook_url = \"hooks.shop.example\"\n\n\
+                 [[auth.user_issuers]]\nissuer = \"accounts.kakao\"\nuser_prefix = \"kakao:\"\n",
+            )?;
+            jail.set_env("SLUICE__TELEMETRY__MAX_QUEUED_SPANS", "0");
+            jail.set_env("SLUICE__GATE__REFRESH_MS", "-5");
+            let err = Config::load(Some(Path::new("sluice.toml"))).unwrap_err();
+            let ConfigError::Invalid(problems) = &err else {
+                panic!("one error, not the list: {err}")
+            };
+            let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+            for key in [
+                "queue.timeout_ms",
+                "ledger.max_connections",
+                "notify.webhook_url",
+                "auth.user_issuers.0.issuer",
+                "telemetry.max_queued_spans",
+                "gate.refresh_ms",
+            ] {
+                assert!(keys.contains(&key), "{key} missing from {keys:?}: {err}");
+            }
+            assert_eq!(problems.len(), 6, "{err}");
+            assert!(err.to_string().contains("not an http(s) URL"), "{err}");
             Ok(())
         });
     }

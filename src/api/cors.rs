@@ -63,7 +63,7 @@ where
         .allow_headers(ALLOWED_HEADERS)
         .expose_headers(EXPOSED_HEADERS)
         .allow_credentials(http.cors_allow_credentials)
-        .max_age(http.cors_max_age_secs as i32);
+        .max_age(http.cors_max_age_secs.0 as i32);
     let allowed = if any {
         Allowed::Any
     } else {

@@ -155,8 +155,8 @@ impl UserTokens {
             Algorithm::EdDSA,
         ];
         let published = match (&auth.user_oidc_issuer, &auth.user_jwks_url) {
-            (Some(issuer), _) => Some(Source::Issuer(issuer.clone())),
-            (None, Some(url)) => Some(Source::Url(url.clone())),
+            (Some(issuer), _) => Some(Source::Issuer(issuer.to_string())),
+            (None, Some(url)) => Some(Source::Url(url.to_string())),
             (None, None) => None,
         };
         let simple = match (
@@ -200,7 +200,7 @@ impl UserTokens {
                 issuer: auth
                     .user_jwt_issuer
                     .clone()
-                    .or_else(|| auth.user_oidc_issuer.clone()),
+                    .or_else(|| auth.user_oidc_issuer.as_ref().map(ToString::to_string)),
                 audience: auth.user_jwt_audience.clone(),
                 prefix: String::new(),
                 usual_header: Arc::default(),
@@ -208,13 +208,13 @@ impl UserTokens {
         }
         for more in &auth.user_issuers {
             let source = match &more.jwks_url {
-                Some(url) => Source::Url(url.clone()),
-                None => Source::Issuer(more.issuer.clone()),
+                Some(url) => Source::Url(url.to_string()),
+                None => Source::Issuer(more.issuer.to_string()),
             };
             issuers.push(Trusted {
                 check: SignatureCheck::Jwks(Jwks::new(source)?),
                 algorithms: PUBLISHED,
-                issuer: Some(more.issuer.clone()),
+                issuer: Some(more.issuer.to_string()),
                 audience: more.audience.clone(),
                 prefix: more.user_prefix.clone(),
                 usual_header: Arc::default(),

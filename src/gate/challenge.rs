@@ -4,8 +4,6 @@
 //! - Turnstile: <https://developers.cloudflare.com/turnstile/get-started/server-side-validation/>
 //! - hCaptcha: <https://docs.hcaptcha.com/#verify-the-user-response-server-side>
 
-use std::time::Duration;
-
 use serde::Deserialize;
 
 use super::settings::GateConfig;
@@ -41,7 +39,7 @@ pub struct Verifier {
 impl Verifier {
     pub fn new(config: &GateConfig) -> Self {
         let client = reqwest::Client::builder()
-            .timeout(Duration::from_millis(config.verify_timeout_ms))
+            .timeout(config.verify_timeout_ms.duration())
             .build()
             .expect("a client with a timeout builds");
         Verifier { client }
@@ -107,7 +105,7 @@ impl Verifier {
         }
         let reply = self
             .client
-            .post(url)
+            .post(url.as_str())
             .form(&form)
             .send()
             .await

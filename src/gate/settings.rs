@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::setting::{is_http_url, Problems, Secret};
+use crate::setting::{HttpUrl, Millis, Problems, Secret};
 
 /// Gates: sluice as the forward-auth service of the proxy a site already runs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -16,26 +16,31 @@ pub struct GateConfig {
     /// waiting page is reached there, so the gate's cookies are the site's own.
     pub path_prefix: String,
     /// How often each replica reads the gates and the sessions ended early (ms).
-    pub refresh_ms: u64,
+    pub refresh_ms: Millis,
     /// How often each replica asks whether the queue store answers (ms).
-    pub store_probe_ms: u64,
+    pub store_probe_ms: Millis,
     /// Cloudflare Turnstile: the shop's site key (shown to the page) and secret.
     pub turnstile_site_key: String,
     pub turnstile_secret: Secret,
     /// Turnstile's `siteverify` endpoint.
-    pub turnstile_verify_url: String,
+    pub turnstile_verify_url: HttpUrl,
     /// Turnstile's widget script, rendered explicitly by the waiting page (its origin joins
     /// the page's content policy when Turnstile is set up).
-    pub turnstile_script_url: String,
+    pub turnstile_script_url: HttpUrl,
     /// hCaptcha: the shop's site key and secret.
     pub hcaptcha_site_key: String,
     pub hcaptcha_secret: Secret,
     /// hCaptcha's `siteverify` endpoint.
-    pub hcaptcha_verify_url: String,
+    pub hcaptcha_verify_url: HttpUrl,
     /// hCaptcha's widget script, rendered explicitly by the waiting page.
-    pub hcaptcha_script_url: String,
+    pub hcaptcha_script_url: HttpUrl,
     /// How long a `siteverify` call may take (ms); past it the challenge fails.
-    pub verify_timeout_ms: u64,
+    pub verify_timeout_ms: Millis,
+}
+
+/// A default's URL, written here and so known to parse.
+fn url(text: &str) -> HttpUrl {
+    HttpUrl::parse(text).expect("a default URL")
 }
 
 impl Default for GateConfig {
@@ -43,19 +48,19 @@ impl Default for GateConfig {
         GateConfig {
             on_store_down: "closed".into(),
             path_prefix: "/.sluice".into(),
-            refresh_ms: 1000,
-            store_probe_ms: 1000,
+            refresh_ms: Millis(1000),
+            store_probe_ms: Millis(1000),
             turnstile_site_key: String::new(),
             turnstile_secret: Secret::default(),
-            turnstile_verify_url: "https://challenges.cloudflare.com/turnstile/v0/siteverify"
-                .into(),
-            turnstile_script_url:
-                "https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit".into(),
+            turnstile_verify_url: url("https://challenges.cloudflare.com/turnstile/v0/siteverify"),
+            turnstile_script_url: url(
+                "https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit",
+            ),
             hcaptcha_site_key: String::new(),
             hcaptcha_secret: Secret::default(),
-            hcaptcha_verify_url: "https://api.hcaptcha.com/siteverify".into(),
-            hcaptcha_script_url: "https://js.hcaptcha.com/1/api.js?render=explicit".into(),
-            verify_timeout_ms: 3000,
+            hcaptcha_verify_url: url("https://api.hcaptcha.com/siteverify"),
+            hcaptcha_script_url: url("https://js.hcaptcha.com/1/api.js?render=explicit"),
+            verify_timeout_ms: Millis(3000),
         }
     }
 }
@@ -83,32 +88,12 @@ impl GateConfig {
             "gate.path_prefix",
             "a path such as /.sluice (no trailing slash)",
         );
-        p.unless(self.refresh_ms > 0, "gate.refresh_ms", "must be positive");
-        p.unless(
-            self.store_probe_ms > 0,
-            "gate.store_probe_ms",
-            "must be positive",
-        );
-        p.unless(
-            self.verify_timeout_ms > 0,
-            "gate.verify_timeout_ms",
-            "must be positive",
-        );
-        p.unless(
-            is_http_url(&self.turnstile_verify_url),
-            "gate.turnstile_verify_url",
-            "an http(s) URL",
-        );
-        p.unless(
-            is_http_url(&self.hcaptcha_verify_url),
-            "gate.hcaptcha_verify_url",
-            "an http(s) URL",
-        );
-        for (url, key) in [
-            (&self.turnstile_script_url, "gate.turnstile_script_url"),
-            (&self.hcaptcha_script_url, "gate.hcaptcha_script_url"),
+        for (ms, key) in [
+            (self.refresh_ms, "gate.refresh_ms"),
+            (self.store_probe_ms, "gate.store_probe_ms"),
+            (self.verify_timeout_ms, "gate.verify_timeout_ms"),
         ] {
-            p.unless(is_http_url(url), key, "an http(s) URL");
+            p.unless(!ms.is_off(), key, "must be positive");
         }
         p.unless(
             self.turnstile_site_key.is_empty() == self.turnstile_secret.is_empty(),

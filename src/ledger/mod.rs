@@ -54,18 +54,18 @@ pub use self::sqlite::SqliteLedger;
 /// empty, PostgreSQL otherwise.
 pub fn from_config(config: &crate::config::Config) -> anyhow::Result<std::sync::Arc<dyn Ledger>> {
     let c = &config.ledger;
-    let timeout = std::time::Duration::from_millis(c.acquire_timeout_ms);
+    let timeout = c.acquire_timeout_ms.duration();
     Ok(if config.ledger_is_embedded() {
         let path = config.embedded.data_dir.join("sluice.db");
         std::sync::Arc::new(SqliteLedger::open(
             &path,
-            c.max_connections.min(8),
+            c.max_connections.get().min(8),
             timeout,
         )?)
     } else {
         // A database server can go away: the PostgreSQL ledger fails fast while it is (see
         // `breaker`). The embedded file cannot, and its busy moments are no outage.
-        std::sync::Arc::new(PgLedger::new(&c.url, c.max_connections, timeout)?)
+        std::sync::Arc::new(PgLedger::new(&c.url, c.max_connections.get(), timeout)?)
     })
 }
 

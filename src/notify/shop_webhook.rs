@@ -33,7 +33,7 @@ struct Data {
 
 impl ShopWebhook {
     pub fn from_config(config: &NotifyConfig) -> Option<ShopWebhook> {
-        let url = reqwest::Url::parse(&config.webhook_url).ok()?;
+        let url = reqwest::Url::parse(config.webhook_url.as_deref()?).ok()?;
         Some(ShopWebhook {
             url,
             // The tolerance is the receiver's business: sluice only signs.

@@ -3,7 +3,7 @@
 pub mod http;
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -82,7 +82,7 @@ pub async fn start_as(
         listener,
         routes,
         idle_timeout,
-        Duration::from_secs(app.config.http.drain_delay_secs),
+        app.config.http.drain_delay_secs.duration(),
         app.drain.subscribe(),
     ));
     // The identity provider's published keys: fetched before the first request (a provider
@@ -129,7 +129,7 @@ impl Running {
     /// replica admits at once; the relay once its batch in flight is published and marked).
     /// Whatever is still running at the bound is cut off.
     pub async fn stop(self) {
-        let bound = Duration::from_secs(self.app.config.http.shutdown_timeout_secs);
+        let bound = self.app.config.http.shutdown_timeout_secs.duration();
         let started = Instant::now();
         self.app.drain.start();
         let mut server = self.server;

@@ -41,7 +41,6 @@ pub mod transition;
 pub mod web_push;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusHandle;
 
@@ -177,18 +176,18 @@ impl App {
             tickets: QueueTickets::new(seed),
             lines: Arc::new(line::Lines::new(
                 Arc::clone(&queue),
-                Duration::from_millis(config.queue.line_refresh_ms),
-                Duration::from_secs(config.workers.abandon_after_secs),
+                config.queue.line_refresh_ms.duration(),
+                config.workers.abandon_after_secs.duration(),
             )),
             admin_key: AdminKey::new(config.auth.admin_key.expose()),
             webhooks: WebhookSigner::new(
                 config.payments.webhook_secret.expose(),
-                config.payments.tolerance_secs,
+                config.payments.tolerance_secs.0,
             ),
             provider: crate::payments::providers::from_config(
                 &config.payments,
                 config.payment_provider(),
-                &config.http.public_url,
+                config.http.public_url.as_deref().unwrap_or(""),
             )?,
             metrics: crate::telemetry::metrics_handle(),
             limits: Arc::new(limits::Limits::new(&config.limits)),

@@ -137,7 +137,7 @@ impl SeatMaps {
 /// sale's map up to date; the others meanwhile answer the map it replaces, or, when there is
 /// none yet (a replica's first readers, thousands of streams opening at once), wait for it.
 pub async fn seat_map(app: &App, sale: SaleId) -> ServiceResult<Arc<SeatMap>> {
-    let fresh_for = Duration::from_millis(app.config.queue.line_refresh_ms);
+    let fresh_for = app.config.queue.line_refresh_ms.duration();
     let kept = |app: &App| {
         let kept = app
             .seat_maps
@@ -456,7 +456,7 @@ pub fn follow(
     last: Option<u64>,
 ) -> futures_util::stream::BoxStream<'static, Update> {
     use futures_util::StreamExt;
-    let every = Duration::from_millis(app.config.queue.line_refresh_ms);
+    let every = app.config.queue.line_refresh_ms.duration();
     let opening: Vec<Update> = match last {
         Some(v) if v == first.version => Vec::new(),
         Some(v) => match changes_since(&app, sale, v) {

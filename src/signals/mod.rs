@@ -55,17 +55,16 @@ pub fn configured(config: &Config) -> Vec<Signal> {
 pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn SignalSource>> {
     let signals = configured(config);
     let valve = &config.valve;
-    if valve.prometheus_url.is_empty() {
-        Ok(Arc::new(own_metrics::OwnMetrics::new(
+    match &valve.prometheus_url {
+        None => Ok(Arc::new(own_metrics::OwnMetrics::new(
             crate::telemetry::metrics_handle(),
             signals,
-        )))
-    } else {
-        Ok(Arc::new(prometheus::PrometheusSignals::new(
-            &valve.prometheus_url,
-            Duration::from_millis(valve.query_timeout_ms),
+        ))),
+        Some(url) => Ok(Arc::new(prometheus::PrometheusSignals::new(
+            url,
+            valve.query_timeout_ms.duration(),
             signals,
-        )?))
+        )?)),
     }
 }
 

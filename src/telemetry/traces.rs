@@ -136,7 +136,11 @@ fn protocol(t: &TelemetryConfig) -> Protocol {
 
 /// The collector's endpoint: the configuration's, else the environment's standard one.
 fn endpoint(t: &TelemetryConfig, protocol: Protocol) -> Option<String> {
-    let own = t.otlp_endpoint.trim_end_matches('/');
+    let own = t
+        .otlp_endpoint
+        .as_deref()
+        .unwrap_or("")
+        .trim_end_matches('/');
     if !own.is_empty() {
         return Some(match protocol {
             Protocol::HttpProtobuf => format!("{own}/v1/traces"),
@@ -222,8 +226,8 @@ pub fn start(t: &TelemetryConfig, instance: &str) -> anyhow::Result<Option<Trace
     .with_batch_config(
         BatchConfigBuilder::default()
             // Room past the bound kept in front of it, so the processor itself never drops.
-            .with_max_queue_size(t.max_queued_spans + 512)
-            .with_max_export_batch_size(512.min(t.max_queued_spans))
+            .with_max_queue_size(t.max_queued_spans.get() + 512)
+            .with_max_export_batch_size(512.min(t.max_queued_spans.get()))
             .with_scheduled_delay(Duration::from_millis(500))
             .build(),
     )
@@ -231,7 +235,7 @@ pub fn start(t: &TelemetryConfig, instance: &str) -> anyhow::Result<Option<Trace
     let mut provider = SdkTracerProvider::builder().with_span_processor(Bounded {
         inner: batches,
         queued,
-        max: t.max_queued_spans,
+        max: t.max_queued_spans.get(),
     });
     // OTEL_TRACES_SAMPLER, when set, is the SDK's own default: it stays, and decides every
     // span. Otherwise sluice has decided before it makes a trace's first span (`keeps`).

@@ -56,7 +56,7 @@ const INSTANT_BATCHES_PER_TICK: u32 = 10;
 /// Admits every tick until the process drains; then, its tick done, gives up the leases of
 /// the sales it admitted for, so another replica admits for them at its next tick.
 pub async fn run(app: App, mut rounds: watch::Receiver<Round>) {
-    let tick = Duration::from_millis(app.config.workers.admission_tick_ms);
+    let tick = app.config.workers.admission_tick_ms.duration();
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tickers: HashMap<SaleId, SaleTicker> = HashMap::new();
@@ -126,7 +126,7 @@ async fn admit(
     metrics::gauge!("sluice_stock_remaining", "sale" => sale_label.clone())
         .set(stats.remaining as f64);
 
-    let ttl_ms = app.config.workers.lease_ttl_ms;
+    let ttl_ms = app.config.workers.lease_ttl_ms.0;
     let Some(lease) = app.queue.lease(sale, &app.instance_id, ttl_ms).await? else {
         return Ok(()); // another replica admits for this sale
     };
@@ -158,7 +158,7 @@ async fn admit(
             return Ok(());
         }
     }
-    if app.config.workers.abandon_after_secs > 0 {
+    if !app.config.workers.abandon_after_secs.is_off() {
         let abandoned = app.queue.abandon(sale, ABANDON_PER_TICK).await?;
         if abandoned > 0 {
             metrics::counter!("sluice_abandoned_total", "sale" => sale_label.clone())

@@ -83,7 +83,7 @@ async fn publish(app: &App, sale: SaleId, valve: &Valve, round: &Round) {
         updated_at_ms: chrono::Utc::now().timestamp_millis(),
     };
     // Outlives a few missed rounds, and vanishes once no admitter renews it.
-    let ttl_ms = 3 * app.config.valve.tick_ms + app.config.workers.lease_ttl_ms;
+    let ttl_ms = 3 * app.config.valve.tick_ms.0 + app.config.workers.lease_ttl_ms.0;
     let json = serde_json::to_string(&state).expect("plain data serialises");
     if let Err(e) = app.queue.put_controller(sale, &json, ttl_ms).await {
         tracing::debug!(%sale, error = %e, "controller state not published");

@@ -33,21 +33,21 @@ pub struct Workers {
 impl Workers {
     pub async fn start(app: &App) -> anyhow::Result<Workers> {
         let source = crate::signals::from_config(&app.config)?;
-        let every = std::time::Duration::from_millis(app.config.valve.tick_ms);
+        let every = app.config.valve.tick_ms.duration();
         let (rounds, signals) = crate::signals::spawn_reader(source, every);
         let admission = tokio::spawn(admission::run(app.clone(), rounds));
         let sink = crate::events::from_config(&app.config).await?;
         let relay = tokio::spawn(relay::run(app.clone(), sink));
         let backlog = tokio::spawn(relay::watch_backlog(app.clone()));
-        let sync_every = std::time::Duration::from_millis(app.config.workers.queue_sync_ms);
+        let sync_every = app.config.workers.queue_sync_ms.duration();
         let queue_sync = tokio::spawn(queue_sync::run(app.clone(), sync_every));
         let mut tasks = vec![signals, backlog, queue_sync];
-        if app.config.workers.drift_check_ms > 0 {
-            let every = std::time::Duration::from_millis(app.config.workers.drift_check_ms);
+        if !app.config.workers.drift_check_ms.is_off() {
+            let every = app.config.workers.drift_check_ms.duration();
             tasks.push(tokio::spawn(drift::run(app.clone(), every)));
         }
-        if app.config.workers.figures_ms > 0 {
-            let every = std::time::Duration::from_millis(app.config.workers.figures_ms);
+        if !app.config.workers.figures_ms.is_off() {
+            let every = app.config.workers.figures_ms.duration();
             tasks.push(tokio::spawn(figures::run(app.clone(), every)));
         }
         tasks.push(tokio::spawn(payments::run(app.clone())));

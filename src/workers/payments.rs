@@ -50,7 +50,7 @@ pub async fn run(app: App) {
     if !app.provider.has_api() {
         return;
     }
-    let after = app.config.payments.reconcile_after_secs;
+    let after = app.config.payments.reconcile_after_secs.0;
     let mut every = tokio::time::interval(Duration::from_secs(after.clamp(1, 60)));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -68,7 +68,7 @@ async fn reap_each(app: &App) {
     }
     if let Err(e) = app
         .ledger
-        .purge_saved_responses(app.config.workers.idempotency_ttl_secs)
+        .purge_saved_responses(app.config.workers.idempotency_ttl_secs.0)
         .await
     {
         tracing::warn!(error = %e, "idempotency purge failed");

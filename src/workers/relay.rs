@@ -37,7 +37,7 @@ pub async fn watch_backlog(app: App) {
 /// published and marked so, never between the sink taking a batch and the ledger learning it
 /// did (which would send those events again after a restart).
 pub async fn run(app: App, sink: Arc<dyn EventSink>) {
-    let poll = Duration::from_millis(app.config.events.poll_ms);
+    let poll = app.config.events.poll_ms.duration();
     let mut backoff = poll;
     let mut lease: Option<Box<dyn crate::ledger::RelayLease>> = None;
     let mut in_flight: Option<InFlight> = None;
@@ -91,7 +91,7 @@ pub async fn run(app: App, sink: Arc<dyn EventSink>) {
             .map(|e| e.id);
         let next = app
             .ledger
-            .pending_events(app.config.events.batch, after)
+            .pending_events(app.config.events.batch.get(), after)
             .await;
         let mut done = None;
         if let Some((batch, answer)) = in_flight.take() {

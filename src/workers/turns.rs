@@ -1,7 +1,6 @@
 //! The sender of "it's your turn" (`crate::notify`): the turns the admission loop hands
 //! over, each channel's messages made and sent, bounded in rate and in flight.
 
-use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +21,7 @@ pub async fn run(app: App) {
         return;
     };
     let config = &app.config.notify;
-    let per_second = NonZeroU32::new(config.max_per_second).unwrap_or(NonZeroU32::MIN);
+    let per_second = config.max_per_second;
     let limiter = Arc::new(Limiter::direct(governor::Quota::per_second(per_second)));
     let client = match reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(5))

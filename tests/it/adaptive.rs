@@ -76,8 +76,8 @@ async fn a_stalled_broker_backs_the_rate_off_and_it_climbs_back_when_the_broker_
     let mut prometheus = PrivatePrometheus::reserve();
     let app = TestApp::spawn_with(|c| {
         c.events.kafka_brokers = broker.brokers.clone();
-        c.valve.prometheus_url = prometheus.url();
-        c.valve.tick_ms = 1000;
+        c.valve.prometheus_url = Some(crate::helpers::url(prometheus.url()));
+        c.valve.tick_ms = sluice::config::Millis(1000);
         c.valve.increase_fraction = 0.25;
         c.valve.backoff = 0.5;
         let age = c.valve.signals.get_mut("outbox_pending_age").unwrap();
@@ -151,9 +151,9 @@ async fn a_stalled_broker_backs_the_rate_off_and_it_climbs_back_when_the_broker_
 async fn without_prometheus_the_rate_is_held_and_flagged_stale_until_it_returns() {
     let mut prometheus = PrivatePrometheus::reserve();
     let app = TestApp::spawn_with(|c| {
-        c.valve.prometheus_url = prometheus.url();
-        c.valve.tick_ms = 500;
-        c.valve.query_timeout_ms = 300;
+        c.valve.prometheus_url = Some(crate::helpers::url(prometheus.url()));
+        c.valve.tick_ms = sluice::config::Millis(500);
+        c.valve.query_timeout_ms = sluice::config::Millis(300);
         c.valve.increase_fraction = 0.01; // +60 a tick: still climbing when Prometheus goes
     })
     .await;
@@ -209,7 +209,7 @@ async fn without_prometheus_the_rate_is_held_and_flagged_stale_until_it_returns(
 #[tokio::test]
 async fn embedded_signals_come_from_the_processes_own_metrics() {
     let app = TestApp::spawn_on_with(Backend::Embedded, |c| {
-        c.valve.tick_ms = 300;
+        c.valve.tick_ms = sluice::config::Millis(300);
         c.valve.backoff = 0.5;
         let commit = c.valve.signals.get_mut("ledger_commit_p99").unwrap();
         commit.target = 1e-9;
@@ -246,7 +246,8 @@ async fn embedded_signals_come_from_the_processes_own_metrics() {
 on_both_configurations!(admins_switch_between_manual_and_adaptive);
 
 async fn admins_switch_between_manual_and_adaptive(backend: Backend) {
-    let app = TestApp::spawn_on_with(backend, |c| c.valve.tick_ms = 200).await;
+    let app =
+        TestApp::spawn_on_with(backend, |c| c.valve.tick_ms = sluice::config::Millis(200)).await;
     let sale = app.create_sale(json!({"rate_per_minute": 600})).await;
     let manual = admission(&app, &sale).await;
     assert_eq!(manual["mode"], "manual");

@@ -573,7 +573,10 @@ async fn two_changes_whose_writes_to_the_queue_store_cross_leave_it_with_the_lat
 async fn a_change_the_ledger_took_from_a_replica_that_died_before_the_store_reaches_the_store(
     backend: crate::helpers::Backend,
 ) {
-    let t = TestApp::spawn_on_with(backend, |c| c.workers.queue_sync_ms = 100).await;
+    let t = TestApp::spawn_on_with(backend, |c| {
+        c.workers.queue_sync_ms = sluice::config::Millis(100)
+    })
+    .await;
     let sale = t.create_sale(json!({})).await;
     t.admin_json(Method::POST, &format!("/v1/sales/{sale}/pause"))
         .await;
@@ -627,7 +630,7 @@ async fn a_change_the_ledger_took_from_a_replica_that_died_before_the_store_reac
 /// rebuilds it whole from the ledger, closed, before anyone asks for it.
 #[tokio::test]
 async fn a_change_to_a_sale_the_queue_store_lost_rebuilds_it_from_the_ledger() {
-    let t = TestApp::spawn_with(|c| c.workers.queue_sync_ms = 100).await;
+    let t = TestApp::spawn_with(|c| c.workers.queue_sync_ms = sluice::config::Millis(100)).await;
     let sale = t.create_sale(json!({})).await;
     t.join(&sale, "alice").await;
     let id = sluice::domain::SaleId::parse(&sale).unwrap();
@@ -692,8 +695,10 @@ async fn a_change_stands_when_the_queue_store_has_a_later_version_than_the_ledge
 async fn the_drift_checker_writes_the_ledgers_settings_over_a_version_the_ledger_never_reached(
     backend: crate::helpers::Backend,
 ) {
-    let (t, _, id, carol) =
-        paused_sale_with_carol_waiting_on(backend, |c| c.workers.drift_check_ms = 100).await;
+    let (t, _, id, carol) = paused_sale_with_carol_waiting_on(backend, |c| {
+        c.workers.drift_check_ms = sluice::config::Millis(100)
+    })
+    .await;
     let mut before = t.app.ledger.sale(id).await.unwrap().unwrap().sale;
     before.admission = sluice::domain::Admission::parse(600, 5, None).unwrap();
     t.app.queue.put_settings(&before, 1000, true).await.unwrap();
@@ -721,8 +726,8 @@ async fn a_closed_sale_that_a_queue_store_restored_from_an_old_snapshot_holds_op
 ) {
     let (t, sale, id, _) = paused_sale_with_carol_waiting_on(backend, |c| {
         // Two checks half a second apart: the join below comes well before the repair.
-        c.workers.drift_check_ms = 500;
-        c.workers.queue_sync_ms = 600_000;
+        c.workers.drift_check_ms = sluice::config::Millis(500);
+        c.workers.queue_sync_ms = sluice::config::Millis(600_000);
     })
     .await;
     let before = t.app.ledger.sale(id).await.unwrap().unwrap();

@@ -112,7 +112,7 @@ async fn an_address_in_use_is_named_in_the_start_up_error() {
 
 #[tokio::test]
 async fn idle_and_half_sent_connections_are_closed_and_status_streams_are_not() {
-    let t = TestApp::spawn_with(|c| c.http.idle_timeout_secs = 1).await;
+    let t = TestApp::spawn_with(|c| c.http.idle_timeout_secs = sluice::config::Seconds(1)).await;
     let addr = t.base.trim_start_matches("http://").to_owned();
     let silent = TcpStream::connect(&addr).await.unwrap();
     let mut half = TcpStream::connect(&addr).await.unwrap();
@@ -168,7 +168,7 @@ async fn idle_and_half_sent_connections_are_closed_and_status_streams_are_not() 
 /// real HTTP/2 client, quiet between its requests) stays and is served again.
 #[tokio::test]
 async fn a_quiet_http2_peer_is_pinged_and_closed_only_if_it_does_not_answer() {
-    let t = TestApp::spawn_with(|c| c.http.idle_timeout_secs = 1).await;
+    let t = TestApp::spawn_with(|c| c.http.idle_timeout_secs = sluice::config::Seconds(1)).await;
     let addr = t.base.trim_start_matches("http://").to_owned();
     let mut mute = TcpStream::connect(&addr).await.unwrap();
     // The preface, then an empty SETTINGS frame (length 0, type 4, no flags, stream 0).

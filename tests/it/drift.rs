@@ -27,8 +27,8 @@ crate::on_every_configuration!(
 /// Checks every 100 ms; a difference must stand 2 s (twice a 1 s acquire timeout, which a
 /// SQLite ledger migrating while other tests start still makes).
 fn checked_often(c: &mut sluice::config::Config) {
-    c.workers.drift_check_ms = 100;
-    c.ledger.acquire_timeout_ms = 1000;
+    c.workers.drift_check_ms = sluice::config::Millis(100);
+    c.ledger.acquire_timeout_ms = sluice::config::Millis(1000);
 }
 
 async fn counter(t: &TestApp, sale: SaleId) -> u64 {
@@ -178,7 +178,10 @@ async fn a_hold_the_store_kept_after_the_ledger_ended_it_is_given_back(backend: 
 }
 
 async fn concurrent_holds_are_never_repaired_and_leave_no_drift(backend: Backend) {
-    let t = TestApp::spawn_on_with(backend, |c| c.workers.drift_check_ms = 50).await;
+    let t = TestApp::spawn_on_with(backend, |c| {
+        c.workers.drift_check_ms = sluice::config::Millis(50)
+    })
+    .await;
     let sale = t
         .create_sale(json!({ "quantity": 150, "per_user_limit": 1, "max_active": 1000 }))
         .await;
@@ -218,8 +221,8 @@ async fn concurrent_holds_are_never_repaired_and_leave_no_drift(backend: Backend
 /// `a_store_with_units_the_ledger_took_gives_them_up_while_it_moves`.)
 async fn a_moving_store_is_not_read_whole_until_it_stands_still(backend: Backend) {
     let t = TestApp::spawn_on_with(backend, |c| {
-        c.workers.drift_check_ms = 300;
-        c.ledger.acquire_timeout_ms = 1000;
+        c.workers.drift_check_ms = sluice::config::Millis(300);
+        c.ledger.acquire_timeout_ms = sluice::config::Millis(1000);
     })
     .await;
     let sale = t.create_sale(json!({ "quantity": 10 })).await;

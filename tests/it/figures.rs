@@ -33,7 +33,10 @@ async fn figures_until(t: &TestApp, sale: &str, ok: impl Fn(&Value) -> bool) -> 
 }
 
 async fn a_sales_figures_follow_it_sample_by_sample(backend: Backend) {
-    let t = TestApp::spawn_on_with(backend, |c| c.workers.figures_ms = 200).await;
+    let t = TestApp::spawn_on_with(backend, |c| {
+        c.workers.figures_ms = sluice::config::Millis(200)
+    })
+    .await;
     let sale = t
         .create_sale(json!({ "quantity": 10, "per_user_limit": 2, "rate_per_minute": 6000 }))
         .await;

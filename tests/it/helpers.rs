@@ -13,6 +13,11 @@ pub const ADMIN_KEY: &str = "test-admin-key-0123456789";
 pub const WEBHOOK_SECRET: &str = "whsec-test-0123456789abcdef";
 pub const USER_SECRET: &str = "user-secret-0123456789abcdef";
 
+/// A URL setting from a test's address (it is one).
+pub fn url(text: impl AsRef<str>) -> sluice::config::HttpUrl {
+    sluice::config::HttpUrl::parse(text.as_ref()).expect("a test's URL")
+}
+
 pub fn redis_url() -> String {
     std::env::var("SLUICE_TEST_REDIS_URL")
         .expect("SLUICE_TEST_REDIS_URL is unset: run the tests with scripts/test")
@@ -51,21 +56,21 @@ pub fn test_config() -> Config {
     c.queue.key_prefix = format!("t{}", uuid::Uuid::new_v4().simple());
     // The test process shares two cores with Redis and PostgreSQL; bursts of thousands of
     // requests must not trip the production-tight timeout (the outage test sets its own).
-    c.queue.timeout_ms = 2000;
-    c.ledger.max_connections = 30;
+    c.queue.timeout_ms = sluice::config::Millis(2000);
+    c.ledger.max_connections = std::num::NonZeroU32::new(30).unwrap();
     c.auth.admin_key = ADMIN_KEY.into();
     c.auth.user_jwt_hs256_secret = Some(USER_SECRET.into());
     c.payments.webhook_secret = WEBHOOK_SECRET.into();
     // Replicas must share the admission key (each test has its own).
     c.auth.admission_key_seed_hex = Some(hex::encode(rand::random::<[u8; 32]>()).into());
-    c.workers.admission_tick_ms = 50;
-    c.workers.lease_ttl_ms = 1000;
+    c.workers.admission_tick_ms = sluice::config::Millis(50);
+    c.workers.lease_ttl_ms = sluice::config::Millis(1000);
     c.workers.reaper_cron = "* * * * * *".into();
     c.events.file = std::env::temp_dir().join(format!(
         "sluice-events-{}.jsonl",
         uuid::Uuid::new_v4().simple()
     ));
-    c.events.poll_ms = 50;
+    c.events.poll_ms = sluice::config::Millis(50);
     // The helpers poll fast; the limits have a test of their own.
     c.limits.status_per_second = 10_000;
     c.limits.status_burst = 10_000;

@@ -621,7 +621,8 @@ async fn per_user_limit_is_enforced(backend: Backend) {
 /// (`poll_after_ms` is capped to a third of the abandonment time) keeps it.
 #[tokio::test]
 async fn waiting_users_who_stop_polling_lose_their_place() {
-    let t = TestApp::spawn_with(|c| c.workers.abandon_after_secs = 3).await;
+    let t =
+        TestApp::spawn_with(|c| c.workers.abandon_after_secs = sluice::config::Seconds(3)).await;
     let sale = t.create_sale(json!({ "rate_per_minute": 1 })).await;
     t.admin_json(reqwest::Method::POST, &format!("/v1/sales/{sale}/pause"))
         .await;

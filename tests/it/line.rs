@@ -28,8 +28,8 @@ on_both_configurations!(
 
 async fn spawn(backend: Backend, abandon_after_secs: u64) -> TestApp {
     TestApp::spawn_on_with(backend, |c| {
-        c.queue.line_refresh_ms = REFRESH.as_millis() as u64;
-        c.workers.abandon_after_secs = abandon_after_secs;
+        c.queue.line_refresh_ms = sluice::config::Millis(REFRESH.as_millis() as u64);
+        c.workers.abandon_after_secs = sluice::config::Seconds(abandon_after_secs);
     })
     .await
 }
@@ -550,8 +550,8 @@ async fn a_ticket_from_before_a_wiped_store_leads_to_rejoin_not_to_a_place() {
 async fn signs_of_life_past_one_calls_share_go_in_calls_of_their_own(backend: Backend) {
     const REFRESH_MS: u64 = 3_000;
     let t = TestApp::spawn_on_with(backend, |c| {
-        c.queue.line_refresh_ms = REFRESH_MS;
-        c.workers.abandon_after_secs = 9;
+        c.queue.line_refresh_ms = sluice::config::Millis(REFRESH_MS);
+        c.workers.abandon_after_secs = sluice::config::Seconds(9);
     })
     .await;
     let sale = paused_sale(&t, json!({ "rate_per_minute": 1 })).await;

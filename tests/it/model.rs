@@ -669,7 +669,7 @@ fn the_service_follows_the_machine(backend: Backend) {
     let t = runtime.block_on(TestApp::spawn_on_with(backend, |c| {
         // Deadlines pass when a step says so, and the step runs the reaper itself.
         c.workers.reaper_cron = "0 0 0 1 1 *".into();
-        c.workers.abandon_after_secs = ABANDON.as_secs();
+        c.workers.abandon_after_secs = sluice::config::Seconds(ABANDON.as_secs());
     }));
     let config = ProptestConfig {
         cases: CASES,

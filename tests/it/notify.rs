@@ -194,9 +194,9 @@ async fn a_push_service_that_says_gone_costs_nothing_more(backend: Backend) {
 async fn hooked(backend: Backend, per_second: u32) -> (TestApp, StandIn) {
     let (t, shop, _) = spawn(backend, |c, shop| {
         c.notify.vapid_private_key = Default::default();
-        c.notify.webhook_url = format!("{}/hook", shop.url());
+        c.notify.webhook_url = Some(crate::helpers::url(format!("{}/hook", shop.url())));
         c.notify.webhook_secret = HOOK_SECRET.into();
-        c.notify.max_per_second = per_second;
+        c.notify.max_per_second = std::num::NonZeroU32::new(per_second).unwrap();
     })
     .await;
     (t, shop)

@@ -103,7 +103,7 @@ async fn trusting(provider: &OidcProvider) -> TestApp {
     let issuer = provider.issuer();
     TestApp::spawn_on_with(Backend::Embedded, |c| {
         c.auth.user_jwt_hs256_secret = None;
-        c.auth.user_oidc_issuer = Some(issuer);
+        c.auth.user_oidc_issuer = Some(crate::helpers::url(issuer));
         c.auth.user_jwt_audience = Some(AUDIENCE.into());
     })
     .await
@@ -258,10 +258,10 @@ async fn several_issuers_are_trusted_at_once_and_their_users_do_not_collide() {
     let (shop_issuer, kakao_issuer) = (shop.issuer(), kakao.issuer());
     let t = TestApp::spawn_on_with(Backend::Embedded, |c| {
         c.auth.user_jwt_hs256_secret = None;
-        c.auth.user_oidc_issuer = Some(shop_issuer);
+        c.auth.user_oidc_issuer = Some(crate::helpers::url(shop_issuer));
         c.auth.user_jwt_audience = Some(AUDIENCE.into());
         c.auth.user_issuers = vec![sluice::config::TrustedIssuer {
-            issuer: kakao_issuer,
+            issuer: crate::helpers::url(kakao_issuer),
             audience: Some(AUDIENCE.into()),
             user_prefix: "kakao:".into(),
             jwks_url: None,

@@ -39,8 +39,8 @@ async fn spawn(backend: Backend, tweak: impl FnOnce(&mut Config)) -> (TestApp, S
         c.payments.portone.webhook_secret = WEBHOOK_SECRET.into();
         c.payments.portone.api_base = portone.url();
         c.payments.portone.js_url = format!("{}/v2/browser-sdk.js", portone.url());
-        c.payments.call_timeout_ms = 1000;
-        c.payments.reconcile_after_secs = 3600;
+        c.payments.call_timeout_ms = sluice::config::Millis(1000);
+        c.payments.reconcile_after_secs = sluice::config::Seconds(3600);
         tweak(c);
     })
     .await;

@@ -20,7 +20,7 @@ async fn redis_down_answers_503_quickly_and_recovers() {
     let mut redis = PrivateRedis::start(port, &dir);
     let t = TestApp::spawn_with(|c| {
         c.queue.url = format!("redis://127.0.0.1:{port}");
-        c.queue.timeout_ms = 150;
+        c.queue.timeout_ms = sluice::config::Millis(150);
     })
     .await;
     let sale = t.create_sale(json!({ "rate_per_minute": 1 })).await;
@@ -243,8 +243,8 @@ async fn behind_a_cuttable_proxy() -> (TestApp, CuttableProxy, PrivateRedis) {
     let proxy = CuttableProxy::start(port).await;
     let t = TestApp::spawn_with(|c| {
         c.queue.url = format!("redis://127.0.0.1:{}", proxy.port);
-        c.queue.timeout_ms = 300;
-        c.workers.queue_sync_ms = 200;
+        c.queue.timeout_ms = sluice::config::Millis(300);
+        c.workers.queue_sync_ms = sluice::config::Millis(200);
     })
     .await;
     (t, proxy, redis)
@@ -324,9 +324,9 @@ async fn on_a_restartable_redis() -> (TestApp, PrivateRedis, u16) {
     let redis = PrivateRedis::start(port, &dir);
     let t = TestApp::spawn_with(|c| {
         c.queue.url = format!("redis://127.0.0.1:{port}");
-        c.queue.timeout_ms = 300;
-        c.workers.queue_sync_ms = 100;
-        c.workers.drift_check_ms = 0;
+        c.queue.timeout_ms = sluice::config::Millis(300);
+        c.workers.queue_sync_ms = sluice::config::Millis(100);
+        c.workers.drift_check_ms = sluice::config::Millis(0);
     })
     .await;
     (t, redis, port)
@@ -588,7 +588,7 @@ async fn the_script_cache_is_filled_at_start_and_again_after_redis_loses_it() {
     assert_eq!(cached(conn.clone()).await, 0, "a fresh Redis");
     let t = TestApp::spawn_with(|c| {
         c.queue.url = format!("redis://127.0.0.1:{port}");
-        c.workers.queue_sync_ms = 200;
+        c.workers.queue_sync_ms = sluice::config::Millis(200);
     })
     .await;
     let at_start = cached(conn.clone()).await;

@@ -154,8 +154,8 @@ async fn three_replicas_on_a_redis_cluster_keep_fifo_and_survive_losing_the_admi
     config.queue.url = redis_cluster_nodes();
     config.queue.cluster = true;
     config.ledger.url = fresh_database().await;
-    config.ledger.max_connections = 20;
-    config.workers.lease_ttl_ms = LEASE_TTL_MS;
+    config.ledger.max_connections = std::num::NonZeroU32::new(20).unwrap();
+    config.workers.lease_ttl_ms = sluice::config::Millis(LEASE_TTL_MS);
     let mut processes = Vec::new();
     for _ in 0..3 {
         processes.push(SluiceProcess::start(config.clone(), "info").await);

@@ -314,7 +314,10 @@ async fn the_seat_map_equals_the_ledgers_seats_after_holds_releases_an_expiry_an
 /// their new state); reopened with its last id, it sends the changes since, each once, and not
 /// the ones before.
 async fn a_seat_map_stream_resumes_from_its_last_id_and_sends_each_change_once(backend: Backend) {
-    let t = TestApp::spawn_on_with(backend, |c| c.queue.line_refresh_ms = 200).await;
+    let t = TestApp::spawn_on_with(backend, |c| {
+        c.queue.line_refresh_ms = sluice::config::Millis(200)
+    })
+    .await;
     let layout = layout_id(&t, &hall(4)).await;
     let sale = t
         .create_sale(json!({ "quantity": null, "layout_id": layout, "per_user_limit": 2 }))
@@ -410,7 +413,10 @@ async fn a_seat_map_stream_resumes_from_its_last_id_and_sends_each_change_once(b
 /// A request for the map that goes away while this replica reads it (a client gone) does not
 /// leave the sale marked as being read: later requests read it again as it changes.
 async fn a_map_read_cut_short_does_not_stop_the_map_from_being_read_again(backend: Backend) {
-    let t = TestApp::spawn_on_with(backend, |c| c.queue.line_refresh_ms = 200).await;
+    let t = TestApp::spawn_on_with(backend, |c| {
+        c.queue.line_refresh_ms = sluice::config::Millis(200)
+    })
+    .await;
     let layout = layout_id(&t, &hall(4)).await;
     let sale = t
         .create_sale(json!({ "quantity": null, "layout_id": layout }))
@@ -463,8 +469,8 @@ async fn store_calls(t: &TestApp, call: &str) -> f64 {
 /// version (`seat_changes`); the sale's holdings are not read again however the seats change.
 async fn a_map_refresh_reads_only_the_seats_changed(backend: Backend) {
     let t = TestApp::spawn_on_with(backend, |c| {
-        c.queue.line_refresh_ms = 100;
-        c.workers.drift_check_ms = 3_600_000;
+        c.queue.line_refresh_ms = sluice::config::Millis(100);
+        c.workers.drift_check_ms = sluice::config::Millis(3_600_000);
     })
     .await;
     let layout = layout_id(&t, &hall(10)).await;
@@ -729,7 +735,10 @@ async fn best_available_refuses_what_it_cannot_give_and_takes_nothing(backend: B
 /// others wait for it instead of each reading the holdings whole.
 async fn many_first_readers_of_a_map_cost_one_read(backend: Backend) {
     use futures_util::future::join_all;
-    let t = TestApp::spawn_on_with(backend, |c| c.workers.drift_check_ms = 3_600_000).await;
+    let t = TestApp::spawn_on_with(backend, |c| {
+        c.workers.drift_check_ms = sluice::config::Millis(3_600_000)
+    })
+    .await;
     let layout = layout_id(&t, &hall(10)).await;
     let one = t
         .create_sale(json!({ "quantity": null, "layout_id": layout }))

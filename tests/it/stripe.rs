@@ -169,9 +169,9 @@ pub fn on_stripe(c: &mut Config, stripe: &LocalStripe) {
     c.payments.stripe.webhook_secret = WEBHOOK_SECRET.into();
     c.payments.stripe.api_base = stripe.url();
     c.payments.stripe.js_url = format!("{}/js.stripe.com/v3/", stripe.url());
-    c.payments.call_timeout_ms = 2000;
+    c.payments.call_timeout_ms = sluice::config::Millis(2000);
     // The reconciler only where a test asks for it.
-    c.payments.reconcile_after_secs = 3600;
+    c.payments.reconcile_after_secs = sluice::config::Seconds(3600);
 }
 
 async fn spawn(backend: Backend, tweak: impl FnOnce(&mut Config)) -> (TestApp, LocalStripe) {
@@ -320,7 +320,10 @@ async fn a_declined_card_leaves_the_attempt_payable_and_the_deadline_cancels_it(
 }
 
 async fn with_no_webhook_a_paid_attempt_is_confirmed_by_the_reconciler(backend: Backend) {
-    let (t, stripe) = spawn(backend, |c| c.payments.reconcile_after_secs = 1).await;
+    let (t, stripe) = spawn(backend, |c| {
+        c.payments.reconcile_after_secs = sluice::config::Seconds(1)
+    })
+    .await;
     let sale = priced_sale(&t, json!({})).await;
     let (attempt, paying) = t.checked_out(&sale, "quiet", 1).await;
     let intent_id = intent_of(&paying);

@@ -31,8 +31,8 @@ pub fn on_toss(c: &mut Config, toss: &StandIn) {
     c.payments.toss.client_key = CLIENT_KEY.into();
     c.payments.toss.api_base = toss.url();
     c.payments.toss.js_url = format!("{}/v2/standard", toss.url());
-    c.payments.call_timeout_ms = 1000;
-    c.payments.reconcile_after_secs = 3600;
+    c.payments.call_timeout_ms = sluice::config::Millis(1000);
+    c.payments.reconcile_after_secs = sluice::config::Seconds(3600);
 }
 
 async fn spawn(backend: Backend, tweak: impl FnOnce(&mut Config)) -> (TestApp, StandIn) {

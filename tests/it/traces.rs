@@ -133,7 +133,7 @@ async fn traced_sluice_with(
     let mut config = embedded_config(endpoint);
     config.telemetry.otlp_protocol = protocol.into();
     config.telemetry.trace_sample_ratio = ratio;
-    config.telemetry.max_queued_spans = max_queued_spans;
+    config.telemetry.max_queued_spans = std::num::NonZeroUsize::new(max_queued_spans).unwrap();
     config.logging.format = "json".into();
     SluiceProcess::start(config, "info,sluice=debug").await
 }
@@ -145,7 +145,7 @@ fn embedded_config(endpoint: String) -> sluice::config::Config {
     config.ledger.url.clear();
     config.embedded.data_dir =
         std::env::temp_dir().join(format!("sluice-traced-{}", uuid::Uuid::new_v4().simple()));
-    config.telemetry.otlp_endpoint = endpoint;
+    config.telemetry.otlp_endpoint = Some(crate::helpers::url(endpoint));
     config
 }
 
@@ -212,7 +212,7 @@ async fn buyer_is_one_trace(stores: Stores) {
             config.ledger.url = crate::helpers::fresh_database().await;
             config.events.kafka_brokers = crate::helpers::kafka_brokers();
             config.events.topic = topic.clone();
-            config.telemetry.otlp_endpoint = endpoint;
+            config.telemetry.otlp_endpoint = Some(crate::helpers::url(endpoint));
             config
         }
     };
@@ -488,7 +488,7 @@ async fn turn_messages_carry_the_admitting_ticks_trace() {
         crate::helpers::StandIn::start("push/push_service.py", &["shop-hook-secret-01234"]).await;
     let vapid = shop.control("/_test/vapid", json!({})).await;
     let mut config = embedded_config(format!("http://127.0.0.1:{}", receiver.port));
-    config.notify.webhook_url = format!("{}/hook", shop.url());
+    config.notify.webhook_url = Some(crate::helpers::url(format!("{}/hook", shop.url())));
     config.notify.webhook_secret = "shop-hook-secret-01234".into();
     config.notify.vapid_private_key = vapid["private_key"].as_str().unwrap().into();
     config.notify.vapid_public_key = vapid["public_key"].as_str().unwrap().into();
@@ -796,7 +796,10 @@ async fn a_claims_kafka_record_continues_the_buyers_trace() {
     config.ledger.url = crate::helpers::fresh_database().await;
     config.events.kafka_brokers = crate::helpers::kafka_brokers();
     config.events.topic = topic.clone();
-    config.telemetry.otlp_endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    config.telemetry.otlp_endpoint = Some(crate::helpers::url(format!(
+        "http://127.0.0.1:{}",
+        receiver.port
+    )));
     let sluice = SluiceProcess::start(config, "").await;
     let http = reqwest::Client::new();
     let sale = create_sale_at(

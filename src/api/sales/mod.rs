@@ -317,7 +317,7 @@ impl SalesApi {
         let id = parse_sale_id(&sale_id)?;
         let points = service::figures::series(&self.app, id, minutes.0.unwrap_or(60)).await?;
         Ok(FiguresResponse::Ok(Json(SaleFiguresOut {
-            interval_secs: self.app.config.workers.figures_ms as f64 / 1000.0,
+            interval_secs: self.app.config.workers.figures_ms.0 as f64 / 1000.0,
             points: points.into_iter().map(Into::into).collect(),
         })))
     }

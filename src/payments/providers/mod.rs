@@ -11,7 +11,6 @@ pub mod stripe;
 pub mod toss;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -64,20 +63,20 @@ pub fn from_config(
     chosen: ProviderName,
     public_url: &str,
 ) -> anyhow::Result<Arc<dyn Connector>> {
-    let timeout = Duration::from_millis(payments.call_timeout_ms);
+    let timeout = payments.call_timeout_ms.duration();
     Ok(match chosen {
         ProviderName::Sandbox => Arc::new(NoApi::Sandbox),
         ProviderName::Webhook => Arc::new(NoApi::Shop),
         ProviderName::Stripe => Arc::new(Stripe::new(
             payments.stripe.clone(),
             timeout,
-            payments.tolerance_secs,
+            payments.tolerance_secs.0,
         )?),
         ProviderName::Toss => Arc::new(Toss::new(payments.toss.clone(), timeout, public_url)?),
         ProviderName::PortOne => Arc::new(PortOne::new(
             payments.portone.clone(),
             timeout,
-            payments.tolerance_secs,
+            payments.tolerance_secs.0,
         )?),
     })
 }

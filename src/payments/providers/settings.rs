@@ -8,7 +8,7 @@ use super::portone::PortOneSettings;
 use super::stripe::StripeSettings;
 use super::toss::TossSettings;
 use super::ProviderName;
-use crate::setting::Secret;
+use crate::setting::{Millis, Seconds, Secret};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,7 +23,7 @@ pub struct PaymentsConfig {
     /// 16 characters).
     pub webhook_secret: Secret,
     /// Webhooks whose timestamp is further than this from now are refused (replays).
-    pub tolerance_secs: u64,
+    pub tolerance_secs: Seconds,
     /// The sandbox payment provider (`/sandbox/payments/{reference}`) when `provider` is unset:
     /// unset means on in embedded mode and off with PostgreSQL. Never turn it on in
     /// production.
@@ -34,9 +34,9 @@ pub struct PaymentsConfig {
     pub refund_late_payments: bool,
     /// An attempt PAYMENT_PENDING this long is looked up at the provider by the reconciler,
     /// so a webhook that never comes is not waited on.
-    pub reconcile_after_secs: u64,
+    pub reconcile_after_secs: Seconds,
     /// The bound of one call to the provider (each retry its own).
-    pub call_timeout_ms: u64,
+    pub call_timeout_ms: Millis,
     pub stripe: StripeSettings,
     pub toss: TossSettings,
     pub portone: PortOneSettings,
@@ -47,11 +47,11 @@ impl Default for PaymentsConfig {
         PaymentsConfig {
             provider: None,
             webhook_secret: Secret::default(),
-            tolerance_secs: 300,
+            tolerance_secs: Seconds(300),
             sandbox: None,
             refund_late_payments: true,
-            reconcile_after_secs: 120,
-            call_timeout_ms: 5000,
+            reconcile_after_secs: Seconds(120),
+            call_timeout_ms: Millis(5000),
             stripe: StripeSettings::default(),
             toss: TossSettings::default(),
             portone: PortOneSettings::default(),

@@ -147,11 +147,11 @@ async fn count_sessions(app: &App) {
 /// process ends.
 pub async fn run(app: App) {
     let config = &app.config.gate;
-    let mut read = tokio::time::interval(Duration::from_millis(config.refresh_ms));
-    let mut probe = tokio::time::interval(Duration::from_millis(config.store_probe_ms));
+    let mut read = tokio::time::interval(config.refresh_ms.duration());
+    let mut probe = tokio::time::interval(config.store_probe_ms.duration());
     read.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let budget = Duration::from_millis(config.store_probe_ms.clamp(100, 1000));
+    let budget = Duration::from_millis(config.store_probe_ms.0.clamp(100, 1000));
     loop {
         tokio::select! {
             _ = read.tick() => {

@@ -122,7 +122,10 @@ async fn a_page_on_a_listed_origin_calls_sluice_from_the_browser() {
 /// screenshot of each page.
 #[tokio::test]
 async fn the_operator_console_runs_a_sale_in_headless_chromium() {
-    let app = TestApp::spawn_on_with(Backend::Embedded, |c| c.workers.figures_ms = 200).await;
+    let app = TestApp::spawn_on_with(Backend::Embedded, |c| {
+        c.workers.figures_ms = sluice::config::Millis(200)
+    })
+    .await;
     let shots =
         std::env::temp_dir().join(format!("sluice-console-{}", uuid::Uuid::new_v4().simple()));
     run_script(

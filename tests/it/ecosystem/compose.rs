@@ -131,7 +131,10 @@ fn sluice_accepts_the_replicas_configuration() {
             let config = sluice::secrets::load(None).map_err(|e| e.to_string())?;
             assert_eq!(config.queue.url, "redis://redis:6379");
             assert_eq!(config.events.kafka_brokers, "kafka:9092");
-            assert_eq!(config.valve.prometheus_url, "http://prometheus:9090");
+            assert_eq!(
+                config.valve.prometheus_url.as_deref(),
+                Some("http://prometheus:9090")
+            );
             Ok(())
         });
     }

@@ -96,12 +96,12 @@ fn sluice_accepts_the_replicas_configuration_and_its_drain_fits_the_pods_grace()
     // all before the kubelet's SIGKILL.
     let grace = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
     assert!(
-        config.http.drain_delay_secs > 0,
+        config.http.drain_delay_secs > sluice::config::Seconds(0),
         "a drain delay under Kubernetes"
     );
     assert!(config.http.drain_delay_secs < config.http.shutdown_timeout_secs);
     assert!(
-        config.http.shutdown_timeout_secs < grace,
+        config.http.shutdown_timeout_secs < sluice::config::Seconds(grace),
         "sluice exits before the pod's grace of {grace} s runs out"
     );
     // The Service and the disruption budget pick the Deployment's pods.

@@ -155,7 +155,8 @@ crate::on_both_configurations!(
 /// On every store alike: the embedded one reports the queue-store metrics the dashboard and the
 /// `SluiceRedisSlow` alert read, as Redis does.
 async fn metrics_pass_promtool_and_every_dashboard_and_alert_metric_is_exported(backend: Backend) {
-    let app = TestApp::spawn_on_with(backend, |c| c.valve.tick_ms = 200).await;
+    let app =
+        TestApp::spawn_on_with(backend, |c| c.valve.tick_ms = sluice::config::Millis(200)).await;
     let sale = app
         .create_sale(json!({
             "quantity": 10, "admission_mode": "adaptive",

@@ -48,7 +48,7 @@ async fn turnstile_is_checked_with_its_siteverify_and_the_shops_secret(backend: 
         let t = TestApp::spawn_on_with(backend, |c| {
             c.gate.turnstile_site_key = "1x00000000000000000000AA".into();
             c.gate.turnstile_secret = secret.into();
-            c.gate.turnstile_verify_url = verify;
+            c.gate.turnstile_verify_url = crate::helpers::url(verify);
         })
         .await;
         let g = gate(&t, 10, json!({ "challenge": "turnstile" })).await;
@@ -146,7 +146,7 @@ async fn hcaptcha_is_checked_with_its_siteverify_and_the_shops_secret(backend: B
         let t = TestApp::spawn_on_with(backend, |c| {
             c.gate.hcaptcha_site_key = site_key.into();
             c.gate.hcaptcha_secret = HCAPTCHA_SECRET.into();
-            c.gate.hcaptcha_verify_url = verify;
+            c.gate.hcaptcha_verify_url = crate::helpers::url(verify);
         })
         .await;
         let g = gate(&t, 10, json!({ "challenge": "hcaptcha" })).await;
@@ -190,8 +190,8 @@ async fn the_waiting_page_shows_the_challenge_before_the_line() {
     let t = TestApp::spawn_on_with(Backend::Embedded, |c| {
         c.gate.turnstile_site_key = "3x00000000000000000000FF".into();
         c.gate.turnstile_secret = TURNSTILE_PASSES.into();
-        c.gate.turnstile_verify_url = verify;
-        c.gate.turnstile_script_url = script;
+        c.gate.turnstile_verify_url = crate::helpers::url(verify);
+        c.gate.turnstile_script_url = crate::helpers::url(script);
     })
     .await;
     let g = gate(&t, 10, json!({ "challenge": "turnstile" })).await;

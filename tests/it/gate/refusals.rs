@@ -193,7 +193,7 @@ async fn nothing_passes_without_a_real_session_of_the_gate(backend: Backend) {
 /// refresh, and a session ended on one is refused by the other within its refresh.
 #[tokio::test]
 async fn every_replica_checks_what_another_made_and_ended() {
-    let a = TestApp::spawn_with(|c| c.gate.refresh_ms = 200).await;
+    let a = TestApp::spawn_with(|c| c.gate.refresh_ms = sluice::config::Millis(200)).await;
     let b = TestApp::spawn_config((*a.app.config).clone()).await;
     let origin = Origin::start().await;
     let g = gate(&a, 10, json!({})).await;

@@ -16,8 +16,8 @@ async fn behind_a_cut(open: bool) -> (TestApp, CuttableProxy) {
     let cut = CuttableProxy::start(port).await;
     let t = TestApp::spawn_with(|c| {
         c.queue.url = format!("redis://127.0.0.1:{}", cut.port);
-        c.queue.timeout_ms = 300;
-        c.gate.store_probe_ms = 100;
+        c.queue.timeout_ms = sluice::config::Millis(300);
+        c.gate.store_probe_ms = sluice::config::Millis(100);
         c.gate.on_store_down = if open { "open" } else { "closed" }.into();
     })
     .await;

@@ -155,7 +155,10 @@ crate::on_both_configurations!(a_hold_whose_client_gives_up_is_written_whole);
 /// mobile connection): the units the queue store took are the ledger's hold too, at once, not
 /// a hold in one store only until the drift checker (off here) repairs it.
 async fn a_hold_whose_client_gives_up_is_written_whole(backend: Backend) {
-    let t = TestApp::spawn_on_with(backend, |c| c.workers.drift_check_ms = 0).await;
+    let t = TestApp::spawn_on_with(backend, |c| {
+        c.workers.drift_check_ms = sluice::config::Millis(0)
+    })
+    .await;
     let sale = t.create_sale(json!({ "quantity": 5 })).await;
     let sale_id = sluice::domain::SaleId::parse(&sale).unwrap();
     let (attempt, token) = t.admitted(&sale, "closes-the-tab").await;

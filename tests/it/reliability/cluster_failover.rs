@@ -37,10 +37,10 @@ async fn after_a_cluster_failover_under_load_the_store_equals_the_ledger() {
     let seeds = redis_cluster_nodes();
     let seeds: Vec<&str> = seeds.split(',').collect();
     let t = TestApp::spawn_on_with(Backend::ServersOnCluster, |c| {
-        c.queue.timeout_ms = 500;
-        c.workers.queue_sync_ms = 100;
-        c.workers.drift_check_ms = 200;
-        c.ledger.acquire_timeout_ms = 500;
+        c.queue.timeout_ms = sluice::config::Millis(500);
+        c.workers.queue_sync_ms = sluice::config::Millis(100);
+        c.workers.drift_check_ms = sluice::config::Millis(200);
+        c.ledger.acquire_timeout_ms = sluice::config::Millis(500);
     })
     .await;
     let units = 60;
@@ -185,8 +185,8 @@ async fn units_freed_while_the_sales_primary_takes_no_writes_are_sellable_soon_a
     let seeds = redis_cluster_nodes();
     let seeds: Vec<&str> = seeds.split(',').collect();
     let t = TestApp::spawn_on_with(Backend::ServersOnCluster, |c| {
-        c.queue.timeout_ms = 300;
-        c.workers.queue_sync_ms = 200;
+        c.queue.timeout_ms = sluice::config::Millis(300);
+        c.workers.queue_sync_ms = sluice::config::Millis(200);
     })
     .await;
     let sale = t
@@ -281,10 +281,10 @@ async fn a_failover_that_lost_holds_gives_the_units_up_within_five_seconds_under
     let seeds = redis_cluster_nodes();
     let seeds: Vec<&str> = seeds.split(',').collect();
     let t = TestApp::spawn_on_with(Backend::ServersOnCluster, |c| {
-        c.queue.timeout_ms = 500;
-        c.workers.admission_tick_ms = 1000;
-        c.workers.lease_ttl_ms = 3000;
-        c.workers.drift_check_ms = 10_000;
+        c.queue.timeout_ms = sluice::config::Millis(500);
+        c.workers.admission_tick_ms = sluice::config::Millis(1000);
+        c.workers.lease_ttl_ms = sluice::config::Millis(3000);
+        c.workers.drift_check_ms = sluice::config::Millis(10_000);
     })
     .await;
     let units = 300;

@@ -159,7 +159,7 @@ impl Load {
 
 fn config() -> sluice::config::Config {
     let mut config = test_config();
-    config.http.shutdown_timeout_secs = BOUND.as_secs();
+    config.http.shutdown_timeout_secs = sluice::config::Seconds(BOUND.as_secs());
     config
 }
 
@@ -368,7 +368,7 @@ async fn a_drained_admitter_hands_its_sales_to_another_replica_at_once() {
     let mut config = config();
     config.ledger.url = fresh_database().await;
     // A lease that would take 20 s to run out by itself.
-    config.workers.lease_ttl_ms = 20_000;
+    config.workers.lease_ttl_ms = sluice::config::Millis(20_000);
     let mut a = SluiceProcess::start(config.clone(), "").await;
     let mut b = SluiceProcess::start(config.clone(), "").await;
     let http = reqwest::Client::new();
@@ -423,7 +423,7 @@ async fn a_drained_admitter_hands_its_sales_to_another_replica_at_once() {
 async fn during_the_drain_delay_new_connections_are_answered_then_the_port_closes() {
     let mut config = config();
     config.ledger.url = fresh_database().await;
-    config.http.drain_delay_secs = 3;
+    config.http.drain_delay_secs = sluice::config::Seconds(3);
     let mut sluice = SluiceProcess::start(config, "").await;
     sluice.signal("TERM");
     tokio::time::sleep(Duration::from_millis(500)).await;

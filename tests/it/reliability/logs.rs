@@ -120,7 +120,7 @@ async fn an_outage_is_logged_once_a_second_not_once_a_failed_request() {
     let mut config = test_config();
     config.ledger.url = fresh_database().await;
     config.queue.url = format!("redis://127.0.0.1:{port}");
-    config.queue.timeout_ms = 150;
+    config.queue.timeout_ms = sluice::config::Millis(150);
     let sluice = SluiceProcess::start(config, "").await;
     let http = reqwest::Client::new();
     let (token, _, attempt) = sale_and_attempt(

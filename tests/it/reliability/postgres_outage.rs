@@ -15,7 +15,7 @@ async fn postgres_down_fails_fast_where_needed_and_the_waiting_room_keeps_answer
     let pg = PrivatePostgres::start();
     let t = TestApp::spawn_with(|c| {
         c.ledger.url = pg.url.clone();
-        c.ledger.acquire_timeout_ms = 200;
+        c.ledger.acquire_timeout_ms = sluice::config::Millis(200);
     })
     .await;
     let sale = t
@@ -141,7 +141,7 @@ async fn a_down_ledger_fails_fast_after_the_first_failure_and_recovers_within_a_
     let pg = PrivatePostgres::start();
     let t = TestApp::spawn_with(|c| {
         c.ledger.url = pg.url.clone();
-        c.ledger.acquire_timeout_ms = 3000;
+        c.ledger.acquire_timeout_ms = sluice::config::Millis(3000);
     })
     .await;
     let sale = t
@@ -309,7 +309,7 @@ async fn callers_waiting_for_a_connection_when_postgres_dies_are_answered_within
     let pg = std::sync::Arc::new(PrivatePostgres::start());
     let t = TestApp::spawn_with(|c| {
         c.ledger.url = pg.url.clone();
-        c.ledger.max_connections = 2;
+        c.ledger.max_connections = std::num::NonZeroU32::new(2).unwrap();
     })
     .await;
     let sale = t.create_sale(json!({ "quantity": 10 })).await;
@@ -379,7 +379,7 @@ async fn a_replica_that_never_read_the_sale_lets_no_join_in_unchecked_while_post
     let pg = PrivatePostgres::start();
     let warm = TestApp::spawn_with(|c| {
         c.ledger.url = pg.url.clone();
-        c.ledger.acquire_timeout_ms = 200;
+        c.ledger.acquire_timeout_ms = sluice::config::Millis(200);
     })
     .await;
     let sale = warm.create_sale(json!({ "rate_per_minute": 1 })).await;
