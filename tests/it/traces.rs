@@ -145,7 +145,7 @@ fn embedded_config(endpoint: String) -> sluice::config::Config {
     config.ledger.url.clear();
     config.embedded.data_dir =
         std::env::temp_dir().join(format!("sluice-traced-{}", uuid::Uuid::new_v4().simple()));
-    config.telemetry.otlp_endpoint = Some(crate::helpers::url(endpoint));
+    config.telemetry.otlp_endpoint = (!endpoint.is_empty()).then(|| crate::helpers::url(endpoint));
     config
 }
 
