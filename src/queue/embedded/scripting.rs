@@ -7,6 +7,7 @@
 use std::cell::{RefCell, RefMut};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
+use std::panic::AssertUnwindSafe;
 
 use ::redis::Value;
 use mlua::{ffi, Function, Lua, LuaOptions, StdLib};
@@ -206,9 +207,21 @@ unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> c_int {
 /// # Safety
 /// Called by Lua as a C closure made in [`Scripting::new`].
 unsafe fn command(state: *mut ffi::lua_State, raise: bool) -> c_int {
-    // Every Rust value is dropped within `run_command`: raising the error leaves this frame by
-    // Lua's longjmp, past no destructor.
-    if run_command(state, raise) {
+    // A panic (a bug of the keyspace) must not unwind through Lua's C frames: it fails the
+    // script instead.
+    let raise = match std::panic::catch_unwind(AssertUnwindSafe(|| run_command(state, raise))) {
+        Ok(raise) => raise,
+        Err(panic) => {
+            drop(panic);
+            ffi::lua_settop(state, 0);
+            let e = "ERR the in-process store failed to run the command";
+            ffi::lua_pushlstring(state, e.as_ptr().cast(), e.len());
+            true
+        }
+    };
+    // Every Rust value is dropped by now: raising the error leaves this frame by Lua's
+    // longjmp, past no destructor.
+    if raise {
         ffi::lua_error(state);
     }
     1
