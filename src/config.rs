@@ -601,7 +601,7 @@ impl Config {
                 });
             problems.push(Problem {
                 message: format!("{}{source}", e.kind),
-                key: key.clone(),
+                key,
             });
             figment = figment.merge(Serialized::default(&at, default.clone()));
         }

@@ -251,7 +251,7 @@ impl Config {
             "workers.queue_sync_ms",
             "must be at least 10",
         );
-        let replay_ms = w.queue_sync_replay_secs.0.saturating_mul(1000);
+        let replay_ms = w.queue_sync_replay_secs.millis();
         p.unless(
             (10_000..=crate::domain::holding::SYNCED_KEEP_MS).contains(&replay_ms),
             "workers.queue_sync_replay_secs",

@@ -110,7 +110,7 @@ pub fn detached(config: &crate::config::Config) -> Arc<dyn QueueStore> {
 /// `queue.url` is empty, kept in the data directory (`queue.aof`).
 pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Arc<dyn QueueStore>> {
     let queue = &config.queue;
-    let abandon_after_ms = config.workers.abandon_after_secs.0 * 1000;
+    let abandon_after_ms = config.workers.abandon_after_secs.millis();
     Ok(if queue.url.is_empty() {
         let store = embedded::Embedded::durable(&config.embedded.data_dir.join("queue.aof"))?;
         let store = RedisQueue::in_process(store, &queue.key_prefix, config.queue_timeout());

@@ -216,7 +216,7 @@ pub(super) fn waiting(
     rate: f64,
 ) -> AttemptView {
     let mut view = AttemptView::queued(attempt, position, waiting, rate);
-    let abandon_ms = app.config.workers.abandon_after_secs.0 * 1000;
+    let abandon_ms = app.config.workers.abandon_after_secs.millis();
     if abandon_ms > 0 {
         view.poll_after_ms = view.poll_after_ms.min(abandon_ms / 3);
     }

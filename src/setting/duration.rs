@@ -32,6 +32,11 @@ impl Seconds {
         Duration::from_secs(self.0)
     }
 
+    /// In milliseconds, for the stores that count time so.
+    pub fn millis(self) -> u64 {
+        self.0.saturating_mul(1000)
+    }
+
     /// Zero: what turns the setting off, where it can be.
     pub fn is_off(self) -> bool {
         self.0 == 0
@@ -50,6 +55,7 @@ mod tests {
         assert_eq!(secs.duration(), Duration::from_secs(2));
         assert_eq!(serde_json::to_string(&ms).unwrap(), "1500");
         assert!(Millis(0).is_off() && !secs.is_off());
+        assert_eq!(secs.millis(), 2000);
         assert!(serde_json::from_str::<Millis>("-1").is_err());
         assert!(serde_json::from_str::<Seconds>("\"5s\"").is_err());
     }

@@ -93,7 +93,7 @@ async fn check(app: &App, seen: &mut Seen, versions: &mut Versions) -> anyhow::R
         seen.clear(); // the queue-sync worker has changes to apply first
         return Ok(());
     }
-    let min_standing = Duration::from_millis(2 * app.config.ledger.acquire_timeout_ms.0);
+    let min_standing = app.config.ledger.acquire_timeout_ms.duration() * 2;
     let plans = app.ledger.admitting_sales().await?;
     seen.retain(|sale, _| plans.iter().any(|p| p.sale == *sale));
     versions.retain(|sale, _| plans.iter().any(|p| p.sale == *sale));

@@ -58,7 +58,7 @@ pub async fn run(app: App, every: Duration) {
     let mut behind = Behind::new();
     metrics::gauge!("sluice_queue_sales_behind").set(0.0);
     let mut wait = every;
-    let replay_ms = app.config.workers.queue_sync_replay_secs.0 * 1000;
+    let replay_ms = app.config.workers.queue_sync_replay_secs.millis();
     let mut rounds: u64 = 0;
     loop {
         tokio::select! {

@@ -151,7 +151,10 @@ pub async fn run(app: App) {
     let mut probe = tokio::time::interval(config.store_probe_ms.duration());
     read.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let budget = Duration::from_millis(config.store_probe_ms.0.clamp(100, 1000));
+    let budget = config
+        .store_probe_ms
+        .duration()
+        .clamp(Duration::from_millis(100), Duration::from_secs(1));
     loop {
         tokio::select! {
             _ = read.tick() => {
